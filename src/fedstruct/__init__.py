@@ -1,0 +1,14 @@
+"""fedstruct: federated learning of structured models.
+
+Causal graphs, concept-based models, neural graphical models and drift-aware
+classifiers, learned across institutions whose data cannot move.
+
+Layers (imports only point down): ``graphs`` and ``data`` at the bottom, then
+``privacy``, ``fl`` (the federated runtime), ``methods`` (one folder per published
+method) and, on top, ``experiments`` and the command line (``fedstruct.cli``).
+"""
+
+from fedstruct import errors
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "errors"]

@@ -1,0 +1,216 @@
+"""A client's data: its name, its variables, its rows, and what it supervises or intervened on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
+
+__all__ = ["OBSERVATIONAL", "ClientData", "check_federation"]
+
+#: Value of :attr:`ClientData.intervention` for a row sampled without intervention.
+OBSERVATIONAL = -1
+
+
+@dataclass(frozen=True, eq=False)
+class ClientData:
+    """The data one client holds. It never leaves the client.
+
+    Parameters
+    ----------
+    name
+        The client's name, used in every message about it (e.g. ``"hospital-2"``).
+    rows
+        One row per sample, one numeric column per variable. Categorical variables
+        are integer state codes ``0..k-1``; ``-1`` marks a missing label of a
+        supervised column. NaN and infinite values are rejected.
+    supervised
+        Columns whose labels this client supervises (concepts, tasks, class labels).
+    intervention
+        For interventional data: per row, the column index of the variable that
+        was intervened on when the row was sampled, or :data:`OBSERVATIONAL` (-1).
+        ``None`` means all rows are observational.
+
+    Raises
+    ------
+    NonFiniteDataError
+        If ``rows`` holds NaN or infinite values (the message names the column).
+    UnknownVariableError
+        If ``supervised`` names a column ``rows`` does not have.
+    DataError
+        For an empty name, no rows, duplicate or non-string column names,
+        non-numeric columns, or a malformed ``intervention`` array.
+    """
+
+    name: str
+    rows: pd.DataFrame
+    supervised: tuple[str, ...] = ()
+    intervention: NDArray[np.int64] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise DataError(f"client name must be a non-empty string, got {self.name!r}")
+        rows = self.rows
+        if not isinstance(rows, pd.DataFrame):
+            raise DataError(f"client {self.name!r}: rows must be a pandas DataFrame")
+        if len(rows) == 0:
+            raise DataError(f"client {self.name!r} has no rows; give every client at least one")
+        cols = list(rows.columns)
+        if any(not isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
+            raise DataError(f"client {self.name!r}: column names must be unique strings")
+        for col in cols:
+            if not pd.api.types.is_numeric_dtype(rows[col]):
+                raise DataError(
+                    f"client {self.name!r}: column {col!r} has dtype {rows[col].dtype}; "
+                    "encode categorical values as integer codes 0..k-1"
+                )
+        values = rows.to_numpy()
+        if values.dtype.kind == "f":
+            bad = ~np.isfinite(values)
+            if bad.any():
+                counts = bad.sum(axis=0)
+                j = int(np.flatnonzero(counts)[0])
+                raise NonFiniteDataError(
+                    f"client {self.name!r}: column {cols[j]!r} has {int(counts[j])} NaN or "
+                    "infinite values; impute or drop those rows before federating"
+                )
+        object.__setattr__(self, "supervised", tuple(self.supervised))
+        for var in self.supervised:
+            if var not in rows.columns:
+                raise UnknownVariableError(
+                    f"client {self.name!r} supervises {var!r}, which is not one of its columns"
+                )
+        if self.intervention is not None:
+            iv = np.asarray(self.intervention)
+            if iv.shape != (len(rows),) or iv.dtype.kind not in "iu":
+                raise DataError(
+                    f"client {self.name!r}: intervention must be one integer per row "
+                    f"({len(rows)}), got shape {iv.shape} of dtype {iv.dtype}"
+                )
+            if iv.size and (iv.min() < OBSERVATIONAL or iv.max() >= len(cols)):
+                raise DataError(
+                    f"client {self.name!r}: intervention codes must lie in -1..{len(cols) - 1}"
+                )
+            iv = iv.astype(np.int64, copy=True)
+            iv.setflags(write=False)
+            object.__setattr__(self, "intervention", iv)
+
+    # ----------------------------------------------------------------- views
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The client's variable names (its columns), in order."""
+        return tuple(self.rows.columns)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of samples."""
+        return len(self.rows)
+
+    def regimes(self) -> NDArray[np.int64]:
+        """Per-row intervention code (``-1`` = observational), all ``-1`` if none given."""
+        if self.intervention is None:
+            return np.full(self.n_rows, OBSERVATIONAL, dtype=np.int64)
+        return self.intervention
+
+    @property
+    def intervention_targets(self) -> tuple[str, ...]:
+        """Names of the variables this client has interventional rows for."""
+        codes = np.unique(self.regimes())
+        return tuple(self.variables[c] for c in codes if c != OBSERVATIONAL)
+
+    def observational(self) -> pd.DataFrame:
+        """The rows sampled without intervention."""
+        return self.rows[self.regimes() == OBSERVATIONAL]
+
+    def interventional(self, variable: str) -> pd.DataFrame:
+        """The rows sampled under an intervention on ``variable``.
+
+        Raises
+        ------
+        UnknownVariableError
+            If the client has no such variable or no rows intervening on it.
+        """
+        if variable not in self.rows.columns:
+            raise UnknownVariableError(f"client {self.name!r} has no variable {variable!r}")
+        code = self.variables.index(variable)
+        mask = self.regimes() == code
+        if not mask.any():
+            raise UnknownVariableError(
+                f"client {self.name!r} has no interventional rows on {variable!r}; "
+                f"its intervention targets are {list(self.intervention_targets)}"
+            )
+        return self.rows[mask]
+
+    def select(self, variables: Sequence[str]) -> ClientData:
+        """The same client restricted to ``variables``, in that order.
+
+        Rows sampled under an intervention on a removed variable cannot be relabelled
+        (they are not observational), so removing such a variable is an error.
+
+        Raises
+        ------
+        UnknownVariableError
+            If a variable is not one of the client's.
+        DataError
+            If rows intervene on a variable being removed.
+        """
+        missing = [v for v in variables if v not in self.rows.columns]
+        if missing:
+            raise UnknownVariableError(f"client {self.name!r} has no variables {missing}")
+        intervention = None
+        if self.intervention is not None:
+            removed = set(self.intervention_targets) - set(variables)
+            if removed:
+                raise DataError(
+                    f"client {self.name!r} has interventional rows on {sorted(removed)}; "
+                    "keep those variables or drop the rows first"
+                )
+            new_code = {self.variables.index(v): k for k, v in enumerate(variables)}
+            new_code[OBSERVATIONAL] = OBSERVATIONAL
+            intervention = np.array([new_code[c] for c in self.intervention], dtype=np.int64)
+        return replace(
+            self,
+            rows=self.rows.loc[:, list(variables)],
+            supervised=tuple(v for v in self.supervised if v in variables),
+            intervention=intervention,
+        )
+
+
+def check_federation(clients: Iterable[ClientData], variables: Sequence[str] | None = None) -> None:
+    """Check a list of clients before a federation starts.
+
+    Parameters
+    ----------
+    clients
+        The federation's clients.
+    variables
+        If given, every client variable must be one of these.
+
+    Raises
+    ------
+    DataError
+        If there are no clients or two clients share a name.
+    UnknownVariableError
+        If a client holds a variable outside ``variables`` (the message names both).
+    """
+    clients = list(clients)
+    if not clients:
+        raise DataError("a federation needs at least one client")
+    names = [c.name for c in clients]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DataError(f"client names must be unique; repeated: {dupes}")
+    if variables is not None:
+        allowed = set(variables)
+        for c in clients:
+            extra = [v for v in c.variables if v not in allowed]
+            if extra:
+                raise UnknownVariableError(
+                    f"client {c.name!r} holds {extra}, which are not variables of the federation; "
+                    "rename them or add them to the federation's variable list"
+                )

@@ -1,0 +1,104 @@
+"""The exceptions fedstruct raises for bad input.
+
+Every message is one line that names the culprit (the client, the variable, the
+file, the key) and says how to fix it. The command line prints the message and
+exits with code 2 for any :class:`FedstructError`.
+
+The classes also derive from the matching built-in exception (``ValueError``,
+``KeyError``-like lookups stay ``ValueError``), so ``except ValueError`` keeps
+working for callers that do not know fedstruct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "CyclicGraphError",
+    "DataError",
+    "FedstructError",
+    "GraphError",
+    "NonFiniteDataError",
+    "PartitionError",
+    "PrivacyViolationError",
+    "ProtocolError",
+    "SampleSizeError",
+    "UnknownNetworkError",
+    "UnknownVariableError",
+    "unknown_choice_message",
+]
+
+
+class FedstructError(Exception):
+    """Base class of every error fedstruct raises on bad input."""
+
+
+class ConfigError(FedstructError, ValueError):
+    """A configuration key or value is not valid (unknown key, wrong type, out of range)."""
+
+
+class DataError(FedstructError, ValueError):
+    """A data set, a client's data or a sampling request is not valid."""
+
+
+class NonFiniteDataError(DataError):
+    """A client's data holds NaN or infinite values."""
+
+
+class UnknownVariableError(DataError):
+    """A variable name is not known where it is used (a client, a graph, a federation)."""
+
+
+class SampleSizeError(DataError):
+    """A sample count is zero, negative or otherwise unusable."""
+
+
+class PartitionError(DataError):
+    """Data cannot be split over clients as requested."""
+
+
+class UnknownNetworkError(DataError):
+    """A benchmark network name is not one that fedstruct ships."""
+
+
+class GraphError(FedstructError, ValueError):
+    """A graph is malformed (bad marks, asymmetric edges, duplicate names)."""
+
+
+class CyclicGraphError(GraphError):
+    """A graph has a directed cycle where a DAG is required."""
+
+
+class ProtocolError(FedstructError, ValueError):
+    """A federated message breaks the protocol (unknown kind, bad payload types)."""
+
+
+class PrivacyViolationError(FedstructError):
+    """A message would carry rows of a client's data, or more entries than declared."""
+
+
+class CheckpointError(FedstructError):
+    """A checkpoint is missing, unreadable, or belongs to a different run."""
+
+
+def unknown_choice_message(what: str, value: object, valid: Iterable[object]) -> str:
+    """Format the one-line message for a value that is not among the valid choices.
+
+    Parameters
+    ----------
+    what
+        What the value names, e.g. ``"network"``.
+    value
+        The value given.
+    valid
+        The valid choices; they are listed, sorted, in the message.
+
+    Returns
+    -------
+    str
+        ``unknown network 'nosuch'; valid networks: alarm, asia, ...``.
+    """
+    choices = ", ".join(sorted(str(v) for v in valid))
+    return f"unknown {what} {value!r}; valid {what}s: {choices}"
