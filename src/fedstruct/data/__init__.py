@@ -1,6 +1,49 @@
-"""Data sets, samplers, synthetic generators and partitioners (bottom layer)."""
+"""Data sets, samplers, synthetic generators and partitioners (bottom layer).
+
+Everything here works offline: the benchmark networks are read from files that ship
+inside installed packages, and the synthetic data are generated.
+"""
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, check_federation
+from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
+from fedstruct.data.networks import NetworkInfo, list_networks, load_network, network_names
+from fedstruct.data.partition import (
+    LabelSkewSplit,
+    Sampler,
+    VariableSplit,
+    horizontal,
+    horizontal_interventions,
+    label_skew,
+    long_tail_counts,
+    variable_subset_clients,
+    variable_subsets,
+    vertical_interventions,
+)
 from fedstruct.data.schedule import Schedule
+from fedstruct.data.scm import CategoricalSCM, LinearGaussianSCM, random_discrete_network
 
-__all__ = ["OBSERVATIONAL", "ClientData", "Schedule", "check_federation"]
+__all__ = [
+    "OBSERVATIONAL",
+    "UNIFORM",
+    "CategoricalSCM",
+    "ClientData",
+    "DiscreteNetwork",
+    "LabelSkewSplit",
+    "LinearGaussianSCM",
+    "NetworkInfo",
+    "Sampler",
+    "Schedule",
+    "VariableSplit",
+    "check_federation",
+    "horizontal",
+    "horizontal_interventions",
+    "label_skew",
+    "list_networks",
+    "load_network",
+    "long_tail_counts",
+    "network_names",
+    "random_discrete_network",
+    "variable_subset_clients",
+    "variable_subsets",
+    "vertical_interventions",
+]

@@ -1,5 +1,78 @@
-"""Graph types, operations and metrics shared by every method (bottom layer)."""
+"""Graph types, operations and metrics shared by every method (bottom layer).
 
+One :class:`Graph` type covers DAGs, CPDAGs and PAGs (names + endpoint marks).
+Conversions to and from networkx, pgmpy and causal-learn live in
+:mod:`fedstruct.graphs.convert`.
+"""
+
+from fedstruct.graphs.combine import (
+    BeliefMatrix,
+    EdgeVotes,
+    StrengthVote,
+    average_beliefs,
+    edge_votes,
+    strength_vote,
+    union,
+    union_names,
+    vote,
+)
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Edge, Graph
+from fedstruct.graphs.metrics import (
+    ORIENTATION_CONVENTIONS,
+    RelationFDR,
+    Scores,
+    ancestral_pairs,
+    edge_scores,
+    fdr,
+    graph_metrics,
+    orientation_scores,
+    pair_disagreement,
+    relation_fdr,
+    shd,
+)
+from fedstruct.graphs.pag import dag_to_mag, dag_to_pag, is_ancestral, is_maximal, mag_to_pag
+from fedstruct.graphs.projection import Projection, break_cycles, project_to_dag
+from fedstruct.graphs.random import GRAPH_KINDS, random_dag
+from fedstruct.graphs.separation import SeparationOracle, d_separated, m_separated
 
-__all__ = ["ARROW", "CIRCLE", "NONE", "TAIL", "Edge", "Graph"]
+__all__ = [
+    "ARROW",
+    "CIRCLE",
+    "GRAPH_KINDS",
+    "NONE",
+    "ORIENTATION_CONVENTIONS",
+    "TAIL",
+    "BeliefMatrix",
+    "Edge",
+    "EdgeVotes",
+    "Graph",
+    "Projection",
+    "RelationFDR",
+    "Scores",
+    "SeparationOracle",
+    "StrengthVote",
+    "ancestral_pairs",
+    "average_beliefs",
+    "break_cycles",
+    "d_separated",
+    "dag_to_mag",
+    "dag_to_pag",
+    "edge_scores",
+    "edge_votes",
+    "fdr",
+    "graph_metrics",
+    "is_ancestral",
+    "is_maximal",
+    "m_separated",
+    "mag_to_pag",
+    "orientation_scores",
+    "pair_disagreement",
+    "project_to_dag",
+    "random_dag",
+    "relation_fdr",
+    "shd",
+    "strength_vote",
+    "union",
+    "union_names",
+    "vote",
+]

@@ -86,7 +86,8 @@ def parse_edge(text: str) -> Edge:
         return Edge(a, b, _PARSE_LEFT[token[0]], _PARSE_RIGHT[token[2]])
     except KeyError:
         raise GraphError(
-            f"unknown endpoint mark in edge {text!r}; left end is one of '-<o', right end one of '->o'"
+            f"unknown endpoint mark in edge {text!r}; "
+            "the left end is one of '-<o', the right end one of '->o'"
         ) from None
 
 
@@ -134,7 +135,9 @@ class Graph:
             raise GraphError("mark values must be 0 (none), 1 (tail), 2 (arrow) or 3 (circle)")
         if np.any(np.diagonal(m)):
             i = int(np.flatnonzero(np.diagonal(m))[0])
-            raise GraphError(f"self-loop on {names[i]!r}; the diagonal of the mark matrix must be 0")
+            raise GraphError(
+                f"self-loop on {names[i]!r}; the diagonal of the mark matrix must be 0"
+            )
         half = (m != NONE) != (m.T != NONE)
         if half.any():
             i, j = (int(v) for v in np.argwhere(half)[0])

@@ -1,0 +1,103 @@
+"""Time DAG -> MAG -> PAG (fedstruct.graphs.pag) on Hailfinder-size graphs.
+
+Usage: ``python benchmarks/pag.py [--repeats R] [--graphs G] [--no-pgmpy]``
+
+Random DAGs with Hailfinder's size (56 nodes, 66 edges) and 15 % latent variables,
+plus the real Hailfinder network when pgmpy can load it. Prints the median wall time
+of ``dag_to_mag``, ``mag_to_pag`` and ``dag_to_pag`` over repeated runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.pag import dag_to_mag, dag_to_pag, mag_to_pag
+
+N_NODES, N_EDGES, LATENT_SHARE = 56, 66, 0.15
+
+
+def random_dag(seed: int, n_nodes: int = N_NODES, n_edges: int = N_EDGES) -> Graph:
+    """A DAG with exactly ``n_edges`` edges drawn uniformly over a random node order."""
+    rng = np.random.default_rng(seed)
+    rows, cols = np.tril_indices(n_nodes, -1)
+    pick = rng.choice(rows.size, size=n_edges, replace=False)
+    matrix = np.zeros((n_nodes, n_nodes), dtype=bool)
+    matrix[cols[pick], rows[pick]] = True  # earlier -> later in the random order
+    perm = rng.permutation(n_nodes)
+    return Graph.from_dag_matrix([f"X{i}" for i in range(n_nodes)], matrix[np.ix_(perm, perm)])
+
+
+def pick_latent(dag: Graph, seed: int, share: float = LATENT_SHARE) -> list[str]:
+    """``round(share * n)`` latent variables chosen uniformly at random."""
+    rng = np.random.default_rng(seed)
+    k = round(share * dag.n_nodes)
+    return sorted(dag.names[i] for i in rng.choice(dag.n_nodes, size=k, replace=False))
+
+
+def hailfinder() -> Graph | None:
+    """The Hailfinder network from pgmpy's bundled files, or ``None`` if unavailable."""
+    try:
+        from pgmpy.utils import get_example_model
+    except ImportError:
+        return None
+    model = get_example_model("hailfinder")
+    return Graph.from_edges(list(model.nodes()), list(model.edges()))
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def report(label: str, dag: Graph, latent: list[str], repeats: int) -> None:
+    mag = dag_to_mag(dag, latent)
+    pag = mag_to_pag(mag)
+    t_mag = median_seconds(lambda: dag_to_mag(dag, latent), repeats)
+    t_pag = median_seconds(lambda: mag_to_pag(mag, validate=False), repeats)
+    t_all = median_seconds(lambda: dag_to_pag(dag, latent), repeats)
+    circles = int((pag.marks == 3).sum())
+    print(
+        f"{label:<28} nodes {dag.n_nodes:>3} edges {dag.n_edges:>3} latent {len(latent):>2} | "
+        f"MAG edges {mag.n_edges:>3} (<-> {int(mag.bidirected().sum()) // 2:>2}) "
+        f"PAG circles {circles:>3} | dag_to_mag {t_mag * 1e3:7.1f} ms  "
+        f"mag_to_pag {t_pag * 1e3:7.1f} ms  dag_to_pag {t_all * 1e3:7.1f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="runs per graph (median shown)")
+    parser.add_argument("--graphs", type=int, default=5, help="random graphs")
+    parser.add_argument("--no-pgmpy", action="store_true", help="skip the real Hailfinder")
+    args = parser.parse_args()
+    all_times = []
+    for seed in range(args.graphs):
+        dag = random_dag(seed)
+        latent = pick_latent(dag, seed + 1000)
+        report(f"random seed {seed}", dag, latent, args.repeats)
+        all_times.append(median_seconds(lambda d=dag, la=latent: dag_to_pag(d, la), args.repeats))
+    print(f"median dag_to_pag over random graphs: {statistics.median(all_times) * 1e3:.1f} ms")
+    for seed in range(2):
+        dag = random_dag(seed, 100, 150)
+        report(f"random 100/150 seed {seed}", dag, pick_latent(dag, seed + 1000), args.repeats)
+    if not args.no_pgmpy:
+        dag = hailfinder()
+        if dag is None:
+            print("pgmpy not available: real Hailfinder skipped")
+        else:
+            for seed in range(3):
+                report(f"hailfinder latent seed {seed}", dag, pick_latent(dag, seed), args.repeats)
+
+
+if __name__ == "__main__":
+    main()

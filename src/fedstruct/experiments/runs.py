@@ -1,0 +1,231 @@
+"""The ``fedstruct run`` contract: settings in, ``config.json`` / ``metrics.json`` / plots out.
+
+Every runnable method registers a :class:`Runnable`: a settings dataclass (every
+setting with its default) and a function that runs it. :func:`execute` resolves
+the settings, writes ``DIR/config.json`` before the run (so ``--resume DIR`` can
+continue it), runs, and writes ``DIR/metrics.json`` (flat: name -> number),
+``DIR/history.json`` (per-round records) and the method's plots.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedstruct import __version__
+from fedstruct.data.schedule import Schedule
+from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.experiments.settings import apply_settings, settings_dict
+from fedstruct.fl import BACKENDS, Participation
+
+__all__ = [
+    "FederationSettings",
+    "RunContext",
+    "RunOutcome",
+    "Runnable",
+    "execute",
+    "register",
+    "runnable",
+    "runnable_names",
+]
+
+
+@dataclass(frozen=True)
+class FederationSettings:
+    """Settings every federated run shares: data source, size, seed and participation.
+
+    The participation settings are those of :class:`fedstruct.fl.Participation`;
+    ``late_fraction`` and ``leave_fraction`` draw a random join/leave schedule
+    (:meth:`fedstruct.data.Schedule.random`).
+    """
+
+    network: str = "asia"
+    clients: int = 4
+    rounds: int = 20
+    seed: int = 0
+    sample_rate: float = 1.0
+    min_clients: int = 1
+    dropout: float = 0.0
+    straggler_rate: float = 0.0
+    straggler_slowdown: float = 4.0
+    deadline: float | None = None
+    report_rate: float = 1.0
+    always_report: float = 0.0
+    late_fraction: float = 0.0
+    leave_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("clients", "rounds"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"setting {name} = {getattr(self, name)} must be at least 1")
+
+    def participation(self, names: Sequence[str]) -> Participation:
+        """The participation model for clients ``names``."""
+        schedule = Schedule.random(
+            names, self.rounds, self.late_fraction, self.leave_fraction, self.seed
+        )
+        return Participation(
+            sample_rate=self.sample_rate,
+            min_clients=self.min_clients,
+            dropout=self.dropout,
+            straggler_rate=self.straggler_rate,
+            straggler_slowdown=self.straggler_slowdown,
+            deadline=self.deadline,
+            report_rate=self.report_rate,
+            always_report=self.always_report,
+            schedule=schedule,
+        )
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where and how a run executes (not part of its settings)."""
+
+    out: Path
+    resume: bool = False
+    progress: bool = False
+    backend: str = "local"
+    stop_after: int | None = None
+
+    @property
+    def checkpoint(self) -> Path:
+        """The run's checkpoint file."""
+        return self.out / "checkpoint.pkl"
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced."""
+
+    metrics: dict[str, float]
+    history: list[dict[str, float]] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Runnable:
+    """A method that ``fedstruct run`` can execute."""
+
+    name: str
+    summary: str
+    settings: type
+    run: Callable[[Any, RunContext], RunOutcome]
+
+
+_REGISTRY: dict[str, Runnable] = {}
+
+
+def register(entry: Runnable) -> Runnable:
+    """Add a runnable method (each method module registers itself on import)."""
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def runnable_names() -> tuple[str, ...]:
+    """Names accepted by ``fedstruct run``."""
+    return tuple(sorted(_REGISTRY))
+
+
+def runnable(name: str) -> Runnable:
+    """The runnable method called ``name``.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name (listing the valid ones).
+    """
+    if name not in _REGISTRY:
+        raise ConfigError(unknown_choice_message("method", name, runnable_names()))
+    return _REGISTRY[name]
+
+
+def execute(
+    name: str,
+    layers: Sequence[Mapping[str, Any]],
+    out: Path,
+    *,
+    resume: bool = False,
+    progress: bool = False,
+    backend: str = "local",
+    stop_after: int | None = None,
+) -> RunOutcome:
+    """Run method ``name`` with settings layers applied over its defaults.
+
+    With ``resume=True`` the settings and backend come from ``out/config.json``
+    and the run continues from ``out/checkpoint.pkl``. With ``stop_after=r`` the
+    run stops after round ``r`` (its checkpoint can be resumed later).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown method, setting or backend, or a resume folder without a
+        ``config.json`` of this method.
+    """
+    entry = runnable(name)
+    if backend not in BACKENDS:
+        raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
+    if resume:
+        saved = read_config(out)
+        if saved.get("method") != name:
+            raise ConfigError(
+                f"{out / 'config.json'} is a {saved.get('method')!r} run, not {name!r}; "
+                f"resume it with 'fedstruct run {saved.get('method')} --resume {out}'"
+            )
+        layers = [saved["settings"]]
+        backend = saved.get("backend", backend)
+    settings = apply_settings(entry.settings(), *layers, method=name)
+    out.mkdir(parents=True, exist_ok=True)
+    config = {
+        "method": name,
+        "settings": settings_dict(settings),
+        "backend": backend,
+        "fedstruct_version": __version__,
+    }
+    _write_json(out / "config.json", config)
+    started = time.perf_counter()
+    outcome = entry.run(settings, RunContext(out, resume, progress, backend, stop_after))
+    _check_flat(name, outcome.metrics)
+    _write_json(out / "metrics.json", outcome.metrics)
+    _write_json(out / "history.json", outcome.history)
+    _write_json(
+        out / "run.json",
+        {
+            "seconds": round(time.perf_counter() - started, 3),
+            "figures": [p.name for p in outcome.figures],
+        },
+    )
+    return outcome
+
+
+def read_config(out: Path) -> dict[str, Any]:
+    """Read ``out/config.json``.
+
+    Raises
+    ------
+    ConfigError
+        If it is missing or unreadable.
+    """
+    path = out / "config.json"
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist; --resume needs the folder of an earlier run")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc})") from exc
+
+
+def _check_flat(name: str, metrics: Mapping[str, Any]) -> None:
+    for key, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name}: metric {key!r} is not a number: {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TypeError(f"{name}: metric {key!r} is not finite: {value!r}")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,33 @@
+"""The federated runtime: messages, clients, grids, participation, checkpoints.
+
+Modelled on Flower's Message API so that it maps onto Flower one to one.
+"""
+
+from fedstruct.fl.backend import BACKENDS, Federated, RunResult, run_on_backend
+from fedstruct.fl.client import Client, handles
+from fedstruct.fl.federation import ServerAlgorithm, round_rng, run_federation
+from fedstruct.fl.grid import Grid, LateReply, LocalGrid
+from fedstruct.fl.message import Message, from_json_bytes, json_bytes
+from fedstruct.fl.participation import Participation, RoundPlan
+from fedstruct.fl.traffic import Traffic
+
+__all__ = [
+    "BACKENDS",
+    "Client",
+    "Federated",
+    "Grid",
+    "LateReply",
+    "LocalGrid",
+    "Message",
+    "Participation",
+    "RoundPlan",
+    "RunResult",
+    "ServerAlgorithm",
+    "Traffic",
+    "from_json_bytes",
+    "handles",
+    "json_bytes",
+    "round_rng",
+    "run_federation",
+    "run_on_backend",
+]

@@ -1,0 +1,165 @@
+"""The client side of a federation: answers messages by their kind, audits every reply.
+
+A method's client subclasses :class:`Client` and marks its handlers::
+
+    class FedAvgClient(Client):
+        @handles("fedavg.fit", max_entries=lambda client, msg: client.n_params + 8)
+        def fit(self, msg: Message) -> Message:
+            ...
+
+Every handler declares the largest reply its protocol allows (``max_entries``) and,
+if it sends graphs, which arrays are endpoint-mark matrices. :meth:`Client.handle`
+runs the handler and passes the reply through the privacy audit before it leaves
+the client, on every backend.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from fedstruct.data.client import ClientData
+from fedstruct.errors import ProtocolError
+from fedstruct.fl.message import Message
+from fedstruct.privacy.audit import PayloadLimit, RowIndex, audit_reply
+
+__all__ = ["Client", "handles"]
+
+C = TypeVar("C", bound="Client")
+Bound = int | Callable[[Any, Message], int]
+
+
+@dataclass(frozen=True)
+class _HandlerSpec:
+    kind: str
+    method: Callable[[Any, Message], Message]
+    max_entries: Bound
+    graph_arrays: frozenset[str]
+
+
+def handles(
+    kind: str, *, max_entries: Bound, graph_arrays: Collection[str] = ()
+) -> Callable[[Callable[[C, Message], Message]], Callable[[C, Message], Message]]:
+    """Mark a :class:`Client` method as the handler of messages of ``kind``.
+
+    Parameters
+    ----------
+    kind
+        The message kind, ``"<method>.<step>"``.
+    max_entries
+        The protocol's bound on the reply's :meth:`Message.n_entries`: an int, or a
+        function ``(client, message) -> int``.
+    graph_arrays
+        Names of reply arrays that are endpoint-mark matrices.
+    """
+
+    def mark(fn: Callable[[C, Message], Message]) -> Callable[[C, Message], Message]:
+        fn._fedstruct_handler = (kind, max_entries, frozenset(graph_arrays))  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+class Client:
+    """A federation member holding its data and local state.
+
+    Parameters
+    ----------
+    data
+        The client's data; it never leaves the client.
+    seed
+        The run's seed; the client's random draws derive from it, the round and its
+        name (see :meth:`rng`), so any backend and a resumed run draw the same numbers.
+    """
+
+    _handlers: ClassVar[dict[str, _HandlerSpec]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(cls._handlers)
+        for attr in vars(cls).values():
+            spec = getattr(attr, "_fedstruct_handler", None)
+            if spec is not None:
+                kind, bound, graphs = spec
+                handlers[kind] = _HandlerSpec(kind, attr, bound, graphs)
+        cls._handlers = handlers
+
+    def __init__(self, data: ClientData, *, seed: int = 0) -> None:
+        self.data = data
+        self.seed = int(seed)
+        self._row_index: RowIndex | None = None
+
+    @property
+    def name(self) -> str:
+        """The client's name."""
+        return self.data.name
+
+    @classmethod
+    def kinds(cls) -> tuple[str, ...]:
+        """The message kinds this client answers."""
+        return tuple(sorted(cls._handlers))
+
+    def handle(self, message: Message) -> Message:
+        """Answer ``message`` with the handler of its kind, audited.
+
+        Raises
+        ------
+        ProtocolError
+            If no handler answers this kind or the handler returns no ``Message``.
+        PrivacyViolationError
+            If the reply carries rows of the client's data or exceeds its bound.
+        """
+        spec = self._handlers.get(message.kind)
+        if spec is None:
+            raise ProtocolError(
+                f"client {self.name!r} ({type(self).__name__}) has no handler for "
+                f"{message.kind!r}; it answers {list(self.kinds())}"
+            )
+        reply = spec.method(self, message)
+        if not isinstance(reply, Message):
+            raise ProtocolError(
+                f"handler {message.kind!r} of client {self.name!r} returned "
+                f"{type(reply).__name__}, not a Message"
+            )
+        bound = spec.max_entries
+        limit = PayloadLimit(
+            max_entries=bound(self, message) if callable(bound) else int(bound),
+            graph_arrays=spec.graph_arrays,
+        )
+        audit_reply(reply, self.row_index, limit, self.name)
+        return reply
+
+    @property
+    def row_index(self) -> RowIndex:
+        """Hashes of the client's rows for the audit (built on first use)."""
+        if self._row_index is None:
+            self._row_index = RowIndex(self.data.rows)
+        return self._row_index
+
+    def rng(self, message: Message, stream: int = 0) -> np.random.Generator:
+        """A generator determined by the seed, the message's round, the client and ``stream``.
+
+        The server puts the round in ``message.config["round"]``.
+        """
+        rnd = int(message.config.get("round", 0))
+        tag = zlib.crc32(self.name.encode())
+        return np.random.default_rng([self.seed, rnd, tag, int(stream)])
+
+    def get_state(self) -> dict[str, Any]:
+        """Local state that must survive between rounds (saved in checkpoints).
+
+        Stateless clients keep the default (empty) state.
+        """
+        return {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`get_state` returned."""
+        if state:
+            raise ProtocolError(
+                f"client {self.name!r} ({type(self).__name__}) keeps no state but was given "
+                f"{sorted(state)}; implement set_state for stateful clients"
+            )

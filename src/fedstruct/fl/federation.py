@@ -1,0 +1,196 @@
+"""Running a server algorithm round by round, with checkpoints and a progress bar.
+
+A server algorithm is plain Python against a :class:`Grid`, organised in rounds:
+:meth:`ServerAlgorithm.run_round` takes the state after the previous round and
+returns the next one. Several phases, loops over clients and early stopping all
+live inside it. Because the state is explicit, it is saved after every round, and a
+run resumed from its checkpoint continues to the identical result — provided the
+algorithm draws its random numbers from ``(seed, round)`` (see :func:`round_rng`)
+and its clients from :meth:`Client.rng`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from fedstruct.errors import CheckpointError
+from fedstruct.fl.grid import Grid
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "ServerAlgorithm",
+    "load_checkpoint",
+    "round_rng",
+    "run_federation",
+    "save_checkpoint",
+]
+
+S = TypeVar("S")
+CHECKPOINT_FILE = "checkpoint.pkl"
+
+
+def round_rng(seed: int, rnd: int, stream: int = 0) -> np.random.Generator:
+    """The server's generator for round ``rnd``: depends on nothing but its arguments."""
+    return np.random.default_rng([int(seed), int(rnd), int(stream), 0x5E4])
+
+
+class ServerAlgorithm(ABC, Generic[S]):
+    """The server side of a method, organised in rounds.
+
+    Subclasses set :attr:`rounds` (the planned number, an upper bound when the
+    algorithm stops early) and implement :meth:`init_state` and :meth:`run_round`.
+    """
+
+    #: Planned number of rounds (an upper bound if :meth:`is_done` stops early).
+    rounds: int = 1
+
+    @abstractmethod
+    def init_state(self) -> S:
+        """The state before round 1 (no messages are sent here)."""
+
+    @abstractmethod
+    def run_round(self, grid: Grid, state: S, rnd: int) -> S:
+        """Run round ``rnd`` (from 1) and return the new state."""
+
+    def is_done(self, state: S, rnd: int) -> bool:
+        """Whether the run ends after round ``rnd`` (default: after :attr:`rounds`)."""
+        return rnd >= self.rounds
+
+    def describe(self, state: S) -> str:
+        """A short text shown beside the progress bar (e.g. the latest metric)."""
+        return ""
+
+
+def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` atomically (a crash mid-write leaves the previous file intact)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".checkpoint-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint`.
+
+    Raises
+    ------
+    CheckpointError
+        If the file is missing or unreadable.
+    """
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}; start a new run without --resume")
+    try:
+        with path.open("rb") as fh:
+            return pickle.load(fh)
+    except Exception as exc:
+        raise CheckpointError(f"checkpoint {path} is unreadable ({exc}); start a new run") from exc
+
+
+def run_federation(
+    server: ServerAlgorithm[S],
+    grid: Grid,
+    *,
+    checkpoint: Path | None = None,
+    resume: bool = False,
+    fingerprint: str = "",
+    progress: bool = False,
+    stop_after: int | None = None,
+    label: str = "federation",
+) -> tuple[S, int]:
+    """Run ``server`` on ``grid`` until it is done.
+
+    Parameters
+    ----------
+    server
+        The server algorithm.
+    grid
+        The backend.
+    checkpoint
+        File to save the state to after every round (``None``: no checkpoints).
+    resume
+        Continue from ``checkpoint`` instead of starting anew.
+    fingerprint
+        Identifies the run's configuration; a checkpoint with another fingerprint
+        is refused on resume.
+    progress
+        Show a rich progress bar over rounds.
+    stop_after
+        Stop after this round even if the algorithm is not done (the checkpoint
+        then holds an unfinished run, as after an interruption).
+    label
+        Text in front of the progress bar.
+
+    Returns
+    -------
+    tuple
+        The final state and the number of the last round run.
+
+    Raises
+    ------
+    CheckpointError
+        On resume without a valid checkpoint of the same configuration.
+    """
+    state: S = server.init_state()
+    start = 1
+    if resume:
+        if checkpoint is None:
+            raise CheckpointError("resume needs a checkpoint path")
+        saved = load_checkpoint(checkpoint)
+        if saved.get("fingerprint") != fingerprint:
+            raise CheckpointError(
+                f"checkpoint {checkpoint} belongs to a run with another configuration; "
+                "resume with the same configuration or start a new run"
+            )
+        state = saved["server_state"]
+        grid.set_state(saved["grid_state"])
+        start = int(saved["round"]) + 1
+        if saved.get("done"):
+            return state, int(saved["round"])
+
+    console = Console(stderr=True)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not progress,
+        transient=False,
+    )
+    rnd = start - 1
+    with bar:
+        task = bar.add_task(label, total=server.rounds, completed=start - 1, info="")
+        for rnd in range(start, server.rounds + 1):
+            grid.begin_round(rnd)
+            state = server.run_round(grid, state, rnd)
+            done = server.is_done(state, rnd)
+            if checkpoint is not None:
+                save_checkpoint(
+                    checkpoint,
+                    {
+                        "fingerprint": fingerprint,
+                        "round": rnd,
+                        "done": done,
+                        "server_state": state,
+                        "grid_state": grid.get_state(),
+                    },
+                )
+            bar.update(task, completed=rnd, info=server.describe(state))
+            if done or (stop_after is not None and rnd >= stop_after):
+                break
+    return state, rnd

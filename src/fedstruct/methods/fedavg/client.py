@@ -1,0 +1,67 @@
+"""The FedAvg client: local SGD on its rows, federated evaluation."""
+
+from __future__ import annotations
+
+from fedstruct.data.client import ClientData
+from fedstruct.fl import Client, Message, handles
+from fedstruct.methods.fedavg.config import FedAvgConfig
+from fedstruct.methods.fedavg.model import (
+    TabularSchema,
+    build_model,
+    evaluate,
+    get_params,
+    set_params,
+    train_local,
+)
+
+__all__ = ["EVALUATE", "FIT", "FedAvgClient"]
+
+FIT = "fedavg.fit"
+EVALUATE = "fedavg.evaluate"
+
+
+class FedAvgClient(Client):
+    """Holds one client's rows, encoded with the shared schema; never sends them.
+
+    Parameters
+    ----------
+    data
+        The client's rows (every schema variable must be a column).
+    schema
+        The shared task encoding.
+    config
+        FedAvg hyper-parameters.
+    seed
+        The run's seed.
+    """
+
+    def __init__(
+        self, data: ClientData, *, schema: TabularSchema, config: FedAvgConfig, seed: int
+    ) -> None:
+        super().__init__(data, seed=seed)
+        self.x, self.y = schema.encode(data.rows, where=f"client {data.name!r}")
+        self.config = config
+        self.model = build_model(schema, config.hidden, seed)
+        self.n_params = sum(p.numel() for p in self.model.parameters())
+
+    @handles(FIT, max_entries=lambda client, msg: client.n_params + 2)
+    def fit(self, msg: Message) -> Message:
+        """Train the broadcast model for E local epochs; send the weights and n_k."""
+        set_params(self.model, msg.arrays)
+        loss = train_local(
+            self.model,
+            self.x,
+            self.y,
+            epochs=self.config.local_epochs,
+            batch_size=self.config.batch_size,
+            learning_rate=self.config.learning_rate,
+            rng=self.rng(msg),
+        )
+        return Message(FIT, arrays=get_params(self.model), metrics={"n": len(self.y), "loss": loss})
+
+    @handles(EVALUATE, max_entries=3)
+    def evaluate(self, msg: Message) -> Message:
+        """Loss and correct predictions of the broadcast model on the local rows."""
+        set_params(self.model, msg.arrays)
+        loss, correct = evaluate(self.model, self.x, self.y)
+        return Message(EVALUATE, metrics={"n": len(self.y), "loss_sum": loss, "correct": correct})

@@ -1,0 +1,122 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from fedstruct.cli import app
+
+runner = CliRunner()
+SMALL = [
+    "--network",
+    "asia",
+    "--clients",
+    "3",
+    "--rounds",
+    "3",
+    "--set",
+    "samples=1500",
+    "--set",
+    "test_samples=500",
+    "--quiet",
+]
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_run_fedavg_writes_the_contract(tmp_path):
+    out = tmp_path / "run"
+    result = invoke("run", "fedavg", *SMALL, "--seed", "4", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "config.json").read_text())
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert config["method"] == "fedavg"
+    assert config["settings"]["clients"] == 3 and config["settings"]["seed"] == 4
+    assert config["settings"]["samples"] == 1500
+    assert all(isinstance(v, (int, float)) for v in metrics.values())
+    # asia's dysp: the majority class is ~56%; the network's structure allows ~84%.
+    assert metrics["test_accuracy"] > metrics["majority_accuracy"] + 0.15
+    assert metrics["rounds"] == 3
+    assert (out / "fedavg_rounds.png").stat().st_size > 10_000
+    assert len(json.loads((out / "history.json").read_text())) == 3
+
+
+def test_resume_reaches_the_same_metrics(tmp_path):
+    full, part = tmp_path / "full", tmp_path / "part"
+    args = [*SMALL, "--set", "dropout=0.3", "--set", "report_rate=0.5"]
+    assert invoke("run", "fedavg", *args, "--out", str(full)).exit_code == 0
+    assert invoke("run", "fedavg", *args, "--out", str(part), "--stop-after", "1").exit_code == 0
+    assert json.loads((part / "history.json").read_text())[-1]["round"] == 1
+    result = invoke("run", "fedavg", "--resume", str(part), "--quiet")
+    assert result.exit_code == 0, result.output
+    for name in ("metrics.json", "history.json"):
+        assert json.loads((part / name).read_text()) == json.loads((full / name).read_text())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["run", "fedavg", "--network", "nosuch", "--out", "X"],
+            "unknown network 'nosuch'; valid networks: alarm, alarm3, asia, barley, cancer",
+        ),
+        (
+            ["run", "fedavg", "--set", "nosuch=1", "--out", "X"],
+            "unknown fedavg setting 'nosuch'; valid settings:",
+        ),
+        (
+            ["run", "fedavg", "--set", "rounds=many", "--out", "X"],
+            "fedavg setting 'rounds' must be int, got 'many'",
+        ),
+        (["run", "fedavg", "--clients", "0", "--out", "X"], "clients = 0 must be at least 1"),
+        (["run", "nomethod", "--out", "X"], "unknown method 'nomethod'; valid methods: fedavg"),
+        (["run", "fedavg", "--set", "samples=-5", "--out", "X"], "-5"),
+        (["run", "fedavg", "--config", "missing.yaml", "--out", "X"], "config file missing.yaml"),
+        (["reproduce", "nosuch"], "unknown recipe 'nosuch'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert message in text
+    assert "Traceback" not in result.output
+
+
+def test_help_everywhere():
+    for args in ([], ["run"], ["reproduce"], ["datasets"], ["demo"]):
+        result = invoke(*args, "--help")
+        assert result.exit_code == 0
+        assert "Usage" in result.output
+
+
+def test_datasets_lists_every_network():
+    result = invoke("datasets")
+    assert result.exit_code == 0
+    for name in ("asia", "sachs", "child3", "alarm3", "hailfinder", "water"):
+        assert name in result.output
+
+
+def test_console_script_runs_as_a_subprocess(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fedstruct.cli",
+            "run",
+            "fedavg",
+            "--network",
+            "nosuch",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "valid networks" in result.stderr
