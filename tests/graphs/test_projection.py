@@ -75,7 +75,9 @@ def test_acyclic_graph_is_unchanged():
 
 
 def test_rejects_non_directed_graph_and_bad_strength():
-    with pytest.raises(GraphError, match="has the edge 'A o-> B'"):
+    with pytest.raises(
+        GraphError, match="DAG projection must be directed but has the non-directed edge 'A o-> B'"
+    ):
         project_to_dag(Graph.from_edges(NAMES, ["A o-> B"]), np.zeros((4, 4)))
     with pytest.raises(GraphError, match=r"shape \(3, 3\)"):
         project_to_dag(Graph.from_edges(NAMES, [("A", "B")]), np.zeros((3, 3)))

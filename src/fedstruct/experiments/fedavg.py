@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,8 @@ from fedstruct.experiments.runs import (
     RunOutcome,
     register,
 )
-from fedstruct.methods.fedavg import FedAvg
+from fedstruct.experiments.settings import subset
+from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
 
 __all__ = ["FedAvgRun", "default_target", "run_fedavg"]
 
@@ -39,8 +41,9 @@ def default_target(network: DiscreteNetwork) -> str:
 
 
 @dataclass(frozen=True)
-class FedAvgRun(FederationSettings):
-    """Settings of ``fedstruct run fedavg``.
+class FedAvgRun(FederationSettings, FedAvgConfig):
+    """Settings of ``fedstruct run fedavg``: the federation, FedAvg's hyper-parameters
+    (:class:`FedAvgConfig`) and the data.
 
     ``samples`` training rows are sampled from ``network`` and split over the
     clients (``partition``: ``iid``, or ``label-skew`` = Dirichlet(``dirichlet_alpha``)
@@ -54,11 +57,6 @@ class FedAvgRun(FederationSettings):
     partition: str = "iid"
     dirichlet_alpha: float = 0.5
     min_per_client: int = 20
-    local_epochs: int = 1
-    batch_size: int = 32
-    learning_rate: float = 0.1
-    hidden: int = 32
-    staleness_exponent: float | None = None
 
 
 def make_clients(settings: FedAvgRun, network: DiscreteNetwork, target: str) -> list[ClientData]:
@@ -99,12 +97,7 @@ def run_fedavg(settings: FedAvgRun, ctx: RunContext) -> RunOutcome:
         network.cardinalities,
         seed=settings.seed,
         participation=settings.participation([c.name for c in clients]),
-        rounds=settings.rounds,
-        local_epochs=settings.local_epochs,
-        batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        hidden=settings.hidden,
-        staleness_exponent=settings.staleness_exponent,
+        **dataclasses.asdict(subset(settings, FedAvgConfig)),
     ).fit(
         clients,
         test=test,

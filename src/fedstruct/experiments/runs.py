@@ -20,7 +20,7 @@ from typing import Any
 from fedstruct import __version__
 from fedstruct.data.schedule import Schedule
 from fedstruct.errors import ConfigError, unknown_choice_message
-from fedstruct.experiments.settings import apply_settings, settings_dict
+from fedstruct.experiments.settings import apply_settings, settings_dict, subset
 from fedstruct.fl import BACKENDS, Participation
 
 __all__ = [
@@ -39,9 +39,11 @@ __all__ = [
 class FederationSettings:
     """Settings every federated run shares: data source, size, seed and participation.
 
-    The participation settings are those of :class:`fedstruct.fl.Participation`;
-    ``late_fraction`` and ``leave_fraction`` draw a random join/leave schedule
-    (:meth:`fedstruct.data.Schedule.random`).
+    The participation settings are the fields of :class:`fedstruct.fl.Participation`
+    (same names and defaults); ``late_fraction`` and ``leave_fraction`` draw a random
+    join/leave schedule (:meth:`fedstruct.data.Schedule.random`). A method's run
+    settings inherit this class and the method's config dataclass, so every
+    hyper-parameter is a flat setting.
     """
 
     network: str = "asia"
@@ -63,23 +65,18 @@ class FederationSettings:
         for name in ("clients", "rounds"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"setting {name} = {getattr(self, name)} must be at least 1")
+        # Run settings also inherit a method's config dataclass: validate it too.
+        method_check = getattr(super(), "__post_init__", None)
+        if method_check is not None:
+            method_check()
+        self.participation(())  # validate the participation settings now, not mid-run
 
     def participation(self, names: Sequence[str]) -> Participation:
         """The participation model for clients ``names``."""
         schedule = Schedule.random(
             names, self.rounds, self.late_fraction, self.leave_fraction, self.seed
         )
-        return Participation(
-            sample_rate=self.sample_rate,
-            min_clients=self.min_clients,
-            dropout=self.dropout,
-            straggler_rate=self.straggler_rate,
-            straggler_slowdown=self.straggler_slowdown,
-            deadline=self.deadline,
-            report_rate=self.report_rate,
-            always_report=self.always_report,
-            schedule=schedule,
-        )
+        return subset(self, Participation, schedule=schedule)
 
 
 @dataclass(frozen=True)

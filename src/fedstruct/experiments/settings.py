@@ -20,7 +20,13 @@ import yaml
 
 from fedstruct.errors import ConfigError
 
-__all__ = ["apply_settings", "load_config_file", "parse_assignments", "settings_dict"]
+__all__ = [
+    "apply_settings",
+    "load_config_file",
+    "parse_assignments",
+    "settings_dict",
+    "subset",
+]
 
 T = TypeVar("T")
 
@@ -95,6 +101,16 @@ def apply_settings(base: T, *layers: Mapping[str, Any], method: str) -> T:
                 raise ConfigError(f"unknown {method} setting {key!r}; valid settings: {valid}")
             changes[key] = _coerce(key, value, hints[key], method)
     return dataclasses.replace(base, **changes)  # type: ignore[type-var]
+
+
+def subset(settings: Any, cls: type[T], **extra: Any) -> T:
+    """Build ``cls`` (a dataclass) from the same-named fields of ``settings`` plus ``extra``.
+
+    Run settings are flat (one namespace for ``--set``) and hold the fields of the
+    method's config, the participation model and so on; this picks one of those out.
+    """
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in extra]  # type: ignore[arg-type]
+    return cls(**{n: getattr(settings, n) for n in names}, **extra)
 
 
 def settings_dict(settings: Any) -> dict[str, Any]:

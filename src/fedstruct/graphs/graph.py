@@ -322,6 +322,22 @@ class Graph:
         """Whether every edge is directed and there is no directed cycle."""
         return self.is_directed() and self.is_acyclic()
 
+    def require_directed(self, what: str = "graph") -> Graph:
+        """Return ``self`` if every edge is ``->``, else raise naming an offending edge.
+
+        Raises
+        ------
+        GraphError
+            If some edge is not ``->``.
+        """
+        bad = self._non_directed_edge()
+        if bad is not None:
+            raise GraphError(f"{what} must be directed but has the non-directed edge '{bad}'")
+        return self
+
+    def _non_directed_edge(self) -> Edge | None:
+        return next((e for e in self.edges() if (e.mark_a, e.mark_b) != (TAIL, ARROW)), None)
+
     def require_dag(self, what: str = "graph") -> Graph:
         """Return ``self`` if it is a DAG, else raise a clear error.
 
@@ -337,14 +353,13 @@ class Graph:
         CyclicGraphError
             If the directed edges contain a cycle (the message shows one).
         """
-        if not self.is_directed():
-            bad = next(e for e in self.edges() if (e.mark_a, e.mark_b) != (TAIL, ARROW))
+        bad = self._non_directed_edge()
+        if bad is not None:
             raise GraphError(f"{what} must be a DAG but has the non-directed edge '{bad}'")
-        cycle = find_cycle(self.directed())
-        if cycle is not None:
-            path = " -> ".join(self._names[i] for i in [*cycle, cycle[0]])
+        if not self.is_acyclic():
             raise CyclicGraphError(
-                f"{what} must be acyclic but has the cycle {path}; remove or reverse an edge of it"
+                f"{what} must be acyclic but has the cycle {self._cycle_text()}; "
+                "remove or reverse an edge of it"
             )
         return self
 
@@ -388,9 +403,12 @@ class Graph:
         """
         order = _topological_order(self.directed())
         if order is None:
-            self.require_dag()
-            raise CyclicGraphError("graph has a directed cycle")  # pragma: no cover
+            raise CyclicGraphError(f"graph has the directed cycle {self._cycle_text()}")
         return tuple(self._names[i] for i in order)
+
+    def _cycle_text(self) -> str:
+        cycle = find_cycle(self.directed()) or []
+        return " -> ".join(self._names[i] for i in [*cycle, *cycle[:1]])
 
     # ----------------------------------------------------- variable-set changes
     def restrict(self, names: Iterable[str]) -> Graph:

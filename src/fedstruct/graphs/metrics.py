@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.errors import ConfigError, GraphError, UnknownVariableError
+from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.graphs.graph import ARROW, TAIL, Graph, reachable
 
 __all__ = [
@@ -143,17 +143,9 @@ def pair_disagreement(a: Graph, b: Graph) -> int:
     GraphError
         If a graph has a non-directed edge.
     """
-    for what, g in (("first", a), ("second", b)):
-        if not g.is_directed():
-            bad = next(e for e in g.edges() if (e.mark_a, e.mark_b) != (TAIL, ARROW))
-            raise GraphError(
-                f"pair disagreement needs directed graphs; the {what} graph has '{bad}'"
-            )
-    t, p = align(a, b)
-    da, db = t.directed(), p.directed()
-    rows, cols = _upper(t.n_nodes)
-    differs = (da[rows, cols] != db[rows, cols]) | (da[cols, rows] != db[cols, rows])
-    return int(np.count_nonzero(differs))
+    a.require_directed("the first graph of a pair disagreement")
+    b.require_directed("the second graph of a pair disagreement")
+    return shd(a, b)
 
 
 # --------------------------------------------------------- precision and recall

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from fedstruct.errors import GraphError
-from fedstruct.graphs.graph import ARROW, TAIL, Graph, find_cycle
+from fedstruct.graphs.graph import Graph, find_cycle, reachable
 
 __all__ = ["Projection", "break_cycles", "project_to_dag"]
 
@@ -86,12 +86,9 @@ def break_cycles(graph: Graph, strength: ArrayLike, restore: bool = True) -> Pro
     GraphError
         If the graph has a non-directed edge or ``strength`` has the wrong shape.
     """
-    if not graph.is_directed():
-        bad = next(e for e in graph.edges() if (e.mark_a, e.mark_b) != (TAIL, ARROW))
-        raise GraphError(f"DAG projection needs a directed graph; it has the edge '{bad}'")
+    graph.require_directed("the graph given to DAG projection")
     s = _check_strength(graph, strength)
     adj = graph.directed().copy()
-    n = graph.n_nodes
     removed: list[tuple[int, int]] = []
     cycle = find_cycle(adj)
     while cycle is not None:
@@ -105,7 +102,7 @@ def break_cycles(graph: Graph, strength: ArrayLike, restore: bool = True) -> Pro
         kept: list[tuple[int, int]] = []
         for i, j in sorted(removed, key=lambda e: (-s[e], e)):
             # i -> j closes a cycle iff j already reaches i.
-            if not _reaches(adj, j, i, n):
+            if not reachable(adj, [j])[i]:
                 adj[i, j] = True
                 kept.append((i, j))
         restored = set(kept)
@@ -113,20 +110,6 @@ def break_cycles(graph: Graph, strength: ArrayLike, restore: bool = True) -> Pro
     names = graph.names
     dag = Graph.from_dag_matrix(names, adj)
     return Projection(dag, tuple((names[i], names[j], float(s[i, j])) for i, j in removed))
-
-
-def _reaches(adj: NDArray[np.bool_], start: int, target: int, n: int) -> bool:
-    """Whether ``target`` is reachable from ``start`` along ``adj``."""
-    seen = np.zeros(n, dtype=bool)
-    seen[start] = True
-    frontier = seen.copy()
-    while frontier.any():
-        if seen[target]:
-            return True
-        nxt = adj[frontier].any(axis=0) & ~seen
-        seen |= nxt
-        frontier = nxt
-    return bool(seen[target])
 
 
 def project_to_dag(graph: Graph, strength: ArrayLike, restore: bool = True) -> Graph:
