@@ -1,9 +1,9 @@
 """Time DAG -> MAG -> PAG (fedstruct.graphs.pag) on Hailfinder-size graphs.
 
-Usage: ``python benchmarks/pag.py [--repeats R] [--graphs G] [--no-pgmpy]``
+Usage: ``python benchmarks/pag.py [--repeats R] [--graphs G]``
 
 Random DAGs with Hailfinder's size (56 nodes, 66 edges) and 15 % latent variables,
-plus the real Hailfinder network when pgmpy can load it. Prints the median wall time
+then every bundled network with 15 % latent variables. Prints the median wall time
 of ``dag_to_mag``, ``mag_to_pag`` and ``dag_to_pag`` over repeated runs.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fedstruct.data import load_network, network_names
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.pag import dag_to_mag, dag_to_pag, mag_to_pag
 
@@ -38,16 +39,6 @@ def pick_latent(dag: Graph, seed: int, share: float = LATENT_SHARE) -> list[str]
     rng = np.random.default_rng(seed)
     k = round(share * dag.n_nodes)
     return sorted(dag.names[i] for i in rng.choice(dag.n_nodes, size=k, replace=False))
-
-
-def hailfinder() -> Graph | None:
-    """The Hailfinder network from pgmpy's bundled files, or ``None`` if unavailable."""
-    try:
-        from pgmpy.utils import get_example_model
-    except ImportError:
-        return None
-    model = get_example_model("hailfinder")
-    return Graph.from_edges(list(model.nodes()), list(model.edges()))
 
 
 def median_seconds(fn: Callable[[], object], repeats: int) -> float:
@@ -78,7 +69,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs per graph (median shown)")
     parser.add_argument("--graphs", type=int, default=5, help="random graphs")
-    parser.add_argument("--no-pgmpy", action="store_true", help="skip the real Hailfinder")
     args = parser.parse_args()
     all_times = []
     for seed in range(args.graphs):
@@ -90,13 +80,9 @@ def main() -> None:
     for seed in range(2):
         dag = random_dag(seed, 100, 150)
         report(f"random 100/150 seed {seed}", dag, pick_latent(dag, seed + 1000), args.repeats)
-    if not args.no_pgmpy:
-        dag = hailfinder()
-        if dag is None:
-            print("pgmpy not available: real Hailfinder skipped")
-        else:
-            for seed in range(3):
-                report(f"hailfinder latent seed {seed}", dag, pick_latent(dag, seed), args.repeats)
+    for name in network_names():
+        dag = load_network(name).graph
+        report(f"{name} (15% latent)", dag, pick_latent(dag, 0), args.repeats)
 
 
 if __name__ == "__main__":
