@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from fedstruct.data import ClientData, load_network
 from fedstruct.data.discrete import DiscreteNetwork
-from fedstruct.data.partition import horizontal, label_skew
+from fedstruct.data.partition import client_names, horizontal, label_skew
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import (
@@ -22,7 +23,7 @@ from fedstruct.experiments.runs import (
 from fedstruct.experiments.settings import subset
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
 
-__all__ = ["FedAvgRun", "default_target", "run_fedavg"]
+__all__ = ["FedAvgRun", "default_target", "federation", "method", "run_fedavg"]
 
 #: The task variable of each network in the F-CMs experiments (App. B.1), reused here.
 TASKS = {
@@ -59,8 +60,10 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     min_per_client: int = 20
 
 
-def make_clients(settings: FedAvgRun, network: DiscreteNetwork, target: str) -> list[ClientData]:
-    """Sample the training rows and split them over the clients."""
+def federation(settings: FedAvgRun) -> list[ClientData]:
+    """Sample the training rows and split them over ``client-1 .. client-K``."""
+    network = load_network(settings.network)
+    target = _target(settings, network)
     rows = network.sample(settings.samples, seed=settings.seed)
     if settings.partition == "iid":
         return horizontal(rows, settings.clients, seed=settings.seed)
@@ -73,32 +76,38 @@ def make_clients(settings: FedAvgRun, network: DiscreteNetwork, target: str) -> 
             seed=settings.seed,
         )
         return [
-            ClientData(f"client-{k}", rows.iloc[np.sort(idx)].reset_index(drop=True))
-            for k, idx in enumerate(split.clients)
+            ClientData(name, rows.iloc[np.sort(idx)].reset_index(drop=True))
+            for name, idx in zip(client_names(settings.clients), split.clients, strict=True)
         ]
     raise ConfigError(
         f"fedavg setting partition = {settings.partition!r}; valid partitions: iid, label-skew"
     )
 
 
-def run_fedavg(settings: FedAvgRun, ctx: RunContext) -> RunOutcome:
-    """Run FedAvg as ``settings`` says; metrics are those of the final global model."""
+def method(settings: FedAvgRun) -> FedAvg:
+    """The FedAvg estimator the settings describe."""
     network = load_network(settings.network)
-    target = settings.target or default_target(network)
-    if target not in network.names:
-        raise UnknownVariableError(
-            f"target {target!r} is not a variable of {network.name}; "
-            f"pick one of {list(network.names)}"
-        )
-    clients = make_clients(settings, network, target)
-    test = network.sample(settings.test_samples, seed=settings.seed + 10_000)
-    model = FedAvg(
-        target,
+    return FedAvg(
+        _target(settings, network),
         network.cardinalities,
         seed=settings.seed,
-        participation=settings.participation([c.name for c in clients]),
+        participation=settings.participation(client_names(settings.clients)),
         **dataclasses.asdict(subset(settings, FedAvgConfig)),
-    ).fit(
+    )
+
+
+def run_fedavg(
+    settings: FedAvgRun,
+    ctx: RunContext,
+    model: FedAvg,
+    clients: Sequence[ClientData] | Sequence[str],
+) -> RunOutcome:
+    """Fit on the backend; metrics are those of the final global model on the server's
+    test set (sampled from the network, never from a client)."""
+    network = load_network(settings.network)
+    target = model.schema.target
+    test = network.sample(settings.test_samples, seed=settings.seed + 10_000)
+    model.fit(
         clients,
         test=test,
         backend=ctx.backend,
@@ -127,11 +136,23 @@ def run_fedavg(settings: FedAvgRun, ctx: RunContext) -> RunOutcome:
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
 
 
+def _target(settings: FedAvgRun, network: DiscreteNetwork) -> str:
+    target = settings.target or default_target(network)
+    if target not in network.names:
+        raise UnknownVariableError(
+            f"target {target!r} is not a variable of {network.name}; "
+            f"pick one of {list(network.names)}"
+        )
+    return target
+
+
 register(
     Runnable(
         name="fedavg",
         summary="FedAvg classifier on a task sampled from a network (runtime reference)",
         settings=FedAvgRun,
+        federation=federation,
+        method=method,
         run=run_fedavg,
     )
 )

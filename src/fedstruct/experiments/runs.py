@@ -1,10 +1,18 @@
 """The ``fedstruct run`` contract: settings in, ``config.json`` / ``metrics.json`` / plots out.
 
-Every runnable method registers a :class:`Runnable`: a settings dataclass (every
-setting with its default) and a function that runs it. :func:`execute` resolves
-the settings, writes ``DIR/config.json`` before the run (so ``--resume DIR`` can
-continue it), runs, and writes ``DIR/metrics.json`` (flat: name -> number),
-``DIR/history.json`` (per-round records) and the method's plots.
+Every runnable method registers a :class:`Runnable` with three pieces, so that the
+same run works in one process and across machines:
+
+- ``federation(settings)``: every client's data, named ``client-1 .. client-K``
+  (deterministic in the settings, so a SuperNode rebuilds exactly its own share);
+- ``method(settings)``: the estimator (its ``make_client`` builds a node's client);
+- ``run(settings, ctx, method, clients)``: the server side — fit on the backend and
+  compute metrics and plots. ``clients`` is the data on in-process backends and
+  just the names on a deployment, where the server never holds client data.
+
+:func:`execute` resolves the settings, writes ``DIR/config.json`` before the run (so
+``--resume DIR`` can continue it), runs, and writes ``DIR/metrics.json`` (flat: name
+-> number), ``DIR/history.json`` (per-round records) and the method's plots.
 """
 
 from __future__ import annotations
@@ -18,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from fedstruct import __version__
+from fedstruct.data.client import ClientData
+from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
-from fedstruct.fl import BACKENDS, Participation
+from fedstruct.fl import BACKENDS, Backend, Federated, Participation, get_backend
 
 __all__ = [
     "FederationSettings",
@@ -86,7 +96,7 @@ class RunContext:
     out: Path
     resume: bool = False
     progress: bool = False
-    backend: str = "local"
+    backend: str | Backend = "local"
     stop_after: int | None = None
 
     @property
@@ -106,12 +116,35 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class Runnable:
-    """A method that ``fedstruct run`` can execute."""
+    """A method that ``fedstruct run`` can execute (see the module docstring)."""
 
     name: str
     summary: str
     settings: type
-    run: Callable[[Any, RunContext], RunOutcome]
+    federation: Callable[[Any], list[ClientData]]
+    method: Callable[[Any], Federated]
+    run: Callable[[Any, RunContext, Any, Sequence[ClientData] | Sequence[str]], RunOutcome]
+
+    def client_names(self, settings: Any) -> list[str]:
+        """The clients' names: ``client-1 .. client-K`` for ``settings.clients``."""
+        return client_names(settings.clients)
+
+    def build_clients(self, settings: Any) -> list[ClientData]:
+        """:attr:`federation` checked to hold the expected clients in order.
+
+        Raises
+        ------
+        DataError
+            If the federation's clients are not ``client-1 .. client-K``.
+        """
+        clients = self.federation(settings)
+        expected = self.client_names(settings)
+        if [c.name for c in clients] != expected:
+            raise DataError(
+                f"{self.name}: the federation's clients are {[c.name for c in clients]}, "
+                f"expected {expected}"
+            )
+        return clients
 
 
 _REGISTRY: dict[str, Runnable] = {}
@@ -148,10 +181,13 @@ def execute(
     *,
     resume: bool = False,
     progress: bool = False,
-    backend: str = "local",
+    backend: str | Backend = "local",
     stop_after: int | None = None,
 ) -> RunOutcome:
     """Run method ``name`` with settings layers applied over its defaults.
+
+    ``backend`` is a name of :data:`fedstruct.fl.BACKENDS` or a backend object (the
+    deployment ServerApp passes the one built around its Flower grid).
 
     With ``resume=True`` the settings and backend come from ``out/config.json``
     and the run continues from ``out/checkpoint.pkl``. With ``stop_after=r`` the
@@ -164,7 +200,7 @@ def execute(
         ``config.json`` of this method.
     """
     entry = runnable(name)
-    if backend not in BACKENDS:
+    if isinstance(backend, str) and backend not in BACKENDS:
         raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
     if resume:
         saved = read_config(out)
@@ -174,18 +210,28 @@ def execute(
                 f"resume it with 'fedstruct run {saved.get('method')} --resume {out}'"
             )
         layers = [saved["settings"]]
-        backend = saved.get("backend", backend)
+        if isinstance(backend, str):
+            backend = saved.get("backend", backend)
     settings = apply_settings(entry.settings(), *layers, method=name)
     out.mkdir(parents=True, exist_ok=True)
     config = {
         "method": name,
         "settings": settings_dict(settings),
-        "backend": backend,
+        "backend": backend if isinstance(backend, str) else "flower",
         "fedstruct_version": __version__,
     }
     _write_json(out / "config.json", config)
     started = time.perf_counter()
-    outcome = entry.run(settings, RunContext(out, resume, progress, backend, stop_after))
+    chosen = get_backend(backend) if backend != "flower" else None
+    if chosen is None:
+        from fedstruct.experiments.deploy import submit
+
+        return submit(name, out, resume=resume, stop_after=stop_after)
+    clients = (
+        entry.build_clients(settings) if chosen.needs_client_data else entry.client_names(settings)
+    )
+    ctx = RunContext(out, resume, progress, chosen, stop_after)
+    outcome = entry.run(settings, ctx, entry.method(settings), clients)
     _check_flat(name, outcome.metrics)
     _write_json(out / "metrics.json", outcome.metrics)
     _write_json(out / "history.json", outcome.history)

@@ -3,7 +3,15 @@
 Modelled on Flower's Message API so that it maps onto Flower one to one.
 """
 
-from fedstruct.fl.backend import BACKENDS, Federated, RunResult, run_on_backend
+from fedstruct.fl.backend import (
+    BACKENDS,
+    Backend,
+    Federated,
+    LocalBackend,
+    RunResult,
+    get_backend,
+    run_on_backend,
+)
 from fedstruct.fl.client import Client, handles
 from fedstruct.fl.federation import ServerAlgorithm, round_rng, run_federation
 from fedstruct.fl.grid import Grid, LateReply, LocalGrid
@@ -13,10 +21,12 @@ from fedstruct.fl.traffic import Traffic
 
 __all__ = [
     "BACKENDS",
+    "Backend",
     "Client",
     "Federated",
     "Grid",
     "LateReply",
+    "LocalBackend",
     "LocalGrid",
     "Message",
     "Participation",
@@ -25,6 +35,7 @@ __all__ = [
     "ServerAlgorithm",
     "Traffic",
     "from_json_bytes",
+    "get_backend",
     "handles",
     "json_bytes",
     "round_rng",

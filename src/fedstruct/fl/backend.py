@@ -1,28 +1,46 @@
 """Running a method on a backend: one entry point for every method.
 
 A method exposes how to build its clients and its server algorithm (the
-:class:`Federated` protocol); :func:`run_on_backend` wires them to a grid and runs
-the federation. Backends: ``"local"`` (in-process, the default). The Flower
-backends plug in here, so no method changes when a backend is added.
+:class:`Federated` protocol); :func:`run_on_backend` hands both to a
+:class:`Backend`, which provides the grid the server algorithm runs against:
+
+- ``"local"`` (:class:`LocalBackend`): in-process, the default;
+- ``"flower-sim"``: Flower's simulation engine (Ray) on this machine;
+- a :class:`Backend` object, e.g. the deployment backend a Flower ``ServerApp``
+  builds around the grid of a real SuperLink (``fedstruct run ... --backend flower``).
+
+No method changes when a backend is added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from fedstruct.data.client import ClientData, check_federation
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 from fedstruct.fl.client import Client
 from fedstruct.fl.federation import ServerAlgorithm, run_federation
 from fedstruct.fl.grid import Grid, LocalGrid
 from fedstruct.fl.participation import Participation
 
-__all__ = ["BACKENDS", "Federated", "RunResult", "run_on_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "Federated",
+    "LocalBackend",
+    "RunResult",
+    "get_backend",
+    "run_on_backend",
+]
 
-BACKENDS = ("local",)
+T = TypeVar("T")
+
+#: Backend names the command line accepts.
+BACKENDS = ("local", "flower-sim", "flower")
 
 
 class Federated(Protocol):
@@ -37,6 +55,67 @@ class Federated(Protocol):
         ...
 
 
+class Backend(ABC):
+    """Where a federation runs: it provides the grid and runs the server function on it."""
+
+    #: Whether the clients' data must be in this process (``False`` for deployments,
+    #: where every node holds its own data and the server knows only client names).
+    needs_client_data: bool = True
+
+    @abstractmethod
+    def run(
+        self,
+        server_fn: Callable[[Grid], T],
+        method: Federated,
+        clients: Sequence[ClientData] | Sequence[str],
+        participation: Participation | None,
+        seed: int,
+    ) -> T:
+        """Build the grid over ``clients`` and return ``server_fn(grid)``."""
+
+
+class LocalBackend(Backend):
+    """In-process: every client is an object in this process (:class:`LocalGrid`)."""
+
+    def run(
+        self,
+        server_fn: Callable[[Grid], T],
+        method: Federated,
+        clients: Sequence[ClientData] | Sequence[str],
+        participation: Participation | None,
+        seed: int,
+    ) -> T:
+        """Run ``server_fn`` on a :class:`LocalGrid` of ``method``'s clients."""
+        grid = LocalGrid([method.make_client(c) for c in clients], participation, seed)  # type: ignore[arg-type]
+        return server_fn(grid)
+
+
+def get_backend(backend: str | Backend) -> Backend:
+    """The backend called ``backend`` (or ``backend`` itself if it is one).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name, or ``"flower"``, which is not a Python-level backend:
+        a deployment is submitted to a SuperLink with ``fedstruct run ... --backend
+        flower``, and its ``ServerApp`` builds the backend around the real grid.
+    """
+    if isinstance(backend, Backend):
+        return backend
+    if backend == "local":
+        return LocalBackend()
+    if backend == "flower-sim":
+        from fedstruct.fl.flower.simulation import FlowerSimBackend
+
+        return FlowerSimBackend()
+    if backend == "flower":
+        raise ConfigError(
+            "backend 'flower' runs on a SuperLink: submit the run with "
+            "'fedstruct run METHOD --backend flower ...' (see docs/deploy.md)"
+        )
+    raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
+
+
 @dataclass(frozen=True)
 class RunResult:
     """What a run leaves behind: the server's final state, the grid, the last round."""
@@ -48,9 +127,9 @@ class RunResult:
 
 def run_on_backend(
     method: Federated,
-    clients: Sequence[ClientData],
+    clients: Sequence[ClientData] | Sequence[str],
     *,
-    backend: str = "local",
+    backend: str | Backend = "local",
     participation: Participation | None = None,
     seed: int = 0,
     checkpoint: Path | None = None,
@@ -62,25 +141,39 @@ def run_on_backend(
 ) -> RunResult:
     """Run ``method`` over ``clients`` on ``backend``.
 
+    Parameters
+    ----------
+    clients
+        The clients' data; for a backend whose nodes hold their own data
+        (``needs_client_data = False``) their names suffice.
+
     Raises
     ------
     ConfigError
         For an unknown backend.
     DataError
-        If the clients are empty or their names repeat.
+        If the clients are empty, their names repeat, or data is missing where the
+        backend needs it.
     """
-    if backend not in BACKENDS:
-        raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
-    check_federation(clients)
-    grid = LocalGrid([method.make_client(c) for c in clients], participation, seed)
-    state, last = run_federation(
-        method.make_server(),
-        grid,
-        checkpoint=checkpoint,
-        resume=resume,
-        fingerprint=fingerprint,
-        progress=progress,
-        stop_after=stop_after,
-        label=label,
-    )
-    return RunResult(state, grid, last)
+    chosen = get_backend(backend)
+    if chosen.needs_client_data:
+        if any(not isinstance(c, ClientData) for c in clients):
+            raise DataError("this backend runs the clients here: give ClientData, not names")
+        check_federation(clients)  # type: ignore[arg-type]
+    elif not clients:
+        raise DataError("a federation needs at least one client")
+
+    def server_fn(grid: Grid) -> RunResult:
+        state, last = run_federation(
+            method.make_server(),
+            grid,
+            checkpoint=checkpoint,
+            resume=resume,
+            fingerprint=fingerprint,
+            progress=progress,
+            stop_after=stop_after,
+            label=label,
+        )
+        return RunResult(state, grid, last)
+
+    return chosen.run(server_fn, method, clients, participation, seed)

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import Participation, run_on_backend
+from fedstruct.fl import Backend, Participation, run_on_backend
 from fedstruct.methods.fedavg.client import FedAvgClient
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import TabularSchema, build_model, set_params
@@ -104,10 +104,10 @@ class FedAvg:
     # Estimator --------------------------------------------------------------
     def fit(
         self,
-        clients: Sequence[ClientData],
+        clients: Sequence[ClientData] | Sequence[str],
         *,
         test: pd.DataFrame | None = None,
-        backend: str = "local",
+        backend: str | Backend = "local",
         checkpoint: Path | None = None,
         resume: bool = False,
         progress: bool = False,
@@ -118,11 +118,12 @@ class FedAvg:
         Parameters
         ----------
         clients
-            The clients' data.
+            The clients' data (their names suffice on a deployment backend, where
+            every node holds its own data).
         test
             Optional server-held test rows, evaluated after every round.
         backend
-            Where to run (``"local"``).
+            Where to run: ``"local"``, ``"flower-sim"`` or a :class:`Backend`.
         checkpoint
             File for per-round checkpoints; with ``resume=True`` the run continues
             from it.

@@ -1,0 +1,92 @@
+"""A Flower ``ClientApp`` that hosts our :class:`~fedstruct.fl.Client`.
+
+Flower may run each message in a fresh process, so the app rebuilds the client for
+its partition on every message (the factory may cache it per process), restores
+the client's local state from the node's ``Context.state``, answers, and saves the
+state back. With :meth:`Client.get_state` / :meth:`Client.set_state` implemented
+faithfully, this behaves exactly like a client object that lives for the whole run.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+
+from flwr.app import ConfigRecord, Context
+from flwr.app import Message as FlowerMessage
+from flwr.clientapp import ClientApp
+
+from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.fl.client import Client
+from fedstruct.fl.flower.grid import HELLO
+from fedstruct.fl.flower.records import error_records, from_records, to_records
+from fedstruct.fl.grid import torch_threads
+from fedstruct.fl.message import Message
+
+__all__ = ["ClientFactory", "make_client_app", "partition_of"]
+
+#: ``factory(partition, context) -> Client``; raises a FedstructError for a bad partition.
+ClientFactory = Callable[[int, Context], Client]
+
+_STATE_RECORD = "fedstruct.state"
+
+
+def partition_of(context: Context) -> int:
+    """The partition id in the node's config (``partition-id``).
+
+    Raises
+    ------
+    ConfigError
+        If the SuperNode was started without one.
+    """
+    value = context.node_config.get("partition-id")
+    if value is None:
+        raise ConfigError(
+            "this SuperNode has no partition-id in its node config; start it with "
+            "--node-config 'partition-id=K' (or 'fedstruct flower supernode --partition K')"
+        )
+    return int(value)
+
+
+def make_client_app(factory: ClientFactory, *, threads: int | None = 1) -> ClientApp:
+    """A ``ClientApp`` answering every fedstruct message with the factory's client.
+
+    Parameters
+    ----------
+    factory
+        Builds the client of a partition.
+    threads
+        Torch threads while the client computes (as ``LocalGrid``'s ``client_threads``,
+        so results match the in-process grid).
+    """
+    app = ClientApp()
+
+    @app.query("fedstruct")
+    def handle(message: FlowerMessage, context: Context) -> FlowerMessage:
+        try:
+            msg = from_records(message.content)
+            part = partition_of(context)
+            client = factory(part, context)
+            if msg.kind == HELLO:
+                reply = Message(HELLO, config={"partition": part, "name": client.name})
+            else:
+                _restore(client, context)
+                with torch_threads(threads):
+                    reply = client.handle(msg)
+                _save(client, context)
+            return FlowerMessage(to_records(reply), reply_to=message)
+        except FedstructError as exc:
+            return FlowerMessage(error_records(exc), reply_to=message)
+
+    return app
+
+
+def _restore(client: Client, context: Context) -> None:
+    record = context.state.config_records.get(_STATE_RECORD)
+    client.set_state(pickle.loads(record["state"]) if record is not None else {})
+
+
+def _save(client: Client, context: Context) -> None:
+    state = client.get_state()
+    if state:
+        context.state[_STATE_RECORD] = ConfigRecord({"state": pickle.dumps(state)})

@@ -1,0 +1,179 @@
+"""Our :class:`~fedstruct.fl.Grid` over a Flower grid (simulation or deployment).
+
+Node ids stay the clients' positions ``0..K-1``: each Flower node is asked once
+which partition it hosts (a ``fedstruct.hello`` message answered from its
+``node_config["partition-id"]``), and messages are routed through that map. The
+participation model, round stamping and byte accounting are the base class's, so a
+server algorithm sees exactly what it sees on the in-process grid.
+
+A node that disappears (its SuperNode stopped, its process crashed, its message
+lost) gives no answer: a dropout, never a crash. A client that rejects a message
+with a fedstruct error (a bad partition, a privacy violation) stops the run with that
+error, and the last checkpoint stays intact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+from flwr.app import Message as FlowerMessage
+from flwr.common.constant import ErrorCode
+from flwr.serverapp import Grid as FlowerGridAPI
+
+from fedstruct.errors import ConfigError, ProtocolError
+from fedstruct.fl.flower.records import from_records, raise_if_error, to_records
+from fedstruct.fl.grid import Grid
+from fedstruct.fl.message import Message
+from fedstruct.fl.participation import Participation
+
+__all__ = ["HELLO", "MESSAGE_TYPE", "FlowerGrid"]
+
+#: The Flower message type of every fedstruct message (our kind travels in the config).
+MESSAGE_TYPE = "query.fedstruct"
+#: Kind of the message that asks a node which partition it hosts.
+HELLO = "fedstruct.hello"
+
+#: Flower error codes that mean "this node's answer is lost" (a dropout).
+_LOST = {
+    ErrorCode.NODE_UNAVAILABLE,
+    ErrorCode.MESSAGE_UNAVAILABLE,
+    ErrorCode.REPLY_MESSAGE_UNAVAILABLE,
+    ErrorCode.CLIENT_APP_CRASHED,
+}
+
+
+class FlowerGrid(Grid):
+    """A fedstruct grid whose nodes are Flower SuperNodes.
+
+    Parameters
+    ----------
+    grid
+        The Flower grid given to a ``ServerApp``'s main.
+    names
+        Client names by partition id (node ``k`` hosts partition ``k``).
+    participation, seed
+        As for every grid.
+    min_nodes
+        Wait for this many nodes before the first round (default: all).
+    join_timeout
+        Seconds to wait for them.
+    reply_timeout
+        Seconds to wait for the answers of one exchange; later answers are lost.
+    poll_interval
+        Seconds between polls for answers.
+    """
+
+    def __init__(
+        self,
+        grid: FlowerGridAPI,
+        names: Sequence[str],
+        participation: Participation | None = None,
+        seed: int = 0,
+        *,
+        min_nodes: int | None = None,
+        join_timeout: float = 120.0,
+        reply_timeout: float = 600.0,
+        poll_interval: float = 0.05,
+    ) -> None:
+        super().__init__(names, participation, seed)
+        self._flower = grid
+        self._flower_id: dict[int, int] = {}  # partition -> Flower node id
+        self.reply_timeout = reply_timeout
+        self.poll_interval = poll_interval
+        self._wait_for_nodes(len(names) if min_nodes is None else min_nodes, join_timeout)
+
+    # ------------------------------------------------------------- discovery
+    def _wait_for_nodes(self, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self._discover()
+            if len(self._flower_id) >= count:
+                return
+            if time.monotonic() > deadline:
+                missing = [k for k in range(self.n_nodes) if k not in self._flower_id]
+                raise ProtocolError(
+                    f"only {len(self._flower_id)} of {count} nodes connected within "
+                    f"{timeout:.0f} s; start the SuperNodes of partitions {missing}"
+                )
+            time.sleep(self.poll_interval)
+
+    def _discover(self) -> None:
+        """Forget nodes that left; ask new nodes which partition they host."""
+        live = set(self._flower.get_node_ids())
+        self._flower_id = {k: f for k, f in self._flower_id.items() if f in live}
+        new = sorted(live - set(self._flower_id.values()))
+        if not new:
+            return
+        hellos = {f: Message(HELLO) for f in new}
+        for fid, reply in self._roundtrip(hellos, self.reply_timeout).items():
+            part = int(reply.config["partition"])
+            if not 0 <= part < self.n_nodes:
+                raise ConfigError(
+                    f"a SuperNode hosts partition {part}, but the federation has "
+                    f"{self.n_nodes} clients (partitions 0..{self.n_nodes - 1}); "
+                    "fix its --partition / node-config partition-id"
+                )
+            if part in self._flower_id:
+                raise ConfigError(
+                    f"two SuperNodes host partition {part} ({self.node_name(part)!r}); "
+                    "give every SuperNode its own partition"
+                )
+            self._flower_id[part] = fid
+
+    def _connected(self) -> list[int]:
+        self._discover()
+        return sorted(self._flower_id)
+
+    # -------------------------------------------------------------- exchange
+    def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+        by_flower = {self._flower_id[n]: m for n, m in messages.items() if n in self._flower_id}
+        replies = self._roundtrip(by_flower, self.reply_timeout)
+        partition = {f: k for k, f in self._flower_id.items()}
+        return {partition[f]: r for f, r in replies.items() if f in partition}
+
+    def _roundtrip(self, messages: Mapping[int, Message], timeout: float) -> dict[int, Message]:
+        """Push one message per Flower node id; collect answers until all came, the
+        timeout passed, or the nodes still owing one have left."""
+        if not messages:
+            return {}
+        outgoing = [
+            FlowerMessage(
+                to_records(msg),
+                dst_node_id=fid,
+                message_type=MESSAGE_TYPE,
+                group_id=str(self.round),
+            )
+            for fid, msg in messages.items()
+        ]
+        ids = list(self._flower.push_messages(outgoing))
+        if len(ids) != len(outgoing):
+            raise ProtocolError(f"Flower accepted {len(ids)} of {len(outgoing)} messages")
+        owner = dict(zip(ids, messages, strict=True))
+        pending = set(ids)
+        answers: dict[int, Message] = {}
+        deadline = time.monotonic() + timeout
+        last_check = time.monotonic()
+        while pending and time.monotonic() < deadline:
+            for reply in self._flower.pull_messages(list(pending)):
+                msg_id = reply.metadata.reply_to_message_id
+                pending.discard(msg_id)
+                answer = self._read_reply(reply, owner[msg_id])
+                if answer is not None:
+                    answers[owner[msg_id]] = answer
+            if pending and time.monotonic() - last_check > 1.0:
+                live = set(self._flower.get_node_ids())
+                pending = {m for m in pending if owner[m] in live}
+                last_check = time.monotonic()
+            if pending:
+                time.sleep(self.poll_interval)
+        return answers
+
+    def _read_reply(self, reply: FlowerMessage, fid: int) -> Message | None:
+        if reply.has_error():
+            if reply.error.code in _LOST:
+                return None
+            reason = str(reply.error.reason).splitlines()[0]
+            raise ProtocolError(f"Flower node {fid} failed on a fedstruct message: {reason}")
+        raise_if_error(reply.content)
+        return from_records(reply.content)
