@@ -83,7 +83,9 @@ def run(
         list[str] | None,
         typer.Option("--set", help="Override one setting: --set key=value (repeatable)."),
     ] = None,
-    backend: Annotated[str, typer.Option(help="Where to run: local.")] = "local",
+    backend: Annotated[
+        str, typer.Option(help="Where to run: local, flower-sim or flower (a SuperLink).")
+    ] = "local",
     resume: Annotated[
         Path | None,
         typer.Option("--resume", help="Continue the interrupted run in this folder."),
@@ -93,6 +95,19 @@ def run(
         typer.Option("--stop-after", help="Stop after this round; continue later with --resume."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    superlink: Annotated[
+        str, typer.Option(help="--backend flower: the SuperLink's host:port.")
+    ] = "127.0.0.1:9091",
+    root_certificates: Annotated[
+        Path | None,
+        typer.Option(help="--backend flower: CA certificate of a TLS SuperLink."),
+    ] = None,
+    min_nodes: Annotated[
+        int, typer.Option(help="--backend flower: nodes to wait for before round 1 (0: all).")
+    ] = 0,
+    reply_timeout: Annotated[
+        float, typer.Option(help="--backend flower: seconds to wait for one exchange.")
+    ] = 600.0,
 ) -> None:
     """Run METHOD and write DIR/config.json, DIR/metrics.json and plots."""
     from fedstruct.experiments import execute
@@ -117,8 +132,25 @@ def run(
         {k: v for k, v in options.items() if v is not None},
         parse_assignments(assignments or []),
     ]
+    deployment = None
+    if backend == "flower":
+        from fedstruct.fl.flower.cluster import DeploymentOptions
+
+        deployment = DeploymentOptions(
+            superlink=superlink,
+            root_certificates=str(root_certificates) if root_certificates else None,
+            min_nodes=min_nodes,
+            reply_timeout=reply_timeout,
+        )
+        deployment.link()  # check the address and the certificate file before writing
     outcome = execute(
-        method, layers, out, progress=not quiet, backend=backend, stop_after=stop_after
+        method,
+        layers,
+        out,
+        progress=not quiet,
+        backend=backend,
+        stop_after=stop_after,
+        deployment=deployment,
     )
     _print_metrics(method, outcome.metrics, out)
 
@@ -159,6 +191,156 @@ def demo(
     report = run_demo(out)
     out_console.print(report.table)
     out_console.print(f"results and plots in [bold]{out}[/]")
+
+
+flower_app = typer.Typer(
+    help="Run federations across machines on Flower: a SuperLink (the server's machine) "
+    "and one SuperNode per institution. See docs/deploy.md.",
+    no_args_is_help=True,
+)
+app.add_typer(flower_app, name="flower")
+
+Home = Annotated[
+    Path | None,
+    typer.Option(help="FLWR_HOME for Flower's files (default: $FLWR_HOME or ~/.fedstruct/flower)."),
+]
+Insecure = Annotated[
+    bool, typer.Option("--insecure", help="Plain-text connections (loopback tests only).")
+]
+
+
+def _exec(cmd: list[str], home: Path) -> None:
+    """Replace this process by a Flower daemon (its PID stays ours)."""
+    import os
+
+    from fedstruct.fl.flower.cluster import flower_env
+
+    home.mkdir(parents=True, exist_ok=True)
+    err_console.print(" ".join(cmd), highlight=False, soft_wrap=True)
+    os.execvpe(cmd[0], cmd, flower_env(home))
+
+
+@flower_app.command("superlink")
+@_bad_input_exits_2
+def flower_superlink(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for SuperNodes and the flwr CLI.")] = 9091,
+    certificates: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder with ca.crt, server.pem, server.key (fedstruct flower certificates)."
+        ),
+    ] = None,
+    insecure: Insecure = False,
+    node_auth: Annotated[
+        bool, typer.Option("--node-auth", help="Admit only registered SuperNode keys (TLS).")
+    ] = False,
+    database: Annotated[
+        Path | None, typer.Option(help="SQLite file for the state (survives restarts).")
+    ] = None,
+    home: Home = None,
+) -> None:
+    """Start the SuperLink: the coordinator every SuperNode and submitted run talks to."""
+    from fedstruct.fl.flower.cluster import Link, default_home, superlink_command, write_connection
+
+    if certificates is None and not insecure:
+        raise ConfigError("give --certificates DIR for TLS, or --insecure for loopback tests")
+    cmd = superlink_command(
+        host, port, certificates=certificates, node_auth=node_auth, database=database
+    )
+    home = home or default_home()
+    local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    write_connection(
+        home, Link(f"{local}:{port}", certificates / "ca.crt" if certificates else None)
+    )
+    _exec(cmd, home)
+
+
+@flower_app.command("supernode")
+@_bad_input_exits_2
+def flower_supernode(
+    partition: Annotated[int, typer.Option(help="The partition (client) this node hosts.")],
+    superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
+    root_certificates: Annotated[
+        Path | None, typer.Option(help="CA certificate of a TLS SuperLink.")
+    ] = None,
+    insecure: Insecure = False,
+    auth_key: Annotated[
+        Path | None, typer.Option(help="This node's private key (registered at the SuperLink).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Local runtime port (default 9094 + partition).")
+    ] = None,
+    wait: Annotated[
+        float, typer.Option(help="Seconds to wait for the SuperLink to be reachable.")
+    ] = 60.0,
+    home: Home = None,
+) -> None:
+    """Start a SuperNode hosting one partition of the federation."""
+    from fedstruct.fl.flower.cluster import Link, default_home, supernode_command, wait_reachable
+
+    if root_certificates is None and not insecure:
+        raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
+    link = Link(superlink, root_certificates)
+    cmd = supernode_command(partition, link, port=port or 9094 + partition, auth_key=auth_key)
+    wait_reachable(link, wait)
+    _exec(cmd, home or default_home())
+
+
+@flower_app.command("register")
+@_bad_input_exits_2
+def flower_register(
+    public_key: Annotated[Path, typer.Argument(help="A SuperNode's public key (NAME.pub).")],
+    superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
+    root_certificates: Annotated[
+        Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")
+    ] = None,
+    home: Home = None,
+) -> None:
+    """Admit a SuperNode: register its public key at a SuperLink started with --node-auth."""
+    from fedstruct.fl.flower.cluster import (
+        CONNECTION,
+        Link,
+        default_home,
+        flwr_json,
+        write_connection,
+    )
+
+    if not public_key.is_file():
+        raise ConfigError(f"public key {public_key} does not exist")
+    home = home or default_home()
+    write_connection(home, Link(superlink, root_certificates))
+    answer = flwr_json(["supernode", "register", str(public_key), CONNECTION], home)
+    out_console.print(f"registered {public_key.name}: SuperNode id {answer.get('node-id')}")
+
+
+@flower_app.command("certificates")
+@_bad_input_exits_2
+def flower_certificates(
+    folder: Annotated[Path, typer.Argument(help="Where to write ca.crt, server.pem, keys.")],
+    host: Annotated[
+        list[str] | None,
+        typer.Option(help="Host name or IP of the SuperLink (repeatable; 127.0.0.1 is added)."),
+    ] = None,
+) -> None:
+    """Make a CA and the SuperLink's TLS certificate (give ca.crt to every institution)."""
+    from fedstruct.fl.flower.credentials import make_certificates
+
+    hosts = ["127.0.0.1", *[h for h in host or [] if h != "127.0.0.1"]]
+    made = make_certificates(folder, hosts)
+    out_console.print(f"wrote {made.ca_cert}, {made.server_cert} and their keys for {hosts}")
+
+
+@flower_app.command("node-key")
+@_bad_input_exits_2
+def flower_node_key(
+    path: Annotated[Path, typer.Argument(help="Private key file to write (PATH.pub is added).")],
+) -> None:
+    """Make a SuperNode key pair; send only PATH.pub to the SuperLink's operator."""
+    from fedstruct.fl.flower.credentials import make_node_key
+
+    private, public = make_node_key(path)
+    out_console.print(f"wrote {private} (keep it) and {public} (register it)")
 
 
 def _print_metrics(method: str, metrics: dict[str, float], out: Path) -> None:

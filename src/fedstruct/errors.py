@@ -18,6 +18,7 @@ __all__ = [
     "ConfigError",
     "CyclicGraphError",
     "DataError",
+    "DeploymentError",
     "FedstructError",
     "GraphError",
     "NonFiniteDataError",
@@ -77,6 +78,10 @@ class ProtocolError(FedstructError, ValueError):
 
 class PrivacyViolationError(FedstructError):
     """A message would carry rows of a client's data, or more entries than declared."""
+
+
+class DeploymentError(FedstructError):
+    """A distributed deployment cannot run: a SuperLink out of reach, a refused node."""
 
 
 class CheckpointError(FedstructError):

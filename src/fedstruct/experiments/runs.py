@@ -17,6 +17,7 @@ same run works in one process and across machines:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -31,7 +32,15 @@ from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
-from fedstruct.fl import BACKENDS, Backend, Federated, Participation, get_backend
+from fedstruct.fl import (
+    BACKENDS,
+    Backend,
+    Federated,
+    LocalBackend,
+    Participation,
+    get_backend,
+)
+from fedstruct.fl.flower.cluster import DeploymentOptions
 
 __all__ = [
     "FederationSettings",
@@ -40,6 +49,7 @@ __all__ = [
     "Runnable",
     "execute",
     "register",
+    "run_resolved",
     "runnable",
     "runnable_names",
 ]
@@ -96,7 +106,7 @@ class RunContext:
     out: Path
     resume: bool = False
     progress: bool = False
-    backend: str | Backend = "local"
+    backend: Backend = field(default_factory=LocalBackend)
     stop_after: int | None = None
 
     @property
@@ -181,17 +191,18 @@ def execute(
     *,
     resume: bool = False,
     progress: bool = False,
-    backend: str | Backend = "local",
+    backend: str = "local",
     stop_after: int | None = None,
+    deployment: DeploymentOptions | None = None,
 ) -> RunOutcome:
     """Run method ``name`` with settings layers applied over its defaults.
 
-    ``backend`` is a name of :data:`fedstruct.fl.BACKENDS` or a backend object (the
-    deployment ServerApp passes the one built around its Flower grid).
-
-    With ``resume=True`` the settings and backend come from ``out/config.json``
-    and the run continues from ``out/checkpoint.pkl``. With ``stop_after=r`` the
-    run stops after round ``r`` (its checkpoint can be resumed later).
+    Writes ``out/config.json`` first, then runs here (``local``, ``flower-sim``) or
+    submits the run to a SuperLink (``flower``, with ``deployment`` options).
+    With ``resume=True`` the settings, backend and deployment options come from
+    ``out/config.json`` and the run continues from its checkpoint. With
+    ``stop_after=r`` the run stops after round ``r`` (its checkpoint can be resumed
+    later).
 
     Raises
     ------
@@ -200,7 +211,7 @@ def execute(
         ``config.json`` of this method.
     """
     entry = runnable(name)
-    if isinstance(backend, str) and backend not in BACKENDS:
+    if backend not in BACKENDS:
         raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
     if resume:
         saved = read_config(out)
@@ -210,29 +221,57 @@ def execute(
                 f"resume it with 'fedstruct run {saved.get('method')} --resume {out}'"
             )
         layers = [saved["settings"]]
-        if isinstance(backend, str):
-            backend = saved.get("backend", backend)
+        backend = saved.get("backend", backend)
+        if saved.get("deployment") is not None:
+            deployment = DeploymentOptions(**saved["deployment"])
     settings = apply_settings(entry.settings(), *layers, method=name)
     out.mkdir(parents=True, exist_ok=True)
-    config = {
+    config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
-        "backend": backend if isinstance(backend, str) else "flower",
+        "backend": backend,
         "fedstruct_version": __version__,
     }
+    if backend == "flower":
+        deployment = deployment or DeploymentOptions()
+        config["deployment"] = dataclasses.asdict(deployment)
     _write_json(out / "config.json", config)
-    started = time.perf_counter()
-    chosen = get_backend(backend) if backend != "flower" else None
-    if chosen is None:
+    if backend == "flower":
         from fedstruct.experiments.deploy import submit
 
-        return submit(name, out, resume=resume, stop_after=stop_after)
+        return submit(
+            name,
+            out,
+            config["settings"],
+            deployment,  # type: ignore[arg-type]
+            resume=resume,
+            stop_after=stop_after,
+            progress=progress,
+        )
+    return run_resolved(entry, settings, out, get_backend(backend), resume, progress, stop_after)
+
+
+def run_resolved(
+    entry: Runnable,
+    settings: Any,
+    out: Path,
+    backend: Backend,
+    resume: bool = False,
+    progress: bool = False,
+    stop_after: int | None = None,
+) -> RunOutcome:
+    """Run resolved ``settings`` on ``backend`` here and write metrics, history and plots.
+
+    The deployment ServerApp calls this directly with the backend built around its
+    Flower grid (``config.json`` was written by the submitting side).
+    """
+    started = time.perf_counter()
     clients = (
-        entry.build_clients(settings) if chosen.needs_client_data else entry.client_names(settings)
+        entry.build_clients(settings) if backend.needs_client_data else entry.client_names(settings)
     )
-    ctx = RunContext(out, resume, progress, chosen, stop_after)
+    ctx = RunContext(out, resume, progress, backend, stop_after)
     outcome = entry.run(settings, ctx, entry.method(settings), clients)
-    _check_flat(name, outcome.metrics)
+    _check_flat(entry.name, outcome.metrics)
     _write_json(out / "metrics.json", outcome.metrics)
     _write_json(out / "history.json", outcome.history)
     _write_json(

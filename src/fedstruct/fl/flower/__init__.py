@@ -1,22 +1,14 @@
 """Flower backends: run any fedstruct federation on Flower (simulation or deployment).
 
-Needs the ``flower`` extra (``pip install fedstruct[flower]``): flwr[simulation] 1.41.
+Needs the ``flower`` extra (``pip install fedstruct[flower]``: flwr[simulation] 1.41).
+Import the submodules you need; this package imports nothing, so that
+:mod:`fedstruct.fl.flower.cluster` (process commands, no Flower import) stays light.
+
+- :mod:`~fedstruct.fl.flower.records`: Message <-> Flower records;
+- :mod:`~fedstruct.fl.flower.grid`: :class:`FlowerGrid`, our grid over Flower's;
+- :mod:`~fedstruct.fl.flower.client_app`: the ClientApp hosting our clients;
+- :mod:`~fedstruct.fl.flower.simulation`: the ``flower-sim`` backend;
+- :mod:`~fedstruct.fl.flower.deployment`: the backend of a deployment ServerApp;
+- :mod:`~fedstruct.fl.flower.cluster`: SuperLink/SuperNode commands, ``flwr`` calls;
+- :mod:`~fedstruct.fl.flower.credentials`: TLS certificates and node keys.
 """
-
-from fedstruct.fl.flower.client_app import make_client_app, partition_of
-from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
-from fedstruct.fl.flower.grid import HELLO, MESSAGE_TYPE, FlowerGrid
-from fedstruct.fl.flower.records import from_records, to_records
-from fedstruct.fl.flower.simulation import FlowerSimBackend
-
-__all__ = [
-    "HELLO",
-    "MESSAGE_TYPE",
-    "FlowerDeploymentBackend",
-    "FlowerGrid",
-    "FlowerSimBackend",
-    "from_records",
-    "make_client_app",
-    "partition_of",
-    "to_records",
-]

@@ -35,6 +35,8 @@ class FlowerDeploymentBackend(Backend):
         start while other nodes join later (they take part from the next round).
     join_timeout, reply_timeout
         Seconds to wait for nodes to connect, and for the answers of one exchange.
+    poll_interval
+        Seconds between polls of the SuperLink for answers.
     """
 
     needs_client_data = False
@@ -46,8 +48,10 @@ class FlowerDeploymentBackend(Backend):
         min_nodes: int | None = None,
         join_timeout: float = 120.0,
         reply_timeout: float = 600.0,
+        poll_interval: float = 0.2,
     ) -> None:
         self.grid = grid
+        self.poll_interval = poll_interval
         self.min_nodes = min_nodes
         self.join_timeout = join_timeout
         self.reply_timeout = reply_timeout
@@ -70,5 +74,6 @@ class FlowerDeploymentBackend(Backend):
             min_nodes=self.min_nodes,
             join_timeout=self.join_timeout,
             reply_timeout=self.reply_timeout,
+            poll_interval=self.poll_interval,
         )
         return server_fn(grid)

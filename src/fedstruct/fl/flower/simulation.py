@@ -89,7 +89,9 @@ class FlowerSimBackend(Backend):
         @server_app.main()
         def main(grid: FlowerGridAPI, context: Context) -> None:
             try:
-                deployment = FlowerDeploymentBackend(grid, reply_timeout=self.reply_timeout)
+                deployment = FlowerDeploymentBackend(
+                    grid, reply_timeout=self.reply_timeout, poll_interval=0.02
+                )
                 outcome["result"] = deployment.run(server_fn, method, names, participation, seed)
             except BaseException as exc:  # re-raised in the caller's thread below
                 outcome["error"] = exc

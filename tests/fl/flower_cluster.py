@@ -1,0 +1,114 @@
+"""A loopback Flower cluster for tests: SuperLink and SuperNodes started and stopped by PID.
+
+Every process is started through fedstruct's own commands (``fedstruct flower ...``)
+in its own session, so stopping its process group also stops the SuperExec and app
+processes Flower spawns. Everything binds to 127.0.0.1, on free ports, with a private
+FLWR_HOME, telemetry and update checks off.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    """Processes of one test: start them, wait on them, stop them all."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "flwr-home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.env = dict(os.environ)
+        self.env.update(
+            FLWR_HOME=str(self.home),
+            FLWR_TELEMETRY_ENABLED="0",
+            FLWR_DISABLE_UPDATE_CHECK="1",
+        )
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+
+    def start(self, name: str, *args: str) -> subprocess.Popen:
+        log = (self.root / f"{name}.log").open("w")
+        proc = subprocess.Popen(
+            [*FEDSTRUCT, *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.root / f"{name}.log").read_text()
+
+    def superlink(self, *extra: str) -> None:
+        self.start("superlink", "flower", "superlink", "--port", str(self.port), *extra)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"SuperLink did not come up:\n{self.log('superlink')}")
+
+    def supernode(self, partition: int, *extra: str, name: str | None = None) -> str:
+        name = name or f"node{partition}"
+        self.start(
+            name,
+            "flower",
+            "supernode",
+            "--partition",
+            str(partition),
+            "--superlink",
+            self.address,
+            "--port",
+            str(free_port()),
+            *extra,
+        )
+        return name
+
+    def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
+        proc = self.procs.pop(name)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def close(self) -> None:
+        nodes = [n for n in self.procs if n != "superlink"]
+        for name in [*nodes, "superlink"]:
+            if name in self.procs:
+                self.stop(name)
+
+    def fedstruct(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*FEDSTRUCT, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )

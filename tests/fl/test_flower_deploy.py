@@ -1,0 +1,176 @@
+"""Flower deployment on loopback: SuperLink + SuperNodes as separate processes.
+
+Each round costs ~5 s here (Flower polls at fixed intervals), so the runs are short.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flwr")
+
+from flower_cluster import FEDSTRUCT, Cluster
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["--set", "samples=1500", "--set", "test_samples=500", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("insecure"))
+    try:
+        c.superlink("--insecure")
+        c.supernode(0, "--insecure")
+        c.supernode(1, "--insecure")
+        yield c
+    finally:
+        c.close()
+
+
+def run_args(cluster: Cluster, out: Path, clients: int, rounds: int, *extra: str) -> list[str]:
+    return [
+        "run",
+        "fedavg",
+        "--clients",
+        str(clients),
+        "--rounds",
+        str(rounds),
+        *SMALL,
+        "--backend",
+        "flower",
+        "--superlink",
+        cluster.address,
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def checkpoint_round(out: Path) -> int:
+    try:
+        with (out / "checkpoint.pkl").open("rb") as fh:
+            return int(pickle.load(fh)["round"])
+    except (FileNotFoundError, EOFError, pickle.UnpicklingError):
+        return 0
+
+
+def wait_for_round(out: Path, rnd: int, proc: subprocess.Popen, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while checkpoint_round(out) < rnd:
+        assert proc.poll() is None, f"the run ended before round {rnd}"
+        assert time.monotonic() < deadline, f"round {rnd} not reached in {timeout} s"
+        time.sleep(0.5)
+
+
+def local_metrics(cluster: Cluster, out: Path, clients: int, rounds: int) -> dict:
+    result = cluster.fedstruct(
+        "run",
+        "fedavg",
+        "--clients",
+        str(clients),
+        "--rounds",
+        str(rounds),
+        *SMALL,
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "metrics.json").read_text())
+
+
+def test_deployment_gives_the_local_result(cluster, tmp_path):
+    result = cluster.fedstruct(*run_args(cluster, tmp_path / "flower", 2, 2))
+    assert result.returncode == 0, result.stderr + cluster.log("superlink")[-3000:]
+    deployed = json.loads((tmp_path / "flower" / "metrics.json").read_text())
+    assert deployed == local_metrics(cluster, tmp_path / "local", 2, 2)
+    assert json.loads((tmp_path / "flower" / "config.json").read_text())["backend"] == "flower"
+
+
+def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*FEDSTRUCT, *run_args(cluster, out, 2, 4)],
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_round(out, 1, proc)
+        cluster.supernode(5, "--insecure", name="bad")  # the federation has partitions 0..1
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cluster.stop("bad")
+    assert proc.returncode == 2
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert lines[-1].startswith("error: partition 5 does not exist: the federation has 2 clients")
+    done = checkpoint_round(out)
+    assert 1 <= done < 4  # the finished rounds are kept
+    resumed = cluster.fedstruct("run", "fedavg", "--resume", str(out), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((out / "metrics.json").read_text()) == local_metrics(
+        cluster, tmp_path / "local", 2, 4
+    )
+
+
+def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
+    """Runs last in this module: it stops node 0."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*FEDSTRUCT, *run_args(cluster, out, 3, 6, "--min-nodes", "2")],
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_round(out, 1, proc)
+        cluster.supernode(2, "--insecure")  # joins: takes part from a later round
+        wait_for_round(out, 3, proc)
+        cluster.stop("node0", signal.SIGTERM)  # leaves: a dropout, not a crash
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    history = json.loads((out / "history.json").read_text())
+    asked = [h["clients_asked"] for h in history]
+    assert asked[0] == 2  # node 2 was not there yet
+    assert 3 in asked[1:4]  # it joined
+    assert asked[-1] == 2  # node 0 left
+    assert all(h["clients_answered"] <= h["clients_asked"] for h in history)
+
+
+def test_tls_with_node_authentication_refuses_unregistered_nodes(tmp_path):
+    c = Cluster(tmp_path)
+    certs, keys = tmp_path / "certs", tmp_path / "keys"
+    assert c.fedstruct("flower", "certificates", str(certs)).returncode == 0
+    for name in ("hospital", "intruder"):
+        assert c.fedstruct("flower", "node-key", str(keys / name)).returncode == 0
+    tls = ["--root-certificates", str(certs / "ca.crt")]
+    try:
+        c.superlink("--certificates", str(certs), "--node-auth")
+        reg = c.fedstruct(
+            "flower", "register", str(keys / "hospital.pub"), "--superlink", c.address, *tls
+        )
+        assert reg.returncode == 0, reg.stdout + reg.stderr
+        c.supernode(0, *tls, "--auth-key", str(keys / "hospital"))
+        intruder = c.supernode(1, *tls, "--auth-key", str(keys / "intruder"), name="intruder")
+        assert c.procs[intruder].wait(timeout=60) != 0  # refused: the process exits
+        assert "Failed to activate SuperNode" in c.log(intruder)
+        result = c.fedstruct(*run_args(c, tmp_path / "run", 1, 1, *tls))
+        assert result.returncode == 0, result.stderr
+        metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+        assert metrics["rounds"] == 1 and metrics["mean_clients_answered"] == 1
+    finally:
+        c.close()
