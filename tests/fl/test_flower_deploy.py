@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from flower_cluster import FEDSTRUCT, Cluster
+from fedstruct.fl.flower.loopback import FEDSTRUCT, LoopbackCluster
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ SMALL = ["--set", "samples=1500", "--set", "test_samples=500", "--quiet"]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("insecure"))
+    c = LoopbackCluster(tmp_path_factory.mktemp("insecure"))
     try:
         c.superlink("--insecure")
         c.supernode(0, "--insecure")
@@ -35,7 +35,9 @@ def cluster(tmp_path_factory):
         c.close()
 
 
-def run_args(cluster: Cluster, out: Path, clients: int, rounds: int, *extra: str) -> list[str]:
+def run_args(
+    cluster: LoopbackCluster, out: Path, clients: int, rounds: int, *extra: str
+) -> list[str]:
     return [
         "run",
         "fedavg",
@@ -70,7 +72,7 @@ def wait_for_round(out: Path, rnd: int, proc: subprocess.Popen, timeout: float =
         time.sleep(0.5)
 
 
-def local_metrics(cluster: Cluster, out: Path, clients: int, rounds: int) -> dict:
+def local_metrics(cluster: LoopbackCluster, out: Path, clients: int, rounds: int) -> dict:
     result = cluster.fedstruct(
         "run",
         "fedavg",
@@ -152,7 +154,7 @@ def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
 
 
 def test_tls_with_node_authentication_refuses_unregistered_nodes(tmp_path):
-    c = Cluster(tmp_path)
+    c = LoopbackCluster(tmp_path)
     certs, keys = tmp_path / "certs", tmp_path / "keys"
     assert c.fedstruct("flower", "certificates", str(certs)).returncode == 0
     for name in ("hospital", "intruder"):

@@ -9,6 +9,7 @@ pytest.importorskip("flwr")
 
 from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ConfigError
+from fedstruct.experiments import execute, runnable, runnable_names
 from fedstruct.fl import Participation, get_backend
 from fedstruct.methods.fedavg import FedAvg
 
@@ -32,35 +33,15 @@ def test_flower_sim_equals_local_under_partial_participation():
     assert any(h["late_merged"] > 0 for h in local.history_)
 
 
-def test_cli_backends_write_the_same_metrics(tmp_path):
-    from typer.testing import CliRunner
-
-    from fedstruct.cli import app
-
-    args = [
-        "run",
-        "fedavg",
-        "--clients",
-        "3",
-        "--rounds",
-        "2",
-        "--set",
-        "samples=1500",
-        "--set",
-        "test_samples=500",
-        "--quiet",
-    ]
-    runner = CliRunner()
-    for backend in ("local", "flower-sim"):
-        result = runner.invoke(app, [*args, "--backend", backend, "--out", str(tmp_path / backend)])
-        assert result.exit_code == 0, result.output
-    metrics = [
-        json.loads((tmp_path / b / "metrics.json").read_text()) for b in ("local", "flower-sim")
-    ]
-    assert metrics[0] == metrics[1]
-    assert (
-        json.loads((tmp_path / "flower-sim" / "config.json").read_text())["backend"] == "flower-sim"
-    )
+@pytest.mark.parametrize("method", runnable_names())
+def test_every_method_gives_the_local_metrics_on_flower_sim(method, tmp_path):
+    """Backend equivalence for each registered method, on its quick settings."""
+    quick = dict(runnable(method).quick)
+    local = execute(method, [quick], tmp_path / "local")
+    sim = execute(method, [quick], tmp_path / "sim", backend="flower-sim")
+    assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
+    assert sim.metrics.keys() == local.metrics.keys()
+    assert json.loads((tmp_path / "sim" / "config.json").read_text())["backend"] == "flower-sim"
 
 
 def test_flower_is_not_a_python_level_backend():

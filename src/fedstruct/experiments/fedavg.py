@@ -154,5 +154,6 @@ register(
         federation=federation,
         method=method,
         run=run_fedavg,
+        quick={"clients": 3, "rounds": 2, "samples": 1500, "test_samples": 500},
     )
 )

@@ -134,6 +134,8 @@ class Runnable:
     federation: Callable[[Any], list[ClientData]]
     method: Callable[[Any], Federated]
     run: Callable[[Any, RunContext, Any, Sequence[ClientData] | Sequence[str]], RunOutcome]
+    #: Settings of a small run that finishes in seconds (backend-equivalence tests).
+    quick: Mapping[str, Any] = field(default_factory=dict)
 
     def client_names(self, settings: Any) -> list[str]:
         """The clients' names: ``client-1 .. client-K`` for ``settings.clients``."""

@@ -1,9 +1,17 @@
-"""A loopback Flower cluster for tests: SuperLink and SuperNodes started and stopped by PID.
+"""A Flower deployment on this machine: SuperLink and SuperNodes as real processes.
 
-Every process is started through fedstruct's own commands (``fedstruct flower ...``)
-in its own session, so stopping its process group also stops the SuperExec and app
-processes Flower spawns. Everything binds to 127.0.0.1, on free ports, with a private
-FLWR_HOME, telemetry and update checks off.
+For trying a deployment on one machine, for tests and for benchmarks. Every process
+is started through fedstruct's own commands (``fedstruct flower ...``) in its own
+session, so stopping its process group also stops the SuperExec and app processes
+Flower spawns. Everything binds to 127.0.0.1 on free ports, with a private
+FLWR_HOME, telemetry and update checks off. Use it as a context manager::
+
+    with LoopbackCluster(Path("/tmp/fl")) as cluster:
+        cluster.superlink("--insecure")
+        for k in range(3):
+            cluster.supernode(k, "--insecure")
+        cluster.fedstruct("run", "fedavg", "--clients", "3", "--backend", "flower",
+                          "--superlink", cluster.address, "--out", "/tmp/fl/run")
 """
 
 from __future__ import annotations
@@ -19,14 +27,24 @@ from pathlib import Path
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
 
 
+__all__ = ["FEDSTRUCT", "LoopbackCluster", "free_port"]
+
+
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-class Cluster:
-    """Processes of one test: start them, wait on them, stop them all."""
+class LoopbackCluster:
+    """A SuperLink and SuperNodes on 127.0.0.1: start them, stop them all (by PID).
+
+    Parameters
+    ----------
+    root
+        Folder for the private FLWR_HOME and one log file per process.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -42,7 +60,14 @@ class Cluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
 
+    def __enter__(self) -> LoopbackCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def start(self, name: str, *args: str) -> subprocess.Popen:
+        """Start ``fedstruct ARGS`` in its own session, output to ``root/NAME.log``."""
         log = (self.root / f"{name}.log").open("w")
         proc = subprocess.Popen(
             [*FEDSTRUCT, *args],
@@ -56,9 +81,11 @@ class Cluster:
         return proc
 
     def log(self, name: str) -> str:
+        """The output of process ``name`` so far."""
         return (self.root / f"{name}.log").read_text()
 
     def superlink(self, *extra: str) -> None:
+        """Start the SuperLink on :attr:`port` and wait until it accepts connections."""
         self.start("superlink", "flower", "superlink", "--port", str(self.port), *extra)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -70,6 +97,7 @@ class Cluster:
         raise RuntimeError(f"SuperLink did not come up:\n{self.log('superlink')}")
 
     def supernode(self, partition: int, *extra: str, name: str | None = None) -> str:
+        """Start a SuperNode for ``partition``; return its process name."""
         name = name or f"node{partition}"
         self.start(
             name,
@@ -86,6 +114,7 @@ class Cluster:
         return name
 
     def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
+        """Signal process ``name``'s group; kill it if it has not ended after 10 s."""
         proc = self.procs.pop(name)
         try:
             os.killpg(proc.pid, sig)
@@ -98,12 +127,14 @@ class Cluster:
             proc.wait(timeout=10)
 
     def close(self) -> None:
+        """Stop every process: SuperNodes first, then the SuperLink."""
         nodes = [n for n in self.procs if n != "superlink"]
         for name in [*nodes, "superlink"]:
             if name in self.procs:
                 self.stop(name)
 
     def fedstruct(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        """Run ``fedstruct ARGS`` with the cluster's environment; capture its output."""
         return subprocess.run(
             [*FEDSTRUCT, *args],
             env=self.env,
