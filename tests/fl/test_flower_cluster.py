@@ -1,0 +1,161 @@
+"""Deployment commands, credentials and bad input, without starting a cluster."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+pytest.importorskip("flwr")
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding
+from typer.testing import CliRunner
+
+from fedstruct.cli import app
+from fedstruct.errors import ConfigError
+from fedstruct.fl.flower.cluster import Link, superlink_command, supernode_command
+from fedstruct.fl.flower.credentials import make_certificates, make_node_key
+from fedstruct.fl.flower.loopback import free_port
+
+runner = CliRunner()
+
+
+def one_line_error(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    return " ".join(result.output.split())
+
+
+def test_server_certificate_is_signed_by_the_ca_for_the_given_hosts(tmp_path):
+    made = make_certificates(tmp_path, ["127.0.0.1", "coordinator.example.org"])
+    ca = x509.load_pem_x509_certificate(made.ca_cert.read_bytes())
+    server = x509.load_pem_x509_certificate(made.server_cert.read_bytes())
+    ca.public_key().verify(  # raises if the CA did not sign it
+        server.signature,
+        server.tbs_certificate_bytes,
+        padding.PKCS1v15(),
+        server.signature_hash_algorithm,
+    )
+    san = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    assert san.get_values_for_type(x509.DNSName) == ["coordinator.example.org"]
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+    assert made.server_key.stat().st_mode & 0o777 == 0o600
+
+
+def test_node_key_is_p384_in_openssh_format(tmp_path):
+    private, public = make_node_key(tmp_path / "hospital-a")
+    key = serialization.load_ssh_private_key(private.read_bytes(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp384r1"
+    text = public.read_text()
+    assert text.startswith("ecdsa-sha2-nistp384 ") and text.rstrip().endswith("hospital-a")
+
+
+def test_command_lines(tmp_path):
+    make_certificates(tmp_path)
+    insecure = superlink_command("0.0.0.0", 9091, certificates=None)
+    assert insecure == [
+        "flower-superlink",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "9091",
+        "--disable-runtime-dependency-installation",
+        "--insecure",
+    ]
+    tls = superlink_command("0.0.0.0", 9091, certificates=tmp_path, node_auth=True)
+    assert tls[-7:] == [
+        "--ssl-ca-certfile",
+        str(tmp_path / "ca.crt"),
+        "--ssl-certfile",
+        str(tmp_path / "server.pem"),
+        "--ssl-keyfile",
+        str(tmp_path / "server.key"),
+        "--enable-supernode-auth",
+    ]
+    node = supernode_command(2, Link("10.0.0.5:9091"), port=9096)
+    assert node == [
+        "flower-supernode",
+        "--superlink",
+        "10.0.0.5:9091",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "9096",
+        "--node-config",
+        "partition-id=2",
+        "--insecure",
+    ]
+    with pytest.raises(ConfigError, match="node authentication needs TLS"):
+        superlink_command("127.0.0.1", 9091, node_auth=True)
+    with pytest.raises(ConfigError, match="not host:port"):
+        Link("localhost")
+
+
+def test_unreachable_superlink_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))
+    address = f"127.0.0.1:{free_port()}"
+    text = one_line_error(
+        [
+            "run",
+            "fedavg",
+            "--backend",
+            "flower",
+            "--superlink",
+            address,
+            "--quiet",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
+    assert f"error: cannot submit to the SuperLink at {address}" in text
+    text = one_line_error(
+        [
+            "flower",
+            "supernode",
+            "--partition",
+            "0",
+            "--insecure",
+            "--superlink",
+            address,
+            "--wait",
+            "1",
+        ]
+    )
+    assert f"error: the SuperLink at {address} is not reachable" in text
+
+
+def test_missing_certificate_files_are_one_line(tmp_path):
+    missing = tmp_path / "nope" / "ca.crt"
+    text = one_line_error(
+        [
+            "run",
+            "fedavg",
+            "--backend",
+            "flower",
+            "--root-certificates",
+            str(missing),
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
+    assert f"error: --root-certificates {missing} does not exist" in text
+    text = one_line_error(["flower", "superlink", "--certificates", str(tmp_path / "none")])
+    assert "certificate file" in text and "ca.crt does not exist" in text
+    text = one_line_error(["flower", "superlink"])
+    assert "give --certificates DIR for TLS, or --insecure" in text
+    text = one_line_error(
+        [
+            "flower",
+            "supernode",
+            "--partition",
+            "0",
+            "--insecure",
+            "--auth-key",
+            str(tmp_path / "key"),
+        ]
+    )
+    assert "--auth-key" in text and "does not exist" in text
