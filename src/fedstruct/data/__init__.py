@@ -19,6 +19,7 @@ from fedstruct.data.partition import (
     variable_subsets,
     vertical_interventions,
 )
+from fedstruct.data.sachs import RowSampler, load_sachs_data, sachs_ground_truth
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.scm import CategoricalSCM, LinearGaussianSCM, random_discrete_network
 
@@ -31,6 +32,7 @@ __all__ = [
     "LabelSkewSplit",
     "LinearGaussianSCM",
     "NetworkInfo",
+    "RowSampler",
     "Sampler",
     "Schedule",
     "VariableSplit",
@@ -40,9 +42,11 @@ __all__ = [
     "label_skew",
     "list_networks",
     "load_network",
+    "load_sachs_data",
     "long_tail_counts",
     "network_names",
     "random_discrete_network",
+    "sachs_ground_truth",
     "variable_subset_clients",
     "variable_subsets",
     "vertical_interventions",

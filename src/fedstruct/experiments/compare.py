@@ -19,7 +19,7 @@ from rich.table import Table
 from fedstruct.experiments.plots import plot_curves
 from fedstruct.experiments.runs import RunOutcome, execute
 
-__all__ = ["Comparison", "compare_variants"]
+__all__ = ["Comparison", "compare_variants", "sweep_label"]
 
 
 @dataclass
@@ -71,6 +71,22 @@ class Comparison:
                         by_round.setdefault(h["round"], []).append(h[metric])
             out[variant] = [(r, float(np.mean(v))) for r, v in sorted(by_round.items())]
         return out
+
+    def mean(self, variant: str, metric: str) -> float:
+        """Seed-mean of ``metric`` for ``variant``."""
+        return float(np.mean([o.metrics[metric] for o in self.runs[variant]]))
+
+    def sweep_curves(
+        self, labels: Sequence[str], axis: Sequence[float], metric: str
+    ) -> dict[str, list[tuple[float, float]]]:
+        """Per label, the seed-mean of ``metric`` along a swept setting.
+
+        The variants must be named :func:`sweep_label` ``(label, value)``.
+        """
+        return {
+            label: [(float(x), self.mean(sweep_label(label, x), metric)) for x in axis]
+            for label in labels
+        }
 
     def save(self, out: Path, metrics: Sequence[str], curve_metric: str, title: str) -> Path:
         """Write ``results.json`` and a curve plot into ``out``; return the plot's path."""
@@ -124,6 +140,11 @@ def compare_variants(
             for seed in seeds
         ]
     return Comparison(method, runs)
+
+
+def sweep_label(label: str, value: object) -> str:
+    """The variant name of ``label`` at one value of a swept setting."""
+    return f"{label} @ {value}"
 
 
 def _slug(label: str) -> str:

@@ -6,11 +6,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+
+from fedstruct.graphs import Graph
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-__all__ = ["plot_curves", "plot_history"]
+__all__ = ["plot_bars", "plot_curves", "plot_graph_comparison", "plot_history"]
 
 
 def plot_history(
@@ -57,6 +60,64 @@ def plot_curves(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_graph_comparison(truth: Graph, predicted: Graph, path: Path, *, title: str) -> Path:
+    """Adjacency matrices side by side: the truth, and the prediction coloured by outcome.
+
+    In the right panel a pair is green when both graphs have it (true positive), red
+    when only the prediction has it (false positive) and grey when only the truth has
+    it (missed). Both graphs must have the same variables (the prediction's order is
+    used).
+    """
+    names = predicted.names
+    t = truth.restrict(names).adjacency()
+    p = predicted.adjacency()
+    outcome = np.zeros((*t.shape, 3))
+    outcome[:] = 1.0
+    outcome[t & p] = (0.20, 0.63, 0.17)
+    outcome[~t & p] = (0.84, 0.15, 0.16)
+    outcome[t & ~p] = (0.65, 0.65, 0.65)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    axes[0].imshow(np.where(t, 0.25, 1.0), cmap="gray", vmin=0, vmax=1)
+    axes[0].set_title(f"truth ({truth.n_edges} edges)")
+    axes[1].imshow(outcome)
+    tp, fp, fn = int((t & p).sum()) // 2, int((~t & p).sum()) // 2, int((t & ~p).sum()) // 2
+    axes[1].set_title(f"learned: {tp} correct, {fp} extra, {fn} missed")
+    for ax in axes:
+        ticks = range(len(names))
+        fontsize = 7 if len(names) <= 40 else 4
+        ax.set_xticks(ticks, names, rotation=90, fontsize=fontsize)
+        ax.set_yticks(ticks, names, fontsize=fontsize)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_bars(
+    groups: Mapping[str, Mapping[str, float]], path: Path, *, title: str, ylabel: str
+) -> Path:
+    """Grouped bars: one group per key of ``groups``, one bar per inner key."""
+    labels = list(groups)
+    series = list(dict.fromkeys(k for g in groups.values() for k in g))
+    width = 0.8 / max(1, len(series))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(labels) * len(series) / 2), 4.0))
+    for k, name in enumerate(series):
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(labels))]
+        ax.bar(xs, [groups[g].get(name, np.nan) for g in labels], width, label=name)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from rich.table import Table
 from fedstruct.errors import ConfigError, unknown_choice_message
 from fedstruct.experiments.compare import compare_variants
 
-__all__ = ["Recipe", "RecipeReport", "recipe_list", "run_recipe"]
+__all__ = ["Recipe", "RecipeReport", "recipe_list", "register_recipe", "run_recipe"]
 
 
 @dataclass(frozen=True)
@@ -66,17 +66,23 @@ def _fedavg_participation(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(comparison.table(metrics, "fedavg-participation"), out)
 
 
-_RECIPES: dict[str, Recipe] = {
-    r.name: r
-    for r in (
-        Recipe(
-            "fedavg-participation",
-            "FedAvg on alarm/BP, 10 label-skewed clients, under sampling, dropout, "
-            "stragglers, late joiners and communication frequency (runtime showcase)",
-            _fedavg_participation,
-        ),
+_RECIPES: dict[str, Recipe] = {}
+
+
+def register_recipe(recipe: Recipe) -> Recipe:
+    """Add a recipe (each method's recipe module registers its own on import)."""
+    _RECIPES[recipe.name] = recipe
+    return recipe
+
+
+register_recipe(
+    Recipe(
+        "fedavg-participation",
+        "FedAvg on alarm/BP, 10 label-skewed clients, under sampling, dropout, "
+        "stragglers, late joiners and communication frequency (runtime showcase)",
+        _fedavg_participation,
     )
-}
+)
 
 
 def recipe_list() -> list[Recipe]:

@@ -1,0 +1,96 @@
+"""Hyper-parameters of FedCDnv (defaults: the paper's §4.1 and Table 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
+from fedstruct.methods.fedcdnv.local import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.methods.fedcdnv.pvalues import check_interval
+
+__all__ = ["LEARNERS", "FedCDnvConfig"]
+
+LEARNERS = ("fci", "rfci")
+CI_TESTS = ("g2", "chi2", "fisherz")
+
+
+@dataclass(frozen=True)
+class FedCDnvConfig:
+    """Every hyper-parameter of FedCDnv and its baselines.
+
+    Parameters
+    ----------
+    strategy
+        ``"tpss"`` (FedCDnv), ``"vote"`` (FedCDnv-vote) or ``"largest"`` (FCI-base);
+        see :mod:`fedstruct.methods.fedcdnv.aggregate`.
+    learner
+        Local learner: ``"fci"`` or ``"rfci"`` (§3.3.1).
+    ci_test
+        ``"g2"`` (the paper's default), ``"chi2"`` or ``"fisherz"`` (continuous data).
+    alpha
+        Significance level of the CI tests (0.05).
+    theta1, theta2
+        The interval ``[alpha - theta1, alpha + theta2]`` of non-stable p-values
+        (default [0.001, 0.5], Table 4).
+    depth
+        Largest conditioning set of the adjacency search (``None``: unbounded).
+    pds_depth
+        Largest conditioning set in FCI's possible-D-SEP phase (``None``: unbounded).
+    small_sample
+        The G²/χ² small-sample rule (see docs/local_learners.md).
+    dof
+        The G²/χ² degrees-of-freedom convention: ``"adjusted"`` or ``"plain"``.
+    update_depth
+        Largest set ``Z`` searched by C-Update (Algorithm 2, line 10, enumerates every
+        subset of a neighbourhood: exponential in the degree). Default 3; ``None``
+        searches every subset.
+    stability_depth
+        Largest ``Z`` searched for a non-adjacent pair's independence evidence
+        (Definition 3.5: "there exists Z with p > alpha + theta2"); ``None``: every
+        subset of the client's other variables.
+    weight_count
+        The count in eq. (3)'s numerator: ``"observers"`` or ``"non_stable"``.
+    constant_columns
+        A variable constant in a client's data: ``"error"`` (name it and stop) or
+        ``"exclude"`` (the client leaves it out of its variables, as if unobserved, and
+        reports it: no test can relate a constant to anything).
+    """
+
+    strategy: str = "tpss"
+    learner: str = "fci"
+    ci_test: str = "g2"
+    alpha: float = 0.05
+    theta1: float = 0.049
+    theta2: float = 0.45
+    depth: int | None = None
+    pds_depth: int | None = None
+    small_sample: str = "toolbox"
+    dof: str = "adjusted"
+    update_depth: int | None = 3
+    stability_depth: int | None = 2
+    weight_count: str = "observers"
+    constant_columns: str = "error"
+
+    def __post_init__(self) -> None:
+        for name, value, valid in (
+            ("strategy", self.strategy, STRATEGIES),
+            ("learner", self.learner, LEARNERS),
+            ("ci_test", self.ci_test, CI_TESTS),
+            ("weight_count", self.weight_count, ("observers", "non_stable")),
+            ("small_sample", self.small_sample, tuple(SMALL_SAMPLE_RULES)),
+            ("dof", self.dof, DOF_CONVENTIONS),
+            ("constant_columns", self.constant_columns, ("error", "exclude")),
+        ):
+            if value not in valid:
+                raise ConfigError(unknown_choice_message(f"fedcdnv {name}", value, valid))
+        check_interval(self.alpha, self.theta1, self.theta2)
+        for name in ("depth", "pds_depth", "update_depth", "stability_depth"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"fedcdnv {name} = {value} must be 0 or more (or null)")
+
+    @property
+    def n_rounds(self) -> int:
+        """Communication rounds: 2 (Algorithm 1), 1 for FCI-base (no update round)."""
+        return 1 if self.strategy == "largest" else 2

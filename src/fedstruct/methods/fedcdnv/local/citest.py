@@ -1,0 +1,248 @@
+"""The conditional-independence test interface with its p-value cache, and the oracle test.
+
+A :class:`CITest` answers ``pvalue(i, j, z)`` — the p-value of the null hypothesis
+``X_i ⊥ X_j | X_z`` — for variable *indices* of one data set. Every answer is cached
+under a normalised key (the unordered pair ``(min(i, j), max(i, j))`` and the sorted
+conditioning set), so one test object per client serves every phase of a learner
+(adjacency search, possible-D-SEP, RFCI's checks) and, later, FedCDnv's C-Update
+(Algorithm 2), which asks for further tests on the same data. The object counts the
+distinct tests it computed (:attr:`CITest.n_tests`), the cache hits
+(:attr:`CITest.n_cache_hits`) and the tests the small-sample rule did not perform
+(:attr:`CITest.n_skipped`).
+
+Concrete tests: :class:`~fedstruct.methods.fedcdnv.local.discrete.DiscreteTest` (G²
+and Pearson χ²), :class:`~fedstruct.methods.fedcdnv.local.fisherz.FisherZTest` and
+:class:`OracleTest` (d/m-separation, for testing the learners).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+from fedstruct.errors import GraphError, UnknownVariableError
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.separation import SeparationOracle
+
+__all__ = ["CIKey", "CITest", "OracleTest", "ci_key"]
+
+CIKey = tuple[int, int, tuple[int, ...]]
+"""A normalised test key ``(i, j, z)``: ``i < j`` and ``z`` sorted."""
+
+
+def ci_key(i: int, j: int, z: Iterable[int] = ()) -> CIKey:
+    """The cache key of the test ``X_i ⊥ X_j | X_z``: unordered pair, sorted ``z``."""
+    zs = tuple(sorted(int(k) for k in z))
+    i, j = int(i), int(j)
+    return (i, j, zs) if i < j else (j, i, zs)
+
+
+class CITest(ABC):
+    """A cached conditional-independence test over the variables of one data set.
+
+    Subclasses implement :meth:`_compute`; this class owns the cache, the counters
+    and the checks of the indices. The significance level is not part of the test:
+    learners compare the p-value with their ``alpha`` (independent iff ``p > alpha``).
+
+    Parameters
+    ----------
+    names
+        The variable names; index ``k`` means ``names[k]``.
+    kind
+        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"oracle"``).
+    n_samples
+        Number of rows behind the test, ``None`` for the oracle.
+    """
+
+    def __init__(self, names: Sequence[str], kind: str, n_samples: int | None) -> None:
+        self._names = tuple(names)
+        self._index = {name: k for k, name in enumerate(self._names)}
+        self._kind = kind
+        self._n_samples = n_samples
+        self._cache: dict[CIKey, float] = {}
+        self._skipped: set[CIKey] = set()
+        self.n_cache_hits = 0
+
+    # ------------------------------------------------------------- properties
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Variable names, in index order."""
+        return self._names
+
+    @property
+    def kind(self) -> str:
+        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"oracle"``)."""
+        return self._kind
+
+    @property
+    def n_variables(self) -> int:
+        """Number of variables."""
+        return len(self._names)
+
+    @property
+    def n_samples(self) -> int | None:
+        """Number of rows of the data (``None`` for the oracle)."""
+        return self._n_samples
+
+    @property
+    def n_tests(self) -> int:
+        """Distinct tests computed so far (each cache key counts once)."""
+        return len(self._cache)
+
+    @property
+    def n_skipped(self) -> int:
+        """Distinct tests the small-sample rule did not perform (part of :attr:`n_tests`)."""
+        return len(self._skipped)
+
+    @property
+    def cache(self) -> Mapping[CIKey, float]:
+        """Read-only view of the cache: normalised key -> p-value."""
+        return MappingProxyType(self._cache)
+
+    def index(self, name: str) -> int:
+        """Index of a variable name.
+
+        Raises
+        ------
+        UnknownVariableError
+            If the test has no variable of that name.
+        """
+        try:
+            return self._index[name]
+        except KeyError:
+            raise UnknownVariableError(
+                f"variable {name!r} is not in this CI test; its variables are {list(self._names)}"
+            ) from None
+
+    # ------------------------------------------------------------------ tests
+    def query(self, i: int, j: int, z: Iterable[int] = ()) -> tuple[float, bool]:
+        """The p-value of ``X_i ⊥ X_j | X_z`` and whether the test was skipped.
+
+        A skipped test is one the small-sample rule of a discrete test (or a too
+        small sample for Fisher-z) did not perform; its p-value is the rule's
+        verdict (``0.0`` = dependent, ``1.0`` = independent).
+
+        Raises
+        ------
+        UnknownVariableError
+            If an index is out of range.
+        GraphError
+            If ``i == j``, ``z`` repeats an index or contains ``i`` or ``j``.
+        """
+        key = ci_key(i, j, z)
+        if key not in self._cache:
+            self._check(key)
+        return self.query_key(key)
+
+    def query_key(self, key: CIKey) -> tuple[float, bool]:
+        """:meth:`query` for a key already normalised by :func:`ci_key` (not re-checked).
+
+        The learners' fast path: they build keys with ``i < j``, sorted ``z`` of Python
+        ints, disjoint from ``{i, j}``.
+        """
+        p = self._cache.get(key)
+        if p is not None:
+            self.n_cache_hits += 1
+            return p, key in self._skipped
+        p, skipped = self._compute(*key)
+        self._cache[key] = p
+        if skipped:
+            self._skipped.add(key)
+        return p, skipped
+
+    def pvalue(self, i: int, j: int, z: Iterable[int] = ()) -> float:
+        """The (cached) p-value of ``X_i ⊥ X_j | X_z``; see :meth:`query`."""
+        return self.query(i, j, z)[0]
+
+    def pvalue_of(self, x: str, y: str, given: Iterable[str] = ()) -> float:
+        """:meth:`pvalue` by variable names.
+
+        Raises
+        ------
+        UnknownVariableError
+            If a name is unknown.
+        """
+        return self.pvalue(self.index(x), self.index(y), [self.index(g) for g in given])
+
+    def max_testable_size(self, i: int, j: int, candidates: Sequence[int]) -> int:
+        """Largest ``k`` such that some ``k``-subset of ``candidates`` may give a test of
+        ``i``, ``j`` that is performed *and can say independent*.
+
+        Learners skip larger conditioning sets: every such test would be skipped by a
+        small-sample rule whose verdict is "dependent" (a skipped test never removes
+        an edge and is left out of the p-value summary, so nothing changes). The base
+        class has no such rule and returns ``len(candidates)``.
+        """
+        return len(candidates)
+
+    def is_skipped(self, i: int, j: int, z: Iterable[int] = ()) -> bool:
+        """Whether the (already computed) test was skipped by the small-sample rule."""
+        return ci_key(i, j, z) in self._skipped
+
+    def _check(self, key: CIKey) -> None:
+        i, j, z = key
+        d = len(self._names)
+        for k in (i, j, *z):
+            if not 0 <= k < d:
+                raise UnknownVariableError(
+                    f"variable index {k} is out of range; this CI test has {d} variables "
+                    "(indices 0..n-1)"
+                )
+        if i == j or i in z or j in z or len(set(z)) != len(z):
+            raise GraphError(
+                f"CI test of {self._names[i]!r} and {self._names[j]!r} given "
+                f"{[self._names[k] for k in z]} is malformed; the two variables must differ "
+                "and the conditioning set must not repeat or contain them"
+            )
+
+    @abstractmethod
+    def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
+        """Compute one test for a normalised key; return ``(p-value, skipped)``."""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self._kind!r}, {self.n_variables} variables, "
+            f"n={self._n_samples}, {self.n_tests} tests cached)"
+        )
+
+
+class OracleTest(CITest):
+    """The perfect CI test of a DAG (or MAG) with latent variables: d/m-separation.
+
+    ``pvalue`` is ``1.0`` if the two variables are separated given the conditioning
+    set in ``graph`` and ``0.0`` otherwise, so with any ``0 <= alpha < 1`` a learner
+    sees exactly the graph's independences (Spirtes, Glymour & Scheines 2000, the
+    "oracle" of their Chapter 5-6 correctness proofs). Backed by
+    :class:`~fedstruct.graphs.separation.SeparationOracle`.
+
+    Parameters
+    ----------
+    graph
+        A DAG, or a mixed graph with ``->`` and ``<->`` edges (a MAG).
+    latent
+        Names of the variables not observed; the test's variables are the others,
+        in the graph's order.
+
+    Raises
+    ------
+    UnknownVariableError
+        If a latent name is not in the graph.
+    GraphError
+        If the graph has circle or undirected edges.
+    """
+
+    def __init__(self, graph: Graph, latent: Iterable[str] = ()) -> None:
+        hidden = {latent} if isinstance(latent, str) else set(latent)
+        for name in sorted(hidden):
+            if name not in graph:
+                raise UnknownVariableError(
+                    f"latent variable {name!r} is not in the graph; its variables are "
+                    f"{list(graph.names)}"
+                )
+        observed = [n for n in graph.names if n not in hidden]
+        super().__init__(observed, "oracle", None)
+        self._oracle = SeparationOracle(graph, observed=observed)
+
+    def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
+        return (1.0 if self._oracle.separated(i, j, z) else 0.0), False

@@ -1,0 +1,133 @@
+"""FCI: the Fast Causal Inference algorithm, without selection bias.
+
+Spirtes, Glymour & Scheines (2000), *Causation, Prediction, and Search*, 2nd ed.,
+§6.7; orientation rules of Zhang (2008), AIJ 172, with R5-R7 left out (no selection
+bias; FedCDnv §3 assumes none):
+
+1. adjacency search (:func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`),
+   every edge ``o-o``;
+2. R0: unshielded colliders from the separating sets;
+3. possible-D-SEP edge removal
+   (:func:`~fedstruct.methods.fedcdnv.local.pds.remove_by_possible_dsep`);
+4. every remaining edge back to ``o-o``, R0 again with all separating sets;
+5. R1-R4 and R8-R10 to a fixpoint (R4 reads the separating sets).
+
+With a perfect CI oracle the output is the PAG of the true MAG (Zhang 2008, §4),
+i.e. :func:`fedstruct.graphs.pag.dag_to_pag`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedstruct.errors import ConfigError
+from fedstruct.graphs.graph import CIRCLE, NONE, Graph
+from fedstruct.graphs.orientation import apply_rules, orient_colliders
+from fedstruct.methods.fedcdnv.local.build import as_ci_test
+from fedstruct.methods.fedcdnv.local.citest import CITest
+from fedstruct.methods.fedcdnv.local.dataset import DataLike
+from fedstruct.methods.fedcdnv.local.evidence import Evidence
+from fedstruct.methods.fedcdnv.local.pds import remove_by_possible_dsep
+from fedstruct.methods.fedcdnv.local.result import LocalResult
+from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
+
+__all__ = ["check_alpha", "circle_marks", "fci"]
+
+
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float in ``[0, 1)``.
+
+    Raises
+    ------
+    ConfigError
+        Otherwise.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha < 1:
+        raise ConfigError(f"alpha must be a number in [0, 1), got {alpha!r}")
+    return float(alpha)
+
+
+def circle_marks(adjacency: np.ndarray) -> np.ndarray:
+    """A writable mark matrix with ``o-o`` on every edge of a boolean adjacency matrix."""
+    return np.where(adjacency, CIRCLE, NONE).astype(np.int8)
+
+
+def fci(
+    data: CITest | DataLike,
+    *,
+    alpha: float = 0.05,
+    test: str = "g2",
+    depth: int | None = None,
+    pds_depth: int | None = None,
+    max_path_length: int | None = None,
+    possible_dsep: bool = True,
+    biconnected: bool = True,
+    stable: bool = True,
+) -> LocalResult:
+    """Learn a PAG with FCI (module docstring).
+
+    Parameters
+    ----------
+    data
+        A :class:`CITest` (reused with its cache) or data (``ClientData``,
+        ``DataFrame``, array) for ``make_ci_test(data, test)``.
+    alpha
+        Significance level; a test says independent iff ``p > alpha``.
+    test
+        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+    depth
+        Largest conditioning set in every phase; ``None`` (default) or ``-1``: none.
+    pds_depth
+        Largest conditioning set in the possible-D-SEP phase; default ``depth``.
+    max_path_length
+        Longest walk defining Possible-D-SEP; ``None`` (default): none.
+    possible_dsep
+        Run step 3 (default). Without it the output is FCI's "skeleton-only" variant.
+    biconnected
+        Restrict Possible-D-SEP to the edge's biconnected component (default): far
+        fewer tests and no separation lost (see
+        :mod:`~fedstruct.methods.fedcdnv.local.pds`); ``False`` is pcalg's default.
+    stable
+        PC-stable adjacency search (default) or the order-dependent original.
+
+    Returns
+    -------
+    LocalResult
+        The PAG, separating sets, per-pair p-values and the CI test.
+
+    Raises
+    ------
+    ConfigError
+        For an out-of-range ``alpha`` or ``depth``, or an unknown test.
+    DataError, NonFiniteDataError
+        For bad data.
+    """
+    alpha = check_alpha(alpha)
+    check_depth(depth)
+    check_depth(pds_depth, "pds_depth")
+    check_depth(max_path_length, "max_path_length")
+    ci_test = as_ci_test(data, test)
+    start = ci_test.n_tests
+    evidence = Evidence(ci_test, alpha)
+
+    evidence.phase("adjacency")
+    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
+    marks = circle_marks(skeleton)
+    orient_colliders(marks, evidence.sepset_contains)
+
+    if possible_dsep:
+        evidence.phase("possible_dsep")
+        adjacency = remove_by_possible_dsep(
+            evidence,
+            marks,
+            depth=depth if pds_depth is None else pds_depth,
+            max_path_length=max_path_length,
+            biconnected=biconnected,
+            searched_depth=depth,
+        )
+        marks = circle_marks(adjacency)
+        orient_colliders(marks, evidence.sepset_contains)
+
+    apply_rules(marks, evidence.sepset_contains)
+    graph = Graph(ci_test.names, marks)
+    return LocalResult.from_evidence("fci", graph, skeleton, evidence, start)

@@ -1,0 +1,277 @@
+"""RFCI: Really Fast Causal Inference, without selection bias.
+
+Colombo, Maathuis, Kalisch & Richardson (2012), "Learning high-dimensional directed
+acyclic graphs with latent and selection variables", Ann. Statist. 40(1), §3:
+
+1. adjacency search (as PC/FCI), every edge ``o-o``;
+2. the unshielded triples (RFCI's step 2): for every unshielded triple
+   ``<x, y, z>`` with ``S = sepset(x, z) \\ {y}``, test ``x ⊥ y | S`` and ``z ⊥ y | S``. A
+   found independence removes that edge, with a *minimal* separating set searched
+   among the subsets of ``S`` by increasing size; the triangles through the removed
+   edge become new unshielded triples, checked in turn, and the triples that
+   contained it are dropped. The triples whose two edges survive are oriented as
+   v-structures ``x *-> y <-* z`` when ``y`` is not in ``sepset(x, z)`` (circles only
+   become arrowheads);
+3. the orientation (RFCI's step 3): R1-R3 and R8-R10 of Zhang (2008) as in FCI, and
+   R4 only after checking its discriminating path: for a minimal discriminating path
+   ``<d, ..., a, b, c>`` for ``b``, every edge ``u - v`` on it is tested given the
+   non-empty subsets of ``sepset(d, c) \\ {u, v}``; an independence removes the edge
+   (minimal separating set, new triples through step 2) and the search starts again,
+   otherwise R4 orients with ``sepset(d, c)``.
+
+RFCI skips FCI's possible-D-SEP phase, so its skeleton may keep edges FCI would
+remove, but every arrowhead and tail it outputs is correct with a perfect oracle
+(Colombo et al. 2012, §3), and without latent variables it returns FCI's
+PAG.
+
+Implementation of step 3: :func:`fedstruct.graphs.orientation.apply_rules` runs R1-R4
+and R8-R10; its only use of the separating-set callback is R4's. RFCI passes a
+callback that interrupts ``apply_rules`` when R4 is about to fire, applies its own
+checked R4 once, and calls ``apply_rules`` again (the marks already set are kept), until
+``apply_rules`` finishes without asking. Every interruption is followed by one
+orientation or one edge removal, so this terminates.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import combinations, pairwise
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph
+from fedstruct.graphs.orientation import apply_rules
+from fedstruct.methods.fedcdnv.local.build import as_ci_test
+from fedstruct.methods.fedcdnv.local.citest import CITest
+from fedstruct.methods.fedcdnv.local.dataset import DataLike
+from fedstruct.methods.fedcdnv.local.evidence import Evidence
+from fedstruct.methods.fedcdnv.local.fci import check_alpha, circle_marks
+from fedstruct.methods.fedcdnv.local.result import LocalResult
+from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
+
+__all__ = ["minimal_discriminating_path", "rfci", "unshielded_triples"]
+
+Marks = NDArray[np.int8]
+Triple = tuple[int, int, int]
+
+
+def unshielded_triples(marks: Marks) -> list[Triple]:
+    """All unshielded triples ``(x, y, z)``: ``x < z`` non-adjacent, both adjacent to ``y``.
+
+    Sorted lexicographically.
+    """
+    adj = marks != NONE
+    out = []
+    for y in range(adj.shape[0]):
+        nbrs = np.flatnonzero(adj[y]).tolist()
+        for k, x in enumerate(nbrs):
+            for z in nbrs[k + 1 :]:
+                if not adj[x, z]:
+                    out.append((x, y, z))
+    out.sort()
+    return out
+
+
+def minimal_discriminating_path(marks: Marks, a: int, b: int, c: int) -> list[int] | None:
+    """A shortest discriminating path ``[d, ..., a, b, c]`` for ``b``, or ``None``.
+
+    Zhang (2008), §3, R4: at least three edges, ``d`` not adjacent to ``c``, every node
+    strictly between ``d`` and ``b`` a collider on the path and a parent of ``c``. The
+    caller guarantees ``a <-* b`` and ``a -> c``. Breadth-first search backwards from
+    ``a`` (Colombo et al. 2012, "minimal" discriminating path; pcalg's ``minDiscrPath``).
+    """
+    parent_of_c = (marks[:, c] == ARROW) & (marks[c] == TAIL)
+    adj_c = marks[c] != NONE
+    previous = {a: b}
+    queue = deque([a])
+    seen = {a, b, c}
+    while queue:
+        v = queue.popleft()
+        for w in np.flatnonzero(marks[:, v] == ARROW).tolist():  # w *-> v
+            if w in seen:
+                continue
+            if not adj_c[w]:
+                path = [w]
+                node = v
+                while node != b:
+                    path.append(node)
+                    node = previous[node]
+                return [*path, b, c]
+            if parent_of_c[w] and marks[v, w] == ARROW:  # w is a collider on the path
+                seen.add(w)
+                previous[w] = v
+                queue.append(w)
+    return None
+
+
+class _R4Requested(Exception):
+    """Raised by the callback when ``apply_rules`` is about to apply R4."""
+
+
+def _interrupt(x: int, y: int, z: int) -> bool:
+    raise _R4Requested
+
+
+class _RFCI:
+    """The state of one RFCI run after the adjacency search: marks and evidence."""
+
+    def __init__(self, evidence: Evidence, marks: Marks) -> None:
+        self.evidence = evidence
+        self.marks = marks
+
+    # ---------------------------------------------- step 2: unshielded triples
+    def check_triples(self, triples: list[Triple]) -> None:
+        """Check unshielded triples, remove edges, orient the surviving v-structures."""
+        m = self.marks
+        queue = list(triples)
+        passed: list[Triple] = []
+        k = 0
+        while k < len(queue):
+            x, y, z = queue[k]
+            k += 1
+            if not self._unshielded(x, y, z):
+                continue
+            sep = tuple(v for v in self.evidence.sepsets[(x, z)] if v != y)
+            removed = False
+            if sep:  # given the empty set the edges are known to be dependent
+                for r in (x, z):
+                    if m[r, y] != NONE and self._remove_if_separated(r, y, sep, queue):
+                        removed = True
+            if not removed:
+                passed.append((x, y, z))
+        for x, y, z in passed:
+            if self._unshielded(x, y, z) and not self.evidence.sepset_contains(x, z, y):
+                for end in (x, z):
+                    if m[end, y] == CIRCLE:
+                        m[end, y] = ARROW
+
+    def _unshielded(self, x: int, y: int, z: int) -> bool:
+        m = self.marks
+        return bool(m[x, y] != NONE and m[z, y] != NONE and m[x, z] == NONE)
+
+    def _remove_if_separated(
+        self, u: int, v: int, sep: tuple[int, ...], queue: list[Triple]
+    ) -> bool:
+        """If ``u ⊥ v | sep``, remove ``u - v`` with a minimal separating subset of ``sep``."""
+        if not self.evidence.independent(u, v, sep)[0]:
+            return False
+        self._remove_minimal(u, v, sep, queue)
+        return True
+
+    def _remove_minimal(self, u: int, v: int, sep: tuple[int, ...], queue: list[Triple]) -> None:
+        """Remove ``u - v`` with the first separating subset of ``sep`` by size (>= 1)."""
+        ev, m = self.evidence, self.marks
+        for size in range(1, len(sep) + 1):
+            for s in combinations(sep, size):
+                indep, p = ev.independent(u, v, s)
+                if indep:
+                    ev.separate(u, v, s, p)
+                    m[u, v] = m[v, u] = NONE
+                    a, b = min(u, v), max(u, v)
+                    common = np.flatnonzero((m[a] != NONE) & (m[b] != NONE)).tolist()
+                    queue.extend((a, w, b) for w in common)
+                    return
+
+    # --------------------------------------------------- step 3: orientation
+    def orient(self) -> None:
+        """R1-R3, R8-R10 via ``apply_rules``; R4 after checking its discriminating path."""
+        while True:
+            try:
+                apply_rules(self.marks, _interrupt)
+                return
+            except _R4Requested:
+                if not self._checked_rule_4():
+                    # Cannot happen (same search as apply_rules); finish unchecked.
+                    apply_rules(self.marks, self.evidence.sepset_contains)
+                    return
+
+    def _checked_rule_4(self) -> bool:
+        """Apply R4 once after checking the path's edges; ``True`` if anything changed."""
+        m = self.marks
+        for b, c in np.argwhere(m.T == CIRCLE).tolist():  # b o-* c
+            for a in np.flatnonzero((m[b] == ARROW) & (m[:, c] == ARROW) & (m[c] == TAIL)).tolist():
+                path = minimal_discriminating_path(m, a, b, c)
+                if path is None:
+                    continue
+                d = path[0]
+                if self._edge_removed_on(path):
+                    return True
+                if self.evidence.sepset_contains(min(d, c), max(d, c), b):
+                    m[c, b], m[b, c] = TAIL, ARROW
+                else:
+                    m[a, b], m[c, b], m[b, c] = ARROW, ARROW, ARROW
+                return True
+        return False
+
+    def _edge_removed_on(self, path: list[int]) -> bool:
+        """Test each edge of the path given subsets of ``sepset(d, c)``; remove the first
+        separated one (then check the new unshielded triples)."""
+        d, c = path[0], path[-1]
+        total = self.evidence.sepsets[(min(d, c), max(d, c))]
+        for u, v in pairwise(path):
+            sep = tuple(s for s in total if s != u and s != v)
+            for size in range(1, len(sep) + 1):
+                for s in combinations(sep, size):
+                    indep, p = self.evidence.independent(u, v, s)
+                    if indep:
+                        self.evidence.separate(u, v, s, p)
+                        m = self.marks
+                        m[u, v] = m[v, u] = NONE
+                        lo, hi = min(u, v), max(u, v)
+                        common = np.flatnonzero((m[lo] != NONE) & (m[hi] != NONE)).tolist()
+                        self.check_triples([(lo, w, hi) for w in common])
+                        return True
+        return False
+
+
+def rfci(
+    data: CITest | DataLike,
+    *,
+    alpha: float = 0.05,
+    test: str = "g2",
+    depth: int | None = None,
+    stable: bool = True,
+) -> LocalResult:
+    """Learn a PAG with RFCI (module docstring).
+
+    Parameters
+    ----------
+    data
+        A :class:`CITest` (reused with its cache) or data for ``make_ci_test(data, test)``.
+    alpha
+        Significance level; a test says independent iff ``p > alpha``.
+    test
+        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+    depth
+        Largest conditioning set of the adjacency search; ``None`` (default): none.
+    stable
+        PC-stable adjacency search (default) or the order-dependent original.
+
+    Returns
+    -------
+    LocalResult
+        The PAG, separating sets, per-pair p-values and the CI test.
+
+    Raises
+    ------
+    ConfigError
+        For an out-of-range ``alpha`` or ``depth``, or an unknown test.
+    DataError, NonFiniteDataError
+        For bad data.
+    """
+    alpha = check_alpha(alpha)
+    check_depth(depth)
+    ci_test = as_ci_test(data, test)
+    start = ci_test.n_tests
+    evidence = Evidence(ci_test, alpha)
+
+    evidence.phase("adjacency")
+    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
+    run = _RFCI(evidence, circle_marks(skeleton))
+    evidence.phase("unshielded_triples")
+    run.check_triples(unshielded_triples(run.marks))
+    evidence.phase("discriminating_paths")
+    run.orient()
+    graph = Graph(ci_test.names, run.marks)
+    return LocalResult.from_evidence("rfci", graph, skeleton, evidence, start)

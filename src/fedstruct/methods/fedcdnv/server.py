@@ -1,0 +1,166 @@
+"""The FedCDnv server (Algorithm 1): integrate, judge definiteness, aggregate.
+
+Round 1: collect every client's ``Pag_0``, ``n_k`` and variables; integrate the
+adjacencies and arrowheads into ``G0`` over ``O`` (the union of the variables) and
+build the status matrix on it (Theorem 3.1, Lemmas 3.2-3.3). FCI-base stops here and
+aggregates the ``Pag_0`` (its ``"largest"`` rule).
+Round 2: broadcast ``G0``; collect ``Pag_u``, the scaled p-values and the separating
+sets; aggregate with TPSS (or the vote) into FedG (Algorithm 3). FeddG keeps the
+relationships FedG's own status matrix calls definite (§3.3.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedstruct.errors import DataError
+from fedstruct.fl import Grid, Message, ServerAlgorithm, from_json_bytes
+from fedstruct.graphs import NONE, Graph, union, union_names
+from fedstruct.methods.fedcdnv.aggregate import Aggregation, ClientReport, aggregate, pair_key
+from fedstruct.methods.fedcdnv.client import INIT, UPDATE
+from fedstruct.methods.fedcdnv.config import FedCDnvConfig
+from fedstruct.methods.fedcdnv.theory import DEFINITE_CAUSAL, observed_together, status_matrix
+
+__all__ = ["FedCDnvServer", "FedCDnvState", "check_overlap", "definite_graph"]
+
+
+def check_overlap(variable_sets: dict[str, Sequence[str]]) -> None:
+    """Assumption 2.3: every client shares at least one variable with another client.
+
+    Raises
+    ------
+    DataError
+        Naming the clients that share no variable with any other client.
+    """
+    if len(variable_sets) < 2:
+        return
+    lonely = [
+        name
+        for name, own in variable_sets.items()
+        if not any(set(own) & set(other) for o, other in variable_sets.items() if o != name)
+    ]
+    if lonely:
+        raise DataError(
+            f"client(s) {lonely} share no variable with any other client (FedCDnv's "
+            "Assumption 2.3); give them a variable that another client also observes"
+        )
+
+
+def definite_graph(fed: Graph, stat: NDArray[np.int8]) -> Graph:
+    """FeddG: FedG's edges whose relationship is definite causal (``stat = 2``)."""
+    return fed.with_marks(np.where(stat == DEFINITE_CAUSAL, fed.marks, NONE).astype(np.int8))
+
+
+@dataclass
+class FedCDnvState:
+    """What the server holds between and after the rounds."""
+
+    names: tuple[str, ...] = ()
+    reports: dict[int, ClientReport] = field(default_factory=dict)
+    g0: Graph | None = None
+    stat0: NDArray[np.int8] | None = None
+    aggregation: Aggregation | None = None
+    stat: NDArray[np.int8] | None = None
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def graph(self) -> Graph | None:
+        """FedG, once aggregated."""
+        return None if self.aggregation is None else self.aggregation.graph
+
+
+class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
+    """Algorithm 1 on any grid (rounds: 2, or 1 for FCI-base)."""
+
+    def __init__(self, config: FedCDnvConfig) -> None:
+        self.config = config
+        self.rounds = config.n_rounds
+
+    def init_state(self) -> FedCDnvState:
+        """Nothing known before round 1."""
+        return FedCDnvState()
+
+    def run_round(self, grid: Grid, state: FedCDnvState, rnd: int) -> FedCDnvState:
+        """Round 1: integrate ``Pag_0`` into ``G0``; round 2: C-Update and aggregation."""
+        if rnd == 1:
+            return self._integrate(grid, state)
+        return self._aggregate(grid, state)
+
+    def _integrate(self, grid: Grid, state: FedCDnvState) -> FedCDnvState:
+        replies = grid.send_and_receive({n: Message(INIT) for n in grid.node_ids()})
+        if not replies:
+            raise DataError("no client answered round 1; FedCDnv needs at least one PAG")
+        reports = {}
+        for node, reply in sorted(replies.items()):
+            pag = Graph(reply.config["names"], reply.arrays["pag"])  # type: ignore[arg-type]
+            reports[node] = ClientReport(grid.node_name(node), pag, int(reply.metrics["n"]))
+        check_overlap({r.name: r.pag.names for r in reports.values()})
+        names = tuple(union_names([r.pag for r in reports.values()]))
+        g0 = union([r.pag for r in reports.values()], names)
+        together = observed_together(names, [r.pag.names for r in reports.values()])
+        stat0 = status_matrix(g0, together)
+        state = FedCDnvState(names, reports, g0, stat0, history=state.history)
+        record = {
+            "round": 1,
+            "clients": len(reports),
+            "variables": len(names),
+            "g0_edges": g0.n_edges,
+            "tests": float(sum(r.metrics["tests"] for r in replies.values())),
+            "excluded_constant": float(sum(r.metrics["excluded"] for r in replies.values())),
+        }
+        if self.config.strategy == "largest":
+            self._finish(state, list(reports.values()), together)
+            record["fed_edges"] = state.graph.n_edges  # type: ignore[union-attr]
+        state.history.append(record)
+        return state
+
+    def _aggregate(self, grid: Grid, state: FedCDnvState) -> FedCDnvState:
+        assert state.g0 is not None and state.stat0 is not None
+        asked = [n for n in grid.node_ids() if n in state.reports]
+        g0 = Message(UPDATE, arrays={"g0": state.g0.marks}, config={"names": list(state.names)})
+        replies = grid.send_and_receive({n: g0 for n in asked})
+        reports = []
+        for node, reply in sorted(replies.items()):
+            first = state.reports[node]
+            raw = from_json_bytes(reply.config["sepsets"])  # type: ignore[arg-type]
+            sepsets = {pair_key(*key.split("|")): tuple(z) for key, z in raw.items()}
+            pag = Graph(first.pag.names, reply.arrays["pag"])
+            reports.append(ClientReport(first.name, pag, first.n, reply.arrays["pvalues"], sepsets))
+        if not reports:
+            raise DataError("no client answered round 2; FedCDnv cannot aggregate")
+        together = observed_together(state.names, [r.pag.names for r in reports])
+        self._finish(state, reports, together)
+        state.history.append(
+            {
+                "round": 2,
+                "clients": len(reports),
+                "fed_edges": state.graph.n_edges,  # type: ignore[union-attr]
+                "level_one": sum(v == "level 1" for v in state.aggregation.decisions.values()),  # type: ignore[union-attr]
+                "level_two": sum(v != "level 1" for v in state.aggregation.decisions.values()),  # type: ignore[union-attr]
+                "tests": float(sum(r.metrics["tests"] for r in replies.values())),
+            }
+        )
+        return state
+
+    def _finish(
+        self, state: FedCDnvState, reports: list[ClientReport], together: NDArray[np.bool_]
+    ) -> None:
+        state.aggregation = aggregate(
+            reports,
+            state.names,
+            self.config.strategy,
+            stat=state.stat0,
+            weight_count=self.config.weight_count,
+        )
+        state.stat = status_matrix(state.aggregation.graph, together)
+
+    def describe(self, state: FedCDnvState) -> str:
+        """Edges of G0 and FedG so far."""
+        if state.g0 is None:
+            return ""
+        fed = state.graph
+        return f"G0 {state.g0.n_edges} edges" + (f", FedG {fed.n_edges}" if fed else "")
