@@ -4,6 +4,8 @@ Importing this package registers every runnable method.
 """
 
 from fedstruct.experiments import fedavg as _fedavg  # noqa: F401  (registers "fedavg")
+from fedstruct.experiments import fedcd as _fedcd  # noqa: F401  (registers "fedcd")
+from fedstruct.experiments import fedcd_recipes as _fedcd_recipes  # noqa: F401  (recipes)
 from fedstruct.experiments import fedcdnv as _fedcdnv  # noqa: F401  (registers "fedcdnv")
 from fedstruct.experiments import fedcdnv_recipes as _fedcdnv_recipes  # noqa: F401  (recipes)
 from fedstruct.experiments.runs import (

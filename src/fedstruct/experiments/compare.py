@@ -19,7 +19,7 @@ from rich.table import Table
 from fedstruct.experiments.plots import plot_curves
 from fedstruct.experiments.runs import RunOutcome, execute
 
-__all__ = ["Comparison", "compare_variants", "sweep_label"]
+__all__ = ["Comparison", "compare_variants", "sweep_label", "write_results"]
 
 
 @dataclass
@@ -41,6 +41,10 @@ class Comparison:
                     row[m + "_std"] = float(np.std(values))
             rows.append(row)
         return rows
+
+    def rows(self, metrics: Sequence[str]) -> list[dict[str, Any]]:
+        """:meth:`summary` with each row's ``name`` set to its variant (for tables)."""
+        return [{"name": r["variant"], **r} for r in self.summary(metrics)]
 
     def table(self, metrics: Sequence[str], title: str) -> Table:
         """A rich table of :meth:`summary` (mean ± std)."""
@@ -99,6 +103,37 @@ class Comparison:
             xlabel="round",
             ylabel=curve_metric.replace("_", " "),
         )
+
+
+def write_results(
+    out: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str
+) -> Table:
+    """Write ``results.json`` and ``results.md`` (mean ± std per column) for ``rows``.
+
+    Each row has a ``name`` and, per column, a value and optionally ``<column>_std``.
+    Returns the same table for the terminal.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(list(rows), indent=2) + "\n")
+    keys = [c for c in columns if any(c in r for r in rows)]
+    header = ["", *keys]
+    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table = Table(title=title)
+    for h in header:
+        table.add_column(h.replace("_", " "), justify="right" if h else "left")
+    for row in rows:
+        cells = [_cell(row, k) for k in keys]
+        lines.append("| " + " | ".join([str(row["name"]), *cells]) + " |")
+        table.add_row(str(row["name"]), *cells)
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    return table
+
+
+def _cell(row: Mapping[str, Any], key: str) -> str:
+    if key not in row:
+        return "-"
+    std = row.get(key + "_std")
+    return f"{row[key]:.3f} ± {std:.3f}" if std is not None else f"{row[key]:.3f}"
 
 
 def compare_variants(

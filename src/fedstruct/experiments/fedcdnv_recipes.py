@@ -7,15 +7,18 @@ in a few minutes on 2 cores.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.table import Table
 
-from fedstruct.experiments.compare import Comparison, compare_variants, sweep_label
+from fedstruct.experiments.compare import (
+    Comparison,
+    compare_variants,
+    sweep_label,
+    write_results,
+)
 from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
@@ -32,35 +35,6 @@ EDGE = ["precision_edge", "recall_edge", "f1_edge"]
 ARROW = ["precision_arrowhead", "recall_arrowhead", "f1_arrowhead"]
 ORIENT = ["precision_orientation", "recall_orientation", "f1_orientation"]
 FDRS = ["fdr_c", "fdr_dc", "fdr_nc", "fdr_dnc"]
-
-
-def _write(out: Path, rows: list[dict[str, Any]], columns: Sequence[str], title: str) -> Table:
-    """``results.json``, ``results.md`` and the rich table of ``rows``."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
-    keys = [c for c in columns if any(c in r for r in rows)]
-    header = ["", *keys]
-    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    table = Table(title=title)
-    for h in header:
-        table.add_column(h.replace("_", " "), justify="right" if h else "left")
-    for row in rows:
-        cells = [_cell(row, k) for k in keys]
-        lines.append("| " + " | ".join([row["name"], *cells]) + " |")
-        table.add_row(row["name"], *cells)
-    (out / "results.md").write_text("\n".join(lines) + "\n")
-    return table
-
-
-def _cell(row: dict[str, Any], key: str) -> str:
-    if key not in row:
-        return "-"
-    std = row.get(key + "_std")
-    return f"{row[key]:.3f} ± {std:.3f}" if std is not None else f"{row[key]:.3f}"
-
-
-def _rows(comparison: Comparison, metrics: Sequence[str]) -> list[dict[str, Any]]:
-    return [{"name": r["variant"], **r} for r in comparison.summary(metrics)]
 
 
 def _central_row(comparison: Comparison, variant: str, metrics: Sequence[str]) -> dict:
@@ -83,8 +57,10 @@ def _sachs(quick: bool, out: Path) -> RecipeReport:
     variants = {k: {**v, "reference": k == "FedCDnv"} for k, v in METHODS.items()}
     comparison = compare_variants("fedcdnv", variants, seeds, out, common=common, progress=False)
     metrics = [*EDGE, *ARROW, *ORIENT]
-    rows = [*_rows(comparison, metrics), _central_row(comparison, "FedCDnv", metrics)]
-    table = _write(out, rows, metrics, f"FedCDnv Table 1: real Sachs data ({len(seeds)} seeds)")
+    rows = [*comparison.rows(metrics), _central_row(comparison, "FedCDnv", metrics)]
+    table = write_results(
+        out, rows, metrics, f"FedCDnv Table 1: real Sachs data ({len(seeds)} seeds)"
+    )
     return RecipeReport(table, out)
 
 
@@ -117,11 +93,8 @@ def _synthetic(quick: bool, out: Path) -> RecipeReport:
             xlabel="|V| (variables of the DAG)",
             ylabel=metric.replace("_", " "),
         )
-    rows = [
-        {"name": r["variant"], **r}
-        for r in comparison.summary(["f1_edge", "f1_orientation", "f1_arrowhead"])
-    ]
-    table = _write(
+    rows = comparison.rows(["f1_edge", "f1_orientation", "f1_arrowhead"])
+    table = write_results(
         out,
         rows,
         ["f1_edge", "f1_orientation", "f1_arrowhead"],
@@ -150,8 +123,8 @@ def _benchmarks(quick: bool, out: Path) -> RecipeReport:
             title=f"FedCDnv Figure 6: {metric}",
             ylabel=metric.replace("_", " "),
         )
-    rows = _rows(comparison, ["f1_edge", "f1_orientation", "f1_arrowhead"])
-    table = _write(
+    rows = comparison.rows(["f1_edge", "f1_orientation", "f1_arrowhead"])
+    table = write_results(
         out,
         rows,
         ["f1_edge", "f1_orientation", "f1_arrowhead"],
@@ -167,8 +140,8 @@ def _fdr(quick: bool, out: Path) -> RecipeReport:
     comparison = _sweep(
         out, "nodes", sizes, seeds, {"network": "synthetic"}, {"FedCDnv": METHODS["FedCDnv"]}
     )
-    rows = _rows(comparison, FDRS)
-    table = _write(out, rows, FDRS, f"FedCDnv Table 2: FDR by |V| ({len(seeds)} seeds)")
+    rows = comparison.rows(FDRS)
+    table = write_results(out, rows, FDRS, f"FedCDnv Table 2: FDR by |V| ({len(seeds)} seeds)")
     return RecipeReport(table, out)
 
 

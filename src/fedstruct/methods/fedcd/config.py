@@ -1,0 +1,77 @@
+"""Hyper-parameters of FED-CD (its own, plus those of its local learner ENCO)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.methods.fedcd.aggregate import BELIEF_SPACES, WEIGHTINGS
+from fedstruct.methods.fedcd.enco.learner import ENCOConfig
+
+__all__ = ["AGGREGATIONS", "FedCDConfig"]
+
+AGGREGATIONS = ("proximity", "vote")
+
+
+@dataclass(frozen=True)
+class FedCDConfig(ENCOConfig):
+    """FED-CD's settings; ENCO's (inherited from :class:`ENCOConfig`) configure the
+    clients' local learner.
+
+    Parameters
+    ----------
+    rounds
+        Federated rounds ``T`` (Algorithm 2; the paper runs 5-10).
+    epochs_per_round
+        ENCO epochs each client runs per round, starting from the broadcast belief (2).
+    aggregation
+        ``"proximity"`` (§5.2, Algorithm 1) or ``"vote"`` (§5.1).
+    mass
+        Mass ``m_k`` injected at each intervened variable (reference code: 16).
+    discount
+        ``α``: reliability lost per step away from an intervention (reference code: 0.2).
+    temperature
+        ``β`` of the softmax over clients, eq. (1) (reference code: 0.3).
+    min_mass
+        Reliability floor for edges no intervention reaches (reference code: 0.1).
+    weighting
+        ``"softmax"`` (eq. 1) or ``"normalize"`` (``r / Σ r``, what the reference code
+        does: it never applies β).
+    belief_space
+        Average beliefs as ``"probability"`` (eq. 2) or as ``"logit"`` (reference code).
+    acyclic
+        Break the cycles of each round's aggregated graph at their least-supported edge
+        (§7, second pruning step); the clients' own graphs are pruned the same way.
+    """
+
+    rounds: int = 5
+    epochs_per_round: int = 2
+    aggregation: str = "proximity"
+    mass: float = 16.0
+    discount: float = 0.2
+    temperature: float = 0.3
+    min_mass: float = 0.1
+    weighting: str = "softmax"
+    belief_space: str = "probability"
+    acyclic: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name, value, valid in (
+            ("aggregation", self.aggregation, AGGREGATIONS),
+            ("weighting", self.weighting, WEIGHTINGS),
+            ("belief_space", self.belief_space, BELIEF_SPACES),
+        ):
+            if value not in valid:
+                raise ConfigError(unknown_choice_message(f"fedcd {name}", value, valid))
+        if self.rounds < 1 or self.epochs_per_round < 1:
+            raise ConfigError("fedcd rounds and epochs_per_round must be at least 1")
+        if not 0 < self.discount <= 1:
+            raise ConfigError(f"fedcd discount α = {self.discount} must lie in (0, 1]")
+        if self.mass <= 0 or self.min_mass < 0 or self.temperature <= 0:
+            raise ConfigError("fedcd mass and temperature must be positive, min_mass >= 0")
+
+    def enco(self) -> ENCOConfig:
+        """The local learner's settings."""
+        return ENCOConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(ENCOConfig)})

@@ -1,0 +1,157 @@
+"""The FED-CD server (Algorithm 2): broadcast the belief, collect, aggregate, prune.
+
+Each round the server sends the aggregated ``(γ, θ)`` (nothing in round 1: clients
+start from the uniform belief), receives every participating client's ``(γ, θ)``,
+its intervention targets and row count, and aggregates them by voting or by
+proximity (:mod:`.aggregate`). Proximity distances are measured on the previous
+round's aggregated graph; in round 1, on the vote of the round's replies (there is
+no earlier graph). The aggregated graph of every round is made acyclic by breaking
+each cycle at its least-supported edge (§7, "two-step pruning").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedstruct.errors import ProtocolError
+from fedstruct.fl import Grid, Message, ServerAlgorithm
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.projection import break_cycles
+from fedstruct.methods.fedcd.aggregate import (
+    aggregate_beliefs,
+    edge_entropy,
+    proximity_scores,
+    proximity_weights,
+    vote_weights,
+)
+from fedstruct.methods.fedcd.client import FIT
+from fedstruct.methods.fedcd.config import FedCDConfig
+from fedstruct.methods.fedcd.learner import Beliefs
+
+__all__ = ["FedCDServer", "FedCDState", "final_graph"]
+
+
+@dataclass
+class FedCDState:
+    """The aggregated belief, its graph, and what every round produced."""
+
+    names: tuple[str, ...] = ()
+    beliefs: Beliefs | None = None
+    graph: Graph | None = None
+    round_graphs: list[Graph] = field(default_factory=list)
+    client_graphs: list[dict[str, Graph]] = field(default_factory=list)
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def final_graph(names: Sequence[str], beliefs: Beliefs, acyclic: bool = True) -> Graph:
+    """ENCO's graph of ``beliefs`` (``σ(γ), σ(θ) > 0.5``), cycles broken if ``acyclic``.
+
+    θ is antisymmetric, so the graph has no two-cycles; longer cycles are broken at
+    their least probable edge (``σ(γ) σ(θ)``).
+    """
+    adjacency = beliefs.adjacency()
+    edges = [(names[i], names[j]) for i, j in zip(*np.nonzero(adjacency), strict=True)]
+    graph = Graph.from_edges(names, edges)
+    return break_cycles(graph, beliefs.edge_probability).dag if acyclic else graph
+
+
+class FedCDServer(ServerAlgorithm[FedCDState]):
+    """FED-CD (Abyaneh et al. 2023, Algorithm 2), server side."""
+
+    def __init__(self, config: FedCDConfig) -> None:
+        self.config = config
+        self.rounds = config.rounds
+
+    def init_state(self) -> FedCDState:
+        """No belief yet: round 1 starts every client from the uniform one."""
+        return FedCDState()
+
+    def run_round(self, grid: Grid, state: FedCDState, rnd: int) -> FedCDState:
+        """One round of Algorithm 2; see the module docstring."""
+        arrays = {}
+        if state.beliefs is not None:
+            arrays = {"gamma": state.beliefs.gamma, "theta": state.beliefs.theta}
+        asked = grid.node_ids()
+        replies = grid.send_and_receive(
+            {n: Message(FIT, arrays=arrays, config={"round": rnd}) for n in asked}
+        )
+        record: dict[str, float] = {
+            "round": rnd,
+            "clients_asked": len(asked),
+            "clients_answered": len(replies),
+        }
+        if not replies:
+            return _with_record(state, record)
+        ordered = sorted(replies.items())
+        names = self._names(state, ordered, grid)
+        beliefs = [Beliefs(r.arrays["gamma"], r.arrays["theta"]) for _, r in ordered]
+        targets = [r.arrays["targets"].astype(int).tolist() for _, r in ordered]
+        shares = vote_weights([r.metrics["n"] for _, r in ordered])
+        voted = aggregate_beliefs(beliefs, shares, self.config.belief_space)
+        if self.config.aggregation == "vote":
+            merged = voted
+        else:
+            reference = state.graph if state.graph is not None else self._graph(names, voted)
+            scores = proximity_scores(
+                reference.directed(),
+                targets,
+                self.config.mass,
+                self.config.discount,
+                self.config.min_mass,
+            )
+            weights = proximity_weights(scores, self.config.temperature, self.config.weighting)
+            merged = aggregate_beliefs(beliefs, weights, self.config.belief_space)
+        graph = self._graph(names, merged)
+        locals_ = {
+            grid.node_name(n): self._graph(names, b)
+            for (n, _), b in zip(ordered, beliefs, strict=True)
+        }
+        record["edges"] = graph.n_edges
+        record["edge_entropy"] = edge_entropy([g.directed() for g in locals_.values()])
+        record["train_loss"] = float(np.mean([r.metrics["loss"] for _, r in ordered]))
+        return FedCDState(
+            names=names,
+            beliefs=merged,
+            graph=graph,
+            round_graphs=[*state.round_graphs, graph],
+            client_graphs=[*state.client_graphs, locals_],
+            history=[*state.history, record],
+        )
+
+    def _graph(self, names: Sequence[str], beliefs: Beliefs) -> Graph:
+        return final_graph(names, beliefs, self.config.acyclic)
+
+    @staticmethod
+    def _names(
+        state: FedCDState, ordered: Sequence[tuple[int, Message]], grid: Grid
+    ) -> tuple[str, ...]:
+        names = state.names or tuple(ordered[0][1].config["names"])  # type: ignore[arg-type]
+        for node, reply in ordered:
+            theirs = tuple(reply.config["names"])  # type: ignore[arg-type]
+            if theirs != names:
+                raise ProtocolError(
+                    f"client {grid.node_name(node)!r} has variables {list(theirs)}, others "
+                    f"{list(names)}: FED-CD needs every client to hold the same variables, "
+                    "in the same order"
+                )
+        return names
+
+    def describe(self, state: FedCDState) -> str:
+        """Edges of the aggregated graph, for the progress bar."""
+        return f"{state.graph.n_edges} edges" if state.graph is not None else ""
+
+
+def _with_record(state: FedCDState, record: Mapping[str, float]) -> FedCDState:
+    return FedCDState(
+        names=state.names,
+        beliefs=state.beliefs,
+        graph=state.graph,
+        round_graphs=[*state.round_graphs, state.graph]
+        if state.graph is not None
+        else state.round_graphs,
+        client_graphs=state.client_graphs,
+        history=[*state.history, dict(record)],
+    )
