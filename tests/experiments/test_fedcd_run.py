@@ -58,3 +58,15 @@ def test_vertical_split_follows_targets_per_client():
 def test_bad_fedcd_settings_are_named(settings, message):
     with pytest.raises(ConfigError, match=message):
         FedCDRun(**settings)
+
+
+def test_the_quick_rounds_recipe_writes_curves_and_a_table(tmp_path):
+    from fedstruct.experiments.recipes import run_recipe
+
+    run_recipe("fedcd-rounds", quick=True, out=tmp_path)
+    rows = json.loads((tmp_path / "results.json").read_text())
+    assert [r["name"] for r in rows] == ["proximity", "vote"]
+    assert all(r["shd"] >= 0 and 0 <= r["edge_entropy"] <= 1 for r in rows)
+    history = json.loads((tmp_path / "proximity" / "seed-0" / "history.json").read_text())
+    assert [h["round"] for h in history] == [1, 2, 3]
+    assert (tmp_path / "shd.png").exists() and (tmp_path / "edge_entropy.png").exists()

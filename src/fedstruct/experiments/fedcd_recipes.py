@@ -27,8 +27,8 @@ GRAPHS: dict[str, dict[str, Any]] = {
     "asia": {"network": "asia"},
 }
 
-#: ENCO settings of ``--quick`` runs (a fifth of the steps, 3 rounds of 1 epoch).
-QUICK = {"model_steps": 200, "graph_steps": 25, "rounds": 3, "epochs_per_round": 1}
+#: ENCO settings of ``--quick`` runs (40% of the steps, 3 rounds of 1 epoch).
+QUICK = {"model_steps": 400, "graph_steps": 40, "rounds": 3, "epochs_per_round": 1}
 
 
 def _table1(quick: bool, out: Path) -> RecipeReport:
@@ -45,28 +45,16 @@ def _table1(quick: bool, out: Path) -> RecipeReport:
         variants[f"2 clients | {g}"] = {**settings, "clients": 2, "alone": "first"}
         variants[f"4 clients | {g}"] = {**settings, "clients": 4, "alone": "none"}
     comparison = compare_variants("fedcd", variants, seeds, out, common=common, progress=False)
+    summary = {r["variant"]: r for r in comparison.rows(["shd", "single_client_shd"])}
     rows = []
     for g in graphs:
-        two, four = comparison.rows(["shd", "single_client_shd"]), comparison.rows(["shd"])
-        alone = next(r for r in two if r["variant"] == f"2 clients | {g}")
-        rows.append(
-            {
-                "name": f"ENCO (single client) | {g}",
-                "shd": alone["single_client_shd"],
-                "shd_std": alone["single_client_shd_std"],
-            }
-        )
-        rows.append(
-            {"name": f"FED-CD (2 clients) | {g}", "shd": alone["shd"], "shd_std": alone["shd_std"]}
-        )
-        four_row = next(r for r in four if r["variant"] == f"4 clients | {g}")
-        rows.append(
-            {
-                "name": f"FED-CD (4 clients) | {g}",
-                "shd": four_row["shd"],
-                "shd_std": four_row["shd_std"],
-            }
-        )
+        two, four = summary[f"2 clients | {g}"], summary[f"4 clients | {g}"]
+        for name, row, key in (
+            ("ENCO (single client)", two, "single_client_shd"),
+            ("FED-CD (2 clients)", two, "shd"),
+            ("FED-CD (4 clients)", four, "shd"),
+        ):
+            rows.append({"name": f"{name} | {g}", "shd": row[key], "shd_std": row[f"{key}_std"]})
     plot_bars(
         {
             g: {
@@ -84,43 +72,49 @@ def _table1(quick: bool, out: Path) -> RecipeReport:
 
 
 def _vertical(quick: bool, out: Path) -> RecipeReport:
-    """Figures 2-3: vertical splits (10-10 and 16-4), proximity vs voting, isolated clients."""
+    """Figures 2-3: vertical splits, proximity vs voting, and isolated clients.
+
+    Figure 2: 5 clients with disjoint, covering target sets (4 variables each) and few
+    interventional rows; Figure 3: 2 clients with 10-10 and 16-4 target splits, each
+    client also alone.
+    """
     seeds = range(1 if quick else 10)
-    common = {
-        "network": "er",
-        "edges_per_node": 2.0,
-        "clients": 2,
-        "split": "vertical",
-        "n_observational": 10000,
-        "n_per_intervention": 100,
-        **(QUICK if quick else {}),
+    base = {"network": "er", "edges_per_node": 2.0, "split": "vertical",
+            "n_observational": 10000, **(QUICK if quick else {})}  # fmt: skip
+    splits = {
+        "5 clients": {"clients": 5, "n_per_intervention": 50, "alone": "none"},
+        "10-10": {"clients": 2, "targets_per_client": "10,10", "n_per_intervention": 100},
+        "16-4": {"clients": 2, "targets_per_client": "16,4", "n_per_intervention": 100},
     }
     variants = {
-        f"{agg} | {blocks}": {
+        f"{agg} | {split}": {
+            **settings,
             "aggregation": agg,
-            "targets_per_client": blocks,
-            "alone": "all" if agg == "proximity" else "none",
+            "alone": settings.get("alone", "all") if agg == "proximity" else "none",
         }
-        for blocks in ("10,10", "16,4")
+        for split, settings in splits.items()
         for agg in ("proximity", "vote")
     }
-    comparison = compare_variants("fedcd", variants, seeds, out, common=common, progress=False)
+    comparison = compare_variants("fedcd", variants, seeds, out, common=base, progress=False)
     metrics = ["shd", "alone_shd_client-1", "alone_shd_client-2"]
-    rows = comparison.rows(metrics)
+    groups = {}
+    for split in splits:
+        groups[split] = {
+            agg: comparison.mean(f"{agg} | {split}", "shd") for agg in ("proximity", "vote")
+        }
+        for client in ("client-1", "client-2"):
+            runs = comparison.runs[f"proximity | {split}"]
+            if all(f"alone_shd_{client}" in r.metrics for r in runs):
+                groups[split][f"{client} alone"] = comparison.mean(
+                    f"proximity | {split}", f"alone_shd_{client}"
+                )
     plot_bars(
-        {
-            blocks: {
-                "proximity": comparison.mean(f"proximity | {blocks}", "shd"),
-                "vote": comparison.mean(f"vote | {blocks}", "shd"),
-                "client-1 alone": comparison.mean(f"proximity | {blocks}", "alone_shd_client-1"),
-                "client-2 alone": comparison.mean(f"proximity | {blocks}", "alone_shd_client-2"),
-            }
-            for blocks in ("10,10", "16,4")
-        },
+        groups,
         out / "shd.png",
         title="FED-CD Figures 2-3: vertical interventions (ER-2, d = 20)",
         ylabel="SHD",
     )
+    rows = comparison.rows(metrics)
     table = write_results(out, rows, metrics, f"FED-CD vertical splits ({len(seeds)} seeds)")
     return RecipeReport(table, out)
 
