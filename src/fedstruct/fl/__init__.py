@@ -13,6 +13,7 @@ from fedstruct.fl.backend import (
     run_on_backend,
 )
 from fedstruct.fl.client import Client, handles
+from fedstruct.fl.estimator import FederatedEstimator
 from fedstruct.fl.federation import ServerAlgorithm, round_rng, run_federation
 from fedstruct.fl.grid import Grid, LateReply, LocalGrid
 from fedstruct.fl.message import Message, from_json_bytes, json_bytes
@@ -24,6 +25,7 @@ __all__ = [
     "Backend",
     "Client",
     "Federated",
+    "FederatedEstimator",
     "Grid",
     "LateReply",
     "LocalBackend",

@@ -17,8 +17,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ import pandas as pd
 import torch
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import Backend, Participation, run_on_backend
+from fedstruct.fl import Backend, FederatedEstimator, Participation
 from fedstruct.methods.fedavg.client import FedAvgClient
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import TabularSchema, build_model, set_params
@@ -37,7 +35,7 @@ from fedstruct.methods.fedavg.server import FedAvgServer
 __all__ = ["FedAvg", "FedAvgClient", "FedAvgConfig", "FedAvgServer", "TabularSchema"]
 
 
-class FedAvg:
+class FedAvg(FederatedEstimator):
     """Federated averaging of a categorical classifier, scikit-learn style.
 
     Parameters
@@ -63,6 +61,8 @@ class FedAvg:
         Bytes sent each way per round and client.
     """
 
+    method = "fedavg"
+
     def __init__(
         self,
         target: str,
@@ -87,19 +87,9 @@ class FedAvg:
         """A fresh server algorithm."""
         return FedAvgServer(self.schema, self.config, self.seed, self._test)
 
-    def fingerprint(self) -> str:
-        """Identity of this configuration, for checkpoints."""
-        return json.dumps(
-            {
-                "method": "fedavg",
-                "target": self.schema.target,
-                "cardinalities": self.schema.cardinalities,
-                "config": dataclasses.asdict(self.config),
-                "seed": self.seed,
-                "participation": repr(self.participation),
-            },
-            sort_keys=True,
-        )
+    def identity(self) -> dict[str, Any]:
+        """The task encoding, besides the config."""
+        return {"target": self.schema.target, "cardinalities": self.schema.cardinalities}
 
     # Estimator --------------------------------------------------------------
     def fit(
@@ -133,18 +123,13 @@ class FedAvg:
             Stop after this round (as if interrupted).
         """
         self._test = None if test is None else self.schema.encode(test, where="test data")
-        result = run_on_backend(
-            self,
+        result = self.run_federation(
             clients,
             backend=backend,
-            participation=self.participation,
-            seed=self.seed,
             checkpoint=checkpoint,
             resume=resume,
-            fingerprint=self.fingerprint(),
             progress=progress,
             stop_after=stop_after,
-            label="fedavg",
         )
         self.params_ = result.state.params
         self.history_ = result.state.history

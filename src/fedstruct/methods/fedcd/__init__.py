@@ -21,15 +21,13 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import Backend, Participation, run_on_backend
+from fedstruct.fl import Backend, FederatedEstimator, Participation
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
@@ -50,7 +48,7 @@ __all__ = [
 ]
 
 
-class FedCD:
+class FedCD(FederatedEstimator):
     """FED-CD, scikit-learn style.
 
     Parameters
@@ -77,6 +75,8 @@ class FedCD:
         Per-round counts, edges, average edge entropy and training loss.
     """
 
+    method = "fedcd"
+
     def __init__(
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
@@ -91,18 +91,6 @@ class FedCD:
     def make_server(self) -> FedCDServer:
         """A fresh server algorithm."""
         return FedCDServer(self.config)
-
-    def fingerprint(self) -> str:
-        """Identity of this configuration, for checkpoints."""
-        return json.dumps(
-            {
-                "method": "fedcd",
-                "config": dataclasses.asdict(self.config),
-                "seed": self.seed,
-                "participation": repr(self.participation),
-            },
-            sort_keys=True,
-        )
 
     def fit(
         self,
@@ -126,18 +114,13 @@ class FedCD:
         ProtocolError
             If clients hold different variables.
         """
-        result = run_on_backend(
-            self,
+        result = self.run_federation(
             clients,
             backend=backend,
-            participation=self.participation,
-            seed=self.seed,
             checkpoint=checkpoint,
             resume=resume,
-            fingerprint=self.fingerprint(),
             progress=progress,
             stop_after=stop_after,
-            label="fedcd",
         )
         state: FedCDState = result.state
         if state.graph is None or state.beliefs is None:

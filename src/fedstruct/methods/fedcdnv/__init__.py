@@ -21,8 +21,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import Backend, Participation, run_on_backend
+from fedstruct.fl import Backend, FederatedEstimator, Participation
 from fedstruct.methods.fedcdnv.client import FedCDnvClient
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.server import (
@@ -45,7 +43,7 @@ from fedstruct.methods.fedcdnv.theory import definite_pairs
 __all__ = ["FedCDnv", "FedCDnvClient", "FedCDnvConfig", "FedCDnvServer"]
 
 
-class FedCDnv:
+class FedCDnv(FederatedEstimator):
     """FedCDnv (or a baseline), scikit-learn style.
 
     Parameters
@@ -77,6 +75,8 @@ class FedCDnv:
         Per-round counts (clients, edges, CI tests).
     """
 
+    method = "fedcdnv"
+
     def __init__(
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
@@ -91,18 +91,6 @@ class FedCDnv:
     def make_server(self) -> FedCDnvServer:
         """A fresh server algorithm."""
         return FedCDnvServer(self.config)
-
-    def fingerprint(self) -> str:
-        """Identity of this configuration, for checkpoints."""
-        return json.dumps(
-            {
-                "method": "fedcdnv",
-                "config": dataclasses.asdict(self.config),
-                "seed": self.seed,
-                "participation": repr(self.participation),
-            },
-            sort_keys=True,
-        )
 
     def fit(
         self,
@@ -124,18 +112,13 @@ class FedCDnv:
         """
         if all(isinstance(c, ClientData) for c in clients):
             check_overlap({c.name: c.variables for c in clients})  # type: ignore[union-attr]
-        result = run_on_backend(
-            self,
+        result = self.run_federation(
             clients,
             backend=backend,
-            participation=self.participation,
-            seed=self.seed,
             checkpoint=checkpoint,
             resume=resume,
-            fingerprint=self.fingerprint(),
             progress=progress,
             stop_after=stop_after,
-            label="fedcdnv",
         )
         state: FedCDnvState = result.state
         assert state.aggregation is not None and state.stat is not None
