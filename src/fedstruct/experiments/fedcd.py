@@ -176,9 +176,11 @@ def run_fedcd(
     metrics: dict[str, float] = {"shd": float(shd(truth, fed))}
     metrics.update({k: float(v) for k, v in graph_metrics(truth, fed).items() if k != "shd"})
     history = [dict(h) for h in model.history_]
-    for record, graph in zip(history, model.round_graphs_, strict=False):
-        record["shd"] = float(shd(truth, graph))
-        locals_ = model.client_graphs_[int(record["round"]) - 1] if model.client_graphs_ else {}
+    for record, graph, locals_ in zip(
+        history, model.round_graphs_, model.client_graphs_, strict=True
+    ):
+        if graph is not None:
+            record["shd"] = float(shd(truth, graph))
         for name, g in locals_.items():
             record[f"shd_{name}"] = float(shd(truth, g))
     metrics["edge_entropy"] = float(history[-1].get("edge_entropy", np.nan))

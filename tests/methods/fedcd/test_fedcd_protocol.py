@@ -100,3 +100,19 @@ def test_clients_with_different_variables_are_a_protocol_error(chain):
 
     with pytest.raises(ProtocolError, match="same variables"):
         FedCD(rounds=1, epochs_per_round=1, **SMALL).fit([a, b])
+
+
+def test_a_round_nobody_answers_is_logged_and_keeps_the_rounds_aligned():
+    from fedstruct.methods.fedcd import FedCDConfig, FedCDServer
+
+    class NobodyGrid:
+        def node_ids(self):
+            return []
+
+        def send_and_receive(self, messages):
+            return {}
+
+    server = FedCDServer(FedCDConfig(rounds=2))
+    state = server.run_round(NobodyGrid(), server.init_state(), 1)
+    assert state.round_graphs == [None] and state.client_graphs == [{}]
+    assert state.history == [{"round": 1, "clients_asked": 0, "clients_answered": 0}]

@@ -67,8 +67,8 @@ class FedCD(FederatedEstimator):
         The final aggregated DAG.
     beliefs_ : Beliefs
         The final aggregated ``(γ, θ)``.
-    round_graphs_ : list of Graph
-        The aggregated DAG after each round.
+    round_graphs_ : list of Graph or None
+        The aggregated DAG after each round (``None`` before any client answered).
     client_graphs_ : list of dict
         Per round, each answering client's own (pruned) graph.
     history_ : list of dict

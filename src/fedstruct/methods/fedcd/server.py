@@ -41,7 +41,7 @@ class FedCDState:
     names: tuple[str, ...] = ()
     beliefs: Beliefs | None = None
     graph: Graph | None = None
-    round_graphs: list[Graph] = field(default_factory=list)
+    round_graphs: list[Graph | None] = field(default_factory=list)
     client_graphs: list[dict[str, Graph]] = field(default_factory=list)
     history: list[dict[str, float]] = field(default_factory=list)
 
@@ -145,13 +145,12 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
 
 
 def _with_record(state: FedCDState, record: Mapping[str, float]) -> FedCDState:
+    """The state after a round nobody answered: the belief stands, the round is logged."""
     return FedCDState(
         names=state.names,
         beliefs=state.beliefs,
         graph=state.graph,
-        round_graphs=[*state.round_graphs, state.graph]
-        if state.graph is not None
-        else state.round_graphs,
-        client_graphs=state.client_graphs,
+        round_graphs=[*state.round_graphs, state.graph],
+        client_graphs=[*state.client_graphs, {}],
         history=[*state.history, dict(record)],
     )
