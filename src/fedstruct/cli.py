@@ -76,6 +76,12 @@ def run(
     clients: Annotated[int | None, typer.Option(help="Number of clients.")] = None,
     rounds: Annotated[int | None, typer.Option(help="Communication rounds.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of every random draw.")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model or instantiation (e.g. fcm: cbm, cem, cgm, c2bm).")
+    ] = None,
+    regime: Annotated[
+        str | None, typer.Option(help="Training regime (e.g. fcm: fcm, sfcm, local, central).")
+    ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="YAML/JSON file of settings.")
     ] = None,
@@ -114,7 +120,7 @@ def run(
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
     if resume is not None:
-        given = [network, clients, rounds, seed, config, assignments]
+        given = [network, clients, rounds, seed, model, regime, config, assignments]
         if any(v for v in given) or (out is not None and out != resume):
             raise ConfigError(
                 "--resume takes every setting from the run's config.json; give no other settings"
@@ -126,7 +132,14 @@ def run(
         return
     if out is None:
         raise ConfigError("--out DIR is required: the folder for config.json, metrics.json, plots")
-    options = {"network": network, "clients": clients, "rounds": rounds, "seed": seed}
+    options = {
+        "network": network,
+        "clients": clients,
+        "rounds": rounds,
+        "seed": seed,
+        "model": model,
+        "regime": regime,
+    }
     layers = [
         load_config_file(config) if config else {},
         {k: v for k, v in options.items() if v is not None},

@@ -8,6 +8,7 @@ import pytest
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, check_federation
 from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
+from fedstruct.graphs.graph import Graph
 
 
 def rows() -> pd.DataFrame:
@@ -89,6 +90,18 @@ def test_select_reorders_and_recodes_interventions() -> None:
         c.select(["A", "Z"])
     sup = ClientData("s", rows(), supervised=("A", "B")).select(["B", "C"])
     assert sup.supervised == ("B",)
+
+
+def test_client_graph_must_stay_within_its_supervision() -> None:
+    graph = Graph.from_edges(["A", "B"], [("A", "B")])
+    c = ClientData("g", rows(), supervised=("A", "B"), graph=graph)
+    assert c.graph == graph
+    with pytest.raises(UnknownVariableError, match=r"client 'h': its graph names \['B'\]"):
+        ClientData("h", rows(), supervised=("A",), graph=graph)
+    with pytest.raises(DataError, match="must be a fedstruct Graph"):
+        ClientData("h", rows(), supervised=("A", "B"), graph="A->B")  # type: ignore[arg-type]
+    kept = c.select(["A", "C"])
+    assert kept.graph == Graph.empty(["A"]) and kept.supervised == ("A",)
 
 
 # -------------------------------------------------------------- federation

@@ -5,6 +5,12 @@ inside installed packages, and the synthetic data are generated.
 """
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, check_federation
+from fedstruct.data.concepts import (
+    ConceptDataset,
+    ConceptPartition,
+    concept_clients,
+    make_concept_dataset,
+)
 from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
 from fedstruct.data.networks import NetworkInfo, list_networks, load_network, network_names
 from fedstruct.data.partition import (
@@ -28,6 +34,8 @@ __all__ = [
     "UNIFORM",
     "CategoricalSCM",
     "ClientData",
+    "ConceptDataset",
+    "ConceptPartition",
     "DiscreteNetwork",
     "LabelSkewSplit",
     "LinearGaussianSCM",
@@ -37,6 +45,7 @@ __all__ = [
     "Schedule",
     "VariableSplit",
     "check_federation",
+    "concept_clients",
     "horizontal",
     "horizontal_interventions",
     "label_skew",
@@ -44,6 +53,7 @@ __all__ = [
     "load_network",
     "load_sachs_data",
     "long_tail_counts",
+    "make_concept_dataset",
     "network_names",
     "random_discrete_network",
     "sachs_ground_truth",

@@ -10,6 +10,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
+from fedstruct.graphs.graph import Graph
 
 __all__ = ["OBSERVATIONAL", "ClientData", "check_federation"]
 
@@ -35,13 +36,18 @@ class ClientData:
         For interventional data: per row, the column index of the variable that
         was intervened on when the row was sampled, or :data:`OBSERVATIONAL` (-1).
         ``None`` means all rows are observational.
+    graph
+        The client's own structural knowledge, a DAG over variables it supervises
+        (e.g. the concept graph an F-CMs client proposes). It may be noisy; it is
+        validated here only for naming variables the client does not supervise.
 
     Raises
     ------
     NonFiniteDataError
         If ``rows`` holds NaN or infinite values (the message names the column).
     UnknownVariableError
-        If ``supervised`` names a column ``rows`` does not have.
+        If ``supervised`` names a column ``rows`` does not have, or ``graph`` names a
+        variable the client does not supervise.
     DataError
         For an empty name, no rows, duplicate or non-string column names,
         non-numeric columns, or a malformed ``intervention`` array.
@@ -51,6 +57,7 @@ class ClientData:
     rows: pd.DataFrame
     supervised: tuple[str, ...] = ()
     intervention: NDArray[np.int64] | None = field(default=None, repr=False)
+    graph: Graph | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -84,6 +91,15 @@ class ClientData:
             if var not in rows.columns:
                 raise UnknownVariableError(
                     f"client {self.name!r} supervises {var!r}, which is not one of its columns"
+                )
+        if self.graph is not None:
+            if not isinstance(self.graph, Graph):
+                raise DataError(f"client {self.name!r}: graph must be a fedstruct Graph")
+            unsupervised = [v for v in self.graph.names if v not in self.supervised]
+            if unsupervised:
+                raise UnknownVariableError(
+                    f"client {self.name!r}: its graph names {unsupervised}, which it does not "
+                    "supervise; drop those nodes from its graph or add their labels"
                 )
         if self.intervention is not None:
             iv = np.asarray(self.intervention)
@@ -178,6 +194,9 @@ class ClientData:
             rows=self.rows.loc[:, list(variables)],
             supervised=tuple(v for v in self.supervised if v in variables),
             intervention=intervention,
+            graph=None
+            if self.graph is None
+            else self.graph.restrict([v for v in self.graph.names if v in variables]),
         )
 
 

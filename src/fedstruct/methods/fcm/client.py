@@ -1,0 +1,251 @@
+"""The F-CMs client: describes what it supervises, trains its modules, reports losses.
+
+A client's rows hold its input features and its label columns: the columns it
+``supervises`` (concepts and, if it has them, the task; ``-1`` marks a missing
+label). Every other column is an input feature. It holds out a share of its rows
+(``validation_fraction``) for the global validation loss. Nothing it sends is a row:
+its concept names, its graph (``ClientData.graph``), its row count, model parameters
+and loss sums.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from fedstruct.data.client import ClientData
+from fedstruct.errors import DataError, UnknownVariableError
+from fedstruct.fl import Client, Message, handles
+from fedstruct.methods.fcm.config import FCMConfig
+from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
+from fedstruct.methods.fcm.train import (
+    label_matrix,
+    private_schedule,
+    train_local,
+    train_private,
+    validation_losses,
+)
+from fedstruct.privacy.dp import PrivacyLedger
+
+__all__ = ["DESCRIBE", "EVALUATE", "TRAIN", "FCMClient", "LocalConceptData"]
+
+DESCRIBE = "fcm.describe"
+TRAIN = "fcm.train"
+EVALUATE = "fcm.evaluate"
+
+
+class LocalConceptData:
+    """A client's features and labels, checked, split into training and held-out rows.
+
+    Parameters
+    ----------
+    data
+        The client's rows; ``data.supervised`` names its label columns.
+    task
+        The federation's task variable.
+    cardinalities
+        Number of states of every concept and the task.
+    validation_fraction
+        Share of rows held out (drawn with ``seed`` and the client's name).
+    seed
+        The run's seed.
+
+    Raises
+    ------
+    UnknownVariableError
+        If the client supervises a variable outside ``cardinalities``.
+    DataError
+        If the client has no feature column, no known concept or task label, or a
+        label code outside ``-1..k-1``.
+    """
+
+    def __init__(
+        self,
+        data: ClientData,
+        task: str,
+        cardinalities: Mapping[str, int],
+        validation_fraction: float,
+        seed: int,
+    ) -> None:
+        self.name = data.name
+        unknown = [v for v in data.supervised if v not in cardinalities]
+        if unknown:
+            raise UnknownVariableError(
+                f"client {data.name!r} supervises {unknown}, which are not concepts or the task "
+                f"of the federation; known: {sorted(cardinalities)}"
+            )
+        self.features = tuple(c for c in data.variables if c not in data.supervised)
+        if not self.features:
+            raise DataError(
+                f"client {data.name!r} has no input feature column: every column is a label"
+            )
+        labels = data.rows[list(data.supervised)]
+        for col in labels.columns:
+            codes = labels[col].to_numpy()
+            k = int(cardinalities[col])
+            bad = (codes < -1) | (codes >= k) | (codes != np.round(codes))
+            if bad.any():
+                raise DataError(
+                    f"client {data.name!r}: column {col!r} has label {codes[bad][0].item()!r}; "
+                    f"labels must be integer codes 0..{k - 1}, or -1 for a missing label"
+                )
+        known = [c for c in labels.columns if (labels[c].to_numpy() >= 0).any()]
+        if not known:
+            raise DataError(
+                f"client {data.name!r} has neither concept nor task labels; give it at least "
+                "one supervised column with known labels, or leave it out of the federation"
+            )
+        self.concepts = tuple(c for c in known if c != task)
+        self.has_task = task in known
+        self.graph = data.graph
+        x = data.rows[list(self.features)].to_numpy(dtype=np.float32)
+        rng = np.random.default_rng([int(seed), zlib.crc32(data.name.encode()), 1])
+        order = rng.permutation(len(x))
+        n_val = round(validation_fraction * len(x))
+        n_val = n_val if 0 < n_val < len(x) else 0
+        held, kept = np.sort(order[:n_val]), np.sort(order[n_val:])
+        self.x = torch.from_numpy(x[kept])
+        self.x_val = torch.from_numpy(x[held])
+        self.labels = labels.iloc[kept].astype(np.int64)
+        self.labels_val = labels.iloc[held].astype(np.int64)
+
+    @property
+    def n_rows(self) -> int:
+        """Training rows."""
+        return len(self.x)
+
+    def trainable(self, spec: ModelSpec) -> list[str]:
+        """The model nodes this client can supervise (its ``I^(k)``, and the task)."""
+        own = set(self.concepts) | ({spec.task} if self.has_task else set())
+        return [n for n in spec.nodes if n in own]
+
+
+class FCMClient(Client):
+    """One F-CMs participant (Algorithm 1, client side)."""
+
+    def __init__(
+        self,
+        data: ClientData,
+        *,
+        task: str,
+        cardinalities: Mapping[str, int],
+        config: FCMConfig,
+        seed: int,
+    ) -> None:
+        super().__init__(data, seed=seed)
+        self.config = config
+        self.local = LocalConceptData(data, task, cardinalities, config.validation_fraction, seed)
+        self.ledger = PrivacyLedger()
+
+    @handles(
+        DESCRIBE,
+        max_entries=lambda c, m: (
+            len(c.data.supervised) ** 2 + 3 * len(c.data.supervised) + len(c.local.features) + 8
+        ),
+        graph_arrays=("graph",),
+    )
+    def describe(self, msg: Message) -> Message:
+        """Its concept index set ``I^(k)``, task supervision, graph and row count
+        (Algorithm 1, lines 3-5)."""
+        arrays = {}
+        config: dict = {
+            "concepts": list(self.local.concepts),
+            "features": list(self.local.features),
+        }
+        graph = self.local.graph
+        if graph is not None:
+            arrays["graph"] = graph.marks.copy()
+            config["graph_names"] = list(graph.names)
+        return Message(
+            DESCRIBE,
+            arrays=arrays,
+            config=config,
+            metrics={"n": self.local.n_rows, "has_task": int(self.local.has_task)},
+        )
+
+    @handles(TRAIN, max_entries=lambda c, m: sum(int(np.size(a)) for a in m.arrays.values()) + 8)
+    def train(self, msg: Message) -> Message:
+        """``E`` local epochs on the broadcast model, unsupervised modules frozen;
+        replies with the encoder and the modules it trained (§4.2.3).
+
+        With DP, the client trains with DP-SGD while its ledger allows another
+        round within its total ε, and otherwise sends no parameters.
+        """
+        spec = ModelSpec.from_json(str(msg.config["spec"]))
+        model = ConceptModel(spec)
+        model.load_arrays(msg.arrays)
+        trainable = self.local.trainable(spec)
+        settings = {
+            "trainable": trainable,
+            "epochs": self.config.local_epochs,
+            "batch_size": self.config.batch_size,
+            "learning_rate": self.config.learning_rate,
+            "concept_weight": self.config.concept_weight,
+            "intervention_rate": self.config.train_intervention_rate,
+            "rng": self.rng(msg),
+            "freeze": self.config.freeze_unsupervised,
+        }
+        x, truth = self.local.x, label_matrix(self.local.labels, spec)
+        budget = self.config.dp_budget()
+        metrics: dict[str, float] = {"n": self.local.n_rows}
+        if budget is None:
+            loss = train_local(model, x, truth, **settings)
+        else:
+            q, steps = private_schedule(len(x), self.config.batch_size, self.config.local_epochs)
+            planned = self.config.dp_rounds or self.config.rounds
+            noise = budget.noise_multiplier(q, planned * steps)
+            if not self.ledger.allows(budget, noise, q, steps):
+                spent = self.ledger.epsilon(budget.delta)
+                return Message(TRAIN, metrics={"n": 0, "loss": float("nan"), "epsilon": spent})
+            loss = train_private(
+                model, x, truth, noise_multiplier=noise, max_grad_norm=budget.max_grad_norm,
+                **settings,
+            )  # fmt: skip
+            self.ledger.record(noise, q, steps)
+            metrics["epsilon"] = self.ledger.epsilon(budget.delta)
+        updated = {module_key(n) for n in trainable} if self.config.freeze_unsupervised else None
+        arrays = {
+            k: v
+            for k, v in model.state_arrays().items()
+            if k.startswith(ENCODER) or updated is None or node_of(k) in updated
+        }
+        return Message(
+            TRAIN,
+            arrays=arrays,
+            config={"trained": trainable if updated is not None else list(spec.nodes)},
+            metrics={**metrics, "loss": loss},
+        )
+
+    def get_state(self) -> dict:
+        """The DP ledger (the steps taken so far), when training with DP."""
+        return {"ledger": list(self.ledger.history)} if self.ledger.history else {}
+
+    def set_state(self, state: dict) -> None:
+        """Restore the DP ledger."""
+        self.ledger = PrivacyLedger(state.get("ledger", ()))
+
+    @handles(EVALUATE, max_entries=6)
+    def evaluate(self, msg: Message) -> Message:
+        """Eq. (2) and task-loss sums on the held-out rows."""
+        n = len(self.local.x_val)
+        if n == 0:
+            return Message(EVALUATE, metrics={"n": 0, "loss_sum": 0.0, "task_loss_sum": 0.0,
+                                              "n_task": 0})  # fmt: skip
+        spec = ModelSpec.from_json(str(msg.config["spec"]))
+        model = ConceptModel(spec)
+        model.load_arrays(msg.arrays)
+        truth = label_matrix(self.local.labels_val, spec)
+        losses = validation_losses(model, self.local.x_val, truth, self.config.concept_weight)
+        n_task = int((truth[:, -1] >= 0).sum())
+        return Message(
+            EVALUATE,
+            metrics={
+                "n": n,
+                "loss_sum": losses["loss"] * n,
+                "task_loss_sum": losses["task_loss"] * n_task,
+                "n_task": n_task,
+            },
+        )

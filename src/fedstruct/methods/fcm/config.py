@@ -1,0 +1,147 @@
+"""Hyper-parameters of F-CMs (defaults from the paper's App. D.3 and its code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.privacy.dp import DPBudget
+
+__all__ = ["ARCHITECTURES", "FEDERATED_REGIMES", "GRAPH_BASED", "REGIMES", "FCMConfig"]
+
+#: The concept-model instantiations (§4.3, App. C) and the opaque baseline.
+ARCHITECTURES = ("opaque", "cbm", "cem", "cgm", "c2bm")
+#: Instantiations whose modules follow the aggregated DAG (CGM, C2BM).
+GRAPH_BASED = ("cgm", "c2bm")
+#: Federated training regimes (§5): F-CMs, the static baseline and its re-initialising variant.
+FEDERATED_REGIMES = ("fcm", "sfcm", "sfcm-reinit")
+#: Every regime of §5: the federated ones, Localized and Centralized (trained alone,
+#: :func:`fedstruct.methods.fcm.fit_standalone`).
+REGIMES = (*FEDERATED_REGIMES, "local", "central")
+#: Default concept-module width per instantiation (the reference code's configurations).
+CONCEPT_HIDDEN = {"opaque": 8, "cbm": 8, "cem": 8, "cgm": 8, "c2bm": 4}
+
+
+@dataclass(frozen=True)
+class FCMConfig:
+    """F-CMs settings.
+
+    Parameters
+    ----------
+    model
+        The instantiation: ``"cbm"``, ``"cem"`` (bipartite), ``"cgm"``, ``"c2bm"``
+        (graph-based) or ``"opaque"`` (the OpaqNN baseline: task predicted from the
+        encoding, concepts as side outputs).
+    regime
+        ``"fcm"`` (the paper's method), ``"sfcm"`` (concept space and architecture
+        fixed after round 1) or ``"sfcm-reinit"`` (architecture adapted, but every
+        parameter re-initialised whenever it changes: retraining from scratch);
+        ``"local"`` and ``"central"`` name the non-federated reference regimes, which
+        :func:`~fedstruct.methods.fcm.fit_standalone` trains.
+    rounds
+        Maximum number of communication rounds (App. D.3: 200).
+    clients_per_round
+        ``|K_t|``, clients sampled per round from the available pool (10).
+    local_epochs
+        ``E``, local epochs per round (2).
+    batch_size, learning_rate
+        Adam mini-batches (512, 0.01).
+    concept_weight
+        ``γ`` of eq. (2), the concept-loss weight (0.8).
+    train_intervention_rate
+        Probability of replacing a supervised concept's prediction by its label during
+        training (App. D.3 says 0.25 after CEM; the reference code uses 0.8).
+    patience
+        Rounds without a better global validation loss before stopping (10).
+    validation_fraction
+        Share of each client's rows it holds out to report validation losses.
+    graph_memory
+        ``"all"``: aggregate the latest graph of every client seen so far (the
+        monotone federation of §4.2.2); ``"round"``: only the round's participants
+        (§4.2.1 read literally).
+    freeze_unsupervised
+        Freeze modules a client cannot supervise (§4.2.3, App. E.5.2).
+    encoder_hidden
+        Width of the two-layer input encoder (64).
+    concept_hidden
+        Width of each concept module (default per architecture: 8, C2BM 4).
+    embedding_size
+        Concept embedding size of CEM and CGM (8).
+    task_hidden
+        Width of the task decoder's hidden layer (16).
+    dp_epsilon
+        If set, clients train with DP-SGD (App. E.4) within this total ε over the
+        whole run (not per round, unlike the reference code).
+    dp_delta, dp_clip
+        δ (1e-5) and the per-sample clipping norm ``C`` (1.0).
+    dp_rounds
+        Rounds a client plans to train in; its noise is calibrated so that this many
+        rounds spend ``dp_epsilon``, and it stops training once another round would
+        exceed it. Default: ``rounds`` (it can never run out).
+    """
+
+    model: str = "c2bm"
+    regime: str = "fcm"
+    rounds: int = 200
+    clients_per_round: int = 10
+    local_epochs: int = 2
+    batch_size: int = 512
+    learning_rate: float = 0.01
+    concept_weight: float = 0.8
+    train_intervention_rate: float = 0.25
+    patience: int = 10
+    validation_fraction: float = 0.125
+    graph_memory: str = "all"
+    freeze_unsupervised: bool = True
+    encoder_hidden: int = 64
+    concept_hidden: int | None = None
+    embedding_size: int = 8
+    task_hidden: int = 16
+    dp_epsilon: float | None = None
+    dp_delta: float = 1e-5
+    dp_clip: float = 1.0
+    dp_rounds: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, valid in (
+            ("model", self.model, ARCHITECTURES),
+            ("regime", self.regime, REGIMES),
+            ("graph_memory", self.graph_memory, ("all", "round")),
+        ):
+            if value not in valid:
+                raise ConfigError(unknown_choice_message(f"fcm {name}", value, valid))
+        for name in ("rounds", "clients_per_round", "local_epochs", "batch_size", "patience",
+                     "encoder_hidden", "embedding_size", "task_hidden"):  # fmt: skip
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"fcm {name} must be at least 1, got {getattr(self, name)}")
+        if self.concept_hidden is not None and self.concept_hidden < 1:
+            raise ConfigError(f"fcm concept_hidden must be at least 1, got {self.concept_hidden}")
+        for name in ("concept_weight", "train_intervention_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"fcm {name} must lie in [0, 1], got {getattr(self, name)}")
+        if not 0.0 < self.validation_fraction < 1.0:
+            raise ConfigError(
+                f"fcm validation_fraction must lie in (0, 1), got {self.validation_fraction}"
+            )
+        if self.dp_rounds is not None and self.dp_rounds < 1:
+            raise ConfigError(f"fcm dp_rounds must be at least 1, got {self.dp_rounds}")
+        if self.dp_epsilon is not None:
+            self.dp_budget()  # validates ε, δ and C
+        if self.learning_rate <= 0:
+            raise ConfigError(f"fcm learning_rate must be positive, got {self.learning_rate}")
+
+    def dp_budget(self) -> DPBudget | None:
+        """The clients' DP budget, or ``None`` without DP."""
+        if self.dp_epsilon is None:
+            return None
+        return DPBudget(float(self.dp_epsilon), float(self.dp_delta), float(self.dp_clip))
+
+    @property
+    def module_width(self) -> int:
+        """The concept modules' width for this architecture."""
+        return self.concept_hidden or CONCEPT_HIDDEN[self.model]
+
+    @property
+    def graph_based(self) -> bool:
+        """Whether modules follow the aggregated DAG."""
+        return self.model in GRAPH_BASED

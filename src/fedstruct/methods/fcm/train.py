@@ -1,0 +1,241 @@
+"""Module-specific local training and validation losses (§4.2.3, eq. 2).
+
+A client trains the encoder and only the modules it can supervise: the concepts it
+has labels for and, if it has task labels, the task decoder. Every other module is
+frozen (App. D.3, "parameter freezing under partial supervision"). During training a
+supervised concept's prediction is replaced by its label with probability
+``train_intervention_rate`` for the nodes that read it (App. D.3, after CEM).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Collection, Mapping
+
+import numpy as np
+import pandas as pd
+import torch
+from opacus import PrivacyEngine
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+from fedstruct.methods.fcm.model import ConceptModel, ModelSpec
+
+__all__ = [
+    "eq2_loss",
+    "label_matrix",
+    "private_schedule",
+    "train_local",
+    "train_private",
+    "validation_losses",
+]
+
+
+def label_matrix(labels: pd.DataFrame, spec: ModelSpec) -> torch.Tensor:
+    """``(n, len(spec.nodes))`` label codes; ``-1`` where a label is missing or the
+    client has no column for the node."""
+    n = len(labels)
+    out = np.full((n, len(spec.nodes)), -1, dtype=np.int64)
+    for j, name in enumerate(spec.nodes):
+        if name in labels.columns:
+            out[:, j] = labels[name].to_numpy(dtype=np.int64)
+    return torch.from_numpy(out)
+
+
+def eq2_loss(
+    logits: list[torch.Tensor], truth: torch.Tensor, spec: ModelSpec, concept_weight: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. (2): ``γ Σ_{j ∈ I} L_c(ĉ_j, c_j) + (1 - γ) 1[task labels] L_t(ŷ, y)``.
+
+    Each cross-entropy is the mean over the rows whose label is known (``>= 0``); a
+    node without any known label contributes nothing (it is not in ``I^(k)``).
+
+    Returns
+    -------
+    tuple
+        The total loss and the task term ``L_t`` (0 when no task label is known).
+    """
+    concept = logits[0].new_zeros(())
+    task = concept
+    last = len(spec.nodes) - 1
+    for j, out in enumerate(logits):
+        y = truth[:, j]
+        known = (y >= 0).to(out.dtype)
+        # Masked mean: rows without a label (and nodes without any) weigh zero but stay
+        # in the graph, so every module has a (possibly zero) gradient, as DP-SGD's
+        # per-sample gradients require.
+        ce = F.cross_entropy(out, y.clamp(min=0), reduction="none")
+        term = (ce * known).sum() / known.sum().clamp(min=1.0)
+        if j == last:
+            task = term
+        else:
+            concept = concept + term
+    return concept_weight * concept + (1.0 - concept_weight) * task, task
+
+
+def _freeze(
+    model: ConceptModel, trainable: Collection[str], freeze: bool
+) -> list[torch.nn.Parameter]:
+    """Freeze the modules outside ``trainable`` (unless ``freeze`` is off); return the rest."""
+    allowed = set(trainable)
+    for name in model.spec.nodes:
+        for p in model.node_parameters(name):
+            p.requires_grad_(name in allowed or not freeze)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def _concept_columns(spec: ModelSpec) -> torch.Tensor:
+    """Columns a training intervention may hit: every node but the task."""
+    mask = torch.ones(len(spec.nodes), dtype=torch.bool)
+    mask[-1] = False
+    return mask
+
+
+def train_local(
+    model: ConceptModel,
+    x: torch.Tensor,
+    truth: torch.Tensor,
+    *,
+    trainable: Collection[str],
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    concept_weight: float,
+    intervention_rate: float,
+    rng: np.random.Generator,
+    freeze: bool = True,
+) -> float:
+    """``epochs`` epochs of Adam on eq. (2), modules outside ``trainable`` frozen.
+
+    Parameters
+    ----------
+    model
+        The broadcast model (updated in place).
+    x, truth
+        Inputs and :func:`label_matrix` labels.
+    trainable
+        Nodes whose modules this client may update (its supervised concepts, and the
+        task if it has task labels); the encoder is always trained.
+    rng
+        Source of the batch order and the random training interventions.
+    freeze
+        ``False`` trains every module (the ablation of App. E.5.2).
+
+    Returns
+    -------
+    float
+        Mean training loss over the last epoch's batches.
+    """
+    optimiser = torch.optim.Adam(_freeze(model, trainable, freeze), lr=learning_rate)
+    concepts = _concept_columns(model.spec)
+    generator = torch.Generator().manual_seed(int(rng.integers(2**62)))
+    n = len(x)
+    model.train()
+    last = float("nan")
+    for _ in range(epochs):
+        order = torch.from_numpy(rng.permutation(n))
+        total, batches = 0.0, 0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size]
+            xb, yb = x[idx], truth[idx]
+            hit = (torch.rand(yb.shape, generator=generator) < intervention_rate) & concepts
+            loss, _ = eq2_loss(model(xb, yb, hit), yb, model.spec, concept_weight)
+            optimiser.zero_grad(set_to_none=True)
+            if loss.requires_grad:
+                loss.backward()
+                optimiser.step()
+            total += float(loss.detach())
+            batches += 1
+        last = total / max(batches, 1)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return last
+
+
+def private_schedule(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """DP-SGD's sampling rate and step count for ``epochs`` epochs over ``n`` rows.
+
+    Poisson sampling as in Opacus: ``ceil(n / batch)`` expected batches per epoch,
+    each row drawn with probability ``q = 1 / ceil(n / batch)``.
+    """
+    per_epoch = max(1, math.ceil(n / batch_size))
+    return 1.0 / per_epoch, per_epoch * int(epochs)
+
+
+def train_private(
+    model: ConceptModel,
+    x: torch.Tensor,
+    truth: torch.Tensor,
+    *,
+    trainable: Collection[str],
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    concept_weight: float,
+    intervention_rate: float,
+    rng: np.random.Generator,
+    noise_multiplier: float,
+    max_grad_norm: float,
+    freeze: bool = True,
+) -> float:
+    """:func:`train_local` with DP-SGD (App. E.4): Poisson-sampled batches, per-sample
+    gradients clipped to ``max_grad_norm`` (eq. 4), Gaussian noise of standard
+    deviation ``noise_multiplier · max_grad_norm`` added to their sum (Opacus).
+
+    The privacy cost is the caller's to account: :func:`private_schedule` gives the
+    sampling rate and the number of steps this call takes (every drawn batch, empty
+    ones included).
+    """
+    params = _freeze(model, trainable, freeze)
+    seed = int(rng.integers(2**62))
+    loader = DataLoader(
+        TensorDataset(x, truth),
+        batch_size=batch_size,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "secure RNG turned off"
+        engine = PrivacyEngine(accountant="rdp")
+        private, optimiser, batches = engine.make_private(
+            module=model,
+            optimizer=torch.optim.Adam(params, lr=learning_rate),
+            data_loader=loader,
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm,
+            noise_generator=torch.Generator().manual_seed(seed + 1),
+        )
+    concepts = _concept_columns(model.spec)
+    generator = torch.Generator().manual_seed(seed + 2)
+    model.train()
+    last = float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # backward hooks on constant inputs
+        for _ in range(epochs):
+            total, count = 0.0, 0
+            for xb, yb in batches:
+                if len(xb) == 0:
+                    continue
+                hit = (torch.rand(yb.shape, generator=generator) < intervention_rate) & concepts
+                loss, _ = eq2_loss(private(xb, yb, hit), yb, model.spec, concept_weight)
+                optimiser.zero_grad(set_to_none=True)
+                if loss.requires_grad:
+                    loss.backward()
+                    optimiser.step()
+                total += float(loss.detach())
+                count += 1
+            last = total / max(count, 1)
+    private._close()
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return last
+
+
+def validation_losses(
+    model: ConceptModel, x: torch.Tensor, truth: torch.Tensor, concept_weight: float
+) -> Mapping[str, float]:
+    """Eq. (2) and its task term on held-out rows, without interventions."""
+    model.eval()
+    with torch.no_grad():
+        loss, task = eq2_loss(model(x), truth, model.spec, concept_weight)
+    return {"loss": float(loss), "task_loss": float(task)}
