@@ -44,6 +44,7 @@ from fedstruct.experiments.runs import (
 )
 from fedstruct.experiments.settings import subset
 from fedstruct.fl import Participation
+from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import pair_disagreement
 from fedstruct.methods.fcm import (
@@ -210,6 +211,13 @@ def run_fcm(
     s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[ClientData] | Sequence[str]
 ) -> RunOutcome:
     """Fit the regime; score on the test rows; plot the validation loss per round."""
+    with torch_threads(1):  # small models: one thread is fastest (fl.grid.torch_threads)
+        return _run(s, ctx, model, clients)
+
+
+def _run(
+    s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[ClientData] | Sequence[str]
+) -> RunOutcome:
     data, part = concept_data(s)
     if s.regime not in FEDERATED_REGIMES:
         metrics = _alone(s, data, part)

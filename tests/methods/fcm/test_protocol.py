@@ -88,6 +88,7 @@ def test_replies_carry_the_encoder_and_trained_modules_only(asia):
     described = client.handle(Message(DESCRIBE, config={"round": 1}))
     assert described.config["concepts"] == ["smoke", "bronc"] and described.metrics["has_task"] == 1
     assert Graph(described.config["graph_names"], described.arrays["graph"]) == clients[2].graph
+    assert described.n_entries() == client.describe_bound  # the audit's bound is tight
     spec = ModelSpec.build(config, "dysp", ("smoke", "bronc", "xray"), CARDS, 12, NET.graph)
     params = adapt({}, None, spec, 0)
     reply = client.handle(

@@ -22,10 +22,10 @@ from fedstruct.fl import Client, Message, handles
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
 from fedstruct.methods.fcm.train import (
+    PrivateSGD,
     label_matrix,
     private_schedule,
     train_local,
-    train_private,
     validation_losses,
 )
 from fedstruct.privacy.dp import PrivacyLedger
@@ -35,6 +35,11 @@ __all__ = ["DESCRIBE", "EVALUATE", "TRAIN", "FCMClient", "LocalConceptData"]
 DESCRIBE = "fcm.describe"
 TRAIN = "fcm.train"
 EVALUATE = "fcm.evaluate"
+
+
+def _text_entries(texts: list[str]) -> int:
+    """Entries a list of strings counts for in a message (one per 8 bytes)."""
+    return sum(max(1, -(-len(t.encode()) // 8)) for t in texts)
 
 
 class LocalConceptData:
@@ -139,14 +144,12 @@ class FCMClient(Client):
         self.config = config
         self.local = LocalConceptData(data, task, cardinalities, config.validation_fraction, seed)
         self.ledger = PrivacyLedger()
+        names = [*self.local.concepts, *self.local.features]
+        graph_names = list(data.graph.names) if data.graph is not None else []
+        #: Bound of a describe reply: the graph's marks, the names sent, two metrics.
+        self.describe_bound = len(graph_names) ** 2 + _text_entries([*names, *graph_names]) + 2
 
-    @handles(
-        DESCRIBE,
-        max_entries=lambda c, m: (
-            len(c.data.supervised) ** 2 + 3 * len(c.data.supervised) + len(c.local.features) + 8
-        ),
-        graph_arrays=("graph",),
-    )
+    @handles(DESCRIBE, max_entries=lambda c, m: c.describe_bound, graph_arrays=("graph",))
     def describe(self, msg: Message) -> Message:
         """Its concept index set ``I^(k)``, task supervision, graph and row count
         (Algorithm 1, lines 3-5)."""
@@ -200,10 +203,8 @@ class FCMClient(Client):
             if not self.ledger.allows(budget, noise, q, steps):
                 spent = self.ledger.epsilon(budget.delta)
                 return Message(TRAIN, metrics={"n": 0, "loss": float("nan"), "epsilon": spent})
-            loss = train_private(
-                model, x, truth, noise_multiplier=noise, max_grad_norm=budget.max_grad_norm,
-                **settings,
-            )  # fmt: skip
+            private = PrivateSGD(noise, budget.max_grad_norm)
+            loss = train_local(model, x, truth, private=private, **settings)
             self.ledger.record(noise, q, steps)
             metrics["epsilon"] = self.ledger.epsilon(budget.delta)
         updated = {module_key(n) for n in trainable} if self.config.freeze_unsupervised else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedstruct.data.client import ClientData
+from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fcm.client import LocalConceptData
 from fedstruct.methods.fcm.config import FCMConfig
@@ -41,6 +42,7 @@ def fit_standalone(
     graph: Graph | None = None,
     seed: int = 0,
     max_epochs: int = 200,
+    threads: int | None = 1,
 ) -> StandaloneFit:
     """Train one model on ``data`` with early stopping (patience ``config.patience``).
 
@@ -58,7 +60,23 @@ def fit_standalone(
         Seed of the initial parameters, the held-out rows and the batches.
     max_epochs
         Epoch limit.
+    threads
+        Torch threads while training (one is fastest for these small models, see
+        :func:`fedstruct.fl.grid.torch_threads`; ``None`` leaves the setting alone).
     """
+    with torch_threads(threads):
+        return _fit(data, task, cardinalities, config, graph, seed, max_epochs)
+
+
+def _fit(
+    data: ClientData,
+    task: str,
+    cardinalities: Mapping[str, int],
+    config: FCMConfig,
+    graph: Graph | None,
+    seed: int,
+    max_epochs: int,
+) -> StandaloneFit:
     local = LocalConceptData(data, task, cardinalities, config.validation_fraction, seed)
     nodes = (*local.concepts, task)
     graph = graph if graph is not None else data.graph

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,11 +24,11 @@ from torch.utils.data import DataLoader, TensorDataset
 from fedstruct.methods.fcm.model import ConceptModel, ModelSpec
 
 __all__ = [
+    "PrivateSGD",
     "eq2_loss",
     "label_matrix",
     "private_schedule",
     "train_local",
-    "train_private",
     "validation_losses",
 ]
 
@@ -92,6 +93,24 @@ def _concept_columns(spec: ModelSpec) -> torch.Tensor:
     return mask
 
 
+@dataclass(frozen=True)
+class PrivateSGD:
+    """DP-SGD settings (App. E.4): noise multiplier ``σ`` and clipping norm ``C``."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+
+
+def private_schedule(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """DP-SGD's sampling rate and step count for ``epochs`` epochs over ``n`` rows.
+
+    Poisson sampling as in Opacus: ``ceil(n / batch)`` expected batches per epoch,
+    each row drawn with probability ``q = 1 / ceil(n / batch)``.
+    """
+    per_epoch = max(1, math.ceil(n / batch_size))
+    return 1.0 / per_epoch, per_epoch * int(epochs)
+
+
 def train_local(
     model: ConceptModel,
     x: torch.Tensor,
@@ -105,6 +124,7 @@ def train_local(
     intervention_rate: float,
     rng: np.random.Generator,
     freeze: bool = True,
+    private: PrivateSGD | None = None,
 ) -> float:
     """``epochs`` epochs of Adam on eq. (2), modules outside ``trainable`` frozen.
 
@@ -118,114 +138,61 @@ def train_local(
         Nodes whose modules this client may update (its supervised concepts, and the
         task if it has task labels); the encoder is always trained.
     rng
-        Source of the batch order and the random training interventions.
+        Source of the batch order, the random training interventions and DP noise.
     freeze
         ``False`` trains every module (the ablation of App. E.5.2).
+    private
+        DP-SGD (App. E.4) with Opacus: Poisson-sampled batches, per-sample gradients
+        clipped to ``C`` (eq. 4), Gaussian noise ``σ C`` on their sum. The privacy
+        cost is the caller's to account (:func:`private_schedule`: every drawn batch
+        counts, empty ones included).
 
     Returns
     -------
     float
         Mean training loss over the last epoch's batches.
     """
-    optimiser = torch.optim.Adam(_freeze(model, trainable, freeze), lr=learning_rate)
-    concepts = _concept_columns(model.spec)
-    generator = torch.Generator().manual_seed(int(rng.integers(2**62)))
-    n = len(x)
-    model.train()
-    last = float("nan")
-    for _ in range(epochs):
-        order = torch.from_numpy(rng.permutation(n))
-        total, batches = 0.0, 0
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            xb, yb = x[idx], truth[idx]
-            hit = (torch.rand(yb.shape, generator=generator) < intervention_rate) & concepts
-            loss, _ = eq2_loss(model(xb, yb, hit), yb, model.spec, concept_weight)
-            optimiser.zero_grad(set_to_none=True)
-            if loss.requires_grad:
-                loss.backward()
-                optimiser.step()
-            total += float(loss.detach())
-            batches += 1
-        last = total / max(batches, 1)
-    for p in model.parameters():
-        p.requires_grad_(True)
-    return last
-
-
-def private_schedule(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
-    """DP-SGD's sampling rate and step count for ``epochs`` epochs over ``n`` rows.
-
-    Poisson sampling as in Opacus: ``ceil(n / batch)`` expected batches per epoch,
-    each row drawn with probability ``q = 1 / ceil(n / batch)``.
-    """
-    per_epoch = max(1, math.ceil(n / batch_size))
-    return 1.0 / per_epoch, per_epoch * int(epochs)
-
-
-def train_private(
-    model: ConceptModel,
-    x: torch.Tensor,
-    truth: torch.Tensor,
-    *,
-    trainable: Collection[str],
-    epochs: int,
-    batch_size: int,
-    learning_rate: float,
-    concept_weight: float,
-    intervention_rate: float,
-    rng: np.random.Generator,
-    noise_multiplier: float,
-    max_grad_norm: float,
-    freeze: bool = True,
-) -> float:
-    """:func:`train_local` with DP-SGD (App. E.4): Poisson-sampled batches, per-sample
-    gradients clipped to ``max_grad_norm`` (eq. 4), Gaussian noise of standard
-    deviation ``noise_multiplier · max_grad_norm`` added to their sum (Opacus).
-
-    The privacy cost is the caller's to account: :func:`private_schedule` gives the
-    sampling rate and the number of steps this call takes (every drawn batch, empty
-    ones included).
-    """
     params = _freeze(model, trainable, freeze)
     seed = int(rng.integers(2**62))
+    optimiser = torch.optim.Adam(params, lr=learning_rate)
+    forward = model
     loader = DataLoader(
         TensorDataset(x, truth),
         batch_size=batch_size,
+        shuffle=True,
         generator=torch.Generator().manual_seed(seed),
     )
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "secure RNG turned off"
-        engine = PrivacyEngine(accountant="rdp")
-        private, optimiser, batches = engine.make_private(
-            module=model,
-            optimizer=torch.optim.Adam(params, lr=learning_rate),
-            data_loader=loader,
-            noise_multiplier=noise_multiplier,
-            max_grad_norm=max_grad_norm,
-            noise_generator=torch.Generator().manual_seed(seed + 1),
-        )
-    concepts = _concept_columns(model.spec)
-    generator = torch.Generator().manual_seed(seed + 2)
-    model.train()
-    last = float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # backward hooks on constant inputs
+        # Opacus: "secure RNG turned off"; backward hooks on constant inputs.
+        warnings.simplefilter("ignore", UserWarning)
+        if private is not None:
+            forward, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
+                module=model,
+                optimizer=optimiser,
+                data_loader=loader,
+                noise_multiplier=private.noise_multiplier,
+                max_grad_norm=private.max_grad_norm,
+                noise_generator=torch.Generator().manual_seed(seed + 1),
+            )
+        concepts = _concept_columns(model.spec)
+        interventions = torch.Generator().manual_seed(seed + 2)
+        model.train()
+        last = float("nan")
         for _ in range(epochs):
             total, count = 0.0, 0
-            for xb, yb in batches:
-                if len(xb) == 0:
+            for xb, yb in loader:
+                if len(xb) == 0:  # a Poisson draw can be empty
                     continue
-                hit = (torch.rand(yb.shape, generator=generator) < intervention_rate) & concepts
-                loss, _ = eq2_loss(private(xb, yb, hit), yb, model.spec, concept_weight)
+                hit = (torch.rand(yb.shape, generator=interventions) < intervention_rate) & concepts
+                loss, _ = eq2_loss(forward(xb, yb, hit), yb, model.spec, concept_weight)
                 optimiser.zero_grad(set_to_none=True)
-                if loss.requires_grad:
-                    loss.backward()
-                    optimiser.step()
+                loss.backward()
+                optimiser.step()
                 total += float(loss.detach())
                 count += 1
             last = total / max(count, 1)
-    private._close()
+    if private is not None:
+        forward._close()  # type: ignore[union-attr]  (detach Opacus' hooks)
     for p in model.parameters():
         p.requires_grad_(True)
     return last
