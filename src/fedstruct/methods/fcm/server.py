@@ -23,8 +23,9 @@ Each round:
    participant (FedAvg).
 5. **Global validation loss**: every available client reports eq. (2) on its
    held-out rows; the run stops after ``patience`` rounds without improvement and
-   returns the best model. When the pool of clients changes, the validation set
-   changes with it, so the best loss is reset to the current round's.
+   returns the best model. When the pool of clients or the concept set changes, the
+   validation objective changes with it (other held-out rows; new concepts' losses
+   enter eq. 2), so the best loss is reset to the current round's.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class FCMState:
     reports: dict[str, tuple[Graph | None, float]] = field(default_factory=dict)
     graph: Graph | None = None
     features: tuple[str, ...] = ()
-    pool: tuple[str, ...] = ()
+    basis: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     best_loss: float = float("inf")
     best: tuple[ModelSpec, dict[str, NDArray[np.float32]], int] | None = None
     since_best: int = 0
@@ -252,15 +253,14 @@ class FCMServer(ServerAlgorithm[FCMState]):
 
     # ----------------------------------------------------------- validation
     def _validate(self, grid: Grid, state: FCMState, rnd: int, record: dict) -> FCMState:
-        spec = state.spec
-        pool = tuple(sorted(grid.node_name(n) for n in grid.available_ids()))
+        spec, params = state.spec, state.params
+        if spec is None or params is None:
+            return state
+        available = grid.available_ids()
+        basis = (tuple(sorted(grid.node_name(n) for n in available)), spec.nodes)
+        config = {"round": rnd, "spec": spec.to_json()}
         replies = grid.send_and_receive(
-            {
-                n: Message(
-                    EVALUATE, arrays=state.params, config={"round": rnd, "spec": spec.to_json()}
-                )  # type: ignore[union-attr]
-                for n in grid.available_ids()
-            }
+            {n: Message(EVALUATE, arrays=params, config=config) for n in available}
         )
         n = sum(r.metrics["n"] for r in replies.values())
         n_task = sum(r.metrics["n_task"] for r in replies.values())
@@ -276,19 +276,19 @@ class FCMServer(ServerAlgorithm[FCMState]):
                 "val_task_loss": task_loss,
                 "concepts": len(state.concepts),
                 "edges": state.graph.n_edges if state.graph is not None else 0,
-                "params": int(sum(np.size(v) for v in state.params.values())),  # type: ignore[union-attr]
+                "params": int(sum(np.size(v) for v in params.values())),
             }
         )
         best_loss, best, since = state.best_loss, state.best, state.since_best
-        if pool != state.pool:
+        if basis != state.basis:
             best_loss, since = float("inf"), 0
         if np.isfinite(loss) and loss < best_loss:
-            best_loss, best, since = loss, (spec, dict(state.params), rnd), 0  # type: ignore[arg-type]
+            best_loss, best, since = loss, (spec, dict(params), rnd), 0
         else:
             since += 1
         return replace(
             state,
-            pool=pool,
+            basis=basis,
             best_loss=best_loss,
             best=best,
             since_best=since,
