@@ -169,7 +169,7 @@ class FCMClient(Client):
             metrics={"n": self.local.n_rows, "has_task": int(self.local.has_task)},
         )
 
-    @handles(TRAIN, max_entries=lambda c, m: sum(int(np.size(a)) for a in m.arrays.values()) + 8)
+    @handles(TRAIN, max_entries=lambda c, m: sum(int(np.size(a)) for a in m.arrays.values()) + 3)
     def train(self, msg: Message) -> Message:
         """``E`` local epochs on the broadcast model, unsupervised modules frozen;
         replies with the encoder and the modules it trained (§4.2.3).
@@ -216,7 +216,6 @@ class FCMClient(Client):
         return Message(
             TRAIN,
             arrays=arrays,
-            config={"trained": trainable if updated is not None else list(spec.nodes)},
             metrics={**metrics, "loss": loss},
         )
 
