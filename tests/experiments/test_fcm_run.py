@@ -86,3 +86,21 @@ def test_robustness_recipe_denoises_graphs_that_localized_models_keep(tmp_path):
     assert fcm == [0.0, 0.0, 0.0]
     assert local[0] < local[1] < local[2]
     assert (tmp_path / "diff_pairs_asia_0.3.png").stat().st_size > 10_000
+
+
+def test_an_interrupted_dp_run_resumes_to_the_same_result(tmp_path):
+    """Server state (concepts, graph, best model, patience) and every client's DP
+    ledger survive the checkpoint."""
+    dp = ["--model", "cbm", "--set", "dp_epsilon=5", "--set", "dp_rounds=4"]
+    full, full_out = run(tmp_path, "full", *dp)
+    args = ["run", "fcm", "--network", "asia", "--clients", "4", "--rounds", "6", "--seed", "0"]
+    part = tmp_path / "part"
+    stop = ["--stop-after", "3"]
+    first = runner.invoke(app, [*args, "--quiet", "--out", str(part), *SMALL, *dp, *stop])
+    assert first.exit_code == 0, first.output
+    resumed = runner.invoke(app, ["run", "fcm", "--resume", str(part), "--quiet"])
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads((part / "metrics.json").read_text()) == full
+    history = json.loads((full_out / "history.json").read_text())
+    assert json.loads((part / "history.json").read_text()) == history
+    assert max(h.get("epsilon_max", 0) for h in history) <= 5.0
