@@ -24,7 +24,7 @@ import numpy as np
 
 from fedstruct.errors import ProtocolError
 
-__all__ = ["ConfigValue", "Message", "from_json_bytes", "json_bytes"]
+__all__ = ["ConfigValue", "Message", "config_entries", "from_json_bytes", "json_bytes"]
 
 Scalar = int | float | bool | str | bytes
 ConfigValue = Scalar | list[int] | list[float] | list[bool] | list[str] | list[bytes]
@@ -122,13 +122,19 @@ class Message:
         cannot hide rows in a long string. This is what privacy bounds limit.
         """
         total = sum(int(a.size) for a in self.arrays.values())
-        for value in self.config.values():
-            for v in value if isinstance(value, list) else [value]:
-                if isinstance(v, (str, bytes)):
-                    total += max(1, math.ceil(_scalar_nbytes(v) / 8))
-                else:
-                    total += 1
-        return total + len(self.metrics)
+        return total + sum(config_entries(v) for v in self.config.values()) + len(self.metrics)
+
+
+def config_entries(value: ConfigValue) -> int:
+    """Entries a config value counts for in :meth:`Message.n_entries`: one per scalar,
+    one per 8 bytes (rounded up) of a string or bytes; a list counts its items."""
+    total = 0
+    for v in value if isinstance(value, list) else [value]:
+        if isinstance(v, (str, bytes)):
+            total += max(1, math.ceil(_scalar_nbytes(v) / 8))
+        else:
+            total += 1
+    return total
 
 
 def _scalar_nbytes(value: Scalar) -> int:

@@ -19,6 +19,7 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.fl import Client, Message, handles
+from fedstruct.fl.message import config_entries
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
 from fedstruct.methods.fcm.train import (
@@ -35,11 +36,6 @@ __all__ = ["DESCRIBE", "EVALUATE", "TRAIN", "FCMClient", "LocalConceptData"]
 DESCRIBE = "fcm.describe"
 TRAIN = "fcm.train"
 EVALUATE = "fcm.evaluate"
-
-
-def _text_entries(texts: list[str]) -> int:
-    """Entries a list of strings counts for in a message (one per 8 bytes)."""
-    return sum(max(1, -(-len(t.encode()) // 8)) for t in texts)
 
 
 class LocalConceptData:
@@ -147,7 +143,7 @@ class FCMClient(Client):
         names = [*self.local.concepts, *self.local.features]
         graph_names = list(data.graph.names) if data.graph is not None else []
         #: Bound of a describe reply: the graph's marks, the names sent, two metrics.
-        self.describe_bound = len(graph_names) ** 2 + _text_entries([*names, *graph_names]) + 2
+        self.describe_bound = len(graph_names) ** 2 + config_entries([*names, *graph_names]) + 2
 
     @handles(DESCRIBE, max_entries=lambda c, m: c.describe_bound, graph_arrays=("graph",))
     def describe(self, msg: Message) -> Message:

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -146,8 +146,3 @@ def intervention_curve(
             }
         )
     return out
-
-
-def model_inputs(frame: pd.DataFrame, features: Sequence[str]) -> np.ndarray:
-    """The feature columns of ``frame`` as a float32 matrix."""
-    return frame[list(features)].to_numpy(dtype=np.float32)
