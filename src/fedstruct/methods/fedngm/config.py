@@ -1,0 +1,176 @@
+"""Hyper-parameters of FedNGM (papers/fedngm-neural-graphical-models.txt, §2-3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedstruct.errors import ConfigError, unknown_choice_message
+
+__all__ = [
+    "ALLOCATIONS",
+    "CONSTRAINTS",
+    "GRAPH_METHODS",
+    "GRAPH_SCOPES",
+    "INFERENCE_METHODS",
+    "SAMPLERS",
+    "VARIANTS",
+    "FedNGMConfig",
+]
+
+#: ``"ngm"``: a merged graph first, then graph-constrained NGMs (§2.1-2.3);
+#: ``"ngr"``: no graph, NGRs learn it from the common variables (§2.5).
+VARIANTS = ("ngm", "ngr")
+#: How an NGM follows its graph: routed hidden units or eq. (1)'s path penalty.
+CONSTRAINTS = ("mask", "penalty")
+#: Local graph recovery (§2.1): scikit-learn's GraphicalLassoCV or an NGR fit.
+GRAPH_METHODS = ("glasso", "ngr")
+#: Which variables a client recovers its graph over before the master keeps the common
+#: nodes: all of its own (the paper's merge, §2.1) or only the common ones.
+GRAPH_SCOPES = ("all", "common")
+#: How many samples the master draws from each client model (§2.3 vs §2.5).
+ALLOCATIONS = ("equal", "proportional")
+#: Samplers: Gibbs with residual noise (default) or the NGM paper's ordering sampler.
+SAMPLERS = ("gibbs", "ordering")
+#: Inference: iterative predict-and-replace (message passing) or input optimisation.
+INFERENCE_METHODS = ("message", "gradient")
+
+
+def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ConfigError(unknown_choice_message(name, value, valid))
+
+
+@dataclass(frozen=True)
+class FedNGMConfig:
+    """FedNGM settings.
+
+    Parameters
+    ----------
+    variant
+        ``"ngm"`` or ``"ngr"`` (see :data:`VARIANTS`).
+    constraint
+        How an NGM follows its graph: ``"mask"`` (default) routes hidden units by
+        neighbourhood, so paths between non-adjacent variables and self-paths are
+        exactly zero (METHODS.md's hard alternative); ``"penalty"`` is eq. (1)'s soft
+        path penalty on a dense view. The soft penalty is fragile: a categorical
+        output learns its allowed paths only when the self-path weight is small, and
+        then isolated variables copy themselves (docs/fedngm.md). NGRs and stitching
+        always use the penalty (§2.4-2.5).
+    units_per_variable
+        Hidden units each variable owns under ``constraint="mask"``.
+    hidden
+        Width of each hidden layer of the neural view (§3 uses a 2-layer view: one
+        hidden layer between input and output).
+    penalty
+        ``λ`` of eq. (1)-(2): weight of the graph-constrained path norm
+        ``‖(Π_l |W_l|) ⊙ S̄‖₁`` (variable level). The reference default of 1 collapses
+        predictions to the mean (METHODS.md); the default was tuned on the mixed
+        synthetic data (docs/fedngm.md).
+    self_weight
+        How much more a self-path weighs than a path between non-adjacent variables
+        (the diagonal of ``S̄``). With one weight for both, a variable with few
+        neighbours learns to copy itself before the other paths collapse to the mean
+        (METHODS.md); a heavier diagonal removes self-paths at a mild ``λ``. Used by
+        ``constraint="penalty"`` and stitching; an NGR's graph ignores the diagonal,
+        so its self-paths weigh ``λ``.
+    sparsity
+        NGR only (eq. 5): weight of the L1 norm of the symmetrised path matrix.
+    epochs, batch_size, learning_rate
+        Adam training of every NGM (clients, global, stitching).
+    graph_method, graph_scope
+        Local graph recovery (:data:`GRAPH_METHODS`, :data:`GRAPH_SCOPES`).
+    glasso_cv, graph_max_rows
+        Folds of GraphicalLassoCV and the largest number of rows (a seeded subsample)
+        it is fitted on.
+    ngr_threshold
+        NGR graph recovery: an edge where the symmetrised, max-normalised path
+        strength exceeds this share.
+    samples
+        Total number of samples the master draws from the client models (§3.2:
+        100,000 per client); ``None``: as many as the clients' rows together.
+    allocation
+        ``"equal"`` samples per client (§2.3) or ``"proportional"`` to ``n_k`` (§2.5).
+    sampler, burn_in
+        Sampler (:data:`SAMPLERS`) and Gibbs sweeps before a chain's state is kept.
+    public_weight
+        ``γ`` of eq. (3): weight of the regression term on public data (0: eq. 2).
+    release_threshold
+        ``T`` of §2.6: the merged graph and the global model are released only when
+        built from at least this many clients.
+    inference, inference_steps
+        Default inference method (:data:`INFERENCE_METHODS`) and its iterations.
+    stitch_hidden, stitch_init
+        Stitching (§2.4): new hidden units per layer and the scale of the small random
+        incoming weights of new units.
+    validation_fraction
+        Share of rows each trainer holds out to pick its best epoch.
+    """
+
+    variant: str = "ngm"
+    constraint: str = "mask"
+    units_per_variable: int = 8
+    hidden: int = 64
+    penalty: float = 0.3
+    self_weight: float = 10.0
+    sparsity: float = 0.5
+    epochs: int = 60
+    batch_size: int = 256
+    learning_rate: float = 3e-3
+    graph_method: str = "glasso"
+    graph_scope: str = "all"
+    glasso_cv: int = 3
+    graph_max_rows: int = 5000
+    ngr_threshold: float = 0.1
+    samples: int | None = None
+    allocation: str = "equal"
+    sampler: str = "gibbs"
+    burn_in: int = 30
+    public_weight: float = 0.0
+    release_threshold: int = 1
+    inference: str = "message"
+    inference_steps: int = 20
+    stitch_hidden: int = 8
+    stitch_init: float = 0.05
+    validation_fraction: float = 0.1
+
+    def __post_init__(self) -> None:
+        _choice("variant", self.variant, VARIANTS)
+        _choice("constraint", self.constraint, CONSTRAINTS)
+        _choice("graph_method", self.graph_method, GRAPH_METHODS)
+        _choice("graph_scope", self.graph_scope, GRAPH_SCOPES)
+        _choice("allocation", self.allocation, ALLOCATIONS)
+        _choice("sampler", self.sampler, SAMPLERS)
+        _choice("inference", self.inference, INFERENCE_METHODS)
+        for name in (
+            "units_per_variable",
+            "hidden",
+            "epochs",
+            "batch_size",
+            "glasso_cv",
+            "graph_max_rows",
+            "burn_in",
+            "release_threshold",
+            "inference_steps",
+            "stitch_hidden",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.glasso_cv < 2:
+            raise ConfigError(f"glasso_cv must be at least 2 folds, got {self.glasso_cv}")
+        if self.samples is not None and (
+            isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1
+        ):
+            raise ConfigError(f"samples must be a positive integer or None, got {self.samples!r}")
+        for name in ("penalty", "self_weight", "sparsity", "public_weight", "stitch_init"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
+        if not 0 < self.learning_rate:
+            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate!r}")
+        if not 0 < self.ngr_threshold < 1:
+            raise ConfigError(f"ngr_threshold must lie in (0, 1), got {self.ngr_threshold!r}")
+        if not 0 <= self.validation_fraction < 0.5:
+            raise ConfigError(
+                f"validation_fraction must lie in [0, 0.5), got {self.validation_fraction!r}"
+            )

@@ -1,0 +1,327 @@
+"""A Neural Graphical Model: schema, graph, neural view and residual noise, with
+training, inference, sampling and stitching (NGM paper; FedNGM §2.2-2.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.errors import ConfigError, UnknownVariableError
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.undirected import undirected
+from fedstruct.methods.fedngm.config import FedNGMConfig
+from fedstruct.methods.fedngm.inference import infer
+from fedstruct.methods.fedngm.network import (
+    NeuralView,
+    group_matrix,
+    routing_masks,
+    variable_paths,
+)
+from fedstruct.methods.fedngm.sampling import colour_classes, gibbs_sample, ordering_sample
+from fedstruct.methods.fedngm.schema import Schema
+from fedstruct.methods.fedngm.train import Objective, Structure, fit_view, residual_std
+
+__all__ = ["NGM", "fit_ngm", "revealed_graph", "stitch"]
+
+
+@dataclass
+class NGM:
+    """A trained NGM (or NGR).
+
+    Attributes
+    ----------
+    schema
+        Its variables and their encoding.
+    view
+        The neural view.
+    adjacency
+        ``(V, V)`` symmetric graph it follows (for an NGR, the graph it revealed).
+    residual
+        Per encoded column, the residual standard deviation on its training data.
+    n_rows
+        Rows it was trained on.
+    """
+
+    schema: Schema
+    view: NeuralView
+    adjacency: NDArray[np.bool_]
+    residual: NDArray[np.float32]
+    n_rows: int = 0
+
+    # ----------------------------------------------------------------- views
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Its variables."""
+        return self.schema.names
+
+    @property
+    def graph(self) -> Graph:
+        """The undirected graph it follows."""
+        a = np.asarray(self.adjacency, dtype=bool)
+        return undirected(self.names, (a | a.T) & ~np.eye(len(a), dtype=bool))
+
+    def path_strength(self) -> NDArray[np.float64]:
+        """``(V, V)`` variable-level path matrix ``G Π|W_l| Gᵀ`` (eq. 1)."""
+        import torch
+
+        with torch.no_grad():
+            return variable_paths(self.view, group_matrix(self.schema.widths)).numpy()
+
+    # ------------------------------------------------------------- inference
+    def _evidence(self, frame: pd.DataFrame, evidence: Sequence[str] | None) -> tuple:
+        names = [c for c in frame.columns if c in self.schema] if evidence is None else evidence
+        unknown = [c for c in names if c not in self.schema]
+        if unknown:
+            raise UnknownVariableError(
+                f"evidence on {unknown}, which the model does not have; its variables are "
+                f"{list(self.names)}"
+            )
+        x = self.schema.encode(frame, names)
+        known = np.zeros(self.schema.n_columns, dtype=bool)
+        for name in names:
+            known[self.schema.groups[self.schema.position(name)]] = True
+        return x, known
+
+    def _evidence_names(
+        self, frame: pd.DataFrame, target: str, evidence: Sequence[str] | None
+    ) -> list[str]:
+        """The evidence for predicting ``target``: the given names, or every column of
+        ``frame`` the model has; never the target itself."""
+        if evidence is None:
+            return [c for c in frame.columns if c in self.schema and c != target]
+        return [c for c in evidence if c != target]
+
+    def complete(
+        self,
+        frame: pd.DataFrame,
+        evidence: Sequence[str] | None = None,
+        *,
+        method: str = "message",
+        steps: int = 20,
+    ) -> NDArray[np.float32]:
+        """Encoded rows completed from the evidence columns (default: every column of
+        ``frame`` the model has); see :func:`~fedstruct.methods.fedngm.inference.infer`.
+
+        Raises
+        ------
+        UnknownVariableError
+            If an evidence variable is not in the model.
+        DataError
+            If an evidence value is a category never seen in training.
+        """
+        x, known = self._evidence(frame, evidence)
+        return infer(self.view, self.schema, x, known, method=method, steps=steps)
+
+    def predict(
+        self,
+        frame: pd.DataFrame,
+        target: str,
+        evidence: Sequence[str] | None = None,
+        **kwargs,
+    ) -> NDArray:
+        """Predict ``target`` from the evidence: its value on the original scale for a
+        continuous variable, its most likely category for a categorical one. The
+        target is never used as evidence."""
+        spec = self.schema.spec(target)
+        filled = self.complete(frame, self._evidence_names(frame, target, evidence), **kwargs)
+        g = self.schema.groups[self.schema.position(target)]
+        if spec.is_categorical:
+            return np.asarray(spec.categories)[filled[:, g].argmax(axis=1)]
+        return filled[:, g.start].astype(np.float64) * spec.std + spec.mean
+
+    def predict_proba(
+        self,
+        frame: pd.DataFrame,
+        target: str,
+        evidence: Sequence[str] | None = None,
+        **kwargs,
+    ) -> NDArray[np.float64]:
+        """Probabilities of ``target``'s categories (columns in ``categories`` order).
+
+        Raises
+        ------
+        ConfigError
+            If ``target`` is continuous.
+        """
+        spec = self.schema.spec(target)
+        if not spec.is_categorical:
+            raise ConfigError(f"{target!r} is continuous; use predict for its value")
+        filled = self.complete(frame, self._evidence_names(frame, target, evidence), **kwargs)
+        p = filled[:, self.schema.groups[self.schema.position(target)]].astype(np.float64)
+        return p / p.sum(axis=1, keepdims=True)
+
+    # -------------------------------------------------------------- sampling
+    def sample_encoded(
+        self, n: int, *, seed: int, sampler: str = "gibbs", burn_in: int = 30
+    ) -> NDArray[np.float32]:
+        """``n`` encoded samples (see :mod:`~fedstruct.methods.fedngm.sampling`)."""
+        if sampler == "gibbs":
+            return gibbs_sample(
+                self.view, self.schema, self.adjacency, self.residual, n,
+                burn_in=burn_in, seed=seed,
+            )  # fmt: skip
+        return ordering_sample(self.view, self.schema, self.adjacency, n, seed=seed)
+
+    def sample(
+        self, n: int, *, seed: int, sampler: str = "gibbs", burn_in: int = 30
+    ) -> pd.DataFrame:
+        """``n`` samples on the data's scale (categories as codes)."""
+        x = self.sample_encoded(n, seed=seed, sampler=sampler, burn_in=burn_in)
+        return self.schema.decode(x)
+
+    # -------------------------------------------------------------- transfer
+    def to_arrays(self) -> dict[str, NDArray]:
+        """Weights, graph and residuals as named arrays (a message's payload)."""
+        return {
+            **self.view.to_arrays(),
+            "adjacency": self.adjacency.astype(np.int8),
+            "residual": self.residual.astype(np.float32),
+        }
+
+    @classmethod
+    def from_arrays(cls, schema: Schema, arrays: Mapping[str, NDArray], n_rows: int = 0) -> NGM:
+        """Inverse of :meth:`to_arrays`."""
+        weights = {k: v for k, v in arrays.items() if k[0] in "wb" and k[1:].isdigit()}
+        return cls(
+            schema=schema,
+            view=NeuralView.from_arrays(weights),
+            adjacency=np.asarray(arrays["adjacency"]).astype(bool),
+            residual=np.asarray(arrays["residual"], dtype=np.float32),
+            n_rows=int(n_rows),
+        )
+
+
+def fit_ngm(
+    schema: Schema,
+    sources: Sequence[tuple[NDArray[np.float32], float]],
+    adjacency: NDArray[np.bool_] | None,
+    config: FedNGMConfig,
+    seed: int,
+) -> tuple[NGM, dict[str, float]]:
+    """Train an NGM on encoded ``sources`` (eq. 1-3) or, with ``adjacency=None``, an
+    NGR that reveals its graph (eq. 5, then :func:`revealed_graph`).
+
+    An NGM follows its graph by ``config.constraint``: ``"mask"`` routes hidden units
+    by neighbourhood (:func:`~fedstruct.methods.fedngm.network.routing_masks`,
+    ``units_per_variable`` each), ``"penalty"`` trains a dense view of ``hidden``
+    units under eq. (1)'s path penalty.
+
+    ``sources[0]`` is the main data (client rows, or the samples of eq. 2); further
+    sources are weighted extra terms (eq. 3's public data).
+    """
+    v = len(schema)
+    routed = adjacency is not None and config.constraint == "mask"
+    if adjacency is None:
+        structure = Structure.revealer(v, config.penalty, config.sparsity)
+    elif routed:
+        structure = Structure.for_graph(adjacency, 0.0)
+    else:
+        structure = Structure.for_graph(adjacency, config.penalty, config.self_weight)
+    if routed:
+        view = NeuralView(schema.n_columns, [v * config.units_per_variable], seed)
+        view.route(routing_masks(schema.widths, adjacency, config.units_per_variable))
+    else:
+        view = NeuralView(schema.n_columns, [config.hidden], seed)
+    info = fit_view(
+        view, schema, Objective(sources, structure),
+        epochs=config.epochs, batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        validation_fraction=config.validation_fraction, seed=seed,
+    )  # fmt: skip
+    main = np.asarray(sources[0][0], dtype=np.float32)
+    model = NGM(
+        schema=schema,
+        view=view,
+        adjacency=np.zeros((v, v), dtype=bool) if adjacency is None else np.asarray(adjacency),
+        residual=np.zeros(schema.n_columns, dtype=np.float32),
+        n_rows=len(main),
+    )
+    if adjacency is None:
+        model.adjacency = revealed_graph(model.path_strength(), config.ngr_threshold)
+    model.residual = residual_std(view, schema, main, colour_classes(model.adjacency))
+    return model, info
+
+
+def revealed_graph(paths: NDArray, threshold: float) -> NDArray[np.bool_]:
+    """An NGR's graph (§2.5): ``sym(P)`` normalised by its largest off-diagonal
+    entry, kept where it exceeds ``threshold``."""
+    sym = 0.5 * (np.asarray(paths) + np.asarray(paths).T)
+    np.fill_diagonal(sym, 0.0)
+    top = sym.max()
+    if top <= 0:
+        return np.zeros_like(sym, dtype=bool)
+    return sym / top > threshold
+
+
+def stitch(
+    global_model: NGM,
+    extra: Schema,
+    x: NDArray[np.float32],
+    adjacency: NDArray[np.bool_],
+    config: FedNGMConfig,
+    seed: int,
+) -> tuple[NGM, dict[str, float]]:
+    """Personalise ``global_model`` with a client's own variables (§2.4, Fig. 4).
+
+    The view grows by the new variables' columns (inputs and outputs) and by
+    ``config.stitch_hidden`` units per hidden layer; every old unit connects to the
+    new ones and vice versa. Weights into new units start small and random
+    (``± stitch_init``), weights from new units into old ones at zero, so the
+    stitched model starts as the global one (and zero on both sides would never
+    train, METHODS.md). The global weights stay frozen; training minimises eq. (1)
+    with the extended graph, whose penalty therefore only moves the new weights.
+
+    Parameters
+    ----------
+    global_model
+        The released global NGM.
+    extra
+        Schema of the client-only variables.
+    x
+        The client's rows encoded with ``global_model.schema.extend(extra)``.
+    adjacency
+        The extended graph over old + new variables (the global graph plus the
+        client's edges touching its own variables).
+    """
+    old = global_model.view
+    schema = global_model.schema.extend(extra)
+    d_old, d_new = global_model.schema.n_columns, schema.n_columns
+    widths_old = old.widths
+    hidden_new = [h + config.stitch_hidden for h in widths_old[1:-1]]
+    view = NeuralView(d_new, hidden_new, seed)
+    widths_new = view.widths
+    rng = np.random.default_rng([int(seed), 17])
+    old_arrays = old.to_arrays()
+    arrays, trainable = {}, []
+    for i in range(len(view.layers)):
+        out_old, in_old = widths_old[i + 1], widths_old[i]
+        out_new, in_new = widths_new[i + 1], widths_new[i]
+        w = np.zeros((out_new, in_new), dtype=np.float32)
+        w[out_old:, :] = rng.uniform(-config.stitch_init, config.stitch_init,
+                                     size=(out_new - out_old, in_new))  # fmt: skip
+        w[:out_old, :in_old] = old_arrays[f"w{i}"]
+        b = np.zeros(out_new, dtype=np.float32)
+        b[:out_old] = old_arrays[f"b{i}"]
+        wm = np.ones_like(w)
+        wm[:out_old, :in_old] = 0.0
+        bm = np.ones_like(b)
+        bm[:out_old] = 0.0
+        arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        trainable.append((wm, bm))
+    view.load_arrays(arrays)
+    view.freeze(trainable)
+    del d_old, d_new
+    structure = Structure.for_graph(adjacency, config.penalty, config.self_weight)
+    info = fit_view(
+        view, schema, Objective([(x, 1.0)], structure),
+        epochs=config.epochs, batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        validation_fraction=config.validation_fraction, seed=seed,
+    )  # fmt: skip
+    adj = np.asarray(adjacency, dtype=bool)
+    model = NGM(schema, view, adj, residual_std(view, schema, x, colour_classes(adj)), len(x))
+    return model, info

@@ -1,0 +1,107 @@
+"""Local graph recovery (§2.1) and the master's merge function.
+
+Graph recovery is pluggable. The default is scikit-learn's ``GraphicalLassoCV``
+(METHODS.md: as accurate as uGLAD on these data, 500x faster) on a documented
+transform of mixed data: continuous columns standardised, each categorical variable
+one-hot encoded without its most frequent category (the dropped column is the sum
+of the others' complement, so keeping it would make the covariance singular), every
+column standardised; two variables are adjacent when any entry of the precision
+matrix between their column blocks is non-zero. The NGR alternative fits a Neural
+Graph Revealer (eq. 5) and keeps the strongest symmetrised paths.
+
+Merge (§2.1): "the nodes of the graph only contain the intersection of features
+present in the clients' graphs [...] the union of all the edges of the local graphs".
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.errors import ProtocolError
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.undirected import undirected
+from fedstruct.methods.fedngm.schema import Schema
+
+__all__ = ["glasso_design", "glasso_graph", "merge_graphs"]
+
+#: A precision entry counts as non-zero above this magnitude.
+PRECISION_TOLERANCE = 1e-6
+
+
+def glasso_design(frame: pd.DataFrame, schema: Schema) -> tuple[NDArray, NDArray[np.int64]]:
+    """The transformed design matrix and each column's variable index (module docstring)."""
+    blocks, owner = [], []
+    for i, spec in enumerate(schema.variables):
+        values = frame[spec.name].to_numpy()
+        if spec.is_categorical:
+            cats, counts = np.unique(values, return_counts=True)
+            keep = [c for c in cats if c != cats[np.argmax(counts)]]
+            for c in keep:
+                blocks.append((values == c).astype(np.float64))
+                owner.append(i)
+        else:
+            blocks.append(values.astype(np.float64))
+            owner.append(i)
+    if not blocks:
+        return np.zeros((len(frame), 0)), np.zeros(0, dtype=np.int64)
+    x = np.column_stack(blocks)
+    std = x.std(axis=0)
+    keep = std > 0
+    x = (x[:, keep] - x[:, keep].mean(axis=0)) / std[keep]
+    return x, np.asarray(owner, dtype=np.int64)[keep]
+
+
+def glasso_graph(
+    frame: pd.DataFrame, schema: Schema, *, cv: int, max_rows: int, seed: int
+) -> Graph:
+    """The conditional-independence graph of ``frame``'s variables by GraphicalLassoCV.
+
+    At most ``max_rows`` rows (a seeded subsample) are used; a variable constant in
+    the data gets no edge.
+    """
+    from sklearn.covariance import GraphicalLassoCV
+
+    if len(frame) > max_rows:
+        rows = np.random.default_rng([int(seed), 13]).choice(len(frame), max_rows, replace=False)
+        frame = frame.iloc[np.sort(rows)]
+    x, owner = glasso_design(frame, schema)
+    v = len(schema)
+    adj = np.zeros((v, v), dtype=bool)
+    if x.shape[1] >= 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
+        nz = np.abs(model.precision_) > PRECISION_TOLERANCE
+        np.fill_diagonal(nz, False)
+        rows, cols = np.nonzero(nz)
+        adj[owner[rows], owner[cols]] = True
+        np.fill_diagonal(adj, False)
+    return undirected(schema.names, adj)
+
+
+def merge_graphs(graphs: Sequence[Graph]) -> Graph:
+    """The master's merge (§2.1): nodes = the intersection of the graphs' nodes (in
+    the first graph's order), edges = the union of their edges among those nodes.
+
+    Raises
+    ------
+    ProtocolError
+        If no graph is given or the graphs share fewer than two nodes.
+    """
+    if not graphs:
+        raise ProtocolError("no client graph to merge")
+    common = [n for n in graphs[0].names if all(n in g for g in graphs[1:])]
+    if len(common) < 2:
+        raise ProtocolError(
+            f"the clients' graphs share {len(common)} variable(s); a global model needs at "
+            "least two common variables"
+        )
+    adj = np.zeros((len(common), len(common)), dtype=bool)
+    for g in graphs:
+        adj |= g.restrict(common).adjacency()
+    return undirected(common, adj)

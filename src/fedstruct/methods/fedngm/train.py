@@ -1,0 +1,246 @@
+"""Training a neural view: regression loss plus the structure penalty (eq. 1, 2, 3, 5).
+
+One trainer serves every objective of the paper:
+
+* client NGM, eq. (1): ``‖X - f(X)‖² + λ ‖(Π|W_l|) ⊙ S̄‖₁`` on the client's rows;
+* global NGM, eq. (2): the same on samples drawn from the client models, and eq. (3)
+  adds ``γ ‖X_pub - f(X_pub)‖²`` on public data (several weighted sources);
+* NGR, eq. (5): no graph; ``S̄`` is the identity (no self-dependence) and an L1 term
+  on the symmetrised path matrix, scaled by ``1/V²`` (METHODS.md), makes it sparse;
+* stitching, §2.4: the same loss with the global weights frozen
+  (:meth:`NeuralView.freeze`).
+
+Mixed data (NGM-generic): the squared error of a continuous column, the cross-entropy
+of a one-hot group; each variable's mean loss counts once, averaged over variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from fedstruct.methods.fedngm.network import NeuralView, group_matrix, variable_paths
+from fedstruct.methods.fedngm.schema import Schema
+
+__all__ = [
+    "Objective",
+    "Structure",
+    "fit_view",
+    "mask_variables",
+    "output_transform",
+    "regression_loss",
+    "residual_std",
+]
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The structure term of an objective.
+
+    Parameters
+    ----------
+    forbidden
+        ``(V, V)`` weights ``S̄`` of variable-level paths to penalise: ``1 - A`` with a
+        unit diagonal for an NGM (eq. 1), the identity for an NGR (eq. 4-5).
+    penalty
+        ``λ`` on ``‖P ⊙ S̄‖₁``.
+    sparsity
+        NGR's weight on ``‖sym(P)‖₁`` off the diagonal, scaled by ``1/V²`` (eq. 5).
+    """
+
+    forbidden: NDArray[np.float32]
+    penalty: float
+    sparsity: float = 0.0
+
+    @classmethod
+    def for_graph(
+        cls, adjacency: NDArray[np.bool_], penalty: float, self_weight: float = 1.0
+    ) -> Structure:
+        """NGM: penalise every path between non-adjacent variables and to itself; a
+        self-path weighs ``self_weight`` times more (``S̄``'s diagonal, eq. 1)."""
+        a = np.asarray(adjacency, dtype=bool)
+        sym = a | a.T
+        forbidden = (~sym).astype(np.float32)
+        np.fill_diagonal(forbidden, float(self_weight))
+        return cls(forbidden, float(penalty))
+
+    @classmethod
+    def revealer(cls, n_variables: int, penalty: float, sparsity: float) -> Structure:
+        """NGR: no self-dependence (eq. 4's diagonal constraint) plus path sparsity."""
+        return cls(np.eye(n_variables, dtype=np.float32), float(penalty), float(sparsity))
+
+    def value(self, paths: torch.Tensor) -> torch.Tensor:
+        """The structure term for the variable-level path matrix ``paths``."""
+        term = self.penalty * (paths * torch.from_numpy(self.forbidden)).sum()
+        if self.sparsity:
+            v = paths.shape[0]
+            sym = 0.5 * (paths + paths.T)
+            off = sym.sum() - torch.diagonal(sym).sum()
+            term = term + self.sparsity * off / (v * v)
+        return term
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What :func:`fit_view` minimises: weighted regression sources plus a structure."""
+
+    sources: Sequence[tuple[NDArray[np.float32], float]]
+    structure: Structure
+
+
+class _Columns:
+    """Index sets of a schema's encoded columns, for the losses."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.continuous = torch.tensor(
+            [g.start for s, g in zip(schema.variables, schema.groups, strict=True)
+             if not s.is_categorical], dtype=torch.long,
+        )  # fmt: skip
+        self.categorical = [
+            g for s, g in zip(schema.variables, schema.groups, strict=True) if s.is_categorical
+        ]
+        self.n_variables = len(schema)
+
+
+def output_transform(raw: torch.Tensor, schema: Schema) -> torch.Tensor:
+    """Raw outputs to encoded values: continuous as they are, each one-hot group's
+    logits to probabilities (softmax)."""
+    out = raw.clone()
+    for spec, g in zip(schema.variables, schema.groups, strict=True):
+        if spec.is_categorical:
+            out[:, g] = torch.softmax(raw[:, g], dim=1)
+    return out
+
+
+def regression_loss(
+    raw: torch.Tensor, target: torch.Tensor, cols: _Columns, per_variable: bool = False
+) -> torch.Tensor:
+    """Mean over variables of each variable's loss (squared error or cross-entropy)."""
+    losses = []
+    if len(cols.continuous):
+        diff = raw[:, cols.continuous] - target[:, cols.continuous]
+        losses.append((diff**2).mean(dim=0))
+    for g in cols.categorical:
+        logp = torch.log_softmax(raw[:, g], dim=1)
+        losses.append(-(target[:, g] * logp).sum(dim=1).mean().reshape(1))
+    stacked = torch.cat(losses)
+    return stacked if per_variable else stacked.mean()
+
+
+def fit_view(
+    view: NeuralView,
+    schema: Schema,
+    objective: Objective,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    validation_fraction: float,
+    seed: int,
+) -> dict[str, float]:
+    """Train ``view`` in place with Adam on ``objective``; keep the best epoch.
+
+    Each epoch visits every row of the first source once in shuffled mini-batches;
+    other sources (eq. 3's public data) contribute a mini-batch of their own rows,
+    drawn in step, weighted by their weight. A ``validation_fraction`` of every
+    source is held out; the weights of the epoch with the lowest held-out objective
+    are kept.
+
+    Returns
+    -------
+    dict
+        ``loss`` (held-out regression loss of the first source at the kept epoch, or
+        the training loss without a hold-out), ``structure`` (the structure term),
+        ``epochs`` (epochs run) and ``best_epoch``.
+    """
+    gen = torch.Generator().manual_seed(int(seed))
+    rng = np.random.default_rng([int(seed), 7])
+    cols = _Columns(schema)
+    groups = group_matrix(schema.widths)
+    train_sets, held_sets, weights = [], [], []
+    for x, w in objective.sources:
+        x = torch.as_tensor(np.asarray(x, dtype=np.float32))
+        order = rng.permutation(len(x))
+        n_val = round(validation_fraction * len(x))
+        n_val = n_val if 0 < n_val < len(x) - 1 else 0
+        held_sets.append(x[order[:n_val]])
+        train_sets.append(x[order[n_val:]])
+        weights.append(float(w))
+    params = [p for p in view.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=learning_rate)
+    main = train_sets[0]
+    n_batches = max(1, int(np.ceil(len(main) / batch_size)))
+
+    def objective_value(sets: list[torch.Tensor]) -> tuple[float, float]:
+        with torch.no_grad():
+            reg = [regression_loss(view(x), x, cols) if len(x) else torch.zeros(()) for x in sets]
+            total = sum(w * r for w, r in zip(weights, reg, strict=True))
+            struct = objective.structure.value(variable_paths(view, groups))
+        return float(total + struct), float(reg[0])
+
+    has_held = len(held_sets[0]) > 0
+    best = (np.inf, None, 0, 0.0)
+    epoch = 0
+    for epoch in range(1, epochs + 1):
+        perms = [torch.randperm(len(x), generator=gen) for x in train_sets]
+        for b in range(n_batches):
+            opt.zero_grad()
+            loss = torch.zeros(())
+            for k, (x, w) in enumerate(zip(train_sets, weights, strict=True)):
+                if not len(x):
+                    continue
+                if k == 0:
+                    idx = perms[0][b * batch_size : (b + 1) * batch_size]
+                else:
+                    start = (b * batch_size) % len(x)
+                    idx = perms[k][start : start + batch_size]
+                batch = x[idx]
+                loss = loss + w * regression_loss(view(batch), batch, cols)
+            loss = loss + objective.structure.value(variable_paths(view, groups))
+            loss.backward()
+            opt.step()
+        score, reg = objective_value(held_sets if has_held else train_sets)
+        if score < best[0]:
+            best = (score, {k: v.clone() for k, v in view.state_dict().items()}, epoch, reg)
+    if best[1] is not None:
+        view.load_state_dict(best[1])
+    with torch.no_grad():
+        struct = float(objective.structure.value(variable_paths(view, groups)))
+    return {"loss": best[3], "structure": struct, "epochs": epoch, "best_epoch": best[2]}
+
+
+def mask_variables(x: torch.Tensor, schema: Schema, variables: Sequence[int]) -> torch.Tensor:
+    """``x`` with ``variables`` reset to their marginal means (:meth:`Schema.initial`):
+    the input for predicting them from the other variables only."""
+    out = x.clone()
+    init = torch.from_numpy(schema.initial(1))[0]
+    for i in variables:
+        g = schema.groups[i]
+        out[:, g] = init[g]
+    return out
+
+
+def residual_std(
+    view: NeuralView, schema: Schema, x: NDArray[np.float32], classes: Sequence[Sequence[int]]
+) -> NDArray:
+    """Per encoded column, the standard deviation of ``x - f(x)`` (0 for one-hot
+    columns): the residual noise the Gibbs sampler adds to a continuous variable.
+
+    Each variable is predicted with the inputs of its class in ``classes`` (mutually
+    non-adjacent variables, :func:`~fedstruct.methods.fedngm.sampling.colour_classes`)
+    reset to their means, exactly as the sampler and inference predict it.
+    """
+    out = np.zeros(schema.n_columns, dtype=np.float32)
+    xt = torch.as_tensor(x)
+    with torch.no_grad():
+        for cls in classes:
+            pred = view(mask_variables(xt, schema, cls))
+            for i in cls:
+                spec, g = schema.variables[i], schema.groups[i]
+                if not spec.is_categorical:
+                    out[g.start] = float((pred[:, g.start] - xt[:, g.start]).std(unbiased=False))
+    return out
