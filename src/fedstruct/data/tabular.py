@@ -685,7 +685,8 @@ def synthetic_federation(
     (frequency ≥ ``share · client_fraction / 0.9``); the seed picks ``n_clients``
     distinct qualifying variables and one qualifying category of each. Then the seed
     picks ``n_private`` distinct variables per client, private to it, among the
-    variables that are neither segment nor stratify variables. The public split is
+    variables that are neither segment nor stratify variables (and, when the data set
+    has a graph, have a neighbour in it, if there are enough such variables). The public split is
     stratified by the segment variables unless ``stratify`` is given.
 
     Parameters
@@ -743,6 +744,9 @@ def synthetic_federation(
         private = kwargs.pop("private")
     else:
         others = [v for v in dataset.names if v not in set(chosen) and v not in set(stratify)]
+        if dataset.graph is not None:  # a variable with no neighbour has nothing to stitch
+            linked = [v for v in others if dataset.graph.neighbors(v)]
+            others = linked if len(linked) > n_clients * n_private else others
         need = n_clients * n_private
         if need > len(others) - 1:
             raise PartitionError(

@@ -106,7 +106,8 @@ def federation(s: FedNGMRun) -> SubpopulationFederation:
 
 def targets(fed: SubpopulationFederation) -> dict[str, str]:
     """Target kind -> variable: the health table's (``HEALTH_TARGETS``), or for
-    synthetic data the first common variable of each kind."""
+    synthetic data the common variable of each kind with the most neighbours in the
+    true graph (an isolated variable is best predicted by its mean)."""
     if fed.dataset.name.startswith("health") or set(HEALTH_TARGETS.values()) <= set(fed.common):
         return dict(HEALTH_TARGETS)
     kinds = fed.dataset.kinds
@@ -116,7 +117,7 @@ def targets(fed: SubpopulationFederation) -> dict[str, str]:
     for label, kind in wanted.items():
         names = [v for v in fed.common if kinds[v] == kind]
         if names:
-            out[label] = names[0]
+            out[label] = max(names, key=lambda v: len(fed.dataset.graph.neighbors(v)))
     return out
 
 

@@ -267,13 +267,21 @@ def stitch(
 ) -> tuple[NGM, dict[str, float]]:
     """Personalise ``global_model`` with a client's own variables (§2.4, Fig. 4).
 
-    The view grows by the new variables' columns (inputs and outputs) and by
-    ``config.stitch_hidden`` units per hidden layer; every old unit connects to the
-    new ones and vice versa. Weights into new units start small and random
-    (``± stitch_init``), weights from new units into old ones at zero, so the
-    stitched model starts as the global one (and zero on both sides would never
-    train, METHODS.md). The global weights stay frozen; training minimises eq. (1)
-    with the extended graph, whose penalty therefore only moves the new weights.
+    The view grows by the new variables' columns (inputs and outputs) and by new
+    hidden units. Weights into new units start small and random (``± stitch_init``),
+    weights from new units into old ones at zero, so the stitched model starts as the
+    global one (and zero on both sides would never train, METHODS.md). The global
+    weights stay frozen; training minimises eq. (1) on the client's rows.
+
+    How new units connect follows ``config.constraint``:
+
+    * ``"penalty"`` — the paper's Fig. 4: ``stitch_hidden`` new units per hidden
+      layer, every old unit connected to every new one and back, eq. (1)'s penalty
+      with the extended graph (it moves only the new weights);
+    * ``"mask"`` — the routed view grown the same way it was built: each new variable
+      owns ``units_per_variable`` new units fed by its neighbours' inputs, and a new
+      input reaches the old units of its old neighbours; the extended graph holds by
+      construction.
 
     Parameters
     ----------
@@ -289,10 +297,18 @@ def stitch(
     """
     old = global_model.view
     schema = global_model.schema.extend(extra)
-    d_old, d_new = global_model.schema.n_columns, schema.n_columns
+    adj = np.asarray(adjacency, dtype=bool)
     widths_old = old.widths
-    hidden_new = [h + config.stitch_hidden for h in widths_old[1:-1]]
-    view = NeuralView(d_new, hidden_new, seed)
+    units = config.units_per_variable
+    routed = config.constraint == "mask" and widths_old[1:-1] == [len(global_model.schema) * units]
+    if routed:
+        hidden_new = [len(schema) * units]
+        masks = routing_masks(schema.widths, adj, units)
+        structure = Structure.for_graph(adj, 0.0)
+    else:
+        hidden_new = [h + config.stitch_hidden for h in widths_old[1:-1]]
+        structure = Structure.for_graph(adj, config.penalty, config.self_weight)
+    view = NeuralView(schema.n_columns, hidden_new, seed)
     widths_new = view.widths
     rng = np.random.default_rng([int(seed), 17])
     old_arrays = old.to_arrays()
@@ -301,27 +317,30 @@ def stitch(
         out_old, in_old = widths_old[i + 1], widths_old[i]
         out_new, in_new = widths_new[i + 1], widths_new[i]
         w = np.zeros((out_new, in_new), dtype=np.float32)
-        w[out_old:, :] = rng.uniform(-config.stitch_init, config.stitch_init,
-                                     size=(out_new - out_old, in_new))  # fmt: skip
+        size = (out_new - out_old, in_new)
+        w[out_old:, :] = rng.uniform(-config.stitch_init, config.stitch_init, size=size)
         w[:out_old, :in_old] = old_arrays[f"w{i}"]
         b = np.zeros(out_new, dtype=np.float32)
         b[:out_old] = old_arrays[f"b{i}"]
-        wm = np.ones_like(w)
+        wm = np.ones_like(w) if not routed else masks[i].copy()
         wm[:out_old, :in_old] = 0.0
         bm = np.ones_like(b)
         bm[:out_old] = 0.0
         arrays[f"w{i}"], arrays[f"b{i}"] = w, b
         trainable.append((wm, bm))
     view.load_arrays(arrays)
+    if routed:
+        view.route(masks)
     view.freeze(trainable)
-    del d_old, d_new
-    structure = Structure.for_graph(adjacency, config.penalty, config.self_weight)
     info = fit_view(
-        view, schema, Objective([(x, 1.0)], structure),
-        epochs=config.epochs, batch_size=config.batch_size,
+        view,
+        schema,
+        Objective([(x, 1.0)], structure),
+        epochs=config.epochs,
+        batch_size=config.batch_size,
         learning_rate=config.learning_rate,
-        validation_fraction=config.validation_fraction, seed=seed,
-    )  # fmt: skip
-    adj = np.asarray(adjacency, dtype=bool)
+        validation_fraction=config.validation_fraction,
+        seed=seed,
+    )
     model = NGM(schema, view, adj, residual_std(view, schema, x, colour_classes(adj)), len(x))
     return model, info

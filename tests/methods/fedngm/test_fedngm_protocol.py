@@ -1,0 +1,94 @@
+"""The FedNGM protocol end to end: phases, release threshold, stitching, bad input."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedstruct.data.client import ClientData
+from fedstruct.errors import ConfigError, PrivacyViolationError, ProtocolError, UnknownVariableError
+from fedstruct.methods.fedngm import FedNGM
+from fedstruct.methods.fedngm.metrics import prediction_metrics
+
+KINDS = {"a": "real", "b": "real", "c": "binary", "d": "real", "p": "real"}
+
+
+def _frame(n, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n)
+    b = np.tanh(2 * a) + 0.4 * rng.normal(size=n)
+    c = (b + 0.4 * rng.normal(size=n) > 0).astype(np.int64)
+    d = 0.8 * c + 0.5 * rng.normal(size=n)
+    p = d + 0.3 * rng.normal(size=n)  # a client-only variable, predictable from d
+    return pd.DataFrame({"a": a, "b": b, "c": c, "d": d, "p": p})
+
+
+def _clients():
+    df = _frame(4500, 0)
+    return [
+        ClientData("h1", df.iloc[:1500].reset_index(drop=True)),
+        ClientData("h2", df.iloc[1500:3000].drop(columns="p").reset_index(drop=True)),
+        ClientData("h3", df.iloc[3000:].drop(columns="p").reset_index(drop=True)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return FedNGM(kinds=KINDS, epochs=20, burn_in=10, seed=0).fit(_clients())
+
+
+def test_phases_common_variables_and_models(fitted):
+    assert [h["phase"] for h in fitted.history_] == ["describe", "graph", "train", "release"]
+    assert fitted.model_.names == ("a", "b", "c", "d")
+    assert sorted(fitted.client_models_) == ["h1", "h2", "h3"]
+    assert fitted.history_[2]["global_samples"] == 4500  # sum of n_k by default
+    test = _frame(1000, 9)
+    for name, own in fitted.client_models_.items():
+        g = prediction_metrics(fitted.model_, test, "b")
+        o = prediction_metrics(own, test, "b")
+        assert g["mae"] < 0.6 * g["mean_mae"]
+        assert g["mae"] < 1.05 * o["mae"], name
+    assert prediction_metrics(fitted.model_, test, "c")["auc"] > 0.9
+
+
+def test_stitching_freezes_the_global_weights_and_predicts_the_private_variable(fitted):
+    client = _clients()[0]
+    stitched = fitted.personalise(client)
+    assert stitched.names == ("a", "b", "c", "d", "p")
+    old = fitted.model_.view.to_arrays()
+    new = stitched.view.to_arrays()
+    for key, value in old.items():
+        rows, cols = value.shape if value.ndim == 2 else (value.shape[0], None)
+        block = new[key][:rows, :cols] if cols is not None else new[key][:rows]
+        np.testing.assert_array_equal(block, value)
+    test = _frame(1000, 9)
+    m = prediction_metrics(stitched, test, "p", train_mean=float(client.rows.p.mean()))
+    assert m["mae"] < 0.6 * m["mean_mae"]
+
+
+def test_nothing_to_stitch_is_an_error(fitted):
+    with pytest.raises(ProtocolError, match="no variable outside the global model"):
+        fitted.personalise(_clients()[1])
+
+
+def test_release_threshold_withholds_the_graph():
+    with pytest.raises(PrivacyViolationError, match="fewer than the release threshold T=4"):
+        FedNGM(kinds=KINDS, epochs=1, release_threshold=4).fit(_clients())
+
+
+def test_ngr_variant_skips_the_graph_round():
+    est = FedNGM(kinds=KINDS, variant="ngr", epochs=3, burn_in=3).fit(_clients())
+    assert [h["phase"] for h in est.history_] == ["describe", "train", "release"]
+    assert est.graph_.names == ("a", "b", "c", "d")
+
+
+def test_a_client_sharing_nothing_is_named():
+    clients = [*_clients(), ClientData("lonely", pd.DataFrame({"z": [1.0, 2.0, 3.0]}))]
+    with pytest.raises(ProtocolError, match="client 'lonely' shares no variable"):
+        FedNGM(kinds={**KINDS, "z": "real"}, epochs=1).fit(clients)
+
+
+def test_bad_kinds_are_named():
+    with pytest.raises(ConfigError, match="'a' has kind 'number'"):
+        FedNGM(kinds={**KINDS, "a": "number"})
+    with pytest.raises(UnknownVariableError, match=r"client 'h1' has variables \['p'\]"):
+        FedNGM(kinds={k: v for k, v in KINDS.items() if k != "p"}, epochs=1).fit(_clients())
