@@ -32,6 +32,7 @@ binary, multiclass) and model ``M`` (``global`` or ``own``, a client's own NGM):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,7 +62,6 @@ from fedstruct.experiments.settings import subset
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.metrics import edge_scores
 from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
-from fedstruct.methods.fedngm.model import NGM
 
 __all__ = ["DATASETS", "FedNGMRun", "federation", "targets"]
 
@@ -108,7 +108,7 @@ def targets(fed: SubpopulationFederation) -> dict[str, str]:
     """Target kind -> variable: the health table's (``HEALTH_TARGETS``), or for
     synthetic data the common variable of each kind with the most neighbours in the
     true graph (an isolated variable is best predicted by its mean)."""
-    if fed.dataset.name.startswith("health") or set(HEALTH_TARGETS.values()) <= set(fed.common):
+    if set(HEALTH_TARGETS.values()) <= set(fed.common):
         return dict(HEALTH_TARGETS)
     kinds = fed.dataset.kinds
     wanted = {"ordinal": "ordinal", "continuous": "real", "binary": "binary",
@@ -130,12 +130,9 @@ def method(s: FedNGMRun) -> FedNGM:
     """The estimator (the master holds the public training rows, used by eq. 3)."""
     fed = federation(s)
     config = subset(s, FedNGMConfig)
-    return FedNGM(kinds=fed.dataset.kinds, seed=s.seed, public=fed.public,
-                  **config.__dict__)  # fmt: skip
-
-
-def _score(model: NGM, test: pd.DataFrame, target: str, train_mean: float | None) -> dict:
-    return prediction_metrics(model, test, target, train_mean=train_mean)
+    return FedNGM(
+        kinds=fed.dataset.kinds, seed=s.seed, public=fed.public, **dataclasses.asdict(config)
+    )
 
 
 def _shortfall_ratio(glob: dict, own: dict) -> float:
@@ -145,10 +142,6 @@ def _shortfall_ratio(glob: dict, own: dict) -> float:
             g, o = (glob[key], own[key]) if worse_is_higher else (1 - glob[key], 1 - own[key])
             return float(g / o) if o > 0 else float("inf") if g > 0 else 1.0
     raise KeyError("no comparable metric")
-
-
-def _better(glob: dict, other: dict) -> bool:
-    return _shortfall_ratio(glob, other) < 1.0
 
 
 def run_fedngm(
@@ -173,10 +166,10 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
             train = fed.client(name).rows
             mean = float(train[target].mean()) if kind in ("ordinal", "continuous") else None
             test = fed.client_test[name]
-            g = _score(glob, test, target, mean)
-            o = _score(own, test, target, mean)
-            pub_g = _score(glob, fed.public_test, target, mean)
-            pub_o = _score(own, fed.public_test, target, mean)
+            g = prediction_metrics(glob, test, target, train_mean=mean)
+            o = prediction_metrics(own, test, target, train_mean=mean)
+            pub_g = prediction_metrics(glob, fed.public_test, target, train_mean=mean)
+            pub_o = prediction_metrics(own, fed.public_test, target, train_mean=mean)
             for label, values in (
                 ("global_" + name, g),
                 ("own_" + name, o),
@@ -186,7 +179,7 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
                 for key, value in values.items():
                     metrics[f"{kind}_{label}_{key}"] = value
             ratios.append(_shortfall_ratio(g, o))
-            wins.append(_better(pub_g, pub_o))
+            wins.append(_shortfall_ratio(pub_g, pub_o) < 1.0)
             if "mae" in g:
                 beats += [v["mae"] < v["mean_mae"] for v in (g, o, pub_g, pub_o)]
     metrics["worst_own_ratio"] = float(max(ratios)) if ratios else float("nan")

@@ -33,6 +33,7 @@ import pandas as pd
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, PrivacyViolationError
 from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.metrics import prediction_metrics, sample_fidelity
@@ -162,7 +163,7 @@ class FedNGM(FederatedEstimator):
         self.traffic_ = result.grid.traffic
         return self
 
-    def personalise(self, data: ClientData, graph=None) -> NGM:
+    def personalise(self, data: ClientData, graph: Graph | None = None) -> NGM:
         """Stitch ``data``'s own variables into the global model (§2.4), as the client
         holding ``data`` does after the release (a local computation)."""
         client = self.make_client(data)

@@ -110,12 +110,14 @@ class FedNGMClient(Client):
             )
         self.config = config
         self.kinds = {v: kinds[v] for v in data.variables}
-        self.summary = summarise(data.rows, self.kinds)
-        arrays, cfg = summary_arrays(self.summary)
+        summary = summarise(data.rows, self.kinds)
+        self._describe_arrays, self._describe_config = summary_arrays(summary)
         self.describe_bound = (
-            sum(a.size for a in arrays.values()) + sum(config_entries(v) for v in cfg.values()) + 1
+            sum(a.size for a in self._describe_arrays.values())
+            + sum(config_entries(v) for v in self._describe_config.values())
+            + 1
         )
-        self.own_schema = pool_summaries([self.summary])
+        self.own_schema = pool_summaries([summary])
         self.global_model: NGM | None = None
         self.global_graph: Graph | None = None
 
@@ -126,8 +128,12 @@ class FedNGMClient(Client):
     @handles(DESCRIBE, max_entries=lambda c, m: c.describe_bound)
     def describe(self, msg: Message) -> Message:
         """Its variables, their kinds and aggregates, and its row count (§2, §2.5)."""
-        arrays, config = summary_arrays(self.summary)
-        return Message(DESCRIBE, arrays=arrays, config=config, metrics={"n": self.data.n_rows})
+        return Message(
+            DESCRIBE,
+            arrays=self._describe_arrays,
+            config=self._describe_config,
+            metrics={"n": self.data.n_rows},
+        )
 
     @handles(GRAPH, max_entries=lambda c, m: len(c.data.variables) ** 2, graph_arrays=("graph",))
     def graph(self, msg: Message) -> Message:

@@ -86,19 +86,13 @@ def _gradient(
 ) -> NDArray[np.float32]:
     """The gradient variant (see the module docstring)."""
     cols = _Columns(schema)
+    on_evidence = torch.tensor([float(bool(known[schema.groups[i]].all())) for i in cols.order])
     free = start.clone().requires_grad_(True)
     opt = torch.optim.Adam([free], lr=learning_rate)
-    evidence_vars = [i for i, g in enumerate(schema.groups) if bool(known[g].all())]
     for _ in range(steps):
         opt.zero_grad()
         x = torch.where(known, start, free)
-        per_var = regression_loss(view(x), x, cols, per_variable=True)
-        # per_variable lists continuous variables first, then categorical groups
-        order = [i for i, s in enumerate(schema.variables) if not s.is_categorical] + [
-            i for i, s in enumerate(schema.variables) if s.is_categorical
-        ]
-        mask = torch.tensor([float(i in evidence_vars) for i in order])
-        loss = (per_var * mask).sum()
+        loss = (regression_loss(view(x), x, cols, per_variable=True) * on_evidence).sum()
         loss.backward()
         opt.step()
     with torch.no_grad():

@@ -46,7 +46,6 @@ class NeuralView(nn.Module):
                 layer.bias.uniform_(-bound, bound, generator=gen)
             layers.append(layer)
         self.layers = nn.ModuleList(layers)
-        self._masks: list[torch.Tensor] = []
         self.routing: list[torch.Tensor] | None = None
 
     def route(self, masks: Sequence[NDArray]) -> None:
@@ -85,13 +84,11 @@ class NeuralView(nn.Module):
         """Train only the entries marked in ``trainable`` (per layer: weight mask, bias
         mask); the others keep their values exactly (their gradients are zeroed, so
         Adam never moves them)."""
-        self._masks = []
         for layer, (wm, bm) in zip(self.layers, trainable, strict=True):
             w = torch.as_tensor(np.asarray(wm, dtype=np.float32))
             b = torch.as_tensor(np.asarray(bm, dtype=np.float32))
             layer.weight.register_hook(lambda g, m=w: g * m)
             layer.bias.register_hook(lambda g, m=b: g * m)
-            self._masks += [w, b]
 
     # ------------------------------------------------------------- transfer
     def to_arrays(self) -> dict[str, NDArray[np.float32]]:

@@ -70,6 +70,15 @@ def _snap_std(values: NDArray, spec) -> NDArray:
     return snap(values, levels)
 
 
+def _put_categories(x: NDArray[np.float32], g: slice, p: NDArray, rng: np.random.Generator) -> None:
+    """Set one-hot group ``g`` of ``x`` to a category drawn per row from ``p``."""
+    n = len(x)
+    u = rng.random((n, 1))
+    k = np.minimum((p.cumsum(axis=1) < u).sum(axis=1), p.shape[1] - 1)
+    x[:, g] = 0.0
+    x[np.arange(n), g.start + k] = 1.0
+
+
 def _redraw(
     x: NDArray[np.float32],
     raw: NDArray[np.float32],
@@ -86,11 +95,7 @@ def _redraw(
         if spec.is_categorical:
             logits = raw[:, g].astype(np.float64)
             p = np.exp(logits - logits.max(axis=1, keepdims=True))
-            p /= p.sum(axis=1, keepdims=True)
-            u = rng.random((n, 1))
-            k = np.minimum((p.cumsum(axis=1) < u).sum(axis=1), p.shape[1] - 1)
-            x[:, g] = 0.0
-            x[np.arange(n), g.start + k] = 1.0
+            _put_categories(x, g, p / p.sum(axis=1, keepdims=True), rng)
         else:
             value = raw[:, g.start] + noise[g.start] * rng.standard_normal(n)
             x[:, g.start] = _snap_std(value, spec)
@@ -190,11 +195,7 @@ def ordering_sample(
             spec, g = schema.variables[i], groups[i]
             if spec.is_categorical:
                 p = x[:, g].astype(np.float64)
-                p /= p.sum(axis=1, keepdims=True)
-                u = rng.random((len(rows), 1))
-                k = np.minimum((p.cumsum(axis=1) < u).sum(axis=1), p.shape[1] - 1)
-                x[:, g] = 0.0
-                x[np.arange(len(rows)), g.start + k] = 1.0
+                _put_categories(x, g, p / p.sum(axis=1, keepdims=True), rng)
             else:
                 u = rng.uniform(*noise, size=len(rows)) * rng.choice([-1.0, 1.0], size=len(rows))
                 value = (x[:, g.start] * spec.std + spec.mean) * (1.0 + u)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -117,7 +118,7 @@ class Schema:
         self.spec(name)
         return self._index[name]
 
-    @property
+    @cached_property
     def widths(self) -> list[int]:
         """Encoded columns per variable."""
         return [v.width for v in self.variables]
@@ -127,7 +128,7 @@ class Schema:
         """Total number of encoded columns."""
         return sum(self.widths)
 
-    @property
+    @cached_property
     def groups(self) -> list[slice]:
         """Per variable, its slice of encoded columns."""
         out, start = [], 0
@@ -184,14 +185,18 @@ class Schema:
                 out[:, g.start] = (values.astype(np.float64) - spec.mean) / spec.std
         return out
 
-    def initial(self, n: int) -> NDArray:
-        """``n`` rows of the encoded marginal means: 0 for continuous columns, the
-        category frequencies for one-hot groups (starting values for inference)."""
+    @cached_property
+    def _initial_row(self) -> NDArray:
         row = np.zeros(self.n_columns, dtype=np.float32)
         for spec, g in zip(self.variables, self.groups, strict=True):
             if spec.is_categorical:
                 row[g] = np.asarray(spec.frequencies, dtype=np.float32)
-        return np.tile(row, (n, 1))
+        return row
+
+    def initial(self, n: int) -> NDArray:
+        """``n`` rows of the encoded marginal means: 0 for continuous columns, the
+        category frequencies for one-hot groups (starting values for inference)."""
+        return np.tile(self._initial_row, (n, 1))
 
     def decode(self, encoded: NDArray, probabilities: bool = True) -> pd.DataFrame:
         """Decoded values: continuous columns back on their scale (an ordinal snapped to

@@ -103,7 +103,10 @@ class _Columns:
         self.categorical = [
             g for s, g in zip(schema.variables, schema.groups, strict=True) if s.is_categorical
         ]
-        self.n_variables = len(schema)
+        #: Variable indices in the order of ``regression_loss(..., per_variable=True)``.
+        self.order = [i for i, s in enumerate(schema.variables) if not s.is_categorical] + [
+            i for i, s in enumerate(schema.variables) if s.is_categorical
+        ]
 
 
 def output_transform(raw: torch.Tensor, schema: Schema) -> torch.Tensor:
