@@ -82,6 +82,23 @@ def run(
     regime: Annotated[
         str | None, typer.Option(help="Training regime (e.g. fcm: fcm, sfcm, local, central).")
     ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Data set (e.g. cafe: digits, mnist, fmnist, cifar10).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder with a data set's files (fmnist, cifar).")
+    ] = None,
+    dirichlet: Annotated[
+        float | None, typer.Option(help="Dirichlet alpha of the label split (cafe).")
+    ] = None,
+    cf: Annotated[
+        float | None,
+        typer.Option("--cf", help="Communication frequency: report probability (cafe)."),
+    ] = None,
+    algorithm: Annotated[
+        str | None,
+        typer.Option("--method", help="Algorithm (cafe: cafe, fedavg, fedprox, moon, fedproto)."),
+    ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="YAML/JSON file of settings.")
     ] = None,
@@ -120,7 +137,8 @@ def run(
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
     if resume is not None:
-        given = [network, clients, rounds, seed, model, regime, config, assignments]
+        given = [network, clients, rounds, seed, model, regime, dataset, data_dir, dirichlet,
+                 cf, algorithm, config, assignments]  # fmt: skip
         if any(v for v in given) or (out is not None and out != resume):
             raise ConfigError(
                 "--resume takes every setting from the run's config.json; give no other settings"
@@ -139,6 +157,11 @@ def run(
         "seed": seed,
         "model": model,
         "regime": regime,
+        "dataset": dataset,
+        "data_dir": None if data_dir is None else str(data_dir),
+        "dirichlet": dirichlet,
+        "report_rate": cf,
+        "algorithm": algorithm,
     }
     layers = [
         load_config_file(config) if config else {},
@@ -175,6 +198,12 @@ def reproduce(
     quick: Annotated[bool, typer.Option("--quick", help="Minutes instead of hours.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Results folder.")] = None,
     list_recipes: Annotated[bool, typer.Option("--list", help="List the recipes.")] = False,
+    dataset: Annotated[
+        str | None, typer.Option(help="Data set of a recipe that takes one (cafe-*).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Folder with the data set's files (fmnist, cifar).")
+    ] = None,
 ) -> None:
     """Reproduce a paper's table or figure with a named recipe."""
     from fedstruct.experiments.recipes import recipe_list, run_recipe
@@ -188,7 +217,7 @@ def reproduce(
         out_console.print(table)
         return
     folder = out or Path("results") / (recipe + ("-quick" if quick else ""))
-    report = run_recipe(recipe, quick=quick, out=folder)
+    report = run_recipe(recipe, quick=quick, out=folder, dataset=dataset, data_dir=data_dir)
     out_console.print(report.table)
     out_console.print(f"results in [bold]{folder}[/]")
 

@@ -339,3 +339,19 @@ def test_label_skew_errors() -> None:
 def test_balanced_sizes() -> None:
     assert balanced_sizes(10, 4) == [3, 3, 2, 2]
     assert sum(balanced_sizes(1234, 7)) == 1234
+
+
+def test_per_client_dirichlet_gives_even_sizes_and_skewed_classes():
+    labels = np.repeat(np.arange(10), [100, 80, 60, 50, 40, 30, 20, 15, 10, 5])
+    split = label_skew(labels, 40, alpha=0.1, seed=0, min_per_client=1, scheme="client")
+    sizes = sorted(len(c) for c in split.clients)
+    assert sizes[0] == 10 and sizes[-1] == 11  # 410 samples over 40 clients
+    everything = np.concatenate(split.clients)
+    assert np.array_equal(np.sort(everything), np.arange(410))  # each sample once
+    counts = split.client_class_counts(labels)
+    assert counts.sum(axis=0).tolist() == [100, 80, 60, 50, 40, 30, 20, 15, 10, 5]
+    assert np.mean(counts.max(axis=1) / counts.sum(axis=1)) > 0.8  # Dir(0.1): one class dominates
+    iid = label_skew(labels, 40, alpha=1000.0, seed=0, min_per_client=1, scheme="client")
+    assert np.mean(iid.client_class_counts(labels).max(axis=1) / 10.25) < 0.5
+    with pytest.raises(PartitionError, match="unknown scheme 'rows'"):
+        label_skew(labels, 4, alpha=1.0, seed=0, scheme="rows")

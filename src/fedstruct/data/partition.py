@@ -29,9 +29,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData
 from fedstruct.data.discrete import UNIFORM, SeedLike, check_sample_size, make_rng
-from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
+from fedstruct.errors import (
+    PartitionError,
+    SampleSizeError,
+    UnknownVariableError,
+    unknown_choice_message,
+)
 
 __all__ = [
+    "LABEL_SKEW_SCHEMES",
     "LabelSkewSplit",
     "Sampler",
     "VariableSplit",
@@ -578,6 +584,10 @@ def horizontal_interventions(
 
 
 # --------------------------------------------------------------- label skew
+#: How :func:`label_skew` applies the Dirichlet: per class over clients, or per client.
+LABEL_SKEW_SCHEMES = ("class", "client")
+
+
 @dataclass(frozen=True)
 class LabelSkewSplit:
     """A long-tail + Dirichlet label split.
@@ -636,8 +646,9 @@ def label_skew(
     min_per_client: int = 10,
     n_max: int | None = None,
     max_attempts: int = 1000,
+    scheme: str = "class",
 ) -> LabelSkewSplit:
-    """Long-tail class sizes, then a Dirichlet(α) split of each class over clients.
+    """Long-tail class sizes, then a Dirichlet(α) label split over clients.
 
     1. Long tail (Cao et al. 2019), only if ``imbalance_factor`` is given: class ``c``
        (sorted labels) keeps ``n_c = ⌊n_max · r^(c/(C-1))⌋`` random samples,
@@ -645,10 +656,19 @@ def label_skew(
        every class can supply its quota (``imbalance_factor = 1`` therefore balances
        the classes at ``n_max``). With ``imbalance_factor=None`` (default) every sample
        is kept.
-    2. Dirichlet split (Hsu, Qi & Brown 2019): for each class, proportions
-       ``p ~ Dir(α·1_K)``; the class's shuffled samples are cut at ``⌊cumsum(p)·n_c⌋``.
-       The whole draw is repeated until every client holds at least ``min_per_client``
-       samples, at most ``max_attempts`` times.
+    2. Dirichlet split, by ``scheme``:
+
+       * ``"class"`` (Yurochkin et al. 2019; NIID-Bench): for each class, proportions
+         ``p ~ Dir(α·1_K)`` over the clients; the class's shuffled samples are cut at
+         ``⌊cumsum(p)·n_c⌋``. Client sizes vary; the whole draw is repeated until every
+         client holds at least ``min_per_client`` samples, at most ``max_attempts``
+         times. With many clients and a small α most draws leave a client empty
+         (``Dir(0.1)`` over 100 clients gives each class to ~10 of them).
+       * ``"client"`` (Hsu, Qi & Brown 2019, §3): every client holds an even share
+         ``N/K`` (±1) of the kept samples, drawn class by class from its own
+         proportions ``q_k ~ Dir(α·p)``, ``p`` the kept class frequencies; a class
+         whose samples are used up is dropped from ``q_k`` and the rest renormalised
+         (clients are filled in a random order). No client is ever empty.
 
     Returns
     -------
@@ -696,14 +716,11 @@ def label_skew(
             f"{kept.size} kept samples cannot give {k} clients {min_per_client} each; "
             "lower min_per_client or use fewer clients"
         )
-    for attempt in range(1, max_attempts + 1):
-        buckets: list[list[NDArray[np.int64]]] = [[] for _ in range(k)]
-        for idx in per_class:
-            p = rng.dirichlet(np.full(k, float(alpha)))
-            cuts = (np.cumsum(p) * idx.size).astype(np.int64)[:-1]
-            for c, part in enumerate(np.split(rng.permutation(idx), cuts)):
-                buckets[c].append(part)
-        clients = tuple(np.sort(np.concatenate(b)).astype(np.int64) for b in buckets)
+    if scheme not in LABEL_SKEW_SCHEMES:
+        raise PartitionError(unknown_choice_message("scheme", scheme, LABEL_SKEW_SCHEMES))
+    split = _per_client if scheme == "client" else _per_class
+    for attempt in range(1, (1 if scheme == "client" else max_attempts) + 1):
+        clients = split(per_class, k, float(alpha), rng)
         if min(c.size for c in clients) >= min_per_client:
             return LabelSkewSplit(
                 classes=classes,
@@ -717,3 +734,44 @@ def label_skew(
         f"at least {min_per_client} samples; raise alpha, lower min_per_client, use fewer "
         "clients or raise max_attempts"
     )
+
+
+def _per_class(
+    per_class: list[NDArray[np.int64]], k: int, alpha: float, rng: np.random.Generator
+) -> tuple[NDArray[np.int64], ...]:
+    """Each class cut over the clients by ``Dir(α·1_K)`` (scheme ``"class"``)."""
+    buckets: list[list[NDArray[np.int64]]] = [[] for _ in range(k)]
+    for idx in per_class:
+        p = rng.dirichlet(np.full(k, alpha))
+        cuts = (np.cumsum(p) * idx.size).astype(np.int64)[:-1]
+        for c, part in enumerate(np.split(rng.permutation(idx), cuts)):
+            buckets[c].append(part)
+    return tuple(np.sort(np.concatenate(b)).astype(np.int64) for b in buckets)
+
+
+def _per_client(
+    per_class: list[NDArray[np.int64]], k: int, alpha: float, rng: np.random.Generator
+) -> tuple[NDArray[np.int64], ...]:
+    """Even client sizes, each filled from its own ``Dir(α·p)`` class mix (scheme
+    ``"client"``)."""
+    pools = [list(rng.permutation(idx)) for idx in per_class]
+    left = np.array([len(p) for p in pools], dtype=np.float64)
+    prior = left / left.sum()
+    sizes = balanced_sizes(int(left.sum()), k)
+    clients: list[NDArray[np.int64]] = [np.empty(0, dtype=np.int64)] * k
+    for client in rng.permutation(k):
+        q = rng.dirichlet(alpha * prior + 1e-12)
+        taken: list[int] = []
+        need = sizes[client]
+        while need:
+            w = q * (left > 0)
+            w = w / w.sum() if w.sum() > 0 else (left > 0) / (left > 0).sum()
+            draw = np.minimum(rng.multinomial(need, w), left.astype(np.int64))
+            for c in np.flatnonzero(draw):
+                n = int(draw[c])
+                taken += pools[c][:n]
+                del pools[c][:n]
+                left[c] -= n
+                need -= n
+        clients[client] = np.sort(np.asarray(taken, dtype=np.int64))
+    return tuple(clients)

@@ -3,6 +3,8 @@
 Importing this package registers every runnable method.
 """
 
+from fedstruct.experiments import cafe as _cafe  # noqa: F401  (registers "cafe")
+from fedstruct.experiments import cafe_recipes as _cafe_recipes  # noqa: F401  (recipes)
 from fedstruct.experiments import fcm as _fcm  # noqa: F401  (registers "fcm")
 from fedstruct.experiments import fcm_recipes as _fcm_recipes  # noqa: F401  (recipes)
 from fedstruct.experiments import fedavg as _fedavg  # noqa: F401  (registers "fedavg")

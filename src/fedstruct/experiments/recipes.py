@@ -29,11 +29,17 @@ class RecipeReport:
 
 @dataclass(frozen=True)
 class Recipe:
-    """A named, reproducible set of experiments."""
+    """A named, reproducible set of experiments.
+
+    ``options`` names the keyword options ``run`` accepts besides ``quick`` and
+    ``out`` (e.g. the CAFE recipes' ``dataset`` and ``data_dir``, for files a user
+    already has).
+    """
 
     name: str
     summary: str
-    run: Callable[[bool, Path], RecipeReport]
+    run: Callable[..., RecipeReport]
+    options: tuple[str, ...] = ()
 
 
 #: FedAvg under the participation regimes of real federations.
@@ -90,14 +96,23 @@ def recipe_list() -> list[Recipe]:
     return [_RECIPES[k] for k in sorted(_RECIPES)]
 
 
-def run_recipe(name: str, *, quick: bool, out: Path) -> RecipeReport:
-    """Run recipe ``name`` into ``out``.
+def run_recipe(name: str, *, quick: bool, out: Path, **options: object) -> RecipeReport:
+    """Run recipe ``name`` into ``out``; ``options`` that are ``None`` are not given.
 
     Raises
     ------
     ConfigError
-        For an unknown recipe (listing the valid ones).
+        For an unknown recipe (listing the valid ones), or an option the recipe does
+        not take.
     """
     if name not in _RECIPES:
         raise ConfigError(unknown_choice_message("recipe", name, _RECIPES))
-    return _RECIPES[name].run(quick, out)
+    recipe = _RECIPES[name]
+    given = {k: v for k, v in options.items() if v is not None}
+    for key in given:
+        if key not in recipe.options:
+            takes = ", ".join(f"--{o.replace('_', '-')}" for o in recipe.options) or "none"
+            raise ConfigError(
+                f"recipe {name!r} takes no --{key.replace('_', '-')} option (it takes: {takes})"
+            )
+    return recipe.run(quick, out, **given)

@@ -27,9 +27,10 @@ import torch
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl.params import set_params
 from fedstruct.methods.fedavg.client import FedAvgClient
 from fedstruct.methods.fedavg.config import FedAvgConfig
-from fedstruct.methods.fedavg.model import TabularSchema, build_model, set_params
+from fedstruct.methods.fedavg.model import TabularSchema, build_model
 from fedstruct.methods.fedavg.server import FedAvgServer
 
 __all__ = ["FedAvg", "FedAvgClient", "FedAvgConfig", "FedAvgServer", "TabularSchema"]

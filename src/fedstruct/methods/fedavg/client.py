@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl import Client, Message, handles
+from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
     TabularSchema,
     build_model,
     evaluate,
-    get_params,
-    set_params,
     train_local,
 )
 

@@ -13,7 +13,7 @@ from torch import nn
 
 from fedstruct.errors import DataError, UnknownVariableError
 
-__all__ = ["TabularSchema", "build_model", "evaluate", "get_params", "set_params", "train_local"]
+__all__ = ["TabularSchema", "build_model", "evaluate", "train_local"]
 
 
 @dataclass(frozen=True)
@@ -104,32 +104,6 @@ def build_model(schema: TabularSchema, hidden: int, seed: int) -> nn.Module:
         return nn.Sequential(
             nn.Linear(schema.n_inputs, hidden), nn.ReLU(), nn.Linear(hidden, schema.n_classes)
         )
-
-
-def get_params(model: nn.Module) -> dict[str, NDArray[np.float32]]:
-    """The model's parameters as named float32 arrays (copies)."""
-    return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-
-
-def set_params(model: nn.Module, params: Mapping[str, NDArray]) -> None:
-    """Load named arrays into the model.
-
-    Raises
-    ------
-    DataError
-        If names or shapes do not match the model.
-    """
-    own = model.state_dict()
-    if set(own) != set(params):
-        raise DataError(f"parameter names {sorted(params)} do not match the model's {sorted(own)}")
-    for k, v in params.items():
-        if tuple(own[k].shape) != tuple(np.shape(v)):
-            raise DataError(
-                f"parameter {k!r} has shape {np.shape(v)}, the model expects {tuple(own[k].shape)}"
-            )
-    model.load_state_dict(
-        {k: torch.as_tensor(np.asarray(v, dtype=np.float32)) for k, v in params.items()}
-    )
 
 
 def train_local(

@@ -10,14 +10,13 @@ from numpy.typing import NDArray
 
 from fedstruct.fl import Grid, Message, ServerAlgorithm
 from fedstruct.fl.aggregate import weighted_average
+from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.client import EVALUATE, FIT
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
     TabularSchema,
     build_model,
     evaluate,
-    get_params,
-    set_params,
 )
 
 __all__ = ["FedAvgServer", "FedAvgState"]
