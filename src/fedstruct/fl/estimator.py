@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl.backend import Backend, RunResult, run_on_backend
@@ -15,13 +16,15 @@ from fedstruct.fl.participation import Participation
 __all__ = ["FederatedEstimator"]
 
 
-class FederatedEstimator:
+class FederatedEstimator(ABC):
     """Base of the methods' scikit-learn-style estimators.
 
     A subclass sets :attr:`method` and, in ``__init__``, ``self.config`` (a
     dataclass), ``self.seed`` and ``self.participation``; it provides
-    ``make_client`` and ``make_server`` and calls :meth:`run_federation` from its
-    ``fit``.
+    ``make_client``, ``make_server`` and :meth:`learn` (what to keep from the
+    server's final state). :meth:`fit` runs the federation and calls it; a method
+    with extra inputs (e.g. a server-held test set) overrides ``fit`` to take them
+    and then calls ``super().fit``.
     """
 
     #: The method's name (checkpoint identity and progress label).
@@ -29,6 +32,67 @@ class FederatedEstimator:
     config: Any
     seed: int
     participation: Participation | None
+
+    @abstractmethod
+    def make_client(self, data: ClientData) -> Any:
+        """The client holding ``data``."""
+
+    @abstractmethod
+    def make_server(self) -> Any:
+        """A fresh server algorithm."""
+
+    @abstractmethod
+    def learn(self, state: Any) -> None:
+        """Set the learned attributes (ending in ``_``) from the server's final state.
+
+        Raises a method's errors for a run that learned nothing."""
+
+    def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:  # noqa: B027
+        """Validate the clients before any round (an optional hook: nothing by default)."""
+
+    def fit(
+        self,
+        clients: Sequence[ClientData] | Sequence[str],
+        *,
+        backend: str | Backend = "local",
+        checkpoint: Path | None = None,
+        resume: bool = False,
+        progress: bool = False,
+        stop_after: int | None = None,
+    ) -> Self:
+        """Run the method over ``clients`` and keep what it learned.
+
+        Parameters
+        ----------
+        clients
+            The clients' data (their names suffice on a deployment backend, where
+            every node holds its own data).
+        backend
+            Where to run: ``"local"``, ``"flower-sim"`` or a :class:`Backend`.
+        checkpoint
+            File for per-round checkpoints; with ``resume=True`` the run continues
+            from it.
+        progress
+            Show a progress bar.
+        stop_after
+            Stop after this round (as if interrupted).
+
+        Sets ``history_`` (per-round records), ``traffic_`` (bytes each way per round
+        and client) and the method's own attributes (:meth:`learn`).
+        """
+        self.check_clients(clients)
+        result = self.run_federation(
+            clients,
+            backend=backend,
+            checkpoint=checkpoint,
+            resume=resume,
+            progress=progress,
+            stop_after=stop_after,
+        )
+        self.history_ = result.state.history
+        self.traffic_ = result.grid.traffic
+        self.learn(result.state)
+        return self
 
     def identity(self) -> dict[str, Any]:
         """Settings outside ``config`` that change the result (default: none)."""

@@ -22,7 +22,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,7 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.data.images import LABEL, from_rows
 from fedstruct.errors import ConfigError
-from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.params import set_params
 from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis, remove_drift
 from fedstruct.methods.cafe.client import CafeClient
@@ -124,16 +123,9 @@ class CAFE(FederatedEstimator):
         return {"shape": list(self.shape), "n_classes": self.n_classes}
 
     def fit(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        test: pd.DataFrame | None = None,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> CAFE:
+        self, clients: Sequence[ClientData] | Sequence[str], *,
+        test: pd.DataFrame | None = None, **run_options: Any,
+    ) -> CAFE:  # fmt: skip
         """Run the federation over ``clients``.
 
         Parameters
@@ -142,28 +134,21 @@ class CAFE(FederatedEstimator):
             The clients' image rows (their names suffice on a deployment backend).
         test
             Server-held test rows, evaluated every ``eval_every`` rounds.
-        backend, checkpoint, resume, progress, stop_after
-            As for every estimator (:meth:`FederatedEstimator.run_federation`).
+        **run_options
+            ``backend``, ``checkpoint``, ``resume``, ``progress``, ``stop_after``
+            (:meth:`FederatedEstimator.fit`).
         """
         self._test = None if test is None else self._tensors(test)
-        result = self.run_federation(
-            clients,
-            backend=backend,
-            checkpoint=checkpoint,
-            resume=resume,
-            progress=progress,
-            stop_after=stop_after,
-        )
-        state: CafeState = result.state
-        self.history_ = state.history
-        self.traffic_ = result.grid.traffic
+        return super().fit(clients, **run_options)
+
+    def learn(self, state: CafeState) -> None:
+        """The global model (none for FedProto), ``d_g`` and the prototypes."""
         self.drift_ = state.drift_global
         self.prototypes_ = state.prototypes
         self.model_: DriftNet | None = None
         if self.config.algorithm != "fedproto":
             self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)
             set_params(self.model_, state.params)
-        return self
 
     def _tensors(self, rows: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
         if LABEL not in rows.columns:  # unlabelled rows to predict

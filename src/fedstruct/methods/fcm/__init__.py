@@ -20,8 +20,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ import pandas as pd
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
-from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fcm.client import FCMClient, LocalConceptData
 from fedstruct.methods.fcm.config import ARCHITECTURES, FEDERATED_REGIMES, REGIMES, FCMConfig
@@ -135,38 +134,19 @@ class FCM(FederatedEstimator):
         """A fresh server algorithm."""
         return FCMServer(self.config, self.task, self.cardinalities, self.seed)
 
-    def fit(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> FCM:
-        """Run F-CMs over ``clients``.
+    def learn(self, state: FCMState) -> None:
+        """The best model (by the early-stopping criterion), graph and concept space.
 
         Raises
         ------
-        UnknownVariableError
-            If a client supervises a variable outside ``cardinalities``, or its graph
-            names a variable it does not supervise.
-        DataError
-            If a client has no concept or task labels, no feature column, or invalid
-            label codes.
         ProtocolError
-            If clients have different feature columns, or no client ever answered.
+            If no client answered in any round. (During the run:
+            ``UnknownVariableError`` if a client supervises a variable outside
+            ``cardinalities`` or its graph names one it does not supervise;
+            ``DataError`` for a client without concept or task labels, without a
+            feature column, or with invalid label codes; ``ProtocolError`` if clients
+            have different feature columns.)
         """
-        result = self.run_federation(
-            clients,
-            backend=backend,
-            checkpoint=checkpoint,
-            resume=resume,
-            progress=progress,
-            stop_after=stop_after,
-        )
-        state: FCMState = result.state
         if state.spec is None or state.params is None:
             raise ProtocolError("no client answered in any round: F-CMs learned nothing")
         spec, params, best_round = state.best or (state.spec, state.params, len(state.history))
@@ -176,15 +156,12 @@ class FCM(FederatedEstimator):
         self.graph_ = state.graph if state.graph is not None else Graph.empty(spec.nodes)
         self.concepts_ = state.concepts
         self.features_ = state.features
-        self.history_ = state.history
         self.best_round_ = best_round
         self.parameter_change_ = (
             parameter_change(state.before_growth, params)
             if state.before_growth is not None
             else {"params_growth": 0.0, "params_changed_fraction": 0.0}
         )
-        self.traffic_ = result.grid.traffic
-        return self
 
     def score(self, test: pd.DataFrame, truth: Graph) -> dict[str, float]:
         """Task accuracy, concept accuracy and coverage on fully labelled ``test`` rows

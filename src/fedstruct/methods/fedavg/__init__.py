@@ -18,7 +18,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,12 +25,12 @@ import pandas as pd
 import torch
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.params import set_params
 from fedstruct.methods.fedavg.client import FedAvgClient
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import TabularSchema, build_model
-from fedstruct.methods.fedavg.server import FedAvgServer
+from fedstruct.methods.fedavg.server import FedAvgServer, FedAvgState
 
 __all__ = ["FedAvg", "FedAvgClient", "FedAvgConfig", "FedAvgServer", "TabularSchema"]
 
@@ -94,50 +93,29 @@ class FedAvg(FederatedEstimator):
 
     # Estimator --------------------------------------------------------------
     def fit(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        test: pd.DataFrame | None = None,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> FedAvg:
+        self, clients: Sequence[ClientData] | Sequence[str], *,
+        test: pd.DataFrame | None = None, **run_options: Any,
+    ) -> FedAvg:  # fmt: skip
         """Run the federation over ``clients``.
 
         Parameters
         ----------
         clients
-            The clients' data (their names suffice on a deployment backend, where
-            every node holds its own data).
+            The clients' data (their names suffice on a deployment backend).
         test
             Optional server-held test rows, evaluated after every round.
-        backend
-            Where to run: ``"local"``, ``"flower-sim"`` or a :class:`Backend`.
-        checkpoint
-            File for per-round checkpoints; with ``resume=True`` the run continues
-            from it.
-        progress
-            Show a progress bar.
-        stop_after
-            Stop after this round (as if interrupted).
+        **run_options
+            ``backend``, ``checkpoint``, ``resume``, ``progress``, ``stop_after``
+            (:meth:`FederatedEstimator.fit`).
         """
         self._test = None if test is None else self.schema.encode(test, where="test data")
-        result = self.run_federation(
-            clients,
-            backend=backend,
-            checkpoint=checkpoint,
-            resume=resume,
-            progress=progress,
-            stop_after=stop_after,
-        )
-        self.params_ = result.state.params
-        self.history_ = result.state.history
-        self.traffic_ = result.grid.traffic
+        return super().fit(clients, **run_options)
+
+    def learn(self, state: FedAvgState) -> None:
+        """The final global weights and model."""
+        self.params_ = state.params
         self.model_ = build_model(self.schema, self.config.hidden, self.seed)
         set_params(self.model_, self.params_)
-        return self
 
     @torch.no_grad()
     def predict_proba(self, rows: pd.DataFrame) -> np.ndarray:

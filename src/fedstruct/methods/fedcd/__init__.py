@@ -21,13 +21,11 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
@@ -92,43 +90,21 @@ class FedCD(FederatedEstimator):
         """A fresh server algorithm."""
         return FedCDServer(self.config)
 
-    def fit(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> FedCD:
-        """Run FED-CD over ``clients``.
+    def learn(self, state: FedCDState) -> None:
+        """The global graph, beliefs, and per-round and per-client graphs.
 
         Raises
         ------
-        DataError
-            If a client has only observational rows, no observational rows, a variable
-            with fewer than 2 categories, or non-categorical data.
-        UnknownVariableError
-            If a client intervened on a variable outside the federation's.
         ProtocolError
-            If clients hold different variables.
+            If no client answered in any round. (During the run: ``DataError`` for a
+            client with only observational or only interventional rows, a variable
+            with fewer than 2 categories or non-categorical data;
+            ``UnknownVariableError`` for an intervention outside the federation's
+            variables; ``ProtocolError`` if clients hold different variables.)
         """
-        result = self.run_federation(
-            clients,
-            backend=backend,
-            checkpoint=checkpoint,
-            resume=resume,
-            progress=progress,
-            stop_after=stop_after,
-        )
-        state: FedCDState = result.state
         if state.graph is None or state.beliefs is None:
             raise ProtocolError("no client answered in any round: FED-CD learned nothing")
         self.graph_ = state.graph
         self.beliefs_ = state.beliefs
         self.round_graphs_ = state.round_graphs
         self.client_graphs_ = state.client_graphs
-        self.history_ = state.history
-        self.traffic_ = result.grid.traffic
-        return self

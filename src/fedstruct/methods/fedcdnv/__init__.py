@@ -22,14 +22,13 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.methods.fedcdnv.client import FedCDnvClient
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.server import (
@@ -92,35 +91,20 @@ class FedCDnv(FederatedEstimator):
         """A fresh server algorithm."""
         return FedCDnvServer(self.config)
 
-    def fit(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> FedCDnv:
-        """Run the protocol over ``clients``.
+    def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
+        """Every client must share a variable with another (Assumption 2.3).
 
         Raises
         ------
         DataError
-            If a client shares no variable with any other client (Assumption 2.3),
-            has a constant column, or has data its CI test cannot use.
+            If a client shares no variable with any other client (later, a client
+            with a constant column or data its CI test cannot use).
         """
         if all(isinstance(c, ClientData) for c in clients):
             check_overlap({c.name: c.variables for c in clients})  # type: ignore[union-attr]
-        result = self.run_federation(
-            clients,
-            backend=backend,
-            checkpoint=checkpoint,
-            resume=resume,
-            progress=progress,
-            stop_after=stop_after,
-        )
-        state: FedCDnvState = result.state
+
+    def learn(self, state: FedCDnvState) -> None:
+        """The integrated PAG, its definite relations, the local PAGs and decisions."""
         assert state.aggregation is not None and state.stat is not None
         self.graph_ = state.aggregation.graph
         self.definite_graph_ = definite_graph(self.graph_, state.stat)
@@ -129,9 +113,6 @@ class FedCDnv(FederatedEstimator):
         self.initial_graph_ = state.g0
         self.local_graphs_ = {r.name: r.pag for r in state.reports.values()}
         self.decisions_ = dict(state.aggregation.decisions)
-        self.history_ = state.history
-        self.traffic_ = result.grid.traffic
-        return self
 
     @property
     def names_(self) -> tuple[str, ...]:

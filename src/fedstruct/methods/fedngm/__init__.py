@@ -24,15 +24,14 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, PrivacyViolationError
-from fedstruct.fl import Backend, FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
@@ -124,44 +123,23 @@ class FedNGM(FederatedEstimator):
         """A fresh master."""
         return FedNGMServer(self.config, self.seed, self.public)
 
-    def fit(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> FedNGM:
-        """Run FedNGM over ``clients``.
+    def learn(self, state: FedNGMState) -> None:
+        """The global NGM and graph, the client models and the shared encoding.
 
         Raises
         ------
-        ProtocolError
-            If a client shares no variable with the others (naming it), or fewer than
-            two variables are common.
         PrivacyViolationError
             If fewer clients than the release threshold contributed: nothing is
-            released.
+            released. (During the run: ``ProtocolError`` if a client shares no
+            variable with the others, naming it, or fewer than two are common.)
         """
-        result = self.run_federation(
-            clients, backend=backend, checkpoint=checkpoint, resume=resume,
-            progress=progress, stop_after=stop_after,
-        )  # fmt: skip
-        state: FedNGMState = result.state
-        self.history_ = state.history
         self.client_models_ = state.client_models
         self.schema_ = state.schema
         if state.refused:
             raise PrivacyViolationError(state.refused)
-        if state.global_model is None:
-            self.model_ = None
-            return self
         self.model_ = state.global_model
-        self.graph_ = state.graph if state.graph is not None else state.global_model.graph
-        self.traffic_ = result.grid.traffic
-        return self
+        if state.global_model is not None:
+            self.graph_ = state.graph if state.graph is not None else state.global_model.graph
 
     def personalise(self, data: ClientData, graph: Graph | None = None) -> NGM:
         """Stitch ``data``'s own variables into the global model (§2.4), as the client
