@@ -36,3 +36,17 @@ def test_quick_synthetic_run_reports_every_metric(tmp_path):
 def test_health_has_three_clients(tmp_path):
     with pytest.raises(ConfigError, match="exactly 3 clients"):
         execute("fedngm", [{"clients": 4}], tmp_path)
+
+
+def test_the_quick_tabular_recipe_writes_tables_2_to_4(tmp_path):
+    from fedstruct.experiments.recipes import run_recipe
+
+    run_recipe("fedngm-tabular", quick=True, out=tmp_path)
+    rows = {r["name"]: r for r in json.loads((tmp_path / "tables" / "results.json").read_text())}
+    assert len(rows) == 10  # 3 clients x (own, global) on their rows + 4 models on public
+    own, glob = rows["client-1 rows | client-1 NGM"], rows["client-1 rows | global NGM"]
+    assert set(own) == set(glob) and "multiclass recall_macro" in own
+    assert 0.5 < glob["binary auc"] <= 1.0
+    targets = json.loads((tmp_path / "results.json").read_text())[0]
+    assert {"worst_own_ratio", "public_wins", "stitch_gain_client-1"} <= set(targets)
+    assert (tmp_path / "stitching_gain.png").is_file()

@@ -13,6 +13,7 @@ from fedstruct.experiments import fedcd_recipes as _fedcd_recipes  # noqa: F401 
 from fedstruct.experiments import fedcdnv as _fedcdnv  # noqa: F401  (registers "fedcdnv")
 from fedstruct.experiments import fedcdnv_recipes as _fedcdnv_recipes  # noqa: F401  (recipes)
 from fedstruct.experiments import fedngm as _fedngm  # noqa: F401  (registers "fedngm")
+from fedstruct.experiments import fedngm_recipes as _fedngm_recipes  # noqa: F401  (recipes)
 from fedstruct.experiments.runs import (
     FederationSettings,
     RunContext,

@@ -197,7 +197,7 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
             },
             ctx.out / "fedngm_fidelity.png",
             title=f"Covariance error of Gibbs samples ({s.dataset})",
-            ylabel="relative L1 error",
+            ylabel="relative Frobenius error",
         )
     ]
     return RunOutcome(metrics, [dict(h) for h in model.history_], [f for f in figures if f])

@@ -41,10 +41,16 @@ def summary_arrays(summary: Mapping[str, Mapping]) -> tuple[dict, dict]:
             arrays[f"counts:{name}"] = np.asarray(entry["counts"], dtype=np.int64)
         else:
             arrays[f"moments:{name}"] = np.asarray(
-                [entry["n"], entry["mean"], entry["m2"]], dtype=np.float64
+                [entry["n"], entry["mean"], entry["m2"], entry["m3"], float(entry["nonneg"])],
+                dtype=np.float64,
             )
+            if entry["nonneg"]:
+                arrays[f"log_moments:{name}"] = np.asarray(
+                    [entry["log_mean"], entry["log_m2"], entry["log_m3"]], dtype=np.float64
+                )
             if "levels" in entry:
                 arrays[f"levels:{name}"] = np.asarray(entry["levels"], dtype=np.float64)
+                arrays[f"level_counts:{name}"] = np.asarray(entry["level_counts"], dtype=np.int64)
     config = {"variables": list(summary), "kinds": [e["kind"] for e in summary.values()]}
     return arrays, config
 
@@ -60,10 +66,15 @@ def summary_from_message(msg: Message) -> dict[str, dict]:
                 "counts": msg.arrays[f"counts:{name}"].tolist(),
             }
         else:
-            n, mean, m2 = msg.arrays[f"moments:{name}"].tolist()
-            out[name] = {"kind": kind, "n": int(n), "mean": mean, "m2": m2}
+            n, mean, m2, m3, nonneg = msg.arrays[f"moments:{name}"].tolist()
+            out[name] = {"kind": kind, "n": int(n), "mean": mean, "m2": m2, "m3": m3,
+                         "nonneg": bool(nonneg)}  # fmt: skip
+            if f"log_moments:{name}" in msg.arrays:
+                log_mean, log_m2, log_m3 = msg.arrays[f"log_moments:{name}"].tolist()
+                out[name].update(log_mean=log_mean, log_m2=log_m2, log_m3=log_m3)
             if f"levels:{name}" in msg.arrays:
                 out[name]["levels"] = msg.arrays[f"levels:{name}"].tolist()
+                out[name]["level_counts"] = msg.arrays[f"level_counts:{name}"].tolist()
     return out
 
 
@@ -72,8 +83,9 @@ def local_graph(frame: pd.DataFrame, schema: Schema, config: FedNGMConfig, seed:
     :data:`~fedstruct.methods.fedngm.config.GRAPH_METHODS` ``config.graph_method``."""
     if config.graph_method == "glasso":
         return glasso_graph(
-            frame, schema, cv=config.glasso_cv, max_rows=config.graph_max_rows, seed=seed
-        )
+            frame, schema, cv=config.glasso_cv, max_rows=config.graph_max_rows, seed=seed,
+            edge_level=config.edge_level,
+        )  # fmt: skip
     x = schema.encode(frame)
     model, _ = fit_ngm(schema, [(x, 1.0)], None, config, seed)
     return model.graph
@@ -117,7 +129,7 @@ class FedNGMClient(Client):
             + sum(config_entries(v) for v in self._describe_config.values())
             + 1
         )
-        self.own_schema = pool_summaries([summary])
+        self.own_schema = pool_summaries([summary], log_skew=config.log_skew)
         self.global_model: NGM | None = None
         self.global_graph: Graph | None = None
 

@@ -38,7 +38,7 @@ def prediction_metrics(
         The variable to predict (never used as evidence).
     train_mean
         For a continuous target: the mean to compare against (``mean_mae``,
-        ``mean_rmse``); default the schema's pooled mean.
+        ``mean_rmse``); default the schema's pooled mean (on the data's scale).
     **kwargs
         Passed to :meth:`NGM.predict` (inference method and steps).
     """
@@ -46,7 +46,7 @@ def prediction_metrics(
     y = test[target].to_numpy()
     if not spec.is_categorical:
         pred = model.predict(test, target, **kwargs)
-        mean = spec.mean if train_mean is None else float(train_mean)
+        mean = spec.scale_mean if train_mean is None else float(train_mean)
         err = pred - y
         return {
             "mae": float(np.abs(err).mean()),
@@ -77,10 +77,19 @@ def prediction_metrics(
 
 
 def covariance_error(a: np.ndarray, b: np.ndarray) -> float:
-    """``‖cov(a) - cov(b)‖₁ / ‖cov(b)‖₁`` over the columns (entry-wise L1): the relative
-    error of ``a``'s covariance against the reference ``b``'s."""
+    """``‖cov(a) - cov(b)‖_F / ‖cov(b)‖_F`` over the columns: the relative error of
+    ``a``'s covariance against the reference ``b``'s (the issue's "reproduce the data
+    covariance within 10 %").
+
+    The Frobenius norm, not an entry-wise L1 sum: with ~60 encoded columns most
+    covariances are near zero and their sampling noise would dominate an L1 sum. The
+    noise floor is what independent draws from the true distribution score: on the
+    synthetic data, 5,000 of them score ~0.08 against one client's 8,000 rows (0.07
+    against the pooled rows), so the issue's 10 % target sits close to it
+    (docs/fedngm.md).
+    """
     ca, cb = np.cov(np.asarray(a, dtype=np.float64).T), np.cov(np.asarray(b, dtype=np.float64).T)
-    return float(np.abs(ca - cb).sum() / np.abs(cb).sum())
+    return float(np.linalg.norm(ca - cb) / np.linalg.norm(cb))
 
 
 def sample_fidelity(samples: pd.DataFrame, data: pd.DataFrame, schema: Schema) -> float:

@@ -41,7 +41,9 @@ class NGM:
     adjacency
         ``(V, V)`` symmetric graph it follows (for an NGR, the graph it revealed).
     residual
-        Per encoded column, the residual standard deviation on its training data.
+        Per encoded column, the Gibbs sampler's noise scale from its training data
+        (:func:`~fedstruct.methods.fedngm.train.residual_std`: a real column's
+        residual standard deviation, an ordinal's level-distribution scale).
     n_rows
         Rows it was trained on.
     """
@@ -131,7 +133,7 @@ class NGM:
         g = self.schema.groups[self.schema.position(target)]
         if spec.is_categorical:
             return np.asarray(spec.categories)[filled[:, g].argmax(axis=1)]
-        return filled[:, g.start].astype(np.float64) * spec.std + spec.mean
+        return spec.unstandardise(filled[:, g.start])
 
     def predict_proba(
         self,
@@ -197,7 +199,7 @@ class NGM:
 
 def fit_ngm(
     schema: Schema,
-    sources: Sequence[tuple[NDArray[np.float32], float]],
+    sources: Sequence[tuple],
     adjacency: NDArray[np.bool_] | None,
     config: FedNGMConfig,
     seed: int,
@@ -210,8 +212,11 @@ def fit_ngm(
     ``units_per_variable`` each), ``"penalty"`` trains a dense view of ``hidden``
     units under eq. (1)'s path penalty.
 
-    ``sources[0]`` is the main data (client rows, or the samples of eq. 2); further
-    sources are weighted extra terms (eq. 3's public data).
+    ``sources[0]`` is the main data (client rows, or the samples of eq. 2, optionally
+    with separate soft targets: ``(x, weight, target)``, see
+    :class:`~fedstruct.methods.fedngm.train.Objective`); further sources are weighted
+    extra terms (eq. 3's public data). The sampler's noise scales come from the main
+    data's inputs.
     """
     v = len(schema)
     routed = adjacency is not None and config.constraint == "mask"

@@ -4,9 +4,11 @@ Two samplers:
 
 * ``"gibbs"`` (default): a Gibbs-style sampler. Chains start from the marginals;
   each sweep redraws every variable from the model's conditional given all others:
-  a continuous variable as its prediction plus Gaussian noise with the variable's
-  training residual standard deviation (an ordinal snapped to its nearest level),
-  a categorical one from the softmax of its logits. The variables being redrawn
+  a real variable as its prediction plus Gaussian noise with the variable's
+  training residual standard deviation, an ordinal from the distribution over its
+  levels whose mean is the prediction (its marginal level frequencies tilted,
+  :mod:`~fedstruct.methods.fedngm.levels`, with the model's calibrated scale), a
+  categorical one from the softmax of its logits. The variables being redrawn
   enter the network at their marginal means, so a residual self-path (the penalty
   makes it small, not zero) cannot feed a variable's old value into its new one.
   Variables the graph leaves
@@ -30,6 +32,7 @@ import torch
 from numpy.typing import NDArray
 
 from fedstruct.methods.fedngm.inference import infer
+from fedstruct.methods.fedngm.levels import draw_levels, level_base
 from fedstruct.methods.fedngm.network import NeuralView
 from fedstruct.methods.fedngm.schema import Schema, snap
 from fedstruct.methods.fedngm.train import mask_variables
@@ -51,12 +54,15 @@ def colour_classes(adjacency: NDArray[np.bool_]) -> list[list[int]]:
 
 def _draw_marginal(schema: Schema, n: int, rng: np.random.Generator) -> NDArray[np.float32]:
     """Encoded rows drawn independently from each variable's marginal (standard normal
-    on the standardised scale for continuous variables)."""
+    on the standardised scale for real variables)."""
     x = np.zeros((n, schema.n_columns), dtype=np.float32)
     for spec, g in zip(schema.variables, schema.groups, strict=True):
         if spec.is_categorical:
             k = rng.choice(len(spec.categories), size=n, p=np.asarray(spec.frequencies))
             x[np.arange(n), g.start + k] = 1.0
+        elif spec.kind == "ordinal" and len(spec.frequencies) == len(spec.levels) > 0:
+            p = np.asarray(spec.frequencies) / np.sum(spec.frequencies)
+            x[:, g.start] = spec.encoded_levels[rng.choice(len(p), size=n, p=p)]
         else:
             x[:, g.start] = _snap_std(rng.standard_normal(n), spec)
     return x
@@ -66,8 +72,7 @@ def _snap_std(values: NDArray, spec) -> NDArray:
     """Standardised values snapped to an ordinal's levels (others unchanged)."""
     if spec.kind != "ordinal" or not spec.levels:
         return values
-    levels = (np.asarray(spec.levels) - spec.mean) / spec.std
-    return snap(values, levels)
+    return snap(values, spec.encoded_levels)
 
 
 def _put_categories(x: NDArray[np.float32], g: slice, p: NDArray, rng: np.random.Generator) -> None:
@@ -96,9 +101,12 @@ def _redraw(
             logits = raw[:, g].astype(np.float64)
             p = np.exp(logits - logits.max(axis=1, keepdims=True))
             _put_categories(x, g, p / p.sum(axis=1, keepdims=True), rng)
+        elif spec.kind == "ordinal" and spec.levels:
+            x[:, g.start] = draw_levels(
+                raw[:, g.start], spec.encoded_levels, noise[g.start], rng, level_base(spec)
+            )
         else:
-            value = raw[:, g.start] + noise[g.start] * rng.standard_normal(n)
-            x[:, g.start] = _snap_std(value, spec)
+            x[:, g.start] = raw[:, g.start] + noise[g.start] * rng.standard_normal(n)
 
 
 def gibbs_sample(
@@ -119,8 +127,9 @@ def gibbs_sample(
     view, schema, adjacency
         The model and the graph it follows.
     residual
-        Per encoded column, the residual standard deviation of the model on its
-        training data (:func:`~fedstruct.methods.fedngm.train.residual_std`).
+        Per encoded column, the sampler's noise scale
+        (:func:`~fedstruct.methods.fedngm.train.residual_std`): a real column's
+        residual standard deviation, an ordinal's level-distribution scale.
     n, burn_in, seed
         Number of samples (chains), sweeps per chain, seed.
     chromatic
@@ -186,8 +195,7 @@ def ordering_sample(
             x[:, g] = 0.0
             x[np.arange(len(rows)), g.start + k] = 1.0
         else:
-            lo = (min(first.levels) - first.mean) / first.std if first.levels else -2.0
-            hi = (max(first.levels) - first.mean) / first.std if first.levels else 2.0
+            lo, hi = (first.encoded_levels[[0, -1]] if first.levels else (-2.0, 2.0))
             x[:, g.start] = _snap_std(rng.uniform(lo, hi, size=len(rows)), first)
         known[g] = True
         for i in order[1:]:
@@ -198,8 +206,10 @@ def ordering_sample(
                 _put_categories(x, g, p / p.sum(axis=1, keepdims=True), rng)
             else:
                 u = rng.uniform(*noise, size=len(rows)) * rng.choice([-1.0, 1.0], size=len(rows))
-                value = (x[:, g.start] * spec.std + spec.mean) * (1.0 + u)
-                x[:, g.start] = _snap_std((value - spec.mean) / spec.std, spec)
+                value = spec.unstandardise(x[:, g.start]) * (1.0 + u)
+                if spec.transform == "log1p":
+                    value = np.maximum(value, 0.0)
+                x[:, g.start] = _snap_std(spec.standardise(value), spec)
             known[g] = True
         out[rows] = x
     return out

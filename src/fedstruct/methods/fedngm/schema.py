@@ -7,9 +7,15 @@ built by the master from per-client summaries (counts, means, variances, the set
 categories and their counts; never rows), so that encoded columns line up.
 
 Kinds: ``real`` and ``ordinal`` are continuous columns, standardised with the pooled
-mean and standard deviation (an ordinal keeps its set of levels, to which sampled
-values are snapped); ``binary`` and ``categorical`` are integer codes encoded one-hot
+mean and standard deviation (an ordinal keeps its set of levels, over which sampled
+values are drawn); ``binary`` and ``categorical`` are integer codes encoded one-hot
 over the union of the categories any client has.
+
+A strongly right-skewed non-negative continuous variable (a count such as doctor
+visits) can be modelled on the ``log1p`` scale (:data:`TRANSFORMS`): the master picks
+the transform from pooled aggregates (:func:`pool_summaries`, ``log_skew``), every
+model encodes ``log(1 + x)`` standardised, and decoding, predictions and samples go
+back to the data's scale with ``exp(z) - 1``.
 """
 
 from __future__ import annotations
@@ -28,15 +34,20 @@ __all__ = [
     "CATEGORICAL_KINDS",
     "CONTINUOUS_KINDS",
     "KINDS",
+    "TRANSFORMS",
     "Schema",
     "VariableSpec",
     "pool_summaries",
+    "pooled_moments",
+    "skewness",
     "summarise",
 ]
 
 CONTINUOUS_KINDS = ("real", "ordinal")
 CATEGORICAL_KINDS = ("binary", "categorical")
 KINDS = CONTINUOUS_KINDS + CATEGORICAL_KINDS
+#: Transforms of a continuous variable before standardisation: none or ``log(1 + x)``.
+TRANSFORMS = ("", "log1p")
 
 
 @dataclass(frozen=True)
@@ -48,13 +59,19 @@ class VariableSpec:
     name, kind
         The variable and its kind (:data:`KINDS`).
     mean, std
-        Standardisation of a continuous variable.
+        Standardisation of a continuous variable (of its transformed values).
     levels
-        An ordinal's sorted level values.
+        An ordinal's sorted level values (on the data's scale).
     categories
         A categorical's codes, sorted (the one-hot columns, in order).
     frequencies
-        Marginal frequency of each category (initial values for inference).
+        Marginal frequency of each category (initial values for inference), or of
+        each ordinal level (the base measure of its Gibbs draws).
+    transform
+        ``""`` or ``"log1p"`` (:data:`TRANSFORMS`): what is standardised.
+    data_mean
+        Mean of a continuous variable on the data's scale (``None``: ``mean``, i.e.
+        no transform); the "predict the mean" baseline.
     """
 
     name: str
@@ -64,6 +81,15 @@ class VariableSpec:
     levels: tuple[float, ...] = ()
     categories: tuple[int, ...] = ()
     frequencies: tuple[float, ...] = ()
+    transform: str = ""
+    data_mean: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.transform not in TRANSFORMS:
+            raise ConfigError(
+                f"variable {self.name!r} has transform {self.transform!r}; use one of "
+                f"{list(TRANSFORMS)}"
+            )
 
     @property
     def is_categorical(self) -> bool:
@@ -74,6 +100,31 @@ class VariableSpec:
     def width(self) -> int:
         """Number of encoded columns."""
         return len(self.categories) if self.is_categorical else 1
+
+    @property
+    def scale_mean(self) -> float:
+        """The mean on the data's scale."""
+        return self.mean if self.data_mean is None else self.data_mean
+
+    def transformed(self, values: NDArray) -> NDArray[np.float64]:
+        """``values`` on the modelled scale (``log(1 + x)`` or unchanged), unstandardised."""
+        v = np.asarray(values, dtype=np.float64)
+        return np.log1p(v) if self.transform == "log1p" else v
+
+    def standardise(self, values: NDArray) -> NDArray[np.float64]:
+        """A continuous variable's data values to its encoded column."""
+        return (self.transformed(values) - self.mean) / self.std
+
+    def unstandardise(self, encoded: NDArray) -> NDArray[np.float64]:
+        """Inverse of :meth:`standardise`: encoded values back on the data's scale (a
+        ``log1p`` variable is non-negative, so ``exp(z) - 1`` is clipped at 0)."""
+        v = np.asarray(encoded, dtype=np.float64) * self.std + self.mean
+        return np.maximum(np.expm1(v), 0.0) if self.transform == "log1p" else v
+
+    @property
+    def encoded_levels(self) -> NDArray[np.float64]:
+        """An ordinal's levels on the encoded scale (sorted; empty for other kinds)."""
+        return self.standardise(np.asarray(self.levels, dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -182,7 +233,12 @@ class Schema:
             if spec.is_categorical:
                 out[:, g] = one_hot(values, spec)
             else:
-                out[:, g.start] = (values.astype(np.float64) - spec.mean) / spec.std
+                if spec.transform == "log1p" and (values < 0).any():
+                    raise DataError(
+                        f"variable {name!r} is modelled as log(1 + x) but has negative value "
+                        f"{float(values[values < 0][0])!r}; give non-negative values"
+                    )
+                out[:, g.start] = spec.standardise(values)
         return out
 
     @cached_property
@@ -210,7 +266,7 @@ class Schema:
             if spec.is_categorical:
                 cols[spec.name] = np.asarray(spec.categories)[block.argmax(axis=1)]
             else:
-                value = block[:, 0] * spec.std + spec.mean
+                value = spec.unstandardise(block[:, 0])
                 if spec.kind == "ordinal" and spec.levels:
                     value = snap(value, spec.levels)
                 cols[spec.name] = value
@@ -228,6 +284,8 @@ class Schema:
                 "levels": list(v.levels),
                 "categories": list(v.categories),
                 "frequencies": list(v.frequencies),
+                "transform": v.transform,
+                "data_mean": v.data_mean,
             }
             for v in self.variables
         ]
@@ -245,15 +303,20 @@ class Schema:
                     levels=tuple(float(x) for x in d["levels"]),
                     categories=tuple(int(x) for x in d["categories"]),
                     frequencies=tuple(float(x) for x in d["frequencies"]),
+                    transform=str(d.get("transform", "")),
+                    data_mean=None if d.get("data_mean") is None else float(d["data_mean"]),
                 )
                 for d in data
             )
         )
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, kinds: Mapping[str, str]) -> Schema:
-        """The schema of one data set (its own summaries pooled alone)."""
-        return pool_summaries([summarise(frame, kinds)])
+    def from_frame(
+        cls, frame: pd.DataFrame, kinds: Mapping[str, str], *, log_skew: float | None = None
+    ) -> Schema:
+        """The schema of one data set (its own summaries pooled alone; ``log_skew`` as
+        in :func:`pool_summaries`)."""
+        return pool_summaries([summarise(frame, kinds)], log_skew=log_skew)
 
 
 def snap(values: NDArray, levels: Sequence[float]) -> NDArray:
@@ -291,9 +354,14 @@ def one_hot(values: NDArray, spec: VariableSpec) -> NDArray:
 
 
 def summarise(frame: pd.DataFrame, kinds: Mapping[str, str]) -> dict[str, dict]:
-    """A client's aggregate statistics per variable (no rows): count, mean and sum of
-    squared deviations of a continuous column, the levels of an ordinal, the count of
-    each category of a categorical one.
+    """A client's aggregate statistics per variable (no rows).
+
+    A continuous column gives its count ``n``, mean, sums of squared and cubed
+    deviations ``m2``, ``m3``, whether all values are non-negative (``nonneg``) and,
+    if so, the same moments of ``log(1 + x)`` (``log_mean``, ``log_m2``, ``log_m3``:
+    what the master needs to choose and standardise the ``log1p`` transform); an
+    ordinal also its levels and their counts. A categorical column gives the count
+    of each category.
 
     Raises
     ------
@@ -324,22 +392,66 @@ def summarise(frame: pd.DataFrame, kinds: Mapping[str, str]) -> dict[str, dict]:
             out[name] = {"kind": kind, "categories": cats.tolist(), "counts": counts.tolist()}
         else:
             v = values.astype(np.float64)
+            dev = v - v.mean()
             entry = {"kind": kind, "n": len(v), "mean": float(v.mean()),
-                     "m2": float(((v - v.mean()) ** 2).sum())}  # fmt: skip
+                     "m2": float((dev**2).sum()), "m3": float((dev**3).sum()),
+                     "nonneg": bool((v >= 0).all())}  # fmt: skip
+            if entry["nonneg"]:
+                lv = np.log1p(v)
+                ldev = lv - lv.mean()
+                entry["log_mean"] = float(lv.mean())
+                entry["log_m2"] = float((ldev**2).sum())
+                entry["log_m3"] = float((ldev**3).sum())
             if kind == "ordinal":
-                entry["levels"] = np.unique(v).tolist()
+                levels, counts = np.unique(v, return_counts=True)
+                entry["levels"], entry["level_counts"] = levels.tolist(), counts.tolist()
             out[name] = entry
     return out
 
 
+def pooled_moments(
+    parts: Sequence[tuple[float, float, float, float]],
+) -> tuple[float, float, float, float]:
+    """``(n, mean, m2, m3)`` of the union of groups given as ``(n, mean, m2, m3)``
+    (sums of squared and cubed deviations from each group's mean).
+
+    With ``d_k = mean_k - mean``: ``m2 = Σ m2_k + n_k d_k²`` (Chan, Golub & LeVeque
+    1979) and ``m3 = Σ m3_k + 3 d_k m2_k + n_k d_k³`` (expand ``(x - mean_k + d_k)³``;
+    the pairwise form is Pébay 2008, eq. 2.7).
+    """
+    n = sum(p[0] for p in parts)
+    mean = sum(p[0] * p[1] for p in parts) / n
+    m2 = m3 = 0.0
+    for nk, mk, m2k, m3k in parts:
+        d = mk - mean
+        m2 += m2k + nk * d * d
+        m3 += m3k + 3.0 * d * m2k + nk * d**3
+    return float(n), float(mean), float(m2), float(m3)
+
+
+def skewness(n: float, m2: float, m3: float) -> float:
+    """The moment coefficient of skewness ``(m3 / n) / (m2 / n)^{3/2}`` (0 for a
+    constant)."""
+    return float((m3 / n) / (m2 / n) ** 1.5) if m2 > 0 else 0.0
+
+
 def pool_summaries(
-    summaries: Sequence[Mapping[str, Mapping]], names: Sequence[str] | None = None
+    summaries: Sequence[Mapping[str, Mapping]],
+    names: Sequence[str] | None = None,
+    *,
+    log_skew: float | None = None,
 ) -> Schema:
     """The federation's schema from client summaries (:func:`summarise`).
 
     Continuous: the pooled mean and standard deviation (Chan et al. 1979's parallel
-    variance). Ordinal levels and categories: the union over clients (value sets may
-    differ between clients, §2 "Data Setup"); category frequencies pooled.
+    variance, :func:`pooled_moments`). Ordinal levels and categories: the union over
+    clients (value sets may differ between clients, §2 "Data Setup"); category and
+    level frequencies pooled. A continuous variable that is non-negative at every client,
+    whose pooled skewness exceeds ``log_skew`` and whose ``log(1 + x)`` has a
+    skewness below ``log_skew`` in absolute value is modelled as ``log(1 + x)``,
+    standardised with the pooled moments of ``log(1 + x)``: a heavy right tail (a
+    count of visits: 4.8, then 0.5) is transformed, a rare positive value (a mostly
+    zero 0/1 indicator: 2.3, then 2.3) is not.
 
     Parameters
     ----------
@@ -348,6 +460,8 @@ def pool_summaries(
     names
         The variables to keep, in order (default: those of the first summary that
         every client has).
+    log_skew
+        Skewness threshold of the ``log1p`` transform (above); ``None``: never.
 
     Raises
     ------
@@ -377,12 +491,34 @@ def pool_summaries(
                 name, kind, categories=cats, frequencies=tuple(total[c] / n for c in cats)
             ))  # fmt: skip
         else:
-            n = sum(e["n"] for e in entries)
-            mean = sum(e["n"] * e["mean"] for e in entries) / n
-            m2 = sum(e["m2"] + e["n"] * (e["mean"] - mean) ** 2 for e in entries)
-            std = float(np.sqrt(m2 / n)) if m2 > 0 else 1.0
-            levels: tuple[float, ...] = ()
-            if kind == "ordinal":
-                levels = tuple(sorted({float(x) for e in entries for x in e["levels"]}))
-            specs.append(VariableSpec(name, kind, mean=float(mean), std=std, levels=levels))
+            specs.append(_continuous_spec(name, kind, entries, log_skew))
     return Schema(tuple(specs))
+
+
+def _continuous_spec(
+    name: str, kind: str, entries: Sequence[Mapping], log_skew: float | None
+) -> VariableSpec:
+    """A real or ordinal variable's spec from its client summaries (see
+    :func:`pool_summaries`)."""
+    n, mean, m2, m3 = pooled_moments([(e["n"], e["mean"], e["m2"], e["m3"]) for e in entries])
+    levels: tuple[float, ...] = ()
+    frequencies: tuple[float, ...] = ()
+    if kind == "ordinal":
+        total: dict[float, int] = {}
+        for e in entries:
+            for level, k in zip(e["levels"], e["level_counts"], strict=True):
+                total[float(level)] = total.get(float(level), 0) + int(k)
+        levels = tuple(sorted(total))
+        frequencies = tuple(total[x] / n for x in levels)
+    if log_skew is not None and all(e["nonneg"] for e in entries):
+        _, log_mean, log_m2, log_m3 = pooled_moments(
+            [(e["n"], e["log_mean"], e["log_m2"], e["log_m3"]) for e in entries]
+        )
+        if skewness(n, m2, m3) > log_skew > abs(skewness(n, log_m2, log_m3)):
+            log_std = float(np.sqrt(log_m2 / n)) if log_m2 > 0 else 1.0
+            return VariableSpec(name, kind, mean=log_mean, std=log_std, levels=levels,
+                                frequencies=frequencies, transform="log1p",
+                                data_mean=mean)  # fmt: skip
+    std = float(np.sqrt(m2 / n)) if m2 > 0 else 1.0
+    return VariableSpec(name, kind, mean=float(mean), std=std, levels=levels,
+                        frequencies=frequencies)  # fmt: skip

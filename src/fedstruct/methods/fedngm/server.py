@@ -31,8 +31,10 @@ from fedstruct.methods.fedngm.client import (
 )
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.model import NGM, fit_ngm
+from fedstruct.methods.fedngm.sampling import colour_classes
 from fedstruct.methods.fedngm.schema import Schema, pool_summaries
 from fedstruct.methods.fedngm.structure import merge_graphs
+from fedstruct.methods.fedngm.train import conditional_targets
 from fedstruct.privacy.release import ReleaseThreshold
 
 __all__ = ["FedNGMServer", "FedNGMState", "common_variables", "sample_counts"]
@@ -146,7 +148,9 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
             raise ProtocolError("no client answered the describe request")
         summaries = {grid.node_name(k): summary_from_message(r) for k, r in replies.items()}
         common = common_variables({k: list(s) for k, s in summaries.items()})
-        schema = pool_summaries([summaries[k] for k in sorted(summaries)], common)
+        schema = pool_summaries(
+            [summaries[k] for k in sorted(summaries)], common, log_skew=self.config.log_skew
+        )
         state.schema = schema
         state.history.append({"round": rnd, "phase": "describe", "clients": len(replies),
                               "common": len(common)})  # fmt: skip
@@ -196,18 +200,28 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
     def distil(
         self, schema: Schema, models: dict[str, NGM], graph: Graph | None
     ) -> tuple[NGM, dict[str, float]]:
-        """The global model from samples of the client models (Fig. 3, eq. 2-3)."""
+        """The global model from samples of the client models (Fig. 3, eq. 2-3); with
+        ``soft_targets``, each sample's targets are its client model's conditional
+        expectations (:func:`~fedstruct.methods.fedngm.train.conditional_targets`)."""
         rows = {k: m.n_rows for k, m in models.items()}
         total = self.config.samples or sum(rows.values())
         counts = sample_counts(rows, total, self.config.allocation)
-        parts = [
-            models[k].sample_encoded(
+        parts, targets = [], []
+        for i, k in enumerate(sorted(models)):
+            if counts[k] == 0:
+                continue
+            m = models[k]
+            x = m.sample_encoded(
                 counts[k], seed=self.seed * 7919 + i, sampler=self.config.sampler,
                 burn_in=self.config.burn_in,
-            )
-            for i, k in enumerate(sorted(models)) if counts[k] > 0
-        ]  # fmt: skip
-        sources = [(np.concatenate(parts), 1.0)]
+            )  # fmt: skip
+            parts.append(x)
+            if self.config.soft_targets:
+                targets.append(conditional_targets(m.view, schema, x, colour_classes(m.adjacency)))
+        samples = np.concatenate(parts)
+        sources: list[tuple] = [(samples, 1.0)]
+        if targets:
+            sources = [(samples, 1.0, np.concatenate(targets))]
         if self.public is not None and self.config.public_weight > 0:
             sources.append((schema.encode(self.public, schema.names), self.config.public_weight))
         adjacency = graph.adjacency() if graph is not None else None

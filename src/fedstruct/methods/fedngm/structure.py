@@ -2,12 +2,19 @@
 
 Graph recovery is pluggable. The default is scikit-learn's ``GraphicalLassoCV``
 (METHODS.md: as accurate as uGLAD on these data, 500x faster) on a documented
-transform of mixed data: continuous columns standardised, each categorical variable
-one-hot encoded without its most frequent category (the dropped column is the sum
-of the others' complement, so keeping it would make the covariance singular), every
-column standardised; two variables are adjacent when any entry of the precision
-matrix between their column blocks is non-zero. The NGR alternative fits a Neural
-Graph Revealer (eq. 5) and keeps the strongest symmetrised paths.
+transform of mixed data: continuous columns (after the schema's ``log1p`` transform,
+if any), each categorical variable one-hot encoded without its most frequent
+category (the dropped column is the sum of the others' complement, so keeping it
+would make the covariance singular), every column standardised. Two variables are
+adjacent when an entry of the precision matrix between their column blocks is
+non-zero and, with ``edge_level`` set, its partial correlation passes Drton &
+Perlman's (2004) simultaneous Fisher-z test (:func:`partial_correlation_threshold`).
+The cross-validated penalty is chosen for prediction, not selection, and is small on
+thousands of rows: on the 30-variable mixed data each client keeps ~450 of the
+~1,770 column pairs and the union of three client graphs has 310 of the 351
+possible edges (18 true ones); the test keeps the strong partial correlations only.
+The NGR alternative fits a Neural Graph Revealer (eq. 5) and keeps the strongest
+symmetrised paths.
 
 Merge (§2.1): "the nodes of the graph only contain the intersection of features
 present in the clients' graphs [...] the union of all the edges of the local graphs".
@@ -27,7 +34,7 @@ from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm.schema import Schema
 
-__all__ = ["glasso_design", "glasso_graph", "merge_graphs"]
+__all__ = ["glasso_design", "glasso_graph", "merge_graphs", "partial_correlation_threshold"]
 
 #: A precision entry counts as non-zero above this magnitude.
 PRECISION_TOLERANCE = 1e-6
@@ -45,7 +52,7 @@ def glasso_design(frame: pd.DataFrame, schema: Schema) -> tuple[NDArray, NDArray
                 blocks.append((values == c).astype(np.float64))
                 owner.append(i)
         else:
-            blocks.append(values.astype(np.float64))
+            blocks.append(spec.transformed(values))
             owner.append(i)
     if not blocks:
         return np.zeros((len(frame), 0)), np.zeros(0, dtype=np.int64)
@@ -56,13 +63,38 @@ def glasso_design(frame: pd.DataFrame, schema: Schema) -> tuple[NDArray, NDArray
     return x, np.asarray(owner, dtype=np.int64)[keep]
 
 
+def partial_correlation_threshold(n_rows: int, n_columns: int, level: float) -> float:
+    """The smallest ``|partial correlation|`` that Fisher's z test rejects at family-wise
+    ``level`` over all column pairs (Drton & Perlman 2004, §3: ``√(n - p - 1) ·
+    |atanh ρ| > Φ⁻¹(1 - level / (2m))`` with ``m = p(p - 1)/2`` pairs, Bonferroni).
+
+    Returns 1 (nothing passes) when there are too few rows for the test.
+    """
+    from scipy.stats import norm
+
+    dof = n_rows - n_columns - 1
+    if dof < 1:
+        return 1.0
+    pairs = max(1, n_columns * (n_columns - 1) // 2)
+    z = float(norm.isf(level / (2.0 * pairs)))
+    return float(np.tanh(z / np.sqrt(dof)))
+
+
 def glasso_graph(
-    frame: pd.DataFrame, schema: Schema, *, cv: int, max_rows: int, seed: int
+    frame: pd.DataFrame,
+    schema: Schema,
+    *,
+    cv: int,
+    max_rows: int,
+    seed: int,
+    edge_level: float | None = None,
 ) -> Graph:
     """The conditional-independence graph of ``frame``'s variables by GraphicalLassoCV.
 
     At most ``max_rows`` rows (a seeded subsample) are used; a variable constant in
-    the data gets no edge.
+    the data gets no edge. With ``edge_level``, a precision entry counts only when its
+    partial correlation ``-P_ij / √(P_ii P_jj)`` exceeds
+    :func:`partial_correlation_threshold` (module docstring).
     """
     from sklearn.covariance import GraphicalLassoCV
 
@@ -76,7 +108,12 @@ def glasso_graph(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
-        nz = np.abs(model.precision_) > PRECISION_TOLERANCE
+        precision = model.precision_
+        nz = np.abs(precision) > PRECISION_TOLERANCE
+        if edge_level is not None:
+            d = np.sqrt(np.diag(precision))
+            partial = -precision / np.outer(d, d)
+            nz &= np.abs(partial) > partial_correlation_threshold(len(x), x.shape[1], edge_level)
         np.fill_diagonal(nz, False)
         rows, cols = np.nonzero(nz)
         adj[owner[rows], owner[cols]] = True

@@ -23,12 +23,14 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from fedstruct.methods.fedngm.levels import level_base, level_scale
 from fedstruct.methods.fedngm.network import NeuralView, group_matrix, variable_paths
 from fedstruct.methods.fedngm.schema import Schema
 
 __all__ = [
     "Objective",
     "Structure",
+    "conditional_targets",
     "fit_view",
     "mask_variables",
     "output_transform",
@@ -86,9 +88,14 @@ class Structure:
 
 @dataclass(frozen=True)
 class Objective:
-    """What :func:`fit_view` minimises: weighted regression sources plus a structure."""
+    """What :func:`fit_view` minimises: weighted regression sources plus a structure.
 
-    sources: Sequence[tuple[NDArray[np.float32], float]]
+    A source is ``(x, weight)``, whose rows are both the inputs and the targets of the
+    regression (eq. 1-3), or ``(x, weight, target)`` with separate targets of the same
+    shape (soft targets for the distillation, :func:`conditional_targets`).
+    """
+
+    sources: Sequence[tuple]
     structure: Structure
 
 
@@ -165,22 +172,25 @@ def fit_view(
     cols = _Columns(schema)
     groups = group_matrix(schema.widths)
     train_sets, held_sets, weights = [], [], []
-    for x, w in objective.sources:
-        x = torch.as_tensor(np.asarray(x, dtype=np.float32))
-        order = rng.permutation(len(x))
+    for source in objective.sources:
+        x = torch.as_tensor(np.asarray(source[0], dtype=np.float32))
+        t = x if len(source) < 3 else torch.as_tensor(np.asarray(source[2], dtype=np.float32))
+        order = torch.from_numpy(rng.permutation(len(x)))
         n_val = round(validation_fraction * len(x))
         n_val = n_val if 0 < n_val < len(x) - 1 else 0
-        held_sets.append(x[order[:n_val]])
-        train_sets.append(x[order[n_val:]])
-        weights.append(float(w))
+        held_sets.append((x[order[:n_val]], t[order[:n_val]]))
+        train_sets.append((x[order[n_val:]], t[order[n_val:]]))
+        weights.append(float(source[1]))
     params = [p for p in view.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=learning_rate)
-    main = train_sets[0]
+    main = train_sets[0][0]
     n_batches = max(1, int(np.ceil(len(main) / batch_size)))
 
-    def objective_value(sets: list[torch.Tensor]) -> tuple[float, float]:
+    def objective_value(sets: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[float, float]:
         with torch.no_grad():
-            reg = [regression_loss(view(x), x, cols) if len(x) else torch.zeros(()) for x in sets]
+            reg = [
+                regression_loss(view(x), t, cols) if len(x) else torch.zeros(()) for x, t in sets
+            ]
             total = sum(w * r for w, r in zip(weights, reg, strict=True))
             struct = objective.structure.value(variable_paths(view, groups))
         return float(total + struct), float(reg[0])
@@ -189,11 +199,11 @@ def fit_view(
     best = (np.inf, None, 0, 0.0)
     epoch = 0
     for epoch in range(1, epochs + 1):
-        perms = [torch.randperm(len(x), generator=gen) for x in train_sets]
+        perms = [torch.randperm(len(x), generator=gen) for x, _ in train_sets]
         for b in range(n_batches):
             opt.zero_grad()
             loss = torch.zeros(())
-            for k, (x, w) in enumerate(zip(train_sets, weights, strict=True)):
+            for k, ((x, t), w) in enumerate(zip(train_sets, weights, strict=True)):
                 if not len(x):
                     continue
                 if k == 0:
@@ -201,8 +211,7 @@ def fit_view(
                 else:
                     start = (b * batch_size) % len(x)
                     idx = perms[k][start : start + batch_size]
-                batch = x[idx]
-                loss = loss + w * regression_loss(view(batch), batch, cols)
+                loss = loss + w * regression_loss(view(x[idx]), t[idx], cols)
             loss = loss + objective.structure.value(variable_paths(view, groups))
             loss.backward()
             opt.step()
@@ -227,11 +236,40 @@ def mask_variables(x: torch.Tensor, schema: Schema, variables: Sequence[int]) ->
     return out
 
 
+def conditional_targets(
+    view: NeuralView, schema: Schema, x: NDArray[np.float32], classes: Sequence[Sequence[int]]
+) -> NDArray[np.float32]:
+    """Per row of ``x`` and variable, the model's conditional expectation given the
+    other variables: a continuous variable's prediction, a categorical one's softmax
+    probabilities (each class of ``classes`` predicted with its own inputs reset to
+    their means, as the Gibbs sampler predicts it).
+
+    As distillation targets for samples ``x`` of this model (``soft_targets``), they
+    give the expected regression loss of eq. (2) over the model's conditional draw, up
+    to a constant: squared error ``E(x_i - f)² = (E x_i - f)² + Var x_i``,
+    cross-entropy ``E[-log f_{x_i}] = -Σ_c p_c log f_c``. The minimiser is the same,
+    the gradient noise of the drawn values is gone (Rao-Blackwellisation; the
+    soft targets of Hinton, Vinyals & Dean 2015).
+    """
+    out = np.array(x, dtype=np.float32, copy=True)
+    xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    with torch.no_grad():
+        for cls in classes:
+            pred = output_transform(view(mask_variables(xt, schema, cls)), schema).numpy()
+            for i in cls:
+                g = schema.groups[i]
+                out[:, g] = pred[:, g]
+    return out
+
+
 def residual_std(
     view: NeuralView, schema: Schema, x: NDArray[np.float32], classes: Sequence[Sequence[int]]
 ) -> NDArray:
-    """Per encoded column, the standard deviation of ``x - f(x)`` (0 for one-hot
-    columns): the residual noise the Gibbs sampler adds to a continuous variable.
+    """Per encoded column, the noise scale of the Gibbs sampler (0 for one-hot
+    columns): for a real variable the standard deviation of ``x - f(x)``, the
+    residual noise the sampler adds; for an ordinal with levels the scale of its
+    level distribution, calibrated so that its average variance is the mean squared
+    residual (:func:`~fedstruct.methods.fedngm.levels.level_scale`).
 
     Each variable is predicted with the inputs of its class in ``classes`` (mutually
     non-adjacent variables, :func:`~fedstruct.methods.fedngm.sampling.colour_classes`)
@@ -244,6 +282,11 @@ def residual_std(
             pred = view(mask_variables(xt, schema, cls))
             for i in cls:
                 spec, g = schema.variables[i], schema.groups[i]
-                if not spec.is_categorical:
+                if spec.kind == "ordinal" and spec.levels:
+                    out[g.start] = level_scale(
+                        pred[:, g.start].numpy(), xt[:, g.start].numpy(), spec.encoded_levels,
+                        level_base(spec),
+                    )  # fmt: skip
+                elif not spec.is_categorical:
                     out[g.start] = float((pred[:, g.start] - xt[:, g.start]).std(unbiased=False))
     return out
