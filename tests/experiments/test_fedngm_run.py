@@ -44,7 +44,7 @@ def test_the_quick_tabular_recipe_writes_tables_2_to_4(tmp_path):
     run_recipe("fedngm-tabular", quick=True, out=tmp_path)
     rows = {r["name"]: r for r in json.loads((tmp_path / "tables" / "results.json").read_text())}
     assert len(rows) == 10  # 3 clients x (own, global) on their rows + 4 models on public
-    own, glob = rows["client-1 rows | client-1 NGM"], rows["client-1 rows | global NGM"]
+    own, glob = rows["client-1 rows: client-1 NGM"], rows["client-1 rows: global NGM"]
     assert set(own) == set(glob) and "multiclass recall_macro" in own
     assert 0.5 < glob["binary auc"] <= 1.0
     targets = json.loads((tmp_path / "results.json").read_text())[0]

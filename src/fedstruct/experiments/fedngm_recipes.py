@@ -48,7 +48,7 @@ def _rows(metrics_by_seed: list[dict[str, float]]) -> tuple[list[dict[str, Any]]
     models.sort(key=lambda m: (m[0] == "public rows", m[0]))
     rows = []
     for test, model, label in models:
-        row: dict[str, Any] = {"name": f"{test} | {model}"}
+        row: dict[str, Any] = {"name": f"{test}: {model}"}
         for kind, ms in COLUMNS.items():
             for m in ms:
                 values = [r[f"{kind}_{label}_{m}"] for r in metrics_by_seed
