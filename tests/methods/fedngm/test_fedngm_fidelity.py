@@ -7,6 +7,8 @@ import pytest
 import scipy.stats
 import torch
 
+from fedstruct.data.mixed import make_mixed_data
+from fedstruct.data.tabular import synthetic_federation
 from fedstruct.errors import ConfigError, DataError
 from fedstruct.fl import Message
 from fedstruct.methods.fedngm.client import summary_arrays, summary_from_message
@@ -22,7 +24,11 @@ from fedstruct.methods.fedngm.schema import (
     skewness,
     summarise,
 )
-from fedstruct.methods.fedngm.structure import glasso_graph, partial_correlation_threshold
+from fedstruct.methods.fedngm.structure import (
+    glasso_graph,
+    partial_correlation_threshold,
+    sample_partial_correlations,
+)
 from fedstruct.methods.fedngm.train import Objective, Structure, conditional_targets, fit_view
 
 
@@ -123,8 +129,7 @@ def test_pooled_moments_and_skewness_equal_those_of_the_pooled_rows():
     parts = [rng.gamma(2.0, 1.0, n) + k for k, n in enumerate((50, 200, 75))]
     whole = np.concatenate(parts)
     summary = [
-        (len(p), p.mean(), ((p - p.mean()) ** 2).sum(), ((p - p.mean()) ** 3).sum())
-        for p in parts
+        (len(p), p.mean(), ((p - p.mean()) ** 2).sum(), ((p - p.mean()) ** 3).sum()) for p in parts
     ]
     n, mean, m2, m3 = pooled_moments(summary)
     assert (n, mean) == (325, pytest.approx(whole.mean(), rel=1e-12))
@@ -232,6 +237,38 @@ def test_the_edge_test_keeps_the_chain_and_drops_what_cv_glasso_adds():
     }  # fmt: skip
     plain = glasso_graph(df, schema, cv=3, max_rows=5000, seed=0)
     assert len(list(plain.edges())) > 2
+
+
+def test_sample_partial_correlations_are_the_residual_correlations():
+    """Oracle: correlate the residuals of i and j regressed on the other columns."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(500, 5)) @ rng.normal(size=(5, 5))
+    partial = sample_partial_correlations(x)
+    for i, j in ((0, 1), (2, 4), (1, 3)):
+        rest = np.column_stack([np.ones(500), np.delete(x, [i, j], axis=1)])
+        res = [x[:, k] - rest @ np.linalg.lstsq(rest, x[:, k], rcond=None)[0] for k in (i, j)]
+        assert partial[i, j] == pytest.approx(np.corrcoef(res)[0, 1], abs=1e-9)
+    assert sample_partial_correlations(x[:6]) is None  # fewer rows than columns + 2
+    assert sample_partial_correlations(np.column_stack([x, x[:, 0] + x[:, 1]])) is None
+
+
+def test_the_partial_method_does_not_inherit_a_failed_cv_penalty():
+    """Mixed data seed 2, client-1 (8,000 rows, 44 design columns): scikit-learn's
+    GraphicalLassoCV fails at the small penalties and picks 0.185, whose graph has 26
+    of the 45 true edges (7 false); the sample partial correlations give 42 (1 false)."""
+    data = make_mixed_data(30, 50_000, seed=2)
+    rows = synthetic_federation(data, n_clients=3, seed=2).clients[0].rows
+    schema = Schema.from_frame(rows, {v: data.kinds[v] for v in rows.columns})
+    truth = data.graph.restrict(list(schema.names)).adjacency()
+    assert truth.sum() // 2 == 45
+    counts = {}
+    for partial in (False, True):
+        graph = glasso_graph(rows, schema, cv=3, max_rows=10_000, seed=2, edge_level=0.2,
+                             sample_partials=partial)  # fmt: skip
+        found = graph.adjacency()
+        counts[partial] = ((found & truth).sum() // 2, (found & ~truth).sum() // 2)
+    assert counts[True] == (42, 1)
+    assert counts[False][0] < 30  # the glasso default loses true edges here
 
 
 # ------------------------------------------------------------ soft targets

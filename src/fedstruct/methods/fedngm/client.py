@@ -81,10 +81,10 @@ def summary_from_message(msg: Message) -> dict[str, dict]:
 def local_graph(frame: pd.DataFrame, schema: Schema, config: FedNGMConfig, seed: int) -> Graph:
     """A client's own graph over ``schema``'s variables (§2.1), by
     :data:`~fedstruct.methods.fedngm.config.GRAPH_METHODS` ``config.graph_method``."""
-    if config.graph_method == "glasso":
+    if config.graph_method in ("glasso", "partial"):
         return glasso_graph(
             frame, schema, cv=config.glasso_cv, max_rows=config.graph_max_rows, seed=seed,
-            edge_level=config.edge_level,
+            edge_level=config.edge_level, sample_partials=config.graph_method == "partial",
         )  # fmt: skip
     x = schema.encode(frame)
     model, _ = fit_ngm(schema, [(x, 1.0)], None, config, seed)

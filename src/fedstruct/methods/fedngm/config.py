@@ -25,7 +25,7 @@ VARIANTS = ("ngm", "ngr")
 #: How an NGM follows its graph: routed hidden units or eq. (1)'s path penalty.
 CONSTRAINTS = ("mask", "penalty")
 #: Local graph recovery (§2.1): scikit-learn's GraphicalLassoCV or an NGR fit.
-GRAPH_METHODS = ("glasso", "ngr")
+GRAPH_METHODS = ("glasso", "partial", "ngr")
 #: Which variables a client recovers its graph over before the master keeps the common
 #: nodes: all of its own (the paper's merge, §2.1) or only the common ones.
 GRAPH_SCOPES = ("all", "common")
@@ -213,9 +213,7 @@ class FedNGMConfig:
             or not isinstance(self.edge_level, int | float)
             or not 0 < self.edge_level < 1
         ):
-            raise ConfigError(
-                f"edge_level must lie in (0, 1) or be None, got {self.edge_level!r}"
-            )
+            raise ConfigError(f"edge_level must lie in (0, 1) or be None, got {self.edge_level!r}")
         if not 0 < self.ngr_threshold < 1:
             raise ConfigError(f"ngr_threshold must lie in (0, 1), got {self.ngr_threshold!r}")
         if not 0 <= self.validation_fraction < 0.5:

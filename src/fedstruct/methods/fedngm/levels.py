@@ -49,9 +49,7 @@ def _probabilities(
     levels: NDArray, log_base: NDArray, centre: NDArray, scale: float
 ) -> NDArray[np.float64]:
     """``(n, L)`` tilted base measures centred at ``centre`` (rows sum to 1)."""
-    logit = log_base[None, :] - ((levels[None, :] - centre[:, None]) ** 2) / (
-        2.0 * scale * scale
-    )
+    logit = log_base[None, :] - ((levels[None, :] - centre[:, None]) ** 2) / (2.0 * scale * scale)
     p = np.exp(logit - logit.max(axis=1, keepdims=True))
     return p / p.sum(axis=1, keepdims=True)
 

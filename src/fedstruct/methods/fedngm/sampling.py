@@ -195,7 +195,7 @@ def ordering_sample(
             x[:, g] = 0.0
             x[np.arange(len(rows)), g.start + k] = 1.0
         else:
-            lo, hi = (first.encoded_levels[[0, -1]] if first.levels else (-2.0, 2.0))
+            lo, hi = first.encoded_levels[[0, -1]] if first.levels else (-2.0, 2.0)
             x[:, g.start] = _snap_std(rng.uniform(lo, hi, size=len(rows)), first)
         known[g] = True
         for i in order[1:]:

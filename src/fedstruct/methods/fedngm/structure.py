@@ -9,10 +9,17 @@ would make the covariance singular), every column standardised. Two variables ar
 adjacent when an entry of the precision matrix between their column blocks is
 non-zero and, with ``edge_level`` set, its partial correlation passes Drton &
 Perlman's (2004) simultaneous Fisher-z test (:func:`partial_correlation_threshold`).
-The cross-validated penalty is chosen for prediction, not selection, and is small on
+The ``partial`` graph method runs that test on the *sample* partial correlations (the
+inverse of the sample correlation matrix, the statistic the test is built for), with
+GraphicalLassoCV only the fallback for a singular sample covariance. The
+cross-validated penalty is chosen for prediction, not selection, and is small on
 thousands of rows: on the 30-variable mixed data each client keeps ~450 of the
 ~1,770 column pairs and the union of three client graphs has 310 of the 351
-possible edges (18 true ones); the test keeps the strong partial correlations only.
+possible edges (18 true ones). Nor is it reliable: on seed 2's data
+scikit-learn's coordinate descent fails at the small penalties (score -inf) and CV
+picks 0.185, which zeroes 15 of the 45 true edges of a client's graph (sample
+partial correlations 0.03-0.60 on 8,000 rows), which the ``partial`` method avoids
+(docs/fedngm.md).
 The NGR alternative fits a Neural Graph Revealer (eq. 5) and keeps the strongest
 symmetrised paths.
 
@@ -34,7 +41,13 @@ from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm.schema import Schema
 
-__all__ = ["glasso_design", "glasso_graph", "merge_graphs", "partial_correlation_threshold"]
+__all__ = [
+    "glasso_design",
+    "glasso_graph",
+    "merge_graphs",
+    "partial_correlation_threshold",
+    "sample_partial_correlations",
+]
 
 #: A precision entry counts as non-zero above this magnitude.
 PRECISION_TOLERANCE = 1e-6
@@ -80,6 +93,27 @@ def partial_correlation_threshold(n_rows: int, n_columns: int, level: float) -> 
     return float(np.tanh(z / np.sqrt(dof)))
 
 
+#: The sample correlation matrix counts as singular above this condition number.
+MAX_CONDITION = 1e8
+
+
+def sample_partial_correlations(x: NDArray) -> NDArray[np.float64] | None:
+    """Sample partial correlations ``-R⁻¹_ij / √(R⁻¹_ii R⁻¹_jj)`` of ``x``'s columns
+    (``R`` their correlation matrix; Lauritzen 1996, §5.1.3), or ``None`` when ``R`` is
+    singular: fewer rows than columns plus two, or a condition number above
+    :data:`MAX_CONDITION`. These are the statistics of Drton & Perlman's (2004) test.
+    """
+    n, p = x.shape
+    if n < p + 2:
+        return None
+    corr = np.corrcoef(x, rowvar=False)
+    if not np.all(np.isfinite(corr)) or np.linalg.cond(corr) > MAX_CONDITION:
+        return None
+    precision = np.linalg.inv(corr)
+    d = np.sqrt(np.diag(precision))
+    return -precision / np.outer(d, d)
+
+
 def glasso_graph(
     frame: pd.DataFrame,
     schema: Schema,
@@ -88,13 +122,17 @@ def glasso_graph(
     max_rows: int,
     seed: int,
     edge_level: float | None = None,
+    sample_partials: bool = False,
 ) -> Graph:
     """The conditional-independence graph of ``frame``'s variables by GraphicalLassoCV.
 
     At most ``max_rows`` rows (a seeded subsample) are used; a variable constant in
-    the data gets no edge. With ``edge_level``, a precision entry counts only when its
-    partial correlation ``-P_ij / √(P_ii P_jj)`` exceeds
-    :func:`partial_correlation_threshold` (module docstring).
+    the data gets no edge. With ``edge_level``, a non-zero precision entry counts only
+    when its partial correlation ``-P_ij / √(P_ii P_jj)`` exceeds
+    :func:`partial_correlation_threshold`. With ``sample_partials`` (the ``partial``
+    graph method) the test runs on the sample partial correlations
+    (:func:`sample_partial_correlations`) instead, GraphicalLassoCV being only the
+    fallback for a singular sample covariance (module docstring).
     """
     from sklearn.covariance import GraphicalLassoCV
 
@@ -105,14 +143,19 @@ def glasso_graph(
     v = len(schema)
     adj = np.zeros((v, v), dtype=bool)
     if x.shape[1] >= 2:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
-        precision = model.precision_
-        nz = np.abs(precision) > PRECISION_TOLERANCE
-        if edge_level is not None:
+        use_sample = sample_partials and edge_level is not None
+        partial = sample_partial_correlations(x) if use_sample else None
+        if partial is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
+            precision = model.precision_
+            nz = np.abs(precision) > PRECISION_TOLERANCE
             d = np.sqrt(np.diag(precision))
             partial = -precision / np.outer(d, d)
+        else:
+            nz = np.ones_like(partial, dtype=bool)
+        if edge_level is not None:
             nz &= np.abs(partial) > partial_correlation_threshold(len(x), x.shape[1], edge_level)
         np.fill_diagonal(nz, False)
         rows, cols = np.nonzero(nz)
