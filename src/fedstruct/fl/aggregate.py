@@ -8,8 +8,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
+from fedstruct.fl.grid import LateReply
+from fedstruct.fl.message import Message
 
-__all__ = ["weighted_average"]
+__all__ = ["answers_with_late", "weighted_average"]
 
 
 def weighted_average(
@@ -68,3 +70,30 @@ def weighted_average(
         )
         for name in sums
     }
+
+
+def answers_with_late(
+    replies: Mapping[int, Message],
+    late: Sequence[LateReply],
+    kind: str,
+    staleness_exponent: float | None,
+) -> list[tuple[Message, float]]:
+    """The round's answers with their aggregation weights, late ones included.
+
+    A fresh answer weighs its sample count ``n_k`` (``metrics["n"]``); an answer of
+    ``kind`` computed ``s`` rounds earlier weighs ``n_k (1 + s)^-a`` with
+    ``a = staleness_exponent`` (asynchronous FL's polynomial staleness discount, Xie
+    et al. 2019, FedAsync); with ``None`` late answers are left out. Fresh answers
+    come first, in node order, so the sum is the same on every backend.
+    """
+    out = [(r, float(r.metrics["n"])) for _, r in sorted(replies.items())]
+    if staleness_exponent is not None:
+        out += [
+            (
+                lr.message,
+                float(lr.message.metrics["n"]) * (1.0 + lr.staleness) ** -staleness_exponent,
+            )
+            for lr in late
+            if lr.message.kind == kind
+        ]
+    return out

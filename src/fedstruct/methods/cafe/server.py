@@ -23,6 +23,7 @@ Each round (METHODS.md § CAFE; Algorithm 1 of the paper):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,7 @@ import torch
 from numpy.typing import NDArray
 
 from fedstruct.fl import Grid, Message, ServerAlgorithm
-from fedstruct.fl.aggregate import weighted_average
+from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.cafe.client import EVALUATE, FIT, prefixed, unprefixed
 from fedstruct.methods.cafe.config import CafeConfig
@@ -111,22 +112,10 @@ class CafeServer(ServerAlgorithm[CafeState]):
         asked = grid.node_ids()
         payload = self._broadcast(state)
         replies = grid.send_and_receive({n: Message(FIT, arrays=payload) for n in asked})
-        answers = [(r, float(r.metrics["n"])) for _, r in sorted(replies.items())]
         late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
         a = c.staleness_exponent
-        if a is not None:
-            answers += [
-                (lr.message, float(lr.message.metrics["n"]) * (1.0 + lr.staleness) ** -a)
-                for lr in late
-            ]
-        new = CafeState(
-            params=state.params,
-            velocity=state.velocity,
-            drift_global=state.drift_global,
-            prototypes=state.prototypes,
-            prototype_counts=state.prototype_counts,
-            history=list(state.history),
-        )
+        answers = answers_with_late(replies, late, FIT, a)
+        new = dataclasses.replace(state, history=list(state.history))
         if answers:
             if c.algorithm == "fedproto":
                 self._merge_prototypes(new, [m for m, _ in answers])

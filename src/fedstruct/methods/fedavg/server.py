@@ -9,7 +9,7 @@ import torch
 from numpy.typing import NDArray
 
 from fedstruct.fl import Grid, Message, ServerAlgorithm
-from fedstruct.fl.aggregate import weighted_average
+from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.client import EVALUATE, FIT
 from fedstruct.methods.fedavg.config import FedAvgConfig
@@ -74,14 +74,9 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         """One FedAvg round; see the class docstring."""
         asked = grid.node_ids()
         replies = grid.send_and_receive({n: Message(FIT, arrays=state.params) for n in asked})
-        updates = [(r.arrays, float(r.metrics["n"])) for _, r in sorted(replies.items())]
         late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
         a = self.config.staleness_exponent
-        if a is not None:
-            updates += [
-                (lr.message.arrays, float(lr.message.metrics["n"]) * (1.0 + lr.staleness) ** -a)
-                for lr in late
-            ]
+        updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
         params = weighted_average(updates) if updates else state.params
         record: dict[str, float] = {
             "round": rnd,
