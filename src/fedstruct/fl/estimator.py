@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl.backend import Backend, RunResult, run_on_backend
+from fedstruct.fl.backend import Backend, run_on_backend
 from fedstruct.fl.participation import Participation
 
 __all__ = ["FederatedEstimator"]
@@ -81,13 +81,18 @@ class FederatedEstimator(ABC):
         and client) and the method's own attributes (:meth:`learn`).
         """
         self.check_clients(clients)
-        result = self.run_federation(
+        result = run_on_backend(
+            self,  # type: ignore[arg-type]
             clients,
             backend=backend,
+            participation=self.participation,
+            seed=self.seed,
             checkpoint=checkpoint,
             resume=resume,
+            fingerprint=self.fingerprint(),
             progress=progress,
             stop_after=stop_after,
+            label=self.method,
         )
         self.history_ = result.state.history
         self.traffic_ = result.grid.traffic
@@ -109,29 +114,4 @@ class FederatedEstimator(ABC):
                 "participation": repr(self.participation),
             },
             sort_keys=True,
-        )
-
-    def run_federation(
-        self,
-        clients: Sequence[ClientData] | Sequence[str],
-        *,
-        backend: str | Backend = "local",
-        checkpoint: Path | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        stop_after: int | None = None,
-    ) -> RunResult:
-        """Run this method over ``clients`` on ``backend`` (see :func:`run_on_backend`)."""
-        return run_on_backend(
-            self,  # type: ignore[arg-type]
-            clients,
-            backend=backend,
-            participation=self.participation,
-            seed=self.seed,
-            checkpoint=checkpoint,
-            resume=resume,
-            fingerprint=self.fingerprint(),
-            progress=progress,
-            stop_after=stop_after,
-            label=self.method,
         )
