@@ -12,7 +12,7 @@ Usage::
 
     python benchmarks/cafe.py speed [--repeats 3]
     python benchmarks/cafe.py quality [--datasets digits mnist] [--seeds 0 1 2]
-        [--rounds 200] [--out results/cafe-quality.json]
+        [--rounds 200] [--variants CAFE "CAFE w/o PC" ...] [--out results/cafe-quality.json]
 """
 
 from __future__ import annotations
@@ -68,11 +68,13 @@ def speed(repeats: int) -> None:
     )
 
 
-def quality(datasets: list[str], seeds: list[int], rounds: int, out: Path) -> None:
+def quality(
+    datasets: list[str], seeds: list[int], rounds: int, variants: list[str], out: Path
+) -> None:
     jobs = [
-        (data, name, seed, {"dataset": data, "seed": seed, "rounds": rounds, **params})
+        (data, name, seed, {"dataset": data, "seed": seed, "rounds": rounds, **VARIANTS[name]})
         for data in datasets
-        for name, params in VARIANTS.items()
+        for name in variants
         for seed in seeds
     ]
     results: dict[str, dict[str, list[float]]] = {}
@@ -97,12 +99,13 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["digits", "mnist"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--out", type=Path, default=Path("results/cafe-quality.json"))
     args = parser.parse_args()
     if args.target == "speed":
         speed(args.repeats)
     else:
-        quality(args.datasets, args.seeds, args.rounds, args.out)
+        quality(args.datasets, args.seeds, args.rounds, args.variants, args.out)
 
 
 if __name__ == "__main__":

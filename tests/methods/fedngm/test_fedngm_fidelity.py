@@ -203,6 +203,58 @@ def test_a_log1p_model_predicts_and_samples_on_the_data_scale():
     assert np.abs(pred - df.y[:500]).mean() < 0.8 * np.abs(df.y[:500] - df.y.mean()).mean()
 
 
+# ------------------------------------------------------------ point predictions
+def _fit_pair(df, kinds, log_skew=None):
+    schema = Schema.from_frame(df, kinds, log_skew=log_skew)
+    model, _ = fit_ngm(schema, [(schema.encode(df), 1.0)], np.array([[0, 1], [1, 0]], bool),
+                       FedNGMConfig(epochs=20), seed=0)  # fmt: skip
+    return model
+
+
+def test_the_median_prediction_follows_a_skewed_residual_whose_spread_grows():
+    """``y = a + (1 + |a|) e``, ``e ~ Exp(1) - 1``: the conditional mean is ``a``, the
+    conditional median ``a + (1 + |a|)(ln 2 - 1)``. The median point (binned residual
+    quantiles) has the lower MAE, the mean point the lower RMSE, and each beats the
+    constant mean on its own metric."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=8000)
+    y = a + (1 + np.abs(a)) * (rng.exponential(size=8000) - 1.0)
+    df = pd.DataFrame({"a": a, "y": y})
+    train, test = df.iloc[:6000], df.iloc[6000:]
+    model = _fit_pair(train, {"a": "real", "y": "real"})
+    median = model.predict(test, "y", point="median")
+    mean = model.predict(test, "y")
+    t = test.y.to_numpy()
+    truth = test.a.to_numpy() + (1 + np.abs(test.a.to_numpy())) * (np.log(2) - 1)
+    assert np.abs(median - truth).mean() < 0.25  # the conditional median, not the mean
+    assert np.abs(mean - test.a.to_numpy()).mean() < 0.25
+    mae = {k: np.abs(v - t).mean() for k, v in (("median", median), ("mean", mean))}
+    rmse = {k: np.sqrt(((v - t) ** 2).mean()) for k, v in (("median", median), ("mean", mean))}
+    assert mae["median"] < 0.97 * mae["mean"]  # theory: ln 2 / (2/e) = 0.94
+    assert rmse["mean"] < 0.98 * rmse["median"]  # theory: 1 / 1.046 = 0.956
+    assert model.quantiles.shape == (5, 21, 2) and model.edges.shape == (4, 2)
+    spread = model.quantiles[:, -1, 1] - model.quantiles[:, 0, 1]
+    assert spread[0] > 1.5 * spread[2] < spread[4]  # |a| large at both ends
+    with pytest.raises(ConfigError, match="point"):
+        model.predict(test, "y", point="mode")
+
+
+def test_the_mean_prediction_of_a_log1p_variable_is_the_smearing_estimate():
+    """``y = exp(a + 0.8 e) - 1``: ``E[y | a] = exp(a + 0.32) - 1``; back-transforming
+    the log-scale prediction gives the median ``exp(a) - 1``, a third lower."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(0.5, 0.5, size=8000)
+    y = np.expm1(a + 0.8 * rng.normal(size=8000))
+    df = pd.DataFrame({"a": a, "y": y.clip(0.0)})
+    model = _fit_pair(df.iloc[:6000], {"a": "real", "y": "real"}, log_skew=1.0)
+    assert model.schema.spec("y").transform == "log1p"
+    test = df.iloc[6000:]
+    ratio_mean = model.predict(test, "y") / np.expm1(test.a + 0.32)
+    ratio_median = model.predict(test, "y", point="median") / np.expm1(test.a)
+    assert np.median(ratio_mean) == pytest.approx(1.0, abs=0.12)  # 1.07; exp(a) - 1: 0.73
+    assert np.median(ratio_median) == pytest.approx(1.0, abs=0.12)  # 1.05
+
+
 # ------------------------------------------------------------ edge test
 def test_partial_correlation_threshold_controls_the_family_wise_error():
     """Independent columns: a false edge in at most ~level of the data sets."""
@@ -252,23 +304,58 @@ def test_sample_partial_correlations_are_the_residual_correlations():
     assert sample_partial_correlations(np.column_stack([x, x[:, 0] + x[:, 1]])) is None
 
 
-def test_the_partial_method_does_not_inherit_a_failed_cv_penalty():
+def test_a_failed_cv_penalty_falls_back_to_the_sample_partial_correlations():
     """Mixed data seed 2, client-1 (8,000 rows, 44 design columns): scikit-learn's
-    GraphicalLassoCV fails at the small penalties and picks 0.185, whose graph has 26
-    of the 45 true edges (7 false); the sample partial correlations give 42 (1 false)."""
+    GraphicalLassoCV fails at the small penalties (scores -inf) and picks 0.185, whose
+    graph has 26 of the 45 true edges (7 false); the sample partial correlations give
+    42 (1 false), by the ``partial`` method and by the default's fallback."""
+    import warnings
+
+    from sklearn.covariance import GraphicalLassoCV
+
+    from fedstruct.methods.fedngm.structure import glasso_design
+
     data = make_mixed_data(30, 50_000, seed=2)
     rows = synthetic_federation(data, n_clients=3, seed=2).clients[0].rows
     schema = Schema.from_frame(rows, {v: data.kinds[v] for v in rows.columns})
     truth = data.graph.restrict(list(schema.names)).adjacency()
     assert truth.sum() // 2 == 45
-    counts = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = GraphicalLassoCV(cv=3, max_iter=200).fit(glasso_design(rows, schema)[0])
+    assert not np.all(np.isfinite(cv.cv_results_["mean_test_score"]))
+    precision = np.abs(cv.precision_) > 1e-6
+    owner = glasso_design(rows, schema)[1]
+    raw = np.zeros_like(truth)
+    raw[owner[np.nonzero(precision)[0]], owner[np.nonzero(precision)[1]]] = True
+    np.fill_diagonal(raw, False)
+    assert (raw & truth).sum() // 2 < 35  # what the failed CV's penalty alone keeps
     for partial in (False, True):
         graph = glasso_graph(rows, schema, cv=3, max_rows=10_000, seed=2, edge_level=0.2,
                              sample_partials=partial)  # fmt: skip
         found = graph.adjacency()
-        counts[partial] = ((found & truth).sum() // 2, (found & ~truth).sum() // 2)
-    assert counts[True] == (42, 1)
-    assert counts[False][0] < 30  # the glasso default loses true edges here
+        assert ((found & truth).sum() // 2, (found & ~truth).sum() // 2) == (42, 1)
+
+
+def test_only_a_large_penalty_chosen_over_failed_fits_counts_as_a_failed_cv():
+    """Failures at α = 0 (nearly collinear columns, the RAND table) leave a penalty
+    below the test's threshold: the glasso graph stands; a penalty above it, chosen
+    because every smaller one failed (synthetic seed 2), does not."""
+    from types import SimpleNamespace
+
+    from fedstruct.methods.fedngm.structure import cv_failed_below
+
+    def fitted(alpha, failed):
+        alphas = np.array([0.0, 0.004, 0.05, 0.185, 0.5])
+        scores = np.where(np.isin(alphas, failed), -np.inf, -1.0)
+        return SimpleNamespace(
+            alpha_=alpha, cv_results_={"alphas": alphas, "mean_test_score": scores}
+        )
+
+    assert cv_failed_below(fitted(0.185, [0.0, 0.004, 0.05]), 0.044)
+    assert not cv_failed_below(fitted(0.004, [0.0]), 0.044)  # small penalty: keep it
+    assert not cv_failed_below(fitted(0.185, []), 0.044)  # CV chose it freely
+    assert not cv_failed_below(fitted(0.185, [0.5]), 0.044)  # only a larger one failed
 
 
 # ------------------------------------------------------------ soft targets

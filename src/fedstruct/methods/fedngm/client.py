@@ -22,6 +22,7 @@ from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
 from fedstruct.methods.fedngm.schema import KINDS, Schema, pool_summaries, summarise
 from fedstruct.methods.fedngm.structure import glasso_graph
+from fedstruct.methods.fedngm.train import PREDICTION_BINS, QUANTILE_LEVELS
 
 __all__ = ["DESCRIBE", "GRAPH", "RELEASE", "TRAIN", "FedNGMClient", "local_graph"]
 
@@ -173,12 +174,14 @@ class FedNGMClient(Client):
         return Message(TRAIN, arrays=model.to_arrays(), metrics={"n": len(x), **info})
 
     def train_bound(self, msg: Message) -> int:
-        """Weights of the broadcast architecture, the graph, residuals and four metrics."""
+        """Weights of the broadcast architecture, the graph, residual scales and
+        quantiles, and four metrics."""
         schema = Schema.from_json(from_json_bytes(msg.config["schema"]))
         d, v = schema.n_columns, len(schema)
         routed = "adjacency" in msg.arrays and self.config.constraint == "mask"
         h = v * self.config.units_per_variable if routed else self.config.hidden
-        return (d * h + h) + (h * d + d) + v * v + d + 5
+        quantiles = (PREDICTION_BINS * (len(QUANTILE_LEVELS) + 1) - 1) * d  # and bin edges
+        return (d * h + h) + (h * d + d) + v * v + d + quantiles + 5
 
     @handles(RELEASE, max_entries=0)
     def release(self, msg: Message) -> Message:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.errors import ConfigError, UnknownVariableError
+from fedstruct.errors import ConfigError, UnknownVariableError, unknown_choice_message
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm.config import FedNGMConfig
@@ -23,9 +23,18 @@ from fedstruct.methods.fedngm.network import (
 )
 from fedstruct.methods.fedngm.sampling import colour_classes, gibbs_sample, ordering_sample
 from fedstruct.methods.fedngm.schema import Schema
-from fedstruct.methods.fedngm.train import Objective, Structure, fit_view, residual_std
+from fedstruct.methods.fedngm.train import (
+    Objective,
+    Structure,
+    fit_view,
+    residual_quantiles,
+    residual_std,
+)
 
-__all__ = ["NGM", "fit_ngm", "revealed_graph", "stitch"]
+__all__ = ["NGM", "POINTS", "fit_ngm", "revealed_graph", "stitch"]
+
+#: Point predictions of a continuous variable (:meth:`NGM.predict`).
+POINTS = ("mean", "median")
 
 
 @dataclass
@@ -44,6 +53,11 @@ class NGM:
         Per encoded column, the Gibbs sampler's noise scale from its training data
         (:func:`~fedstruct.methods.fedngm.train.residual_std`: a real column's
         residual standard deviation, an ordinal's level-distribution scale).
+    edges, quantiles
+        Per real column, bins of the network's prediction and in each the quantiles
+        of the training residuals (encoded scale;
+        :func:`~fedstruct.methods.fedngm.train.residual_quantiles`): the predictive
+        distribution :meth:`predict` summarises.
     n_rows
         Rows it was trained on.
     """
@@ -52,6 +66,8 @@ class NGM:
     view: NeuralView
     adjacency: NDArray[np.bool_]
     residual: NDArray[np.float32]
+    edges: NDArray[np.float32]
+    quantiles: NDArray[np.float32]
     n_rows: int = 0
 
     # ----------------------------------------------------------------- views
@@ -123,17 +139,37 @@ class NGM:
         frame: pd.DataFrame,
         target: str,
         evidence: Sequence[str] | None = None,
+        *,
+        point: str = "mean",
         **kwargs,
     ) -> NDArray:
-        """Predict ``target`` from the evidence: its value on the original scale for a
-        continuous variable, its most likely category for a categorical one. The
-        target is never used as evidence."""
+        """Predict ``target`` from the evidence (never the target itself): its most
+        likely category for a categorical variable; for a continuous one, a summary on
+        the data's scale of its predictive distribution ``f + ε`` (``f`` the network's
+        prediction, ``ε`` the training residuals, :attr:`quantiles`).
+
+        Parameters
+        ----------
+        point
+            ``"mean"`` (default; minimises squared error: RMSE) or ``"median"``
+            (minimises absolute error: MAE). On a ``log1p`` scale the mean is Duan's
+            smearing estimate ``E[exp(f + ε)] - 1``; for a skewed residual the median
+            is ``f + median(ε)`` (docs/fedngm.md, "Point predictions").
+        **kwargs
+            Inference options (:meth:`complete`).
+        """
+        if point not in POINTS:
+            raise ConfigError(unknown_choice_message("point", point, POINTS))
         spec = self.schema.spec(target)
         filled = self.complete(frame, self._evidence_names(frame, target, evidence), **kwargs)
         g = self.schema.groups[self.schema.position(target)]
         if spec.is_categorical:
             return np.asarray(spec.categories)[filled[:, g].argmax(axis=1)]
-        return spec.unstandardise(filled[:, g.start])
+        z = filled[:, g.start].astype(np.float64)
+        eps = self.quantiles[np.searchsorted(self.edges[:, g.start], z, side="right"), :, g.start]
+        if point == "median":  # the middle of an odd number of quantile levels
+            return spec.unstandardise(z + eps[:, eps.shape[1] // 2])
+        return spec.unstandardise(z[:, None] + eps).mean(axis=1)
 
     def predict_proba(
         self,
@@ -182,6 +218,8 @@ class NGM:
             **self.view.to_arrays(),
             "adjacency": self.adjacency.astype(np.int8),
             "residual": self.residual.astype(np.float32),
+            "edges": self.edges.astype(np.float32),
+            "quantiles": self.quantiles.astype(np.float32),
         }
 
     @classmethod
@@ -193,6 +231,8 @@ class NGM:
             view=NeuralView.from_arrays(weights),
             adjacency=np.asarray(arrays["adjacency"]).astype(bool),
             residual=np.asarray(arrays["residual"], dtype=np.float32),
+            edges=np.asarray(arrays["edges"], dtype=np.float32),
+            quantiles=np.asarray(arrays["quantiles"], dtype=np.float32),
             n_rows=int(n_rows),
         )
 
@@ -203,6 +243,7 @@ def fit_ngm(
     adjacency: NDArray[np.bool_] | None,
     config: FedNGMConfig,
     seed: int,
+    calibration: NDArray[np.float32] | None = None,
 ) -> tuple[NGM, dict[str, float]]:
     """Train an NGM on encoded ``sources`` (eq. 1-3) or, with ``adjacency=None``, an
     NGR that reveals its graph (eq. 5, then :func:`revealed_graph`).
@@ -216,7 +257,9 @@ def fit_ngm(
     with separate soft targets: ``(x, weight, target)``, see
     :class:`~fedstruct.methods.fedngm.train.Objective`); further sources are weighted
     extra terms (eq. 3's public data). The sampler's noise scales come from the main
-    data's inputs.
+    data's inputs; the residual quantiles of :meth:`NGM.predict` from ``calibration``
+    rows (encoded; default the main data): the master passes its public rows, real
+    data, as the samples carry the sampler's symmetric noise, not the data's skew.
     """
     v = len(schema)
     routed = adjacency is not None and config.constraint == "mask"
@@ -243,11 +286,16 @@ def fit_ngm(
         view=view,
         adjacency=np.zeros((v, v), dtype=bool) if adjacency is None else np.asarray(adjacency),
         residual=np.zeros(schema.n_columns, dtype=np.float32),
+        edges=np.zeros((0, schema.n_columns), dtype=np.float32),
+        quantiles=np.zeros((1, 1, schema.n_columns), dtype=np.float32),
         n_rows=len(main),
     )
     if adjacency is None:
         model.adjacency = revealed_graph(model.path_strength(), config.ngr_threshold)
-    model.residual = residual_std(view, schema, main, colour_classes(model.adjacency))
+    classes = colour_classes(model.adjacency)
+    model.residual = residual_std(view, schema, main, classes)
+    rows = main if calibration is None else np.asarray(calibration, dtype=np.float32)
+    model.edges, model.quantiles = residual_quantiles(view, schema, rows, classes)
     return model, info
 
 
@@ -347,5 +395,7 @@ def stitch(
         validation_fraction=config.validation_fraction,
         seed=seed,
     )
-    model = NGM(schema, view, adj, residual_std(view, schema, x, colour_classes(adj)), len(x))
+    classes = colour_classes(adj)
+    model = NGM(schema, view, adj, residual_std(view, schema, x, classes),
+                *residual_quantiles(view, schema, x, classes), len(x))  # fmt: skip
     return model, info

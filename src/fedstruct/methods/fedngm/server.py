@@ -222,10 +222,13 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         sources: list[tuple] = [(samples, 1.0)]
         if targets:
             sources = [(samples, 1.0, np.concatenate(targets))]
+        public = None
         if self.public is not None and self.config.public_weight > 0:
-            sources.append((schema.encode(self.public, schema.names), self.config.public_weight))
+            public = schema.encode(self.public, schema.names)
+            sources.append((public, self.config.public_weight))
         adjacency = graph.adjacency() if graph is not None else None
-        model, info = fit_ngm(schema, sources, adjacency, self.config, self.seed)
+        model, info = fit_ngm(schema, sources, adjacency, self.config, self.seed,
+                              calibration=public)  # fmt: skip
         return model, {**info, "samples": float(total)}
 
     def _release(self, grid: Grid, state: FedNGMState, rnd: int) -> FedNGMState:

@@ -18,7 +18,10 @@ thousands of rows: on the 30-variable mixed data each client keeps ~450 of the
 possible edges (18 true ones). Nor is it reliable: on seed 2's data
 scikit-learn's coordinate descent fails at the small penalties (score -inf) and CV
 picks 0.185, which zeroes 15 of the 45 true edges of a client's graph (sample
-partial correlations 0.03-0.60 on 8,000 rows), which the ``partial`` method avoids
+partial correlations 0.03-0.60 on 8,000 rows). So when a smaller penalty's fit
+failed (CV score not finite) and the chosen penalty exceeds the edge test's
+threshold (:func:`cv_failed_below`), the graph comes from the test on the sample
+partial correlations, as with the ``partial`` method, which runs that test always
 (docs/fedngm.md).
 The NGR alternative fits a Neural Graph Revealer (eq. 5) and keeps the strongest
 symmetrised paths.
@@ -42,6 +45,7 @@ from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm.schema import Schema
 
 __all__ = [
+    "cv_failed_below",
     "glasso_design",
     "glasso_graph",
     "merge_graphs",
@@ -114,6 +118,19 @@ def sample_partial_correlations(x: NDArray) -> NDArray[np.float64] | None:
     return -precision / np.outer(d, d)
 
 
+def cv_failed_below(model, threshold: float) -> bool:
+    """Whether a fitted ``GraphicalLassoCV`` chose its penalty because the smaller ones
+    failed: some smaller penalty's CV score is not finite, and the chosen one exceeds
+    ``threshold`` (the edge test's partial correlation), so it can zero edges the
+    test would keep (module docstring). Failures below a penalty smaller than the
+    threshold (common at α = 0 on nearly collinear columns) do not count.
+    """
+    scores = np.asarray(model.cv_results_["mean_test_score"], dtype=np.float64)
+    alphas = np.asarray(model.cv_results_["alphas"], dtype=np.float64)
+    failed = alphas[~np.isfinite(scores)]
+    return bool(model.alpha_ > threshold and np.any(failed < model.alpha_))
+
+
 def glasso_graph(
     frame: pd.DataFrame,
     schema: Schema,
@@ -132,7 +149,9 @@ def glasso_graph(
     :func:`partial_correlation_threshold`. With ``sample_partials`` (the ``partial``
     graph method) the test runs on the sample partial correlations
     (:func:`sample_partial_correlations`) instead, GraphicalLassoCV being only the
-    fallback for a singular sample covariance (module docstring).
+    fallback for a singular sample covariance; with ``edge_level`` set the default
+    does so too when GraphicalLassoCV's choice is an artefact of failed fits
+    (:func:`cv_failed_below`).
     """
     from sklearn.covariance import GraphicalLassoCV
 
@@ -143,20 +162,26 @@ def glasso_graph(
     v = len(schema)
     adj = np.zeros((v, v), dtype=bool)
     if x.shape[1] >= 2:
-        use_sample = sample_partials and edge_level is not None
-        partial = sample_partial_correlations(x) if use_sample else None
+        threshold = None
+        if edge_level is not None:
+            threshold = partial_correlation_threshold(len(x), x.shape[1], edge_level)
+        testable = threshold is not None
+        partial = sample_partial_correlations(x) if sample_partials and testable else None
         if partial is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
+            if testable and cv_failed_below(model, threshold):
+                partial = sample_partial_correlations(x)
+        if partial is None:
             precision = model.precision_
             nz = np.abs(precision) > PRECISION_TOLERANCE
             d = np.sqrt(np.diag(precision))
             partial = -precision / np.outer(d, d)
         else:
             nz = np.ones_like(partial, dtype=bool)
-        if edge_level is not None:
-            nz &= np.abs(partial) > partial_correlation_threshold(len(x), x.shape[1], edge_level)
+        if testable:
+            nz &= np.abs(partial) > threshold
         np.fill_diagonal(nz, False)
         rows, cols = np.nonzero(nz)
         adj[owner[rows], owner[cols]] = True
