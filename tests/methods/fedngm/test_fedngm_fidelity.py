@@ -232,7 +232,7 @@ def test_the_median_prediction_follows_a_skewed_residual_whose_spread_grows():
     rmse = {k: np.sqrt(((v - t) ** 2).mean()) for k, v in (("median", median), ("mean", mean))}
     assert mae["median"] < 0.97 * mae["mean"]  # theory: ln 2 / (2/e) = 0.94
     assert rmse["mean"] < 0.98 * rmse["median"]  # theory: 1 / 1.046 = 0.956
-    assert model.quantiles.shape == (5, 21, 2) and model.edges.shape == (4, 2)
+    assert model.quantiles.shape == (5, 21, 2) and model.bin_edges.shape == (4, 2)
     spread = model.quantiles[:, -1, 1] - model.quantiles[:, 0, 1]
     assert spread[0] > 1.5 * spread[2] < spread[4]  # |a| large at both ends
     with pytest.raises(ConfigError, match="point"):

@@ -53,7 +53,7 @@ class NGM:
         Per encoded column, the Gibbs sampler's noise scale from its training data
         (:func:`~fedstruct.methods.fedngm.train.residual_std`: a real column's
         residual standard deviation, an ordinal's level-distribution scale).
-    edges, quantiles
+    bin_edges, quantiles
         Per real column, bins of the network's prediction and in each the quantiles
         of the training residuals (encoded scale;
         :func:`~fedstruct.methods.fedngm.train.residual_quantiles`): the predictive
@@ -66,7 +66,7 @@ class NGM:
     view: NeuralView
     adjacency: NDArray[np.bool_]
     residual: NDArray[np.float32]
-    edges: NDArray[np.float32]
+    bin_edges: NDArray[np.float32]
     quantiles: NDArray[np.float32]
     n_rows: int = 0
 
@@ -166,7 +166,8 @@ class NGM:
         if spec.is_categorical:
             return np.asarray(spec.categories)[filled[:, g].argmax(axis=1)]
         z = filled[:, g.start].astype(np.float64)
-        eps = self.quantiles[np.searchsorted(self.edges[:, g.start], z, side="right"), :, g.start]
+        bins = np.searchsorted(self.bin_edges[:, g.start], z, side="right")
+        eps = self.quantiles[bins, :, g.start]  # (rows, quantile levels)
         if point == "median":  # the middle of an odd number of quantile levels
             return spec.unstandardise(z + eps[:, eps.shape[1] // 2])
         return spec.unstandardise(z[:, None] + eps).mean(axis=1)
@@ -218,7 +219,7 @@ class NGM:
             **self.view.to_arrays(),
             "adjacency": self.adjacency.astype(np.int8),
             "residual": self.residual.astype(np.float32),
-            "edges": self.edges.astype(np.float32),
+            "bin_edges": self.bin_edges.astype(np.float32),
             "quantiles": self.quantiles.astype(np.float32),
         }
 
@@ -231,7 +232,7 @@ class NGM:
             view=NeuralView.from_arrays(weights),
             adjacency=np.asarray(arrays["adjacency"]).astype(bool),
             residual=np.asarray(arrays["residual"], dtype=np.float32),
-            edges=np.asarray(arrays["edges"], dtype=np.float32),
+            bin_edges=np.asarray(arrays["bin_edges"], dtype=np.float32),
             quantiles=np.asarray(arrays["quantiles"], dtype=np.float32),
             n_rows=int(n_rows),
         )
@@ -286,7 +287,7 @@ def fit_ngm(
         view=view,
         adjacency=np.zeros((v, v), dtype=bool) if adjacency is None else np.asarray(adjacency),
         residual=np.zeros(schema.n_columns, dtype=np.float32),
-        edges=np.zeros((0, schema.n_columns), dtype=np.float32),
+        bin_edges=np.zeros((0, schema.n_columns), dtype=np.float32),
         quantiles=np.zeros((1, 1, schema.n_columns), dtype=np.float32),
         n_rows=len(main),
     )
@@ -295,7 +296,7 @@ def fit_ngm(
     classes = colour_classes(model.adjacency)
     model.residual = residual_std(view, schema, main, classes)
     rows = main if calibration is None else np.asarray(calibration, dtype=np.float32)
-    model.edges, model.quantiles = residual_quantiles(view, schema, rows, classes)
+    model.bin_edges, model.quantiles = residual_quantiles(view, schema, rows, classes)
     return model, info
 
 

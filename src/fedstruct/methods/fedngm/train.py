@@ -30,6 +30,7 @@ from fedstruct.methods.fedngm.schema import Schema
 __all__ = [
     "PREDICTION_BINS",
     "QUANTILE_LEVELS",
+    "ROWS_PER_QUANTILE",
     "Objective",
     "Structure",
     "conditional_targets",
@@ -47,6 +48,9 @@ __all__ = [
 QUANTILE_LEVELS = (np.arange(21) + 0.5) / 21
 #: Bins of the prediction within which :func:`residual_quantiles` summarises residuals.
 PREDICTION_BINS = 5
+#: A bin's residual quantiles are kept only when each level summarises at least this
+#: many residuals (105 rows for 21 levels); otherwise the column's overall quantiles.
+ROWS_PER_QUANTILE = 5
 
 
 @dataclass(frozen=True)
@@ -311,14 +315,14 @@ def residual_quantiles(
 
     Returns
     -------
-    edges
+    bin_edges
         ``(PREDICTION_BINS - 1, n_columns)``: the prediction's quantiles that cut the
         rows into :data:`PREDICTION_BINS` equal-count bins.
     quantiles
         ``(PREDICTION_BINS, len(QUANTILE_LEVELS), n_columns)``: per bin, the residual
         quantiles at :data:`QUANTILE_LEVELS` (zero for one-hot columns; a bin with
-        fewer than ``len(QUANTILE_LEVELS)`` rows, as when ``f`` is constant, gets the
-        column's overall quantiles).
+        fewer than :data:`ROWS_PER_QUANTILE` rows per level, as when ``f`` is
+        constant or the data small, gets the column's overall quantiles).
 
     They are the model's predictive distribution of a continuous variable: ``f + ε``
     with ``ε`` drawn from the residuals of training rows with a similar prediction, so
@@ -329,17 +333,17 @@ def residual_quantiles(
     """
     pred = conditional_targets(view, schema, x, classes)
     d, q = schema.n_columns, len(QUANTILE_LEVELS)
-    edges = np.zeros((PREDICTION_BINS - 1, d), dtype=np.float32)
+    bin_edges = np.zeros((PREDICTION_BINS - 1, d), dtype=np.float32)
     out = np.zeros((PREDICTION_BINS, q, d), dtype=np.float32)
     for spec, g in zip(schema.variables, schema.groups, strict=True):
         if spec.is_categorical:
             continue
         f, r = pred[:, g.start], x[:, g.start] - pred[:, g.start]
-        edges[:, g.start] = np.quantile(f, np.arange(1, PREDICTION_BINS) / PREDICTION_BINS)
-        bins = np.searchsorted(edges[:, g.start], f, side="right")
+        bin_edges[:, g.start] = np.quantile(f, np.arange(1, PREDICTION_BINS) / PREDICTION_BINS)
+        bins = np.searchsorted(bin_edges[:, g.start], f, side="right")
         overall = np.quantile(r, QUANTILE_LEVELS)
         for b in range(PREDICTION_BINS):
             inside = r[bins == b]
-            enough = len(inside) >= q
+            enough = len(inside) >= ROWS_PER_QUANTILE * q
             out[b, :, g.start] = np.quantile(inside, QUANTILE_LEVELS) if enough else overall
-    return edges, out
+    return bin_edges, out
