@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from fedstruct.errors import ConfigError
@@ -15,6 +16,7 @@ def test_quick_synthetic_run_reports_every_metric(tmp_path):
     for key in (
         "worst_own_ratio",
         "public_wins",
+        "public_clear_losses",
         "beats_mean",
         "fidelity_global",
         "graph_auc",
@@ -30,6 +32,9 @@ def test_quick_synthetic_run_reports_every_metric(tmp_path):
         "stitch_gain_client-3",
     ]
     assert 0 < m["fidelity_global"] < 1
+    chances = [v for k, v in m.items() if k.endswith("_public_win_probability")]
+    assert len(chances) == 9 and all(0 <= c <= 1 for c in chances)  # 3 targets x 3 clients
+    assert m["public_clear_losses"] == np.mean([c < 0.05 for c in chances])
     assert (tmp_path / "fedngm_fidelity.png").is_file()
 
 
@@ -45,7 +50,8 @@ def test_the_quick_tabular_recipe_writes_tables_2_to_4(tmp_path):
     rows = {r["name"]: r for r in json.loads((tmp_path / "tables" / "results.json").read_text())}
     assert len(rows) == 10  # 3 clients x (own, global) on their rows + 4 models on public
     own, glob = rows["client-1 rows: client-1 NGM"], rows["client-1 rows: global NGM"]
-    assert set(own) == set(glob) and "multiclass recall_macro" in own
+    assert set(own) == set(glob)
+    assert "multiclass recall_macro" in own
     assert 0.5 < glob["binary auc"] <= 1.0
     targets = json.loads((tmp_path / "results.json").read_text())[0]
     assert {"worst_own_ratio", "public_wins", "stitch_gain_client-1"} <= set(targets)

@@ -18,6 +18,11 @@ binary, multiclass) and model ``M`` (``global`` or ``own``, a client's own NGM):
   of shortfalls from 1), the issue's "within 5 %" target is ``<= 1.05``;
 * ``public_wins``: share of (target, client) pairs where the global model beats the
   client model on the public test rows;
+* ``K_global_vs_client-k_public_win_probability``: paired bootstrap over the public
+  test rows (200 resamples) of the global model's headline error (MAE, 1 - AUC,
+  1 - macro recall) being below client ``k``'s model's; ``public_clear_losses``: share
+  of (target, client) pairs where it is below :data:`CLEAR_LOSS` (the global model
+  clearly worse; a public "loss" above it is a tie on these rows);
 * ``beats_mean``: share of (model, continuous target, test set, MAE or RMSE) where
   the model's error is below predicting the training mean's;
 * ``fidelity_global`` / ``fidelity_client-k``: covariance error of Gibbs samples
@@ -62,11 +67,14 @@ from fedstruct.experiments.settings import subset
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.metrics import edge_scores
 from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
+from fedstruct.methods.fedngm.metrics import headline_prediction, win_probability
 
-__all__ = ["DATASETS", "FedNGMRun", "federation", "targets"]
+__all__ = ["CLEAR_LOSS", "DATASETS", "FedNGMRun", "federation", "targets"]
 
 #: Data sets ``fedstruct run fedngm`` knows.
 DATASETS = ("health", "synthetic")
+#: A public-test bootstrap win probability below this is a clear loss of the global model.
+CLEAR_LOSS = 0.05
 
 
 @dataclass(frozen=True)
@@ -160,8 +168,11 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
     metrics: dict[str, float] = {"common_variables": float(len(model.schema_))}
     if glob is None:
         return RunOutcome(metrics, list(model.history_))
-    ratios, wins, beats = [], [], []
+    ratios, wins, beats, clear_losses = [], [], [], []
     for kind, target in targets(fed).items():
+        spec = glob.schema.spec(target)
+        y_public = fed.public_test[target].to_numpy()
+        glob_public = headline_prediction(glob, fed.public_test, target)
         for name, own in sorted(model.client_models_.items()):
             train = fed.client(name).rows
             mean = float(train[target].mean()) if kind in ("ordinal", "continuous") else None
@@ -180,11 +191,17 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
                     metrics[f"{kind}_{label}_{key}"] = value
             ratios.append(_shortfall_ratio(g, o))
             wins.append(_shortfall_ratio(pub_g, pub_o) < 1.0)
+            chance = win_probability(spec, y_public, glob_public,
+                                     headline_prediction(own, fed.public_test, target),
+                                     seed=s.seed)  # fmt: skip
+            metrics[f"{kind}_global_vs_{name}_public_win_probability"] = chance
+            clear_losses.append(chance < CLEAR_LOSS)
             if "mae" in g:
                 beats += [v[e] < v[f"mean_{e}"] for v in (g, o, pub_g, pub_o)
                           for e in ("mae", "rmse")]  # fmt: skip
     metrics["worst_own_ratio"] = float(max(ratios)) if ratios else float("nan")
     metrics["public_wins"] = float(np.mean(wins)) if wins else float("nan")
+    metrics["public_clear_losses"] = float(np.mean(clear_losses)) if wins else float("nan")
     metrics["beats_mean"] = float(np.mean(beats)) if beats else float("nan")
     metrics.update(_fidelity(s, fed, model))
     metrics.update(_stitching(s, fed, model))

@@ -33,8 +33,8 @@ COLUMNS = {
     "multiclass": ("precision_micro", "recall_micro", "precision_macro", "recall_macro"),
 }
 #: The issue's targets, per run.
-SUMMARY = ("worst_own_ratio", "public_wins", "beats_mean", "fidelity_global",
-           "graph_auc", "graph_aupr")  # fmt: skip
+SUMMARY = ("worst_own_ratio", "public_wins", "public_clear_losses", "beats_mean",
+           "fidelity_global", "graph_auc", "graph_aupr")  # fmt: skip
 _CLIENTS = ("client-1", "client-2", "client-3")
 
 

@@ -255,6 +255,30 @@ def test_the_mean_prediction_of_a_log1p_variable_is_the_smearing_estimate():
     assert np.median(ratio_median) == pytest.approx(1.0, abs=0.12)  # 1.05
 
 
+def test_the_paired_bootstrap_tells_a_tie_from_a_clear_loss():
+    from fedstruct.methods.fedngm.metrics import headline_error, win_probability
+    from fedstruct.methods.fedngm.schema import VariableSpec
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=2000)
+    real = VariableSpec("y", "real")
+    good, noisy = y + rng.normal(0, 0.5, 2000), y + rng.normal(0, 0.6, 2000)
+    assert headline_error(real, y, good) == pytest.approx(np.abs(good - y).mean())
+    assert win_probability(real, y, good, good) == 0.5  # the same predictions: ties only
+    assert win_probability(real, y, good, noisy) > 0.95  # 0.40 vs 0.48 MAE, paired
+    assert win_probability(real, y, noisy, good) < 0.05
+    twin = good + rng.normal(0, 0.01, 2000)  # as good up to noise: neither wins clearly
+    assert 0.05 < win_probability(real, y, good, twin) < 0.95
+    cats = VariableSpec("c", "categorical", categories=(0, 1, 2))
+    labels = np.repeat([0, 1, 2], [400, 80, 20])
+    majority = np.zeros(500, dtype=int)  # recall 1, 0, 0: macro recall 1/3
+    right = labels.copy()
+    right[:60] = 1  # recall 340/400, 1, 1
+    assert headline_error(cats, labels, majority) == pytest.approx(2 / 3)
+    assert headline_error(cats, labels, right) == pytest.approx(1 - (0.85 + 2) / 3)
+    assert win_probability(cats, labels, right, majority) == 1.0
+
+
 # ------------------------------------------------------------ edge test
 def test_partial_correlation_threshold_controls_the_family_wise_error():
     """Independent columns: a false edge in at most ~level of the data sets."""
