@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.data.checks import fraction, integer_at_least
 from fedstruct.data.client import ClientData
 from fedstruct.data.discrete import make_rng
 from fedstruct.data.networks import load_network
@@ -221,20 +222,6 @@ def autoencoder_inputs(
     return np.concatenate(blocks, axis=1)
 
 
-def _positive_int(value: object, what: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ConfigError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _share(value: object, what: str) -> float:
-    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
-        share = float(value)
-        if 0.0 <= share <= 1.0:
-            return share
-    raise ConfigError(f"{what} must be a number in [0, 1], got {value!r}")
-
-
 def make_concept_dataset(
     network: str,
     task: str | None = None,
@@ -320,12 +307,12 @@ def make_concept_dataset(
         name, (_DEFAULT_SAMPLES, 32 if graph.n_nodes <= _SMALL_NETWORK else 64)
     )
     n = default_n if n_samples is None else n_samples
-    n = _positive_int(n, "n_samples", MIN_SAMPLES)
-    latent = _positive_int(default_latent if latent_dim is None else latent_dim, "latent_dim")
-    epochs = _positive_int(autoencoder_epochs, "autoencoder_epochs")
-    hidden = _positive_int(autoencoder_hidden, "autoencoder_hidden")
-    batch = _positive_int(batch_size, "batch_size")
-    noise = _share(noise, "noise")
+    n = integer_at_least(n, "n_samples", MIN_SAMPLES)
+    latent = integer_at_least(default_latent if latent_dim is None else latent_dim, "latent_dim")
+    epochs = integer_at_least(autoencoder_epochs, "autoencoder_epochs")
+    hidden = integer_at_least(autoencoder_hidden, "autoencoder_hidden")
+    batch = integer_at_least(batch_size, "batch_size")
+    noise = fraction(noise, "noise")
     if isinstance(learning_rate, bool) or not (
         isinstance(learning_rate, int | float) and learning_rate > 0
     ):
@@ -561,7 +548,7 @@ def concept_clients(
         If a count or share is out of range, ``client_parts`` includes ``"test"`` or an
         unknown part, there are fewer rows than clients, or the task is not a leaf.
     """
-    n_clients = _positive_int(n_clients, "n_clients")
+    n_clients = integer_at_least(n_clients, "n_clients")
     if (
         isinstance(n_initial, bool)
         or not isinstance(n_initial, int | np.integer)
@@ -571,12 +558,12 @@ def concept_clients(
             f"n_initial must be an integer in 1..n_clients ({n_clients}), got {n_initial!r}"
         )
     n_initial = int(n_initial)
-    paths_per_client = _positive_int(paths_per_client, "paths_per_client")
-    extra_concepts = _positive_int(extra_concepts, "extra_concepts", 0)
-    task_missing = _share(task_missing, "task_missing")
-    new_concept_fraction = _share(new_concept_fraction, "new_concept_fraction")
-    perturbed_clients = _share(perturbed_clients, "perturbed_clients")
-    perturbed_edges = _share(perturbed_edges, "perturbed_edges")
+    paths_per_client = integer_at_least(paths_per_client, "paths_per_client")
+    extra_concepts = integer_at_least(extra_concepts, "extra_concepts", 0)
+    task_missing = fraction(task_missing, "task_missing")
+    new_concept_fraction = fraction(new_concept_fraction, "new_concept_fraction")
+    perturbed_clients = fraction(perturbed_clients, "perturbed_clients")
+    perturbed_edges = fraction(perturbed_edges, "perturbed_edges")
     make_rng(seed)
     parts = [client_parts] if isinstance(client_parts, str) else list(client_parts)
     if "test" in parts:

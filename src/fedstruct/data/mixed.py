@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.data.checks import fraction, integer_at_least
 from fedstruct.data.discrete import SeedLike, check_sample_size, inverse_cdf, make_rng
 from fedstruct.errors import (
     ConfigError,
@@ -232,19 +233,6 @@ def _softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
     return z / z.sum(axis=1, keepdims=True)
 
 
-def _fraction(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise ConfigError(f"{what} is {value!r}; give a number in [0, 1]")
-    return float(value)
-
-
-def _count(value: object, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        hint = "; use kind 'binary' for two categories" if what == "n_categories" else ""
-        raise ConfigError(f"{what} is {value!r}; give an integer >= {minimum}{hint}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class _Node:
     """The random parameters of one variable's mechanism (see :class:`MixedSCM`)."""
@@ -337,12 +325,14 @@ class MixedSCM:
         self._dag = dag
         self._names = dag.names
         self._kinds = _check_kinds(dag, kinds)
-        self._n_categories = _count(n_categories, "n_categories", 3)
-        self._n_levels = _count(n_levels, "n_levels", 2)
+        self._n_categories = integer_at_least(
+            n_categories, "n_categories", 3, "; use kind 'binary' for two categories"
+        )
+        self._n_levels = integer_at_least(n_levels, "n_levels", 2)
         lo, hi = (float(v) for v in r2_range)
         if not 0.0 <= lo <= hi < 1.0:
             raise ConfigError(f"r2_range is {r2_range}; give 0 <= low <= high < 1")
-        pilot_size = _count(pilot_size, "pilot_size", 100)
+        pilot_size = integer_at_least(pilot_size, "pilot_size", 100)
         self._cards = {
             v: 2 if k == "binary" else self._n_categories
             for v, k in self._kinds.items()
@@ -400,9 +390,9 @@ class MixedSCM:
         """
         if kinds is None:
             fractions = {
-                "categorical": _fraction(categorical_fraction, "categorical_fraction"),
-                "binary": _fraction(binary_fraction, "binary_fraction"),
-                "ordinal": _fraction(ordinal_fraction, "ordinal_fraction"),
+                "categorical": fraction(categorical_fraction, "categorical_fraction"),
+                "binary": fraction(binary_fraction, "binary_fraction"),
+                "ordinal": fraction(ordinal_fraction, "ordinal_fraction"),
             }
             if sum(fractions.values()) > 1.0 + 1e-12:
                 raise ConfigError(
@@ -629,7 +619,7 @@ def make_mixed_data(
     ConfigError
         For an invalid size, degree or fraction.
     """
-    d = _count(n_variables, "n_variables", 2)
+    d = integer_at_least(n_variables, "n_variables", 2)
     dag = erdos_renyi_dag(
         d,
         seed=np.random.default_rng(_tagged(seed, 0)),

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.data.checks import fraction
 from fedstruct.data.client import ClientData
 from fedstruct.data.discrete import SeedLike, make_rng
 from fedstruct.data.mixed import CATEGORICAL_KINDS, MixedDataset
@@ -347,9 +348,7 @@ def _round_half_up(x: float) -> int:
 
 
 def _open_fraction(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise PartitionError(f"{what} is {value!r}; give a number strictly between 0 and 1")
-    return float(value)
+    return fraction(value, what, open_interval=True, error=PartitionError)
 
 
 def _strata(dataset: MixedDataset, stratify: Sequence[str]) -> NDArray[np.int64]:
