@@ -24,9 +24,12 @@ def integer_at_least(value: object, what: str, minimum: int = 1, hint: str = "")
 
 
 def fraction(
-    value: object, what: str, *, open_interval: bool = False,
+    value: object,
+    what: str,
+    *,
+    open_interval: bool = False,
     error: type[FedstructError] = ConfigError,
-) -> float:  # fmt: skip
+) -> float:
     """``value`` as a ``float`` if it is a number (not a bool) in ``[0, 1]``, or in
     ``(0, 1)`` with ``open_interval``.
 

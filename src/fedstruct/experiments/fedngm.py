@@ -201,7 +201,7 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
                           for e in ("mae", "rmse")]  # fmt: skip
     metrics["worst_own_ratio"] = float(max(ratios)) if ratios else float("nan")
     metrics["public_wins"] = float(np.mean(wins)) if wins else float("nan")
-    metrics["public_clear_losses"] = float(np.mean(clear_losses)) if wins else float("nan")
+    metrics["public_clear_losses"] = float(np.mean(clear_losses)) if clear_losses else float("nan")
     metrics["beats_mean"] = float(np.mean(beats)) if beats else float("nan")
     metrics.update(_fidelity(s, fed, model))
     metrics.update(_stitching(s, fed, model))

@@ -129,7 +129,7 @@ def win_probability(
     resamples: int = 200,
     seed: int = 0,
 ) -> float:
-    """Paired bootstrap (Efron & Tibshirani 1993, §16.4) over the rows: the share of
+    """Paired bootstrap (Efron & Tibshirani 1993) over the rows: the share of
     resamples on which ``pred_a``'s :func:`headline_error` is below ``pred_b``'s
     (ties count half). Near 0.5 the two are indistinguishable on these rows; below
     0.05, ``a`` is clearly worse."""

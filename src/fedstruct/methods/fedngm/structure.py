@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,9 @@ from fedstruct.errors import ProtocolError
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm.schema import Schema
+
+if TYPE_CHECKING:
+    from sklearn.covariance import GraphicalLassoCV
 
 __all__ = [
     "cv_failed_below",
@@ -118,7 +122,7 @@ def sample_partial_correlations(x: NDArray) -> NDArray[np.float64] | None:
     return -precision / np.outer(d, d)
 
 
-def cv_failed_below(model, threshold: float) -> bool:
+def cv_failed_below(model: GraphicalLassoCV, threshold: float) -> bool:
     """Whether a fitted ``GraphicalLassoCV`` chose its penalty because the smaller ones
     failed: some smaller penalty's CV score is not finite, and the chosen one exceeds
     ``threshold`` (the edge test's partial correlation), so it can zero edges the
