@@ -41,6 +41,12 @@ __all__ = [
 ]
 
 
+def _two_class(spec: VariableSpec) -> bool:
+    """Scored as a binary target: a binary variable, or a categorical one with two
+    categories (the positive class is the larger code)."""
+    return spec.kind == "binary" or len(spec.categories) == 2
+
+
 def prediction_metrics(
     model: NGM, test: pd.DataFrame, target: str, *, train_mean: float | None = None, **kwargs
 ) -> dict[str, float]:
@@ -74,7 +80,7 @@ def prediction_metrics(
         }
     proba = model.predict_proba(test, target, **kwargs)
     cats = np.asarray(spec.categories)
-    if spec.kind == "binary" or len(cats) == 2:
+    if _two_class(spec):
         positive = (y == cats[-1]).astype(int)
         if positive.min() == positive.max():
             return {"auc": float("nan"), "aupr": float("nan")}
@@ -101,7 +107,7 @@ def headline_prediction(model: NGM, test: pd.DataFrame, target: str, **kwargs) -
     spec = model.schema.spec(target)
     if not spec.is_categorical:
         return model.predict(test, target, point="median", **kwargs)
-    if spec.kind == "binary" or len(spec.categories) == 2:
+    if _two_class(spec):
         return model.predict_proba(test, target, **kwargs)[:, -1]
     return model.predict(test, target, **kwargs)
 
@@ -112,7 +118,7 @@ def headline_error(spec: VariableSpec, y: NDArray, pred: NDArray) -> float:
     if not spec.is_categorical:
         return float(np.abs(pred - y).mean())
     cats = np.asarray(spec.categories)
-    if spec.kind == "binary" or len(cats) == 2:
+    if _two_class(spec):
         positive = y == cats[-1]
         if positive.all() or not positive.any():
             return float("nan")
