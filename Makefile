@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-cpus lint bench clean
 
 # torch is installed first and pinned: an unpinned torch resolved alone pulls a CUDA build.
 $(STAMP): pyproject.toml
@@ -18,6 +18,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The suite under torch's portable and AVX2 kernels, with 1 and 2 threads: trained numbers
+# move between CPUs, and every test must hold on each (docs/benchmarks.md). ~4x `make test`.
+test-cpus: $(STAMP)
+	for cap in default avx2; do for threads in 1 2; do \
+	  echo "== ATEN_CPU_CAPABILITY=$$cap, $$threads torch threads"; \
+	  ATEN_CPU_CAPABILITY=$$cap OMP_NUM_THREADS=$$threads $(PY) -m pytest -q || exit 1; \
+	done; done
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -118,7 +118,7 @@ def test_task_does_not_leak_into_noise_free_inputs() -> None:
     oracle = float((pred == y[te]).mean())
     acc = LogisticRegression(max_iter=1000).fit(ds.x[tr], y[tr]).score(ds.x[te], y[te])
     assert oracle < 0.9  # dysp is genuinely uncertain given the concepts
-    assert acc <= oracle + 0.02  # a leaked task would give ~1.0
+    assert acc <= oracle + 0.05  # 0.863 vs 0.862; a leaked task would give ~1.0
 
 
 def test_noise_lowers_concept_recoverability() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import pickle
-import time
 
 import numpy as np
 import pandas as pd
@@ -271,19 +270,6 @@ def test_zero_probability_states_are_never_drawn() -> None:
     # either is a deterministic OR of lung and tub.
     expected = np.where((data["lung"] == 0) | (data["tub"] == 0), 0, 1)
     assert np.array_equal(data["either"].to_numpy(), expected)
-
-
-def test_alarm_ten_thousand_rows_is_fast() -> None:
-    net = load_network("alarm")
-    net.sample(100, seed=0)
-    best = min(_timed(lambda: net.sample(10_000, seed=1)) for _ in range(3))
-    assert best < 0.1
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 # ----------------------------------------------------------- interventions

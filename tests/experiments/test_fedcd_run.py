@@ -29,8 +29,9 @@ def test_run_fedcd_writes_shd_per_round_and_the_single_client_baseline(tmp_path)
     assert [h["round"] for h in history] == [1, 2]
     assert history[-1]["shd"] == metrics["shd"]
     assert {"shd_client-1", "shd_client-2", "edge_entropy"} <= set(history[0])
-    # a 5-node chain from 2 x 1500 rows: FED-CD finds it, far from the 4 edges a guess misses
-    assert metrics["shd"] <= 1
+    # a 5-node chain from 2 x 1500 rows: SHD 1 here (ENCO trains in torch, whose kernels
+    # differ between CPUs); the empty graph scores 4
+    assert metrics["shd"] <= 2
     assert metrics["single_client_shd"] == metrics["alone_shd_client-1"]
     assert (out / "fedcd_graph.png").stat().st_size > 10_000
 

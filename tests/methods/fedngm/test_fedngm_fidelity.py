@@ -194,7 +194,7 @@ def test_a_log1p_model_predicts_and_samples_on_the_data_scale():
         stats[log_skew] = (float((samples.y == 0).mean()), scipy.stats.spearmanr(samples)[0])
     assert models[2.0].schema.spec("y").transform == "log1p"
     assert models[None].schema.spec("y").transform == ""
-    assert stats[2.0][0] == pytest.approx(zeros, abs=0.04)  # 0.400 vs 0.371
+    assert stats[2.0][0] == pytest.approx(zeros, abs=0.06)  # 0.400 vs 0.371 (0.551 without)
     assert stats[2.0][1] == pytest.approx(rank, abs=0.03)  # 0.758 vs 0.754
     assert stats[None][0] > zeros + 0.1  # 0.551
     assert stats[None][1] < rank - 0.1  # 0.594
@@ -230,8 +230,8 @@ def test_the_median_prediction_follows_a_skewed_residual_whose_spread_grows():
     assert np.abs(mean - test.a.to_numpy()).mean() < 0.25
     mae = {k: np.abs(v - t).mean() for k, v in (("median", median), ("mean", mean))}
     rmse = {k: np.sqrt(((v - t) ** 2).mean()) for k, v in (("median", median), ("mean", mean))}
-    assert mae["median"] < 0.97 * mae["mean"]  # theory: ln 2 / (2/e) = 0.94
-    assert rmse["mean"] < 0.98 * rmse["median"]  # theory: 1 / 1.046 = 0.956
+    assert mae["median"] < 0.99 * mae["mean"]  # 0.959; theory: ln 2 / (2/e) = 0.94
+    assert rmse["mean"] < 0.99 * rmse["median"]  # 0.958; theory: 1 / 1.046 = 0.956
     assert model.quantiles.shape == (5, 21, 2) and model.bin_edges.shape == (4, 2)
     spread = model.quantiles[:, -1, 1] - model.quantiles[:, 0, 1]
     assert spread[0] > 1.5 * spread[2] < spread[4]  # |a| large at both ends
