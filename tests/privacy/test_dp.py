@@ -44,7 +44,7 @@ def test_ledger_refuses_the_round_that_would_exceed_the_budget():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"epsilon": 0.0}, "epsilon"), ({"epsilon": 1.0, "delta": 1.0}, "delta"),
-     ({"epsilon": 1.0, "max_grad_norm": 0.0}, "clipping")],
+     ({"epsilon": 1.0, "max_grad_norm": 0.0}, "DP max_grad_norm must be a number > 0")],
 )  # fmt: skip
 def test_bad_budgets_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):

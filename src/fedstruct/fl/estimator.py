@@ -19,8 +19,10 @@ __all__ = ["FederatedEstimator"]
 class FederatedEstimator(ABC):
     """Base of the methods' scikit-learn-style estimators.
 
-    A subclass sets :attr:`method` and, in ``__init__``, ``self.config`` (a
-    dataclass), ``self.seed`` and ``self.participation``; it provides
+    A subclass names :attr:`method` and its :attr:`config_class`,
+    :attr:`client_class` and :attr:`server_class` (every method package exports
+    these four), sets in ``__init__`` ``self.config`` (a ``config_class``),
+    ``self.seed`` and ``self.participation``, and provides
     ``make_client``, ``make_server`` and :meth:`learn` (what to keep from the
     server's final state). :meth:`fit` runs the federation and calls it; a method
     with extra inputs (e.g. a server-held test set) overrides ``fit`` to take them
@@ -29,6 +31,10 @@ class FederatedEstimator(ABC):
 
     #: The method's name (checkpoint identity and progress label).
     method: ClassVar[str]
+    #: The dataclass of every hyper-parameter, the client and the server algorithm.
+    config_class: ClassVar[type]
+    client_class: ClassVar[type]
+    server_class: ClassVar[type]
     config: Any
     seed: int
     participation: Participation | None

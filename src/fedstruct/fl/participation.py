@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedstruct.constraints import Interval, check_fields
 from fedstruct.data.schedule import Schedule
-from fedstruct.errors import ConfigError
 
 __all__ = ["Participation", "RoundPlan"]
 
@@ -94,26 +94,7 @@ class Participation:
     schedule: Schedule = field(default_factory=Schedule)
 
     def __post_init__(self) -> None:
-        checks = {
-            "sample_rate": (self.sample_rate, 0.0, 1.0, False),
-            "dropout": (self.dropout, 0.0, 1.0, True),
-            "straggler_rate": (self.straggler_rate, 0.0, 1.0, True),
-            "report_rate": (self.report_rate, 0.0, 1.0, False),
-            "always_report": (self.always_report, 0.0, 1.0, True),
-        }
-        for name, (value, lo, hi, lo_closed) in checks.items():
-            ok = (lo <= value if lo_closed else lo < value) and value <= hi
-            if not ok:
-                bracket = "[" if lo_closed else "("
-                raise ConfigError(
-                    f"participation {name} = {value} must lie in {bracket}{lo}, {hi}]"
-                )
-        if self.min_clients < 1:
-            raise ConfigError(f"participation min_clients = {self.min_clients} must be at least 1")
-        if self.straggler_slowdown < 1.0:
-            raise ConfigError("participation straggler_slowdown must be at least 1")
-        if self.deadline is not None and self.deadline <= 0:
-            raise ConfigError(f"participation deadline = {self.deadline} must be positive")
+        check_fields(self, _CONSTRAINTS, "participation")
 
     @property
     def is_full(self) -> bool:
@@ -176,6 +157,18 @@ class Participation:
         order = _rng(seed, 0, _SALT_ALWAYS).permutation(len(everyone))
         count = math.floor(self.always_report * len(everyone) + 0.5)
         return frozenset(everyone[i] for i in order[:count])
+
+
+_CONSTRAINTS = {
+    "sample_rate": Interval(float, 0, 1, closed="right"),
+    "min_clients": Interval(int, 1),
+    "dropout": Interval(float, 0, 1),
+    "straggler_rate": Interval(float, 0, 1),
+    "straggler_slowdown": Interval(float, 1),
+    "deadline": Interval(float, 0, closed="neither", allow_none=True),
+    "report_rate": Interval(float, 0, 1, closed="right"),
+    "always_report": Interval(float, 0, 1),
+}
 
 
 def _rng(seed: int, rnd: int, salt: int) -> np.random.Generator:

@@ -7,14 +7,10 @@ Conversions to and from networkx, pgmpy and causal-learn live in
 
 from fedstruct.graphs.combine import (
     BeliefMatrix,
-    EdgeVotes,
     StrengthVote,
-    average_beliefs,
-    edge_votes,
     strength_vote,
     union,
     union_names,
-    vote,
 )
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Edge, Graph
 from fedstruct.graphs.metrics import (
@@ -44,7 +40,6 @@ __all__ = [
     "TAIL",
     "BeliefMatrix",
     "Edge",
-    "EdgeVotes",
     "Graph",
     "Projection",
     "RelationFDR",
@@ -52,13 +47,11 @@ __all__ = [
     "SeparationOracle",
     "StrengthVote",
     "ancestral_pairs",
-    "average_beliefs",
     "break_cycles",
     "d_separated",
     "dag_to_mag",
     "dag_to_pag",
     "edge_scores",
-    "edge_votes",
     "fdr",
     "graph_metrics",
     "is_ancestral",
@@ -74,5 +67,4 @@ __all__ = [
     "strength_vote",
     "union",
     "union_names",
-    "vote",
 ]

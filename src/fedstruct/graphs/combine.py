@@ -13,19 +13,16 @@ Functions
 ---------
 union
     FedCDnv's integrated graph G0: adjacencies and arrowheads of all graphs.
-edge_votes, vote
-    Weighted (e.g. sample-size) votes on adjacencies and endpoint marks.
 strength_vote
-    The F-CMs three-way (i->j, j->i, none) strength rule with random tie-breaking.
-average_beliefs
-    FED-CD's weighted average of edge-belief matrices.
+    The F-CMs three-way (i->j, j->i, none) strength rule with random tie-breaking,
+    weighted (e.g. by sample sizes) over the clients that observe each pair.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,14 +32,10 @@ from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph
 
 __all__ = [
     "BeliefMatrix",
-    "EdgeVotes",
     "StrengthVote",
-    "average_beliefs",
-    "edge_votes",
     "strength_vote",
     "union",
     "union_names",
-    "vote",
 ]
 
 #: Relative tolerance under which two weighted sums count as a tie.
@@ -170,174 +163,6 @@ def union(graphs: Sequence[Graph], names: Sequence[str] | None = None) -> Graph:
     return Graph(out, marks)
 
 
-# ------------------------------------------------------------------------ votes
-@dataclass(frozen=True)
-class EdgeVotes:
-    """Weighted votes per ordered pair, only from clients that observe the pair.
-
-    All arrays are ``n x n`` over :attr:`names` with a zero diagonal.
-
-    Attributes
-    ----------
-    names
-        The output variables.
-    observed
-        Symmetric: total weight of the clients that observe both ``i`` and ``j``.
-    adjacent
-        Symmetric: weight of the observers whose graph has an edge ``i``–``j``.
-    mark
-        Shape ``(4, n, n)``: ``mark[m, i, j]`` is the weight of the observers whose
-        mark at ``j`` on the pair ``i``–``j`` is ``m`` (``m = NONE`` counts the
-        observers without the edge), so ``mark.sum(0) == observed``.
-    directed
-        ``directed[i, j]``: weight of the observers with exactly ``i -> j``.
-    """
-
-    names: tuple[str, ...]
-    observed: NDArray[np.float64]
-    adjacent: NDArray[np.float64]
-    mark: NDArray[np.float64]
-    directed: NDArray[np.float64]
-
-    @property
-    def forward(self) -> NDArray[np.float64]:
-        """``[i, j]``: weight behind ``i -> j`` (same as :attr:`directed`)."""
-        return self.directed
-
-    @property
-    def backward(self) -> NDArray[np.float64]:
-        """``[i, j]``: weight behind ``j -> i``."""
-        return self.directed.T
-
-    @property
-    def absent(self) -> NDArray[np.float64]:
-        """``[i, j]``: weight of the observers with no edge between ``i`` and ``j``."""
-        return self.mark[NONE]
-
-
-def edge_votes(
-    graphs: Sequence[Graph],
-    weights: ArrayLike | None = None,
-    names: Sequence[str] | None = None,
-) -> EdgeVotes:
-    """Tally each client's weight per pair and per endpoint mark.
-
-    The weight of a client counts only for the pairs it observes (both variables in
-    its graph), as in the sample-size-based strategies of the FedCDnv-vote and
-    FCI-base baselines (FedCDnv paper, Section 4.1 and Appendix D.1) and the F-CMs
-    strength matrix (F-CMs paper, Section 4.2.1).
-
-    Parameters
-    ----------
-    graphs
-        Client graphs over possibly different variables.
-    weights
-        One non-negative weight per graph (e.g. sample sizes); default all 1.
-    names
-        Output variable order; default the union in order of first appearance.
-
-    Raises
-    ------
-    ConfigError
-        If the weights do not match the graphs or are negative / not finite.
-    UnknownVariableError
-        If a graph has a variable missing from ``names``.
-    """
-    w = _weights(weights, len(graphs))
-    out, positions = _output_names(graphs, names)
-    n = len(out)
-    observed = np.zeros((n, n))
-    mark = np.zeros((4, n, n))
-    directed = np.zeros((n, n))
-    for g, pos, wk in zip(graphs, positions, w, strict=True):
-        obs = _observed(pos, n)
-        m = _expand(g.marks, pos, n)
-        observed += wk * obs
-        for code in (TAIL, ARROW, CIRCLE):
-            mark[code] += wk * (m == code)
-        mark[NONE] += wk * (obs & (m == NONE))
-        directed += wk * ((m == ARROW) & (m.T == TAIL))
-    adjacent = observed - mark[NONE]
-    return EdgeVotes(out, observed, adjacent, mark, directed)
-
-
-def vote(
-    graphs: Sequence[Graph],
-    weights: ArrayLike | None = None,
-    threshold: float = 0.5,
-    names: Sequence[str] | None = None,
-    marks: Literal["majority", "arrowheads"] = "majority",
-) -> Graph:
-    """Weighted vote on adjacencies, then on each endpoint mark.
-
-    A sample-size-weighted vote is the strategy of the FedCDnv-vote and FCI-base
-    baselines (FedCDnv paper, Section 4.1 and Appendix D.1; the paper does not give
-    their exact rule, this is ours).
-    A pair ``i``–``j`` is adjacent iff ``adjacent / observed > threshold`` among the
-    clients that observe it (strictly greater; pairs nobody observes stay
-    non-adjacent). The mark at each end of an adjacent pair is then decided among
-    the voters that *have* the edge:
-
-    - ``marks="majority"``: the mark (tail, arrow or circle) with the largest
-      weight at that end; a tie between the top marks gives ``CIRCLE``
-      ("undetermined"). Each end is voted separately, so with DAG inputs an equal
-      split between ``i -> j`` and ``j -> i`` gives ``i o-o j``.
-    - ``marks="arrowheads"``: ``ARROW`` if any voter with positive weight has an
-      arrowhead there, otherwise ``CIRCLE`` — FedCDnv's rule of transferring only
-      identified arrowheads (FedCDnv paper, Section 3.3.1).
-
-    Parameters
-    ----------
-    graphs
-        Client graphs over possibly different variables.
-    weights
-        One non-negative weight per graph (e.g. sample sizes); default all 1. A
-        client with weight 0 has no say.
-    threshold
-        Share of the observing weight that must report the adjacency, in ``[0, 1)``.
-    names
-        Output variable order; default the union in order of first appearance.
-    marks
-        How endpoint marks are chosen (see above).
-
-    Raises
-    ------
-    ConfigError
-        If ``threshold`` is outside ``[0, 1)``, ``marks`` is unknown, or the weights
-        are invalid.
-    UnknownVariableError
-        If a graph has a variable missing from ``names``.
-    """
-    if not 0.0 <= threshold < 1.0:
-        raise ConfigError(f"vote threshold is {threshold}; use a share in [0, 1), e.g. 0.5")
-    if marks not in ("majority", "arrowheads"):
-        raise ConfigError(f"unknown mark rule {marks!r}; valid mark rules: arrowheads, majority")
-    votes = edge_votes(graphs, weights, names)
-    share = np.divide(
-        votes.adjacent,
-        votes.observed,
-        out=np.zeros_like(votes.adjacent),
-        where=votes.observed > 0,
-    )
-    adjacent = (votes.observed > 0) & (share > threshold)
-    if marks == "arrowheads":
-        chosen = np.where(votes.mark[ARROW] > 0, ARROW, CIRCLE)
-    else:
-        chosen = _majority_mark(votes.mark)
-    out = np.where(adjacent, chosen, NONE).astype(np.int8)
-    return Graph(votes.names, out)
-
-
-def _majority_mark(mark: NDArray[np.float64]) -> NDArray[np.int8]:
-    """Per end, the non-NONE mark of largest weight; ties between the top marks -> CIRCLE."""
-    codes = np.array([TAIL, ARROW, CIRCLE])
-    stacked = mark[codes]
-    best = stacked.max(axis=0)
-    top = _is_tie(stacked, best[None])
-    winner = codes[np.argmax(top, axis=0)]
-    return np.where(top.sum(axis=0) > 1, CIRCLE, winner).astype(np.int8)
-
-
 # ---------------------------------------------------------- three-way strength
 @dataclass(frozen=True)
 class StrengthVote:
@@ -368,6 +193,24 @@ class StrengthVote:
     absent: NDArray[np.float64]
     observed: NDArray[np.float64]
     tied: NDArray[np.bool_]
+
+
+def _check_belief(item: BeliefMatrix | tuple, k: int) -> NDArray[np.float64]:
+    """Validate a client's belief matrix (square, matching names, no NaN)."""
+    names, values = item
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (len(names), len(names)):
+        raise GraphError(
+            f"belief matrix of client {k} has shape {v.shape} but {len(names)} names; "
+            "give one row and column per variable"
+        )
+    if np.isnan(v).any():
+        i, j = (int(x) for x in np.argwhere(np.isnan(v))[0])
+        raise NonFiniteDataError(
+            f"belief matrix of client {k} has NaN at ({names[i]!r}, {names[j]!r}); "
+            "replace it by a number"
+        )
+    return v
 
 
 def _edge_probabilities(item: Graph | BeliefMatrix, k: int) -> NDArray[np.float64]:
@@ -487,95 +330,3 @@ def strength_vote(
     graph = Graph.from_dag_matrix(out, chosen)
     strength = np.where(chosen, forward, 0.0)
     return StrengthVote(graph, strength, forward, absent, observed, tied)
-
-
-# ------------------------------------------------------------ belief averaging
-def _check_belief(item: BeliefMatrix | tuple, k: int) -> NDArray[np.float64]:
-    """Validate a client's belief matrix (square, matching names, no NaN)."""
-    names, values = item
-    v = np.asarray(values, dtype=np.float64)
-    if v.shape != (len(names), len(names)):
-        raise GraphError(
-            f"belief matrix of client {k} has shape {v.shape} but {len(names)} names; "
-            "give one row and column per variable"
-        )
-    if np.isnan(v).any():
-        i, j = (int(x) for x in np.argwhere(np.isnan(v))[0])
-        raise NonFiniteDataError(
-            f"belief matrix of client {k} has NaN at ({names[i]!r}, {names[j]!r}); "
-            "replace it by a number"
-        )
-    return v
-
-
-def average_beliefs(
-    beliefs: Sequence[BeliefMatrix | tuple[Sequence[str], ArrayLike]],
-    weights: Sequence[float | ArrayLike] | None = None,
-    names: Sequence[str] | None = None,
-    fill: float = 0.0,
-) -> BeliefMatrix:
-    """Weighted average of per-client belief matrices over different variable sets.
-
-    FED-CD's voting aggregation (FED-CD paper, Section 5.1):
-    ``sigma_ij = sum_k w_k sigma_k,ij`` with weights renormalised *per entry* over
-    the clients that observe both ``i`` and ``j`` (entry ``(i, i)`` over the clients
-    observing ``i``). Entries no client observes — or only clients whose weight
-    there is 0 — get ``fill``. Values may be probabilities or logits; ``+-inf`` is
-    allowed (e.g. ENCO's ``gamma`` diagonal) and a zero weight never multiplies it.
-
-    Parameters
-    ----------
-    beliefs
-        Per client, ``(names, matrix)`` with ``matrix[i, j]`` the value for ``i -> j``.
-    weights
-        Per client either a non-negative scalar (e.g. the data share) or a
-        non-negative matrix over that client's names (per-entry weights, e.g.
-        FED-CD's proximity weights, Section 5.2). Default: all 1.
-    names
-        Output variable order; default the union in order of first appearance.
-    fill
-        Value of entries that no client observes.
-
-    Returns
-    -------
-    BeliefMatrix
-        The averaged matrix over the output names.
-
-    Raises
-    ------
-    GraphError
-        If a matrix does not match its names.
-    NonFiniteDataError
-        If a matrix holds NaN.
-    ConfigError
-        If a weight is negative, not finite or of the wrong shape.
-    UnknownVariableError
-        If a client has a variable missing from ``names``.
-    """
-    items = [BeliefMatrix(tuple(b[0]), _check_belief(b, k)) for k, b in enumerate(beliefs)]
-    if weights is not None and len(weights) != len(items):
-        raise ConfigError(
-            f"got {len(weights)} weights for {len(items)} clients; give one weight per client"
-        )
-    out, positions = _output_names(items, names)
-    n = len(out)
-    total_w = np.zeros((n, n))
-    total = np.zeros((n, n))
-    for k, (item, pos) in enumerate(zip(items, positions, strict=True)):
-        nk = len(item.names)
-        wk = np.ones((nk, nk)) if weights is None else np.asarray(weights[k], dtype=np.float64)
-        if wk.ndim == 0:
-            wk = np.full((nk, nk), float(wk))
-        if wk.shape != (nk, nk):
-            raise ConfigError(
-                f"weight of client {k} has shape {wk.shape}; give a scalar or a {nk}x{nk} matrix"
-            )
-        if np.any(~np.isfinite(wk) | (wk < 0)):
-            raise ConfigError(f"weights of client {k} must be finite and >= 0")
-        contrib = np.zeros((nk, nk))
-        np.multiply(wk, item.values, out=contrib, where=wk > 0)
-        total[np.ix_(pos, pos)] += contrib
-        total_w[np.ix_(pos, pos)] += wk
-    with np.errstate(invalid="ignore", divide="ignore"):
-        avg = np.where(total_w > 0, total / np.where(total_w > 0, total_w, 1.0), fill)
-    return BeliefMatrix(out, avg)

@@ -11,7 +11,6 @@ stays within ``(ε, δ)``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,6 +20,7 @@ from opacus.accountants import RDPAccountant
 from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
 from opacus.accountants.utils import get_noise_multiplier
 
+from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 
 __all__ = ["DPBudget", "PrivacyLedger"]
@@ -49,6 +49,13 @@ def _calibrate(epsilon: float, delta: float, sample_rate: float, steps: int) -> 
     )
 
 
+_BUDGET_CONSTRAINTS = {
+    "epsilon": Interval(float, 0, closed="neither"),
+    "delta": Interval(float, 0, 1, closed="neither"),
+    "max_grad_norm": Interval(float, 0, closed="neither"),
+}
+
+
 @dataclass(frozen=True)
 class DPBudget:
     """A client's ``(ε, δ)`` budget for the whole run and its clipping norm.
@@ -68,12 +75,7 @@ class DPBudget:
     max_grad_norm: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.epsilon > 0 or not math.isfinite(self.epsilon):
-            raise ConfigError(f"DP epsilon must be a positive number, got {self.epsilon}")
-        if not 0 < self.delta < 1:
-            raise ConfigError(f"DP delta must lie in (0, 1), got {self.delta}")
-        if not self.max_grad_norm > 0:
-            raise ConfigError(f"DP clipping norm must be positive, got {self.max_grad_norm}")
+        check_fields(self, _BUDGET_CONSTRAINTS, "DP")
 
     def noise_multiplier(self, sample_rate: float, steps: int) -> float:
         """The smallest noise multiplier (to Opacus' tolerance) with which ``steps``

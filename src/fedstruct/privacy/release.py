@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import ConfigError
+from fedstruct.constraints import Interval, check_fields
 
 __all__ = ["ReleaseThreshold"]
 
@@ -27,14 +27,7 @@ class ReleaseThreshold:
     min_clients: int
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.min_clients, bool)
-            or not isinstance(self.min_clients, int)
-            or (self.min_clients < 1)
-        ):
-            raise ConfigError(
-                f"release threshold must be a positive number of clients, got {self.min_clients!r}"
-            )
+        check_fields(self, {"min_clients": Interval(int, 1)}, "release threshold")
 
     def allows(self, contributors: int) -> bool:
         """Whether an aggregate built from ``contributors`` clients may be released."""

@@ -426,11 +426,13 @@ def test_soft_targets_distil_a_teacher_better_than_its_draws():
 
 
 def test_new_settings_are_checked():
-    with pytest.raises(ConfigError, match="log_skew must be a finite number or None"):
+    with pytest.raises(ConfigError, match="fedngm log_skew must be a finite number \\(or null\\)"):
         FedNGMConfig(log_skew=float("inf"))
-    with pytest.raises(ConfigError, match=r"edge_level must lie in \(0, 1\)"):
+    with pytest.raises(
+        ConfigError, match=r"fedngm edge_level must be a number in \(0, 1\) \(or null\)"
+    ):
         FedNGMConfig(edge_level=1.5)
-    with pytest.raises(ConfigError, match="soft_targets must be true or false"):
+    with pytest.raises(ConfigError, match="fedngm soft_targets must be true or false"):
         FedNGMConfig(soft_targets="yes")
     cfg = FedNGMConfig()
     assert (cfg.log_skew, cfg.edge_level, cfg.soft_targets, cfg.public_weight) == (

@@ -87,6 +87,9 @@ class CAFE(FederatedEstimator):
     """
 
     method = "cafe"
+    config_class = CafeConfig
+    client_class = CafeClient
+    server_class = CafeServer
 
     def __init__(
         self,
@@ -103,7 +106,7 @@ class CAFE(FederatedEstimator):
             raise ConfigError(f"n_classes must be at least 2, got {n_classes}")
         self.shape = (int(shape[0]), int(shape[1]), int(shape[2]))
         self.n_classes = int(n_classes)
-        self.config = CafeConfig(**params)
+        self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from fedstruct.errors import ConfigError
+
 __all__ = ["cosine_logits", "drift_basis", "remove_drift", "split_heads", "unit"]
 
 _EPS = 1e-12
@@ -52,7 +54,7 @@ def drift_basis(directions: Sequence[Tensor], heads: int, tol: float = 1e-6) -> 
         norm = v.norm(dim=-1, keepdim=True)
         rows.append(torch.where(norm > tol, v / norm.clamp_min(_EPS), torch.zeros_like(v)))
     if not rows:
-        raise ValueError("drift_basis needs at least one direction")
+        raise ConfigError("drift_basis needs at least one drift direction; give a list of vectors")
     return torch.stack(rows, dim=1)
 
 

@@ -26,7 +26,7 @@ import torch
 
 from fedstruct.data.client import ClientData
 from fedstruct.data.images import from_rows
-from fedstruct.errors import DataError
+from fedstruct.errors import DataError, ProtocolError
 from fedstruct.fl import Client, Message, handles
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.cafe.config import CafeConfig
@@ -152,7 +152,11 @@ class CafeClient(Client):
     @handles(EVALUATE, max_entries=2)
     def evaluate(self, msg: Message) -> Message:
         """Correct nearest-prototype predictions of the client's own model (FedProto)."""
-        assert self.own is not None
+        if self.own is None:
+            raise ProtocolError(
+                f"client {self.name!r} runs {self.config.algorithm!r}: only FedProto clients "
+                "evaluate their own model; the server must not send them an evaluate message"
+            )
         set_params(self.net, self.own)
         counts = torch.as_tensor(msg.arrays["prototype_counts"])
         scores = predict_logits(

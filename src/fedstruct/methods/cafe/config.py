@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.errors import ConfigError
 
 __all__ = ["ALGORITHMS", "BACKBONES", "CafeConfig"]
 
@@ -113,35 +114,55 @@ class CafeConfig:
     eval_every: int = 10
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ConfigError(unknown_choice_message("algorithm", self.algorithm, ALGORITHMS))
-        if self.backbone not in BACKBONES:
-            raise ConfigError(unknown_choice_message("backbone", self.backbone, BACKBONES))
-        for name in ("rounds", "local_epochs", "batch_size", "feature_dim", "heads",
-                     "moon_projection", "eval_every"):  # fmt: skip
-            if getattr(self, name) < 1:
-                raise ConfigError(f"cafe {name} = {getattr(self, name)} must be at least 1")
+        check_fields(self, _CONSTRAINTS, "cafe")
         if self.feature_dim % self.heads:
             raise ConfigError(
                 f"cafe feature_dim = {self.feature_dim} is not divisible by heads = "
                 f"{self.heads}: the cosine classifier splits the feature vector into equal "
                 "heads; choose heads that divide feature_dim"
             )
-        for name in ("learning_rate", "tau", "server_learning_rate", "moon_temperature"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"cafe {name} = {getattr(self, name)} must be positive")
-        for name in ("momentum", "local_drift_momentum", "global_drift_momentum",
-                     "history_momentum"):  # fmt: skip
-            if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"cafe {name} = {getattr(self, name)} must be in [0, 1)")
-        for name in ("weight_decay", "gamma", "lambda_global", "lambda_local", "tde_alpha",
-                     "prox_mu", "moon_mu", "proto_lambda"):  # fmt: skip
-            if getattr(self, name) < 0:
-                raise ConfigError(f"cafe {name} = {getattr(self, name)} must be non-negative")
-        if self.staleness_exponent is not None and self.staleness_exponent < 0:
-            raise ConfigError("cafe staleness_exponent must be non-negative (or None)")
 
     @property
     def causal(self) -> bool:
         """Whether the model uses CAFE's causal classifier (else a linear one)."""
         return self.algorithm == "cafe"
+
+
+_CONSTRAINTS = {
+    "algorithm": OneOf(ALGORITHMS),
+    "backbone": OneOf(BACKBONES),
+    **dict.fromkeys(
+        (
+            "rounds",
+            "local_epochs",
+            "batch_size",
+            "feature_dim",
+            "heads",
+            "moon_projection",
+            "eval_every",
+        ),
+        Interval(int, 1),
+    ),
+    **dict.fromkeys(
+        ("learning_rate", "tau", "server_learning_rate", "moon_temperature"),
+        Interval(float, 0, closed="neither"),
+    ),
+    **dict.fromkeys(
+        ("momentum", "local_drift_momentum", "global_drift_momentum", "history_momentum"),
+        Interval(float, 0, 1, closed="left"),
+    ),
+    **dict.fromkeys(
+        (
+            "weight_decay",
+            "gamma",
+            "lambda_global",
+            "lambda_local",
+            "tde_alpha",
+            "prox_mu",
+            "moon_mu",
+            "proto_lambda",
+        ),
+        Interval(float, 0),
+    ),
+    "staleness_exponent": Interval(float, 0, allow_none=True),
+}

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from fedstruct.errors import ProtocolError
 from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.networks import DriftNet
@@ -218,7 +219,10 @@ def predict_logits(
         f = net(images[i : i + _EVAL_BATCH])
         if config.algorithm == "fedproto":
             if prototypes is None or prototype_mask is None:
-                raise ValueError("FedProto inference needs the global prototypes")
+                raise ProtocolError(
+                    "FedProto predicts by the nearest global prototype: pass prototypes and "
+                    "prototype_mask (the server's last broadcast)"
+                )
             d = torch.cdist(f, prototypes) ** 2
             out.append(torch.where(prototype_mask[None, :], -d, torch.full_like(d, -torch.inf)))
         else:

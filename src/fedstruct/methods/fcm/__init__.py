@@ -94,6 +94,9 @@ class FCM(FederatedEstimator):
     """
 
     method = "fcm"
+    config_class = FCMConfig
+    client_class = FCMClient
+    server_class = FCMServer
 
     def __init__(
         self,
@@ -110,7 +113,7 @@ class FCM(FederatedEstimator):
             )
         self.task = task
         self.cardinalities = {str(k): int(v) for k, v in cardinalities.items()}
-        self.config = FCMConfig(**params)
+        self.config = self.config_class(**params)
         if self.config.regime not in FEDERATED_REGIMES:
             raise ConfigError(
                 f"regime {self.config.regime!r} trains no federation; use fit_standalone "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.privacy.dp import DPBudget
 
 __all__ = ["ARCHITECTURES", "FEDERATED_REGIMES", "GRAPH_BASED", "REGIMES", "FCMConfig"]
@@ -103,32 +103,8 @@ class FCMConfig:
     dp_rounds: int | None = None
 
     def __post_init__(self) -> None:
-        for name, value, valid in (
-            ("model", self.model, ARCHITECTURES),
-            ("regime", self.regime, REGIMES),
-            ("graph_memory", self.graph_memory, ("all", "round")),
-        ):
-            if value not in valid:
-                raise ConfigError(unknown_choice_message(f"fcm {name}", value, valid))
-        for name in ("rounds", "clients_per_round", "local_epochs", "batch_size", "patience",
-                     "encoder_hidden", "embedding_size", "task_hidden"):  # fmt: skip
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"fcm {name} must be at least 1, got {getattr(self, name)}")
-        if self.concept_hidden is not None and self.concept_hidden < 1:
-            raise ConfigError(f"fcm concept_hidden must be at least 1, got {self.concept_hidden}")
-        for name in ("concept_weight", "train_intervention_rate"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"fcm {name} must lie in [0, 1], got {getattr(self, name)}")
-        if not 0.0 < self.validation_fraction < 1.0:
-            raise ConfigError(
-                f"fcm validation_fraction must lie in (0, 1), got {self.validation_fraction}"
-            )
-        if self.dp_rounds is not None and self.dp_rounds < 1:
-            raise ConfigError(f"fcm dp_rounds must be at least 1, got {self.dp_rounds}")
-        if self.dp_epsilon is not None:
-            self.dp_budget()  # validates ε, δ and C
-        if self.learning_rate <= 0:
-            raise ConfigError(f"fcm learning_rate must be positive, got {self.learning_rate}")
+        check_fields(self, _CONSTRAINTS, "fcm")
+        self.dp_budget()  # with DP: validates ε, δ and C
 
     def dp_budget(self) -> DPBudget | None:
         """The clients' DP budget, or ``None`` without DP."""
@@ -145,3 +121,29 @@ class FCMConfig:
     def graph_based(self) -> bool:
         """Whether modules follow the aggregated DAG."""
         return self.model in GRAPH_BASED
+
+
+_CONSTRAINTS = {
+    "model": OneOf(ARCHITECTURES),
+    "regime": OneOf(REGIMES),
+    "graph_memory": OneOf(("all", "round")),
+    **{
+        name: Interval(int, 1)
+        for name in (
+            "rounds",
+            "clients_per_round",
+            "local_epochs",
+            "batch_size",
+            "patience",
+            "encoder_hidden",
+            "embedding_size",
+            "task_hidden",
+        )
+    },
+    "concept_hidden": Interval(int, 1, allow_none=True),
+    "concept_weight": Interval(float, 0, 1),
+    "train_intervention_rate": Interval(float, 0, 1),
+    "validation_fraction": Interval(float, 0, 1, closed="neither"),
+    "dp_rounds": Interval(int, 1, allow_none=True),
+    "learning_rate": Interval(float, 0, closed="neither"),
+}

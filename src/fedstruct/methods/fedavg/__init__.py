@@ -62,6 +62,9 @@ class FedAvg(FederatedEstimator):
     """
 
     method = "fedavg"
+    config_class = FedAvgConfig
+    client_class = FedAvgClient
+    server_class = FedAvgServer
 
     def __init__(
         self,
@@ -73,7 +76,7 @@ class FedAvg(FederatedEstimator):
         **params: Any,
     ) -> None:
         self.schema = TabularSchema(target, cardinalities)
-        self.config = FedAvgConfig(**params)
+        self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import ConfigError
+from fedstruct.constraints import Interval, check_fields
 
 __all__ = ["FedAvgConfig"]
 
@@ -45,12 +45,14 @@ class FedAvgConfig:
     staleness_exponent: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "local_epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"fedavg {name} = {getattr(self, name)} must be at least 1")
-        if self.learning_rate <= 0:
-            raise ConfigError(f"fedavg learning_rate = {self.learning_rate} must be positive")
-        if self.hidden < 0:
-            raise ConfigError(f"fedavg hidden = {self.hidden} must be 0 or more")
-        if self.staleness_exponent is not None and self.staleness_exponent < 0:
-            raise ConfigError("fedavg staleness_exponent must be non-negative")
+        check_fields(self, _CONSTRAINTS, "fedavg")
+
+
+_CONSTRAINTS = {
+    "rounds": Interval(int, 1),
+    "local_epochs": Interval(int, 1),
+    "batch_size": Interval(int, 1),
+    "learning_rate": Interval(float, 0, closed="neither"),
+    "hidden": Interval(int, 0),
+    "staleness_exponent": Interval(float, 0, allow_none=True),
+}

@@ -74,11 +74,14 @@ class FedCD(FederatedEstimator):
     """
 
     method = "fedcd"
+    config_class = FedCDConfig
+    client_class = FedCDClient
+    server_class = FedCDServer
 
     def __init__(
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
-        self.config = FedCDConfig(**params)
+        self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
 

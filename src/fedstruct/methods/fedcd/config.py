@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.methods.fedcd.aggregate import BELIEF_SPACES, WEIGHTINGS
 from fedstruct.methods.fedcd.enco.learner import ENCOConfig
 
@@ -58,20 +58,22 @@ class FedCDConfig(ENCOConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name, value, valid in (
-            ("aggregation", self.aggregation, AGGREGATIONS),
-            ("weighting", self.weighting, WEIGHTINGS),
-            ("belief_space", self.belief_space, BELIEF_SPACES),
-        ):
-            if value not in valid:
-                raise ConfigError(unknown_choice_message(f"fedcd {name}", value, valid))
-        if self.rounds < 1 or self.epochs_per_round < 1:
-            raise ConfigError("fedcd rounds and epochs_per_round must be at least 1")
-        if not 0 < self.discount <= 1:
-            raise ConfigError(f"fedcd discount α = {self.discount} must lie in (0, 1]")
-        if self.mass <= 0 or self.min_mass < 0 or self.temperature <= 0:
-            raise ConfigError("fedcd mass and temperature must be positive, min_mass >= 0")
+        check_fields(self, _CONSTRAINTS, "fedcd")
 
     def enco(self) -> ENCOConfig:
         """The local learner's settings."""
         return ENCOConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(ENCOConfig)})
+
+
+_CONSTRAINTS = {
+    "aggregation": OneOf(AGGREGATIONS),
+    "weighting": OneOf(WEIGHTINGS),
+    "belief_space": OneOf(BELIEF_SPACES),
+    "rounds": Interval(int, 1),
+    "epochs_per_round": Interval(int, 1),
+    "discount": Interval(float, 0, 1, closed="right"),
+    "mass": Interval(float, 0, closed="neither"),
+    "min_mass": Interval(float, 0),
+    "temperature": Interval(float, 0, closed="neither"),
+    "acyclic": Boolean(),
+}

@@ -75,11 +75,14 @@ class FedCDnv(FederatedEstimator):
     """
 
     method = "fedcdnv"
+    config_class = FedCDnvConfig
+    client_class = FedCDnvClient
+    server_class = FedCDnvServer
 
     def __init__(
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
-        self.config = FedCDnvConfig(**params)
+        self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
 

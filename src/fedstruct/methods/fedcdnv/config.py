@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.local import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.methods.fedcdnv.pvalues import check_interval
@@ -73,24 +73,24 @@ class FedCDnvConfig:
     constant_columns: str = "error"
 
     def __post_init__(self) -> None:
-        for name, value, valid in (
-            ("strategy", self.strategy, STRATEGIES),
-            ("learner", self.learner, LEARNERS),
-            ("ci_test", self.ci_test, CI_TESTS),
-            ("weight_count", self.weight_count, ("observers", "non_stable")),
-            ("small_sample", self.small_sample, tuple(SMALL_SAMPLE_RULES)),
-            ("dof", self.dof, DOF_CONVENTIONS),
-            ("constant_columns", self.constant_columns, ("error", "exclude")),
-        ):
-            if value not in valid:
-                raise ConfigError(unknown_choice_message(f"fedcdnv {name}", value, valid))
+        check_fields(self, _CONSTRAINTS, "fedcdnv")
         check_interval(self.alpha, self.theta1, self.theta2)
-        for name in ("depth", "pds_depth", "update_depth", "stability_depth"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(f"fedcdnv {name} = {value} must be 0 or more (or null)")
 
     @property
     def n_rounds(self) -> int:
         """Communication rounds: 2 (Algorithm 1), 1 for FCI-base (no update round)."""
         return 1 if self.strategy == "largest" else 2
+
+
+_CONSTRAINTS = {
+    "strategy": OneOf(STRATEGIES),
+    "learner": OneOf(LEARNERS),
+    "ci_test": OneOf(CI_TESTS),
+    "weight_count": OneOf(("observers", "non_stable")),
+    "small_sample": OneOf(SMALL_SAMPLE_RULES),
+    "dof": OneOf(DOF_CONVENTIONS),
+    "constant_columns": OneOf(("error", "exclude")),
+    **dict.fromkeys(
+        ("depth", "pds_depth", "update_depth", "stability_depth"), Interval(int, 0, allow_none=True)
+    ),
+}

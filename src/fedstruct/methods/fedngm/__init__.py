@@ -91,6 +91,9 @@ class FedNGM(FederatedEstimator):
     """
 
     method = "fedngm"
+    config_class = FedNGMConfig
+    client_class = FedNGMClient
+    server_class = FedNGMServer
 
     def __init__(
         self,
@@ -106,7 +109,7 @@ class FedNGM(FederatedEstimator):
             name, kind = next(iter(bad.items()))
             raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
         self.kinds = {str(k): str(v) for k, v in kinds.items()}
-        self.config = FedNGMConfig(**params)
+        self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
         self.public = public

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 
 __all__ = [
     "ALLOCATIONS",
@@ -35,11 +33,6 @@ ALLOCATIONS = ("equal", "proportional")
 SAMPLERS = ("gibbs", "ordering")
 #: Inference: iterative predict-and-replace (message passing) or input optimisation.
 INFERENCE_METHODS = ("message", "gradient")
-
-
-def _choice(name: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ConfigError(unknown_choice_message(name, value, valid))
 
 
 @dataclass(frozen=True)
@@ -166,57 +159,40 @@ class FedNGMConfig:
     log_skew: float | None = 2.0
 
     def __post_init__(self) -> None:
-        _choice("variant", self.variant, VARIANTS)
-        _choice("constraint", self.constraint, CONSTRAINTS)
-        _choice("graph_method", self.graph_method, GRAPH_METHODS)
-        _choice("graph_scope", self.graph_scope, GRAPH_SCOPES)
-        _choice("allocation", self.allocation, ALLOCATIONS)
-        _choice("sampler", self.sampler, SAMPLERS)
-        _choice("inference", self.inference, INFERENCE_METHODS)
-        for name in (
+        check_fields(self, _CONSTRAINTS, "fedngm")
+
+
+_CONSTRAINTS = {
+    "variant": OneOf(VARIANTS),
+    "constraint": OneOf(CONSTRAINTS),
+    "graph_method": OneOf(GRAPH_METHODS),
+    "graph_scope": OneOf(GRAPH_SCOPES),
+    "allocation": OneOf(ALLOCATIONS),
+    "sampler": OneOf(SAMPLERS),
+    "inference": OneOf(INFERENCE_METHODS),
+    **dict.fromkeys(
+        (
             "units_per_variable",
             "hidden",
             "epochs",
             "batch_size",
-            "glasso_cv",
             "graph_max_rows",
             "burn_in",
             "release_threshold",
             "inference_steps",
             "stitch_hidden",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if self.glasso_cv < 2:
-            raise ConfigError(f"glasso_cv must be at least 2 folds, got {self.glasso_cv}")
-        if self.samples is not None and (
-            isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1
-        ):
-            raise ConfigError(f"samples must be a positive integer or None, got {self.samples!r}")
-        if not isinstance(self.soft_targets, bool):
-            raise ConfigError(f"soft_targets must be true or false, got {self.soft_targets!r}")
-        for name in ("penalty", "self_weight", "sparsity", "public_weight", "stitch_init"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
-        if self.log_skew is not None and (
-            isinstance(self.log_skew, bool)
-            or not isinstance(self.log_skew, int | float)
-            or not np.isfinite(self.log_skew)
-        ):
-            raise ConfigError(f"log_skew must be a finite number or None, got {self.log_skew!r}")
-        if not 0 < self.learning_rate:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate!r}")
-        if self.edge_level is not None and (
-            isinstance(self.edge_level, bool)
-            or not isinstance(self.edge_level, int | float)
-            or not 0 < self.edge_level < 1
-        ):
-            raise ConfigError(f"edge_level must lie in (0, 1) or be None, got {self.edge_level!r}")
-        if not 0 < self.ngr_threshold < 1:
-            raise ConfigError(f"ngr_threshold must lie in (0, 1), got {self.ngr_threshold!r}")
-        if not 0 <= self.validation_fraction < 0.5:
-            raise ConfigError(
-                f"validation_fraction must lie in [0, 0.5), got {self.validation_fraction!r}"
-            )
+        ),
+        Interval(int, 1),
+    ),
+    "glasso_cv": Interval(int, 2),
+    "samples": Interval(int, 1, allow_none=True),
+    "soft_targets": Boolean(),
+    **dict.fromkeys(
+        ("penalty", "self_weight", "sparsity", "public_weight", "stitch_init"), Interval(float, 0)
+    ),
+    "log_skew": Interval(float, allow_none=True),
+    "learning_rate": Interval(float, 0, closed="neither"),
+    "edge_level": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "ngr_threshold": Interval(float, 0, 1, closed="neither"),
+    "validation_fraction": Interval(float, 0, 0.5, closed="left"),
+}

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.fl.grid import torch_threads
 from fedstruct.methods.fedcd.enco.graph_fitting import ThetaAdam, edge_gradients, theta_update_mask
@@ -80,20 +81,19 @@ class ENCOConfig:
     threads: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("hidden", "model_steps", "graph_steps", "batch_size", "graph_chunk"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"enco {name} = {getattr(self, name)} must be at least 1")
-        if self.graphs_per_step < 2:
-            raise ConfigError(
-                f"enco graphs_per_step = {self.graphs_per_step} must be at least 2: the "
-                "gradient compares graphs with and without each edge"
-            )
-        for name in ("lr_model", "lr_gamma", "lr_theta"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"enco {name} = {getattr(self, name)} must be positive")
-        for name in ("lambda_sparse", "weight_decay"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"enco {name} = {getattr(self, name)} must be >= 0")
+        # graphs_per_step >= 2: the gradient compares graphs with and without each edge
+        check_fields(self, _ENCO_CONSTRAINTS, "enco")
+
+
+_ENCO_CONSTRAINTS = {
+    **dict.fromkeys(
+        ("hidden", "model_steps", "graph_steps", "batch_size", "graph_chunk"), Interval(int, 1)
+    ),
+    "graphs_per_step": Interval(int, 2),
+    **dict.fromkeys(("lr_model", "lr_gamma", "lr_theta"), Interval(float, 0, closed="neither")),
+    **dict.fromkeys(("lambda_sparse", "weight_decay"), Interval(float, 0)),
+    "threads": Interval(int, 1, allow_none=True),
+}
 
 
 class ENCO:
