@@ -60,7 +60,7 @@ def datasets() -> None:
     out_console.print(table)
     out_console.print(
         "Synthetic generators: random DAGs (ER, chain, bidiag, collider, jungle, full), "
-        "categorical random-MLP SCMs, linear-Gaussian SCMs with latents, random-CPT networks."
+        "categorical random-MLP SCMs, random-CPT networks, mixed-type SCMs (FedNGM)."
     )
 
 

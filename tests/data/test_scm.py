@@ -11,7 +11,6 @@ import pytest
 import fedstruct.data.scm as scm_module
 from fedstruct.data.scm import (
     CategoricalSCM,
-    LinearGaussianSCM,
     orthogonal_matrix,
     random_discrete_network,
 )
@@ -143,79 +142,6 @@ def test_categorical_scm_errors() -> None:
         scm.sample(5, seed=0, interventions={"E": 0})
     with pytest.raises(DataError, match="'7' for 'C'"):
         scm.sample(5, seed=0, interventions={"C": "7"})
-
-
-# -------------------------------------------------------- LinearGaussianSCM
-def chain_scm(latent: tuple[str, ...] = ()) -> LinearGaussianSCM:
-    g = Graph.from_edges(["A", "B", "C"], [("A", "B"), ("B", "C")])
-    w = np.zeros((3, 3))
-    w[0, 1], w[1, 2] = 2.0, -0.5
-    return LinearGaussianSCM(g, w, noise_std=[1.0, 0.5, 2.0], latent=latent)
-
-
-# Hand-derived: B = 2A + e_B, C = -0.5 B + e_C with sd (1, 0.5, 2).
-CHAIN_COV = np.array([[1.0, 2.0, -1.0], [2.0, 4.25, -2.125], [-1.0, -2.125, 0.25 * 4.25 + 4.0]])
-
-
-def test_linear_gaussian_covariance_matches_hand_derivation() -> None:
-    scm = chain_scm()
-    np.testing.assert_allclose(scm.covariance(), CHAIN_COV)
-    data = scm.sample(200_000, seed=1)
-    assert list(data.columns) == ["A", "B", "C"]
-    np.testing.assert_allclose(np.cov(data.to_numpy().T), CHAIN_COV, atol=0.06)
-    np.testing.assert_allclose(data.mean().to_numpy(), 0.0, atol=0.02)
-
-
-def test_linear_gaussian_latent_columns() -> None:
-    scm = chain_scm(latent=("A",))
-    assert scm.observed == ("B", "C") and scm.latent == ("A",)
-    assert list(scm.sample(10, seed=0).columns) == ["B", "C"]
-    everything = scm.sample(10, seed=0, include_latent=True)
-    assert list(everything.columns) == ["A", "B", "C"]
-    pd.testing.assert_frame_equal(everything[["B", "C"]], scm.sample(10, seed=0))
-    np.testing.assert_allclose(scm.covariance(), CHAIN_COV[1:, 1:])
-    np.testing.assert_allclose(scm.covariance(include_latent=True), CHAIN_COV)
-
-
-def test_linear_gaussian_intervention_sets_value_and_cuts_edges() -> None:
-    scm = chain_scm()
-    obs = scm.sample(100_000, seed=4)
-    do = scm.sample(100_000, seed=4, interventions={"B": 3.0})
-    assert (do["B"] == 3.0).all()
-    np.testing.assert_array_equal(obs["A"], do["A"])
-    assert do["C"].mean() == pytest.approx(-1.5, abs=0.03)
-    assert do["C"].var() == pytest.approx(4.0, rel=0.03)
-    assert abs(np.corrcoef(do["A"], do["C"])[0, 1]) < 0.02
-
-
-def test_linear_gaussian_random_weights() -> None:
-    rng = np.random.default_rng(0)
-    adj = np.triu(rng.random((12, 12)) < 0.4, 1)
-    g = Graph.from_dag_matrix([f"X{i}" for i in range(12)], adj)
-    scm = LinearGaussianSCM.random(g, seed=3, noise_std=(0.5, 1.5))
-    w = scm.weights
-    assert np.array_equal(w != 0, g.directed())
-    mags = np.abs(w[w != 0])
-    assert mags.min() >= 0.5 and mags.max() <= 2.0
-    assert (w > 0).any() and (w < 0).any()
-    assert scm.noise_std.min() >= 0.5 and scm.noise_std.max() <= 1.5
-    again = LinearGaussianSCM.random(g, seed=3, noise_std=(0.5, 1.5))
-    np.testing.assert_array_equal(again.weights, w)
-
-
-def test_linear_gaussian_errors() -> None:
-    g = Graph.from_edges(["A", "B"], [("A", "B")])
-    with pytest.raises(DataError, match="B -> A, which is not an edge"):
-        LinearGaussianSCM(g, [[0.0, 1.0], [1.0, 0.0]])
-    with pytest.raises(DataError, match="noise_std"):
-        LinearGaussianSCM(g, [[0.0, 1.0], [0.0, 0.0]], noise_std=0.0)
-    with pytest.raises(UnknownVariableError, match="'Z'"):
-        LinearGaussianSCM(g, [[0.0, 1.0], [0.0, 0.0]], latent=["Z"])
-    scm = LinearGaussianSCM(g, [[0.0, 1.0], [0.0, 0.0]])
-    with pytest.raises(DataError, match="finite number"):
-        scm.sample(5, seed=0, interventions={"A": "uniform"})
-    with pytest.raises(UnknownVariableError, match="'C'"):
-        scm.sample(5, seed=0, interventions={"C": 1.0})
 
 
 # ------------------------------------------------- random discrete network

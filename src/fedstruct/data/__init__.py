@@ -27,7 +27,7 @@ from fedstruct.data.partition import (
 )
 from fedstruct.data.sachs import RowSampler, load_sachs_data, sachs_ground_truth
 from fedstruct.data.schedule import Schedule
-from fedstruct.data.scm import CategoricalSCM, LinearGaussianSCM, random_discrete_network
+from fedstruct.data.scm import CategoricalSCM, random_discrete_network
 
 __all__ = [
     "OBSERVATIONAL",
@@ -38,7 +38,6 @@ __all__ = [
     "ConceptPartition",
     "DiscreteNetwork",
     "LabelSkewSplit",
-    "LinearGaussianSCM",
     "NetworkInfo",
     "RowSampler",
     "Sampler",

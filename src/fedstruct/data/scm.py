@@ -1,5 +1,5 @@
-"""Synthetic generators on a given DAG: categorical random-MLP SCMs, linear-Gaussian SCMs
-with latent variables, and Dirichlet-random discrete networks.
+"""Synthetic generators on a given DAG: categorical random-MLP SCMs and Dirichlet-random
+discrete networks.
 
 Every generator has a ``graph``, ``names`` and
 ``sample(n, *, seed, interventions=None) -> pandas.DataFrame`` like
@@ -17,8 +17,7 @@ gain or lose parents.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from numbers import Real
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from fedstruct.data.discrete import (
     mixed_radix_strides,
     resolve_categorical_interventions,
 )
-from fedstruct.errors import DataError, UnknownVariableError
+from fedstruct.errors import DataError
 from fedstruct.graphs.graph import Graph
 
 #: CategoricalSCM tabulates a conditional once (cached) when it has at most this many
@@ -43,7 +42,6 @@ TABULATE_LIMIT = 10_000
 
 __all__ = [
     "CategoricalSCM",
-    "LinearGaussianSCM",
     "orthogonal_matrix",
     "random_discrete_network",
 ]
@@ -308,218 +306,6 @@ class CategoricalSCM:
         return DiscreteNetwork(
             self._names, self._states, self._parents, tables, name="categorical-scm"
         )
-
-
-class LinearGaussianSCM:
-    """A linear-Gaussian structural equation model, possibly with latent variables.
-
-    ``X_j = Σ_i W[i, j] X_i + ε_j`` with ``ε_j ~ N(0, σ_j²)`` independent
-    (Spirtes, Glymour & Scheines 2000, *Causation, Prediction, and Search*, §3.5).
-    ``W[i, j]`` may be non-zero only for an edge ``i -> j`` of the graph. Latent
-    variables are part of the model and hidden from :meth:`sample` by default, which
-    is how absolute latent variables arise in FedCDnv §4.1.
-
-    Parameters
-    ----------
-    graph
-        A DAG.
-    weights
-        ``(d, d)`` edge weights in ``graph.names`` order.
-    noise_std
-        One standard deviation for every variable or one per variable (> 0).
-    latent
-        Names of the unobserved variables.
-
-    Raises
-    ------
-    GraphError, CyclicGraphError
-        If ``graph`` is not a DAG.
-    UnknownVariableError
-        If a latent name is not a variable.
-    DataError
-        If a weight sits off the graph's edges, or a noise scale is not positive.
-    """
-
-    def __init__(
-        self,
-        graph: Graph,
-        weights: ArrayLike,
-        *,
-        noise_std: float | ArrayLike = 1.0,
-        latent: Iterable[str] = (),
-    ) -> None:
-        graph.require_dag("the LinearGaussianSCM's graph")
-        d = graph.n_nodes
-        w = np.array(weights, dtype=np.float64)
-        if w.shape != (d, d):
-            raise DataError(f"weights have shape {w.shape}, expected ({d}, {d})")
-        off = (w != 0) & ~graph.directed()
-        if off.any():
-            i, j = (int(x) for x in np.argwhere(off)[0])
-            raise DataError(
-                f"weight {w[i, j]:g} on {graph.names[i]} -> {graph.names[j]}, which is not an "
-                "edge of the graph; set it to 0 or add the edge"
-            )
-        std = np.broadcast_to(np.asarray(noise_std, dtype=np.float64), (d,)).copy()
-        if not np.all(np.isfinite(std)) or (std <= 0).any():
-            raise DataError("noise_std must be positive and finite for every variable")
-        latent = tuple(latent)
-        for v in latent:
-            graph.index(v)
-        w.setflags(write=False)
-        std.setflags(write=False)
-        self._graph = graph
-        self._w = w
-        self._std = std
-        self._order = graph.indices(graph.topological_order())
-        self._parents = [np.flatnonzero(graph.directed()[:, j]) for j in range(d)]
-        self._latent = tuple(v for v in graph.names if v in set(latent))
-        self._observed = tuple(v for v in graph.names if v not in set(latent))
-
-    @classmethod
-    def random(
-        cls,
-        graph: Graph,
-        *,
-        seed: SeedLike,
-        latent: Iterable[str] = (),
-        weight_range: tuple[float, float] = (0.5, 2.0),
-        noise_std: float | tuple[float, float] = 1.0,
-    ) -> LinearGaussianSCM:
-        """Random weights ``±U[lo, hi]`` (sign equiprobable) on every edge.
-
-        This is the usual benchmark choice (e.g. Zheng et al. 2018, NOTEARS, §5:
-        ``U([-2, -0.5] ∪ [0.5, 2])``). ``noise_std`` is a constant or a range from which
-        each variable's standard deviation is drawn uniformly.
-        """
-        lo, hi = weight_range
-        if not 0 <= lo <= hi:
-            raise DataError(f"weight_range must satisfy 0 <= lo <= hi, got {weight_range}")
-        rng = make_rng(seed)
-        d = graph.n_nodes
-        magnitude = rng.uniform(lo, hi, size=(d, d))
-        sign = np.where(rng.random((d, d)) < 0.5, -1.0, 1.0)
-        w = np.where(graph.directed(), sign * magnitude, 0.0)
-        if isinstance(noise_std, tuple):
-            std: float | NDArray[np.float64] = rng.uniform(noise_std[0], noise_std[1], size=d)
-        else:
-            std = noise_std
-        return cls(graph, w, noise_std=std, latent=latent)
-
-    @property
-    def graph(self) -> Graph:
-        """The DAG over all variables, latent ones included."""
-        return self._graph
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """All variable names."""
-        return self._graph.names
-
-    @property
-    def latent(self) -> tuple[str, ...]:
-        """The unobserved variables."""
-        return self._latent
-
-    @property
-    def observed(self) -> tuple[str, ...]:
-        """The observed variables, in graph order."""
-        return self._observed
-
-    @property
-    def weights(self) -> NDArray[np.float64]:
-        """Read-only ``(d, d)`` weight matrix, ``[i, j]`` for ``i -> j``."""
-        return self._w
-
-    @property
-    def noise_std(self) -> NDArray[np.float64]:
-        """Read-only per-variable noise standard deviations."""
-        return self._std
-
-    def _targets(self, interventions: Mapping[str, Any] | None) -> dict[int, float]:
-        if interventions is None:
-            return {}
-        if not isinstance(interventions, Mapping):
-            raise DataError("interventions must be a mapping {variable: value}")
-        out: dict[int, float] = {}
-        for var, value in interventions.items():
-            if var not in self._graph:
-                raise UnknownVariableError(
-                    f"cannot intervene on {var!r}: it is not a variable of the "
-                    f"LinearGaussianSCM; valid variables: {', '.join(self.names)}"
-                )
-            if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-                raise DataError(
-                    f"intervention value {value!r} for {var!r} is not valid; "
-                    "a linear-Gaussian variable is set to a finite number"
-                )
-            out[self._graph.index(var)] = float(value)
-        return out
-
-    def _solve(self, e: NDArray[np.float64], targets: Mapping[int, float]) -> NDArray:
-        """Forward substitution in topological order; targets take their value instead.
-
-        Each column is computed from its parents' columns only, so non-descendants of
-        the targets come out bit-identical with and without the interventions.
-        """
-        x = np.empty_like(e)
-        for j in self._order:
-            if j in targets:
-                x[:, j] = targets[j]
-            else:
-                pa = self._parents[j]
-                x[:, j] = e[:, j] + (x[:, pa] @ self._w[pa, j] if pa.size else 0.0)
-        return x
-
-    def sample(
-        self,
-        n: int,
-        *,
-        seed: SeedLike,
-        interventions: Mapping[str, Any] | None = None,
-        include_latent: bool = False,
-    ) -> pd.DataFrame:
-        """Draw ``n`` rows, optionally under perfect interventions ``{variable: number}``.
-
-        Parameters
-        ----------
-        n
-            Number of rows.
-        seed
-            Seed of the noise.
-        interventions
-            ``{variable: value}``: the variable's equation is replaced by ``X_j = value``.
-        include_latent
-            Return the latent columns too (all variables in graph order); by default only
-            :attr:`observed`.
-
-        Raises
-        ------
-        SampleSizeError
-            If ``n`` is not a positive integer.
-        UnknownVariableError
-            If an intervention names an unknown variable.
-        DataError
-            If an intervention value is not a finite number.
-        """
-        n = check_sample_size(n)
-        targets = self._targets(interventions)
-        e = make_rng(seed).standard_normal((n, self._graph.n_nodes)) * self._std
-        x = self._solve(e, targets)
-        frame = pd.DataFrame(x, columns=list(self.names))
-        return frame if include_latent else frame.loc[:, list(self._observed)]
-
-    def covariance(self, include_latent: bool = False) -> NDArray[np.float64]:
-        """The implied covariance ``A^T diag(σ²) A`` with ``A = (I - W)^{-1}``.
-
-        Rows and columns follow :attr:`observed` (or :attr:`names` with latents).
-        """
-        a = np.linalg.inv(np.eye(self._graph.n_nodes) - self._w)
-        cov = a.T @ np.diag(self._std**2) @ a
-        if include_latent:
-            return cov
-        idx = self._graph.indices(self._observed)
-        return cov[np.ix_(idx, idx)]
 
 
 def random_discrete_network(

@@ -40,6 +40,7 @@ from fedstruct.fl import (
     Participation,
     get_backend,
 )
+from fedstruct.fl.federation import CHECKPOINT_FILE
 from fedstruct.fl.flower.cluster import DeploymentOptions
 
 __all__ = [
@@ -112,7 +113,7 @@ class RunContext:
     @property
     def checkpoint(self) -> Path:
         """The run's checkpoint file."""
-        return self.out / "checkpoint.pkl"
+        return self.out / CHECKPOINT_FILE
 
 
 @dataclass

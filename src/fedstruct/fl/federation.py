@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 S = TypeVar("S")
+#: The resume state's file name in a run folder (internal: pickle, never an exchange format).
 CHECKPOINT_FILE = "checkpoint.pkl"
 
 
