@@ -25,7 +25,7 @@ import numpy as np
 
 from fedstruct.errors import ConfigError, FedstructError, unknown_choice_message
 
-__all__ = ["Boolean", "Constraint", "Interval", "OneOf", "check_fields"]
+__all__ = ["AnyOf", "Boolean", "Constraint", "Interval", "OneOf", "check_fields"]
 
 
 class Constraint(ABC):
@@ -142,6 +142,24 @@ class Boolean(Constraint):
 
     def describe(self) -> str:
         return "true or false"
+
+
+@dataclass(frozen=True)
+class AnyOf(Constraint):
+    """Valid when any of several constraints is (e.g. an integer or ``"auto"``)."""
+
+    options: tuple[Constraint, ...]
+    allow_none: bool = False
+
+    def __init__(self, *options: Constraint, allow_none: bool = False) -> None:
+        object.__setattr__(self, "options", options)
+        object.__setattr__(self, "allow_none", allow_none)
+
+    def accepts(self, value: Any) -> bool:
+        return any(option.accepts(value) for option in self.options)
+
+    def describe(self) -> str:
+        return " or ".join(option.describe() for option in self.options)
 
 
 def check_fields(

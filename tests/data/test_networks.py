@@ -35,6 +35,10 @@ KNOWN = {
     "barley": (48, 84),
     "hailfinder": (56, 66),
     "child3": (60, 79),
+    "hepar2": (70, 123),
+    "win95pts": (76, 112),
+    "pathfinder": (109, 195),
+    "andes": (223, 338),
     "alarm3": (111, 149),
 }
 
@@ -93,7 +97,7 @@ def test_unknown_network_lists_valid_names() -> None:
         load_network("alarm4")
     msg = str(err.value)
     assert "\n" not in msg and "'alarm4'" in msg
-    assert "alarm3, asia, barley" in msg
+    assert "alarm3, andes, asia, barley" in msg
     assert isinstance(err.value, ValueError)
 
 

@@ -77,6 +77,9 @@ _REGISTRY: tuple[NetworkInfo, ...] = (
         "tiled from child (Tsamardinos et al. 2006)",
         "Three tiles of Child joined by 4 random edges; variables V_1, V_2, V_3",
     ),
+    NetworkInfo("hepar2", 70, 123, _BNLEARN, "Liver disorders (Onisko 2003)"),
+    NetworkInfo("win95pts", 76, 112, _BNLEARN, "Windows 95 printer troubleshooting (Microsoft)"),
+    NetworkInfo("pathfinder", 109, 195, _BNLEARN, "Lymph-node pathology (Heckerman et al. 1992)"),
     NetworkInfo(
         "alarm3",
         111,
@@ -84,6 +87,7 @@ _REGISTRY: tuple[NetworkInfo, ...] = (
         "tiled from alarm (Tsamardinos et al. 2006)",
         "Three tiles of Alarm joined by 11 random edges; variables V_1, V_2, V_3",
     ),
+    NetworkInfo("andes", 223, 338, _BNLEARN, "Physics problem solving (Conati et al. 1997)"),
 )
 
 #: Tiled networks: name -> (base network, number of tiles, number of connecting edges).
@@ -109,7 +113,8 @@ def load_network(name: str) -> DiscreteNetwork:
     ----------
     name
         One of :func:`network_names`: asia, cancer, earthquake, survey, sachs, child,
-        insurance, alarm, hailfinder, barley, water, child3, alarm3.
+        insurance, alarm, hailfinder, barley, water, hepar2, win95pts, pathfinder, andes,
+        child3, alarm3.
 
     Returns
     -------

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.local import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.methods.fedcdnv.local.pds import AUTO
 from fedstruct.methods.fedcdnv.pvalues import check_interval
 
 __all__ = ["LEARNERS", "FedCDnvConfig"]
@@ -36,7 +37,10 @@ class FedCDnvConfig:
     depth
         Largest conditioning set of the adjacency search (``None``: unbounded).
     pds_depth
-        Largest conditioning set in FCI's possible-D-SEP phase (``None``: unbounded).
+        Largest conditioning set in FCI's possible-D-SEP phase: ``"auto"`` (default:
+        the size covering 99 % of the adjacency search's separating sets, see
+        :func:`~fedstruct.methods.fedcdnv.local.pds.auto_pds_depth`), an integer, or
+        ``None`` (unbounded: FCI's complete search, exponential on large data).
     small_sample
         The G²/χ² small-sample rule (see docs/local_learners.md).
     dof
@@ -64,7 +68,7 @@ class FedCDnvConfig:
     theta1: float = 0.049
     theta2: float = 0.45
     depth: int | None = None
-    pds_depth: int | None = None
+    pds_depth: int | str | None = AUTO
     small_sample: str = "toolbox"
     dof: str = "adjusted"
     update_depth: int | None = 3
@@ -91,6 +95,7 @@ _CONSTRAINTS = {
     "dof": OneOf(DOF_CONVENTIONS),
     "constant_columns": OneOf(("error", "exclude")),
     **dict.fromkeys(
-        ("depth", "pds_depth", "update_depth", "stability_depth"), Interval(int, 0, allow_none=True)
+        ("depth", "update_depth", "stability_depth"), Interval(int, 0, allow_none=True)
     ),
+    "pds_depth": AnyOf(Interval(int, 0), OneOf((AUTO,)), allow_none=True),
 }

@@ -34,6 +34,7 @@ test is performed at all.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -66,6 +67,8 @@ DOF_CONVENTIONS = ("adjusted", "plain")
 _DENSE_CELLS = 4096
 #: Mixed-radix codes of Z are renumbered before they could exceed this (int64 safety).
 _MAX_CODE = 1 << 40
+#: Bytes of stratum codes a test keeps (each conditioning set's codes take ``8 n``).
+_STRATA_CACHE_BYTES = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -324,11 +327,16 @@ def table_statistics(
             + float(add(xlogx[n_z]))
         )
         return max(g, 0.0), df
-    keep = n_z > 0
-    t = table[keep].astype(np.float64)
-    expected = n_zx[keep][:, :, None] * n_zy[keep][:, None, :] / n_z[keep][:, None, None]
-    pos = expected > 0
-    return float((((t - expected) ** 2)[pos] / expected[pos]).sum()), df
+    # Σ (n - E)² / E over the cells with E > 0 is Σ n² n_z / (n_zx n_zy) - N (cells
+    # with n > 0 have E > 0, and Σ E = N): one pass, as in sparse_statistics.
+    denominator = n_zx[:, :, None] * n_zy[:, None, :]
+    ratio = np.divide(
+        (table * table) * n_z[:, None, None],
+        denominator,
+        out=np.zeros(table.shape),
+        where=denominator > 0,
+    )
+    return max(float(add(ratio, axis=None)) - float(add(n_z)), 0.0), df
 
 
 # ------------------------------------------------------------------- the test
@@ -391,6 +399,12 @@ class DiscreteTest(CITest):
         self._dof = dof
         self._xlogx = xlogx_table(n)
         self._dense_cells = max(_DENSE_CELLS, 2 * n)
+        self._pair: tuple[int, int] | None = None
+        self._xy = self._columns[0] if self._columns else np.zeros(0, dtype=np.int64)
+        self._strata_capacity = max(8, min(256, _STRATA_CACHE_BYTES // (8 * max(n, 1))))
+        self._strata: OrderedDict[tuple[int, ...], tuple[NDArray[np.int64] | None, int]] = (
+            OrderedDict()
+        )
 
     @property
     def cardinalities(self) -> tuple[int, ...]:
@@ -426,6 +440,37 @@ class DiscreteTest(CITest):
             k += 1
         return k
 
+    def _stratum_codes(self, z: tuple[int, ...]) -> tuple[NDArray[np.int64] | None, int]:
+        """:func:`stratum_codes` of ``Z``, cached (most recently used first).
+
+        Tests that share a conditioning set (every pair tried given the same subset of
+        a Possible-D-SEP or neighbour set) reuse its codes, and a set extends the cached
+        codes of its prefix by one digit when that keeps them below ``2**40``: the
+        same codes as computing them afresh.
+        """
+        cache = self._strata
+        if z in cache:
+            cache.move_to_end(z)
+            return cache[z]
+        prefix = cache.get(z[:-1]) if len(z) > 1 else None
+        card = self._cards[z[-1]] if z else 1
+        if prefix is not None and prefix[0] is not None and prefix[1] * card <= _MAX_CODE:
+            out = (prefix[0] * card + self._columns[z[-1]], prefix[1] * card)
+        else:
+            out = stratum_codes([self._columns[k] for k in z], [self._cards[k] for k in z])
+        cache[z] = out
+        if len(cache) > self._strata_capacity:
+            cache.popitem(last=False)
+        return out
+
+    def _pair_codes(self, i: int, j: int) -> NDArray[np.int64]:
+        """``x * |Y| + y`` per row, kept for the last pair (the searches test one pair
+        given many sets in a row)."""
+        if self._pair != (i, j):
+            self._pair = (i, j)
+            self._xy = self._columns[i] * self._cards[j] + self._columns[j]
+        return self._xy
+
     def _performed(self, i: int, j: int, z: tuple[int, ...]) -> bool:
         rule = self._rule
         if rule.min_ratio == 0:
@@ -441,14 +486,12 @@ class DiscreteTest(CITest):
             return (0.0 if self._rule.verdict == "dependent" else 1.0), True
         cols, cards = self._columns, self._cards
         card_z = [cards[k] for k in z]
-        code, strata = stratum_codes([cols[k] for k in z], card_z)
+        code, strata = self._stratum_codes(z)
         cx, cy = cards[i], cards[j]
         if strata * cx * cy <= self._dense_cells:
-            if code is None:
-                table = np.bincount(cols[i] * cy + cols[j], minlength=cx * cy).reshape(1, cx, cy)
-            else:
-                flat = (code * cx + cols[i]) * cy + cols[j]
-                table = np.bincount(flat, minlength=strata * cx * cy).reshape(strata, cx, cy)
+            xy = self._pair_codes(i, j)
+            flat = xy if code is None else code * (cx * cy) + xy
+            table = np.bincount(flat, minlength=strata * cx * cy).reshape(strata, cx, cy)
             stat, df = table_statistics(table, self._kind, self._dof, card_z, self._xlogx)
         else:
             stat, df = sparse_statistics(code, cols[i], cols[j], cx, cy, self._kind, self._xlogx)

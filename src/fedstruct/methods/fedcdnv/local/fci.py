@@ -27,7 +27,7 @@ from fedstruct.methods.fedcdnv.local.build import as_ci_test
 from fedstruct.methods.fedcdnv.local.citest import CITest
 from fedstruct.methods.fedcdnv.local.dataset import DataLike
 from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.pds import remove_by_possible_dsep
+from fedstruct.methods.fedcdnv.local.pds import AUTO, auto_pds_depth, remove_by_possible_dsep
 from fedstruct.methods.fedcdnv.local.result import LocalResult
 from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
 
@@ -58,7 +58,7 @@ def fci(
     alpha: float = 0.05,
     test: str = "g2",
     depth: int | None = None,
-    pds_depth: int | None = None,
+    pds_depth: int | str | None = AUTO,
     max_path_length: int | None = None,
     possible_dsep: bool = True,
     biconnected: bool = True,
@@ -78,7 +78,11 @@ def fci(
     depth
         Largest conditioning set in every phase; ``None`` (default) or ``-1``: none.
     pds_depth
-        Largest conditioning set in the possible-D-SEP phase; default ``depth``.
+        Largest conditioning set in the possible-D-SEP phase: ``"auto"`` (default) the
+        size that covers 99 % of the adjacency search's separating sets
+        (:func:`~fedstruct.methods.fedcdnv.local.pds.auto_pds_depth`, never above
+        ``depth``); ``None``: ``depth`` (unbounded when ``depth`` is ``None``: FCI's
+        complete search, exponential on large Possible-D-SEP sets); or an integer.
     max_path_length
         Longest walk defining Possible-D-SEP; ``None`` (default): none.
     possible_dsep
@@ -104,7 +108,12 @@ def fci(
     """
     alpha = check_alpha(alpha)
     check_depth(depth)
-    check_depth(pds_depth, "pds_depth")
+    if isinstance(pds_depth, str) and pds_depth != AUTO:
+        raise ConfigError(
+            f"pds_depth must be 'auto', None, -1 (unlimited) or an integer >= 0, got {pds_depth!r}"
+        )
+    if pds_depth != AUTO:
+        check_depth(pds_depth, "pds_depth")  # type: ignore[arg-type]
     check_depth(max_path_length, "max_path_length")
     ci_test = as_ci_test(data, test)
     start = ci_test.n_tests
@@ -116,11 +125,13 @@ def fci(
     orient_colliders(marks, evidence.sepset_contains)
 
     if possible_dsep:
+        if pds_depth == AUTO:
+            pds_depth = min(auto_pds_depth(evidence.sepsets.values()), check_depth(depth))
         evidence.phase("possible_dsep")
         adjacency = remove_by_possible_dsep(
             evidence,
             marks,
-            depth=depth if pds_depth is None else pds_depth,
+            depth=depth if pds_depth is None else pds_depth,  # type: ignore[arg-type]
             max_path_length=max_path_length,
             biconnected=biconnected,
             searched_depth=depth,
