@@ -20,8 +20,8 @@ from rich.status import Status
 
 from fedstruct import __version__, errors
 from fedstruct.errors import DeploymentError, FedstructError
-from fedstruct.experiments.flower_app import ERROR_FILE, RUN_CONFIG_DEFAULTS
-from fedstruct.experiments.runs import RunOutcome
+from fedstruct.experiments.flower_contract import ERROR_FILE, RUN_CONFIG_DEFAULTS
+from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.fl.flower.cluster import (
     CONNECTION,
     DeploymentOptions,

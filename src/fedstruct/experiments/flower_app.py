@@ -21,28 +21,14 @@ from flwr.serverapp import ServerApp
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.experiments.flower_contract import ERROR_FILE
 from fedstruct.experiments.runs import run_resolved, runnable
 from fedstruct.experiments.settings import apply_settings
 from fedstruct.fl.client import Client
 from fedstruct.fl.flower.client_app import make_client_app
 from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
 
-__all__ = ["ERROR_FILE", "RUN_CONFIG_DEFAULTS", "client_app", "server_app"]
-
-#: Written into the results folder when the server side fails with a fedstruct error.
-ERROR_FILE = "error.json"
-
-#: The run-config keys of the app (declared in its pyproject.toml), with defaults.
-RUN_CONFIG_DEFAULTS: dict[str, str | int | float | bool] = {
-    "method": "",
-    "settings": "{}",
-    "out": "",
-    "resume": False,
-    "stop-after": 0,
-    "min-nodes": 0,
-    "join-timeout": 120.0,
-    "reply-timeout": 600.0,
-}
+__all__ = ["client_app", "server_app"]
 
 server_app = ServerApp()
 

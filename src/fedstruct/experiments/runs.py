@@ -31,13 +31,14 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
+from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
 from fedstruct.fl import (
-    BACKENDS,
     Backend,
     Federated,
     LocalBackend,
     Participation,
+    backend_names,
     get_backend,
 )
 from fedstruct.fl.federation import CHECKPOINT_FILE
@@ -114,15 +115,6 @@ class RunContext:
     def checkpoint(self) -> Path:
         """The run's checkpoint file."""
         return self.out / CHECKPOINT_FILE
-
-
-@dataclass
-class RunOutcome:
-    """What a run produced."""
-
-    metrics: dict[str, float]
-    history: list[dict[str, float]] = field(default_factory=list)
-    figures: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -214,8 +206,8 @@ def execute(
         ``config.json`` of this method.
     """
     entry = runnable(name)
-    if backend not in BACKENDS:
-        raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
+    if backend not in backend_names():
+        raise ConfigError(unknown_choice_message("backend", backend, backend_names()))
     if resume:
         saved = read_config(out)
         if saved.get("method") != name:

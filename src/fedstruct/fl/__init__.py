@@ -3,12 +3,13 @@
 Modelled on Flower's Message API so that it maps onto Flower one to one.
 """
 
+from fedstruct.fl import flower as _flower  # noqa: F401  (registers the Flower backends)
 from fedstruct.fl.backend import (
-    BACKENDS,
     Backend,
     Federated,
     LocalBackend,
     RunResult,
+    backend_names,
     get_backend,
     run_on_backend,
 )
@@ -21,7 +22,6 @@ from fedstruct.fl.participation import Participation, RoundPlan
 from fedstruct.fl.traffic import Traffic
 
 __all__ = [
-    "BACKENDS",
     "Backend",
     "Client",
     "Federated",
@@ -36,6 +36,7 @@ __all__ = [
     "RunResult",
     "ServerAlgorithm",
     "Traffic",
+    "backend_names",
     "from_json_bytes",
     "get_backend",
     "handles",

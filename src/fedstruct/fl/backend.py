@@ -28,19 +28,31 @@ from fedstruct.fl.grid import Grid, LocalGrid
 from fedstruct.fl.participation import Participation
 
 __all__ = [
-    "BACKENDS",
     "Backend",
     "Federated",
     "LocalBackend",
     "RunResult",
+    "backend_names",
     "get_backend",
+    "register_backend",
     "run_on_backend",
 ]
 
 T = TypeVar("T")
 
-#: Backend names the command line accepts.
-BACKENDS = ("local", "flower-sim", "flower")
+#: Backend name -> a function making the backend; ``local`` here, the Flower ones
+#: registered by :mod:`fedstruct.fl.flower` (without importing Flower until used).
+_REGISTRY: dict[str, Callable[[], Backend]] = {}
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+    """Make ``get_backend(name)`` call ``factory()`` (a backend package registers its own)."""
+    _REGISTRY[name] = factory
+
+
+def backend_names() -> tuple[str, ...]:
+    """The registered backend names, sorted."""
+    return tuple(sorted(_REGISTRY))
 
 
 class Federated(Protocol):
@@ -90,6 +102,9 @@ class LocalBackend(Backend):
         return server_fn(grid)
 
 
+register_backend("local", LocalBackend)
+
+
 def get_backend(backend: str | Backend) -> Backend:
     """The backend called ``backend`` (or ``backend`` itself if it is one).
 
@@ -102,18 +117,9 @@ def get_backend(backend: str | Backend) -> Backend:
     """
     if isinstance(backend, Backend):
         return backend
-    if backend == "local":
-        return LocalBackend()
-    if backend == "flower-sim":
-        from fedstruct.fl.flower.simulation import FlowerSimBackend
-
-        return FlowerSimBackend()
-    if backend == "flower":
-        raise ConfigError(
-            "backend 'flower' runs on a SuperLink: submit the run with "
-            "'fedstruct run METHOD --backend flower ...' (see docs/deploy.md)"
-        )
-    raise ConfigError(unknown_choice_message("backend", backend, BACKENDS))
+    if backend not in _REGISTRY:
+        raise ConfigError(unknown_choice_message("backend", backend, _REGISTRY))
+    return _REGISTRY[backend]()
 
 
 @dataclass(frozen=True)

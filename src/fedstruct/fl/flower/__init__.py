@@ -1,8 +1,10 @@
 """Flower backends: run any fedstruct federation on Flower (simulation or deployment).
 
 Needs the ``flower`` extra (``pip install fedstruct[flower]``: flwr[simulation] 1.41).
-Import the submodules you need; this package imports nothing, so that
-:mod:`fedstruct.fl.flower.cluster` (process commands, no Flower import) stays light.
+Importing this package imports no Flower code: it registers the ``flower-sim`` and
+``flower`` backends with :func:`fedstruct.fl.backend.register_backend`, each loading
+its module only when asked for, so that a local run and
+:mod:`fedstruct.fl.flower.cluster` (process commands) stay light.
 
 - :mod:`~fedstruct.fl.flower.records`: Message <-> Flower records;
 - :mod:`~fedstruct.fl.flower.grid`: :class:`FlowerGrid`, our grid over Flower's;
@@ -12,3 +14,23 @@ Import the submodules you need; this package imports nothing, so that
 - :mod:`~fedstruct.fl.flower.cluster`: SuperLink/SuperNode commands, ``flwr`` calls;
 - :mod:`~fedstruct.fl.flower.credentials`: TLS certificates and node keys.
 """
+
+from fedstruct.errors import ConfigError
+from fedstruct.fl.backend import Backend, register_backend
+
+
+def _simulation() -> Backend:
+    from fedstruct.fl.flower.simulation import FlowerSimBackend
+
+    return FlowerSimBackend()
+
+
+def _deployment() -> Backend:
+    raise ConfigError(
+        "backend 'flower' runs on a SuperLink: submit the run with "
+        "'fedstruct run METHOD --backend flower ...' (see docs/deploy.md)"
+    )
+
+
+register_backend("flower-sim", _simulation)
+register_backend("flower", _deployment)

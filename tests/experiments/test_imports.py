@@ -1,0 +1,25 @@
+"""A local run loads no Flower code (Flower is an optional extra for other backends)."""
+
+import subprocess
+import sys
+
+SCRIPT = """
+import sys
+from pathlib import Path
+from fedstruct.experiments import execute, runnable
+execute("fedavg", [dict(runnable("fedavg").quick)], Path(sys.argv[1]))
+flower = sorted(m for m in sys.modules if m == "flwr" or m.startswith("flwr."))
+print(len(flower), ",".join(sorted(m for m in sys.modules if m.startswith("fedstruct.fl.flower"))))
+"""
+
+
+def test_a_local_run_imports_no_flower_code(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "run")],
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    count, modules = out.stdout.strip().splitlines()[-1].split(" ")
+    assert count == "0", out.stdout
+    assert (tmp_path / "run" / "metrics.json").is_file()
+    # only the registry package and the process-command helpers, no Flower module
+    assert set(modules.split(",")) <= {"fedstruct.fl.flower", "fedstruct.fl.flower.cluster"}
