@@ -18,9 +18,7 @@ from fedstruct.data.partition import (
     variable_subsets,
     vertical_interventions,
 )
-from fedstruct.data.scm import LinearGaussianSCM
 from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
-from fedstruct.graphs.graph import Graph
 
 
 def frame(n: int) -> pd.DataFrame:
@@ -173,15 +171,6 @@ def test_variable_subset_clients_sample_sizes_and_columns() -> None:
     assert {c.n_rows for c in small} == {50}
     with pytest.raises(SampleSizeError, match="n_min <= n_max"):
         variable_subset_clients(net, split, seed=4, n_range=(60, 50))
-
-
-def test_variable_subset_clients_with_latent_linear_gaussian() -> None:
-    rng = np.random.default_rng(1)
-    g = Graph.from_dag_matrix([f"X{i}" for i in range(10)], np.triu(rng.random((10, 10)) < 0.3, 1))
-    split = variable_subsets(g.names, 3, overlap=0.8, latent=0.2, seed=1)
-    scm = LinearGaussianSCM.random(g, seed=1, latent=split.latent)
-    clients = variable_subset_clients(scm, split, seed=1, n_range=(100, 200))
-    assert all(set(c.variables) <= set(split.observed) for c in clients)
 
 
 # ------------------------------------------------- interventional splits

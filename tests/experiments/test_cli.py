@@ -61,7 +61,7 @@ def test_resume_reaches_the_same_metrics(tmp_path):
     [
         (
             ["run", "fedavg", "--network", "nosuch", "--out", "X"],
-            "unknown network 'nosuch'; valid networks: alarm, alarm3, asia, barley, cancer",
+            "unknown network 'nosuch'; valid networks: alarm, alarm3, andes, asia, barley, cancer",
         ),
         (
             ["run", "fedavg", "--set", "nosuch=1", "--out", "X"],
