@@ -73,6 +73,8 @@ def test_resume_reaches_the_same_metrics(tmp_path):
         ),
         (["run", "fedavg", "--clients", "0", "--out", "X"], "clients = 0 must be at least 1"),
         (["run", "nomethod", "--out", "X"], "unknown method 'nomethod'; valid methods: cafe, fcm,"),
+        (["run", "fedngm", "--network", "alarm", "--out", "X"], "unknown fedngm setting 'network'"),
+        (["run", "cafe", "--set", "network=asia", "--out", "X"], "unknown cafe setting 'network'"),
         (["run", "fedavg", "--set", "samples=-5", "--out", "X"], "-5"),
         (["run", "fedavg", "--config", "missing.yaml", "--out", "X"], "config file missing.yaml"),
         (["reproduce", "nosuch"], "unknown recipe 'nosuch'"),

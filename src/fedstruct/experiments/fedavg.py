@@ -52,6 +52,7 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     ``test_samples`` more rows form the server's test set.
     """
 
+    network: str = "asia"
     target: str = ""
     samples: int = 5000
     test_samples: int = 2000

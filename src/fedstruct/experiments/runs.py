@@ -59,16 +59,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class FederationSettings:
-    """Settings every federated run shares: data source, size, seed and participation.
+    """Settings every federated run shares: size, seed and participation.
 
     The participation settings are the fields of :class:`fedstruct.fl.Participation`
     (same names and defaults); ``late_fraction`` and ``leave_fraction`` draw a random
     join/leave schedule (:meth:`fedstruct.data.Schedule.random`). A method's run
     settings inherit this class and the method's config dataclass, so every
-    hyper-parameter is a flat setting.
+    hyper-parameter is a flat setting. The data source (``network``, ``dataset``) is
+    each method's own setting: a method that reads none rejects it.
     """
 
-    network: str = "asia"
     clients: int = 4
     rounds: int = 20
     seed: int = 0
