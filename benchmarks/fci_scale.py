@@ -26,6 +26,7 @@ import multiprocessing as mp
 import resource
 import sys
 import time
+from queue import Empty
 
 import numpy as np
 
@@ -86,12 +87,13 @@ def isolated(target, args: tuple, limit: float) -> dict | None:
     queue: mp.Queue = mp.Queue()
     proc = mp.get_context("fork").Process(target=_child, args=(target, args, queue))
     proc.start()
-    proc.join(limit)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-        return None
-    return json.loads(queue.get())
+    try:  # read before joining: a child blocks on a large result until it is read
+        out = json.loads(queue.get(timeout=limit))
+    except Empty:
+        out = None
+    proc.kill()
+    proc.join()
+    return out
 
 
 def edge_f1(skeleton: np.ndarray, truth: np.ndarray) -> float:
