@@ -329,9 +329,9 @@ def table_statistics(
         return max(g, 0.0), df
     # Σ (n - E)² / E over the cells with E > 0 is Σ n² n_z / (n_zx n_zy) - N (cells
     # with n > 0 have E > 0, and Σ E = N): one pass, as in sparse_statistics.
-    denominator = n_zx[:, :, None] * n_zy[:, None, :]
+    denominator = n_zx[:, :, None].astype(np.float64) * n_zy[:, None, :]
     ratio = np.divide(
-        (table * table) * n_z[:, None, None],
+        np.square(table, dtype=np.float64) * n_z[:, None, None],  # no int64 overflow
         denominator,
         out=np.zeros(table.shape),
         where=denominator > 0,
