@@ -19,25 +19,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from timing import median_time
 
 from fedstruct.data import load_network, variable_subset_clients, variable_subsets
 from fedstruct.methods.fedcdnv.local.build import make_ci_test
 from fedstruct.methods.fedcdnv.local.fci import fci
-
-
-def median_time(fn: Callable[[], object], repeats: int, clock=time.perf_counter) -> float:
-    times = []
-    for _ in range(repeats):
-        start = clock()
-        fn()
-        times.append(clock() - start)
-    return statistics.median(times)
 
 
 def causal_learn_fci(values: np.ndarray) -> None:

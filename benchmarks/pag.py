@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
+from timing import median_time
 
 from fedstruct.data import load_network, network_names
 from fedstruct.graphs.graph import Graph
@@ -41,21 +40,12 @@ def pick_latent(dag: Graph, seed: int, share: float = LATENT_SHARE) -> list[str]
     return sorted(dag.names[i] for i in rng.choice(dag.n_nodes, size=k, replace=False))
 
 
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def report(label: str, dag: Graph, latent: list[str], repeats: int) -> None:
     mag = dag_to_mag(dag, latent)
     pag = mag_to_pag(mag)
-    t_mag = median_seconds(lambda: dag_to_mag(dag, latent), repeats)
-    t_pag = median_seconds(lambda: mag_to_pag(mag, validate=False), repeats)
-    t_all = median_seconds(lambda: dag_to_pag(dag, latent), repeats)
+    t_mag = median_time(lambda: dag_to_mag(dag, latent), repeats)
+    t_pag = median_time(lambda: mag_to_pag(mag, validate=False), repeats)
+    t_all = median_time(lambda: dag_to_pag(dag, latent), repeats)
     circles = int((pag.marks == 3).sum())
     print(
         f"{label:<28} nodes {dag.n_nodes:>3} edges {dag.n_edges:>3} latent {len(latent):>2} | "
@@ -75,7 +65,7 @@ def main() -> None:
         dag = random_dag(seed)
         latent = pick_latent(dag, seed + 1000)
         report(f"random seed {seed}", dag, latent, args.repeats)
-        all_times.append(median_seconds(lambda d=dag, la=latent: dag_to_pag(d, la), args.repeats))
+        all_times.append(median_time(lambda d=dag, la=latent: dag_to_pag(d, la), args.repeats))
     print(f"median dag_to_pag over random graphs: {statistics.median(all_times) * 1e3:.1f} ms")
     for seed in range(2):
         dag = random_dag(seed, 100, 150)

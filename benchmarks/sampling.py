@@ -15,28 +15,15 @@ Timings depend on the machine; the unit tests check only what these produce.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
+from timing import median_time
 
 from fedstruct.data import load_network
 from fedstruct.data.mixed import MixedSCM
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import break_cycles
 from fedstruct.graphs.random import erdos_renyi_dag
-
-
-def median_time(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``fn`` after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def cyclic_graph(n: int = 100, density: float = 0.2, seed: int = 3) -> tuple[Graph, np.ndarray]:
@@ -63,7 +50,7 @@ def main() -> None:
     ]
     print(f"{'case':32s} {'median s':>9s} {'goal s':>7s}")
     for name, fn, goal in cases:
-        print(f"{name:32s} {median_time(fn, args.repeats):9.4f} {goal:7.1f}")
+        print(f"{name:32s} {median_time(fn, args.repeats, warmup=True):9.4f} {goal:7.1f}")
 
 
 if __name__ == "__main__":

@@ -400,7 +400,7 @@ class DiscreteTest(CITest):
         self._xlogx = xlogx_table(n)
         self._dense_cells = max(_DENSE_CELLS, 2 * n)
         self._pair: tuple[int, int] | None = None
-        self._xy = self._columns[0] if self._columns else np.zeros(0, dtype=np.int64)
+        self._xy = np.zeros(0, dtype=np.int64)  # the pair's cell codes, set with _pair
         self._strata_capacity = max(8, min(256, _STRATA_CACHE_BYTES // (8 * max(n, 1))))
         self._strata: OrderedDict[tuple[int, ...], tuple[NDArray[np.int64] | None, int]] = (
             OrderedDict()
@@ -441,7 +441,7 @@ class DiscreteTest(CITest):
         return k
 
     def _stratum_codes(self, z: tuple[int, ...]) -> tuple[NDArray[np.int64] | None, int]:
-        """:func:`stratum_codes` of ``Z``, cached (most recently used first).
+        """:func:`stratum_codes` of ``Z``, cached (the least recently used dropped first).
 
         Tests that share a conditioning set (every pair tried given the same subset of
         a Possible-D-SEP or neighbour set) reuse its codes, and a set extends the cached
