@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 from timing import median_time
 
-from fedstruct.data import load_network, variable_subset_clients, variable_subsets
+from fedstruct.data import load_network
+from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
 from fedstruct.methods.fedcdnv.local.build import make_ci_test
 from fedstruct.methods.fedcdnv.local.fci import fci
 

@@ -14,8 +14,8 @@ import argparse
 import resource
 import time
 
-from fedstruct.data.partition import horizontal_interventions
 from fedstruct.data.scm import CategoricalSCM
+from fedstruct.experiments.fedcd import horizontal_interventions
 from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.random import erdos_renyi_dag
 from fedstruct.methods.fedcd import ENCO, Beliefs, FedCD, InterventionalData, final_graph

@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 
-from fedstruct.data import load_network, network_names, variable_subset_clients, variable_subsets
+from fedstruct.data import load_network, network_names
+from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
 from fedstruct.graphs import dag_to_pag
 from fedstruct.methods.fedcdnv import FedCDnv
 from fedstruct.methods.fedcdnv.local import OracleTest, fci

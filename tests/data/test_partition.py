@@ -7,18 +7,13 @@ import pandas as pd
 import pytest
 
 from fedstruct.data.client import OBSERVATIONAL
-from fedstruct.data.networks import load_network
 from fedstruct.data.partition import (
     balanced_sizes,
     horizontal,
-    horizontal_interventions,
     label_skew,
     long_tail_counts,
-    variable_subset_clients,
-    variable_subsets,
-    vertical_interventions,
 )
-from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
+from fedstruct.errors import PartitionError
 
 
 def frame(n: int) -> pd.DataFrame:
@@ -83,185 +78,6 @@ def test_horizontal_more_clients_than_rows() -> None:
         horizontal(frame(3), 0, seed=0)
 
 
-# --------------------------------------------------------- variable subsets
-def check_split(split, n_clients: int, per_client: int) -> None:
-    assert len(split.clients) == n_clients
-    assert all(len(c) == per_client == len(set(c)) for c in split.clients)
-    covered = set().union(*map(set, split.clients))
-    assert covered == set(split.observed)
-    assert not set(split.latent) & covered
-    assert (split.overlap_matrix() >= 1).all()
-
-
-def test_variable_subsets_fedcdnv_defaults_on_alarm() -> None:
-    names = load_network("alarm").names
-    split = variable_subsets(names, 6, overlap=0.85, latent=0.15, seed=0)
-    # d = floor(37 * 0.85 + 1/2) = 31, d_k = floor(31 * 0.85 + 1/2) = 26.
-    assert len(split.observed) == 31 and len(split.latent) == 6
-    assert set(split.observed) | set(split.latent) == set(names)
-    check_split(split, 6, 26)
-    for c in split.clients:  # input order kept
-        assert list(c) == sorted(c, key=names.index)
-    again = variable_subsets(names, 6, overlap=0.85, latent=0.15, seed=0)
-    assert again == split
-    assert variable_subsets(names, 6, overlap=0.85, latent=0.15, seed=1) != split
-
-
-def test_variable_subsets_sachs_nine_of_eleven_and_named_latents() -> None:
-    names = load_network("sachs").names
-    split = variable_subsets(names, 6, per_client=9, seed=3)
-    assert split.latent == ()
-    check_split(split, 6, 9)
-    named = variable_subsets(names, 3, overlap=0.8, latent=["PKA", "Akt"], seed=3)
-    assert set(named.latent) == {"Akt", "PKA"}
-    assert list(named.latent) == sorted(named.latent, key=names.index)
-    check_split(named, 3, 7)  # d = 9, d_k = floor(7.2 + 1/2) = 7
-
-
-def test_variable_subsets_low_overlap_uses_the_construction() -> None:
-    names = [f"x{i}" for i in range(20)]
-    # 5 clients x 5 variables for 20: random draws almost never cover all 20.
-    split = variable_subsets(names, 5, overlap=0.25, seed=0, max_attempts=20)
-    check_split(split, 5, 5)
-    # Only a hub works here: 4 clients x 4 of 13 (4 * 3 >= 12).
-    hub = variable_subsets([f"v{i}" for i in range(13)], 4, per_client=4, seed=2)
-    check_split(hub, 4, 4)
-
-
-@pytest.mark.parametrize(
-    ("n_vars", "n_clients", "per_client", "fragment"),
-    [
-        (10, 2, 3, "cannot cover all 10 observed variables"),
-        (5, 3, 2, "every two clients share one"),
-        (5, 2, 6, "must be between 1 and 5"),
-    ],
-)
-def test_variable_subsets_impossible(n_vars, n_clients, per_client, fragment) -> None:
-    with pytest.raises(PartitionError, match=fragment):
-        variable_subsets(
-            [f"v{i}" for i in range(n_vars)],
-            n_clients,
-            per_client=per_client,
-            seed=0,
-            max_attempts=20,
-        )
-
-
-def test_variable_subsets_bad_ratios() -> None:
-    with pytest.raises(PartitionError, match="latent ratio"):
-        variable_subsets(["a", "b"], 2, overlap=0.5, latent=1.0, seed=0)
-    with pytest.raises(PartitionError, match="overlap must lie in"):
-        variable_subsets(["a", "b"], 2, overlap=0.0, seed=0)
-    with pytest.raises(UnknownVariableError, match="'z'"):
-        variable_subsets(["a", "b"], 2, overlap=1.0, latent=["z"], seed=0)
-    with pytest.raises(PartitionError, match="exactly one of overlap"):
-        variable_subsets(["a", "b"], 2, overlap=1.0, per_client=2, seed=0)
-
-
-def test_variable_subset_clients_sample_sizes_and_columns() -> None:
-    net = load_network("alarm")
-    split = variable_subsets(net.names, 6, overlap=0.85, latent=0.15, seed=0)
-    clients = variable_subset_clients(net, split, seed=4)
-    assert [c.variables for c in clients] == list(split.clients)
-    sizes = [c.n_rows for c in clients]
-    assert all(100 <= s <= 2000 for s in sizes) and len(set(sizes)) > 1
-    again = variable_subset_clients(net, split, seed=4)
-    assert all(a.rows.equals(b.rows) for a, b in zip(clients, again, strict=True))
-    small = variable_subset_clients(net, split, seed=4, n_range=(50, 50))
-    assert {c.n_rows for c in small} == {50}
-    with pytest.raises(SampleSizeError, match="n_min <= n_max"):
-        variable_subset_clients(net, split, seed=4, n_range=(60, 50))
-
-
-# ------------------------------------------------- interventional splits
-def test_vertical_interventions_disjoint_targets_sixteen_four() -> None:
-    net = load_network("child")  # 20 variables, as FED-CD's 16-4 split
-    clients = vertical_interventions(
-        net, 2, n_observational=1000, n_per_intervention=30, seed=0, targets_per_client=(16, 4)
-    )
-    t1, t2 = (set(c.intervention_targets) for c in clients)
-    assert (len(t1), len(t2)) == (16, 4)
-    assert not t1 & t2 and t1 | t2 == set(net.names)
-    for c in clients:
-        regimes = c.regimes()
-        assert (regimes == OBSERVATIONAL).sum() == 500
-        assert c.n_rows == 500 + 30 * len(c.intervention_targets)
-        for t in c.intervention_targets:
-            rows = c.interventional(t)
-            assert len(rows) == 30
-            assert set(rows[t].unique()) <= set(range(net.cardinalities[t]))
-    # Observational rows split without overlap: together the global sample.
-    pooled = pd.concat([c.observational() for c in clients]).sort_values(list(net.names))
-    full = net.sample(1000, seed=[0, 0]).sort_values(list(net.names))
-    np.testing.assert_array_equal(pooled.to_numpy(), full.to_numpy())
-
-
-def test_vertical_interventions_balanced_by_default_and_seeded() -> None:
-    net = load_network("sachs")
-    a = vertical_interventions(net, 3, n_observational=300, n_per_intervention=10, seed=5)
-    assert sorted(len(c.intervention_targets) for c in a) == [3, 4, 4]
-    b = vertical_interventions(net, 3, n_observational=300, n_per_intervention=10, seed=5)
-    assert all(x.rows.equals(y.rows) for x, y in zip(a, b, strict=True))
-    c = vertical_interventions(net, 3, n_observational=300, n_per_intervention=10, seed=6)
-    assert [x.intervention_targets for x in a] != [x.intervention_targets for x in c]
-
-
-def test_vertical_interventions_uniform_target_and_value_target() -> None:
-    net = load_network("asia")
-    [client] = vertical_interventions(
-        net, 1, n_observational=0, n_per_intervention=4000, seed=1, targets=["lung"]
-    )
-    assert client.n_rows == 4000 and client.intervention_targets == ("lung",)
-    share = client.rows["lung"].mean()
-    assert 0.45 < share < 0.55  # uniform, while observationally P(lung = no) = 0.945
-    [fixed] = vertical_interventions(
-        net, 1, n_observational=10, n_per_intervention=50, seed=1, targets=["lung"], value="yes"
-    )
-    assert (fixed.interventional("lung")["lung"] == 0).all()
-
-
-def test_vertical_interventions_errors() -> None:
-    net = load_network("asia")
-    with pytest.raises(PartitionError, match="summing to the 8 targets"):
-        vertical_interventions(
-            net, 2, n_observational=10, n_per_intervention=5, seed=0, targets_per_client=(4, 3)
-        )
-    with pytest.raises(UnknownVariableError, match="'lungs'"):
-        vertical_interventions(
-            net, 2, n_observational=10, n_per_intervention=5, seed=0, targets=["lungs"]
-        )
-    with pytest.raises(SampleSizeError, match="n_per_intervention"):
-        vertical_interventions(net, 2, n_observational=10, n_per_intervention=0, seed=0)
-    with pytest.raises(PartitionError, match="1 observational rows cannot be shared by 2"):
-        vertical_interventions(net, 2, n_observational=1, n_per_intervention=5, seed=0)
-    with pytest.raises(PartitionError, match="client 'client-2' would get no rows"):
-        vertical_interventions(
-            net, 2, n_observational=0, n_per_intervention=5, seed=0, targets_per_client=(8, 0)
-        )
-
-
-def test_horizontal_interventions_share_every_target() -> None:
-    net = load_network("sachs")
-    clients = horizontal_interventions(net, 3, n_observational=301, n_per_intervention=20, seed=2)
-    assert [int((c.regimes() == OBSERVATIONAL).sum()) for c in clients] == [101, 100, 100]
-    for c in clients:
-        assert set(c.intervention_targets) == set(net.names)
-    for t in net.names:
-        assert sorted(len(c.interventional(t)) for c in clients) == [6, 7, 7]
-    # Same global data set as the vertical split with the same seed.
-    vertical = vertical_interventions(net, 2, n_observational=301, n_per_intervention=20, seed=2)
-    owner = next(c for c in vertical if "Raf" in c.intervention_targets)
-    pooled = pd.concat([c.interventional("Raf") for c in clients])
-    cols = list(net.names)
-    mine = owner.interventional("Raf")
-    np.testing.assert_array_equal(
-        pooled.sort_values(cols).to_numpy(), mine.sort_values(cols).to_numpy()
-    )
-    with pytest.raises(PartitionError, match="2 rows per target cannot give each of 3"):
-        horizontal_interventions(net, 3, n_observational=30, n_per_intervention=2, seed=0)
-
-
-# ----------------------------------------------------------------- label skew
 def test_long_tail_counts_follow_the_formula() -> None:
     # floor(100 * 0.1 ** (c / 9)), worked out by hand.
     assert long_tail_counts(100, 10, 10.0) == [100, 77, 59, 46, 35, 27, 21, 16, 12, 10]

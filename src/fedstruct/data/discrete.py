@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from fedstruct.data._shared import SeedLike, check_sample_size, make_rng
 from fedstruct.errors import (
     CyclicGraphError,
     DataError,
     GraphError,
-    SampleSizeError,
     UnknownVariableError,
 )
 from fedstruct.graphs.graph import Graph
@@ -38,10 +38,7 @@ __all__ = [
     "UNIFORM",
     "Cpt",
     "DiscreteNetwork",
-    "SeedLike",
-    "check_sample_size",
     "inverse_cdf",
-    "make_rng",
     "mixed_radix_strides",
     "resolve_categorical_interventions",
 ]
@@ -49,51 +46,12 @@ __all__ = [
 #: Intervention value meaning "draw the target uniformly over its states".
 UNIFORM = "uniform"
 
-#: A seed: a non-negative integer, or a sequence of them (``np.random.default_rng`` entropy).
-SeedLike = int | Sequence[int]
-
 #: Rows of a CPT may deviate from summing to one by this much (rounded files); they are
 #: renormalised. Larger deviations are an error.
 ROW_SUM_TOLERANCE = 1e-4
 
 
 # ------------------------------------------------------------------ helpers
-def check_sample_size(n: object, what: str = "n") -> int:
-    """Return ``n`` as an ``int`` if it is a positive integer.
-
-    Raises
-    ------
-    SampleSizeError
-        If ``n`` is not an integer (``bool`` and ``float`` included) or is below 1.
-    """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer):
-        raise SampleSizeError(
-            f"{what} must be a positive integer, got {n!r} ({type(n).__name__}); pass an int"
-        )
-    if n <= 0:
-        raise SampleSizeError(f"{what} must be a positive integer, got {n}")
-    return int(n)
-
-
-def make_rng(seed: object, what: str = "seed") -> np.random.Generator:
-    """A ``numpy`` generator from an explicit seed (an int ≥ 0 or a sequence of them).
-
-    Raises
-    ------
-    DataError
-        If the seed is missing (``None``), negative, a ``bool`` or not integral.
-    """
-    parts = seed if isinstance(seed, Sequence) and not isinstance(seed, str) else [seed]
-    ok = len(parts) > 0 and all(
-        isinstance(p, int | np.integer) and not isinstance(p, bool) and p >= 0 for p in parts
-    )
-    if not ok:
-        raise DataError(
-            f"{what} must be a non-negative integer (or a sequence of them), got {seed!r}"
-        )
-    return np.random.default_rng([int(p) for p in parts])
-
-
 def inverse_cdf(cumulative: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray[np.int64]:
     """Categorical draws by the inverse CDF.
 

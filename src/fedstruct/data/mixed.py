@@ -13,7 +13,7 @@ documented on :class:`MixedSCM`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.data._shared import SeedLike, check_sample_size, child_seed, make_rng, softmax
 from fedstruct.data.checks import fraction, integer_at_least
-from fedstruct.data.discrete import SeedLike, check_sample_size, inverse_cdf, make_rng
+from fedstruct.data.discrete import inverse_cdf
 from fedstruct.errors import (
     ConfigError,
     DataError,
@@ -75,7 +76,7 @@ class MixedDataset:
     groups
         Optional group id per row (e.g. one person observed in several years).
         Partitioners keep a group's rows together so that no group sits on both sides
-        of a train/test split (see :mod:`fedstruct.data.tabular`).
+        of a train/test split (see :mod:`fedstruct.experiments.fedngm.federation`).
 
     Raises
     ------
@@ -221,18 +222,6 @@ class MixedDataset:
 
 
 # ------------------------------------------------------------------ helpers
-def _tagged(seed: SeedLike, tag: int) -> list[int]:
-    """A child seed: the seed's entropy followed by ``tag`` (checked by ``make_rng``)."""
-    parts = list(seed) if isinstance(seed, Sequence) and not isinstance(seed, str) else [seed]
-    make_rng(parts)
-    return [*(int(p) for p in parts), tag]
-
-
-def _softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
-    z = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
-
-
 @dataclass(frozen=True)
 class _Node:
     """The random parameters of one variable's mechanism (see :class:`MixedSCM`)."""
@@ -408,12 +397,12 @@ class MixedSCM:
                     f"the fractions ask for {len(labels)} non-real variables of {d}; lower them"
                 )
             labels += ["real"] * (d - len(labels))
-            perm = make_rng(_tagged(seed, 0)).permutation(d)
+            perm = make_rng(child_seed(seed, 0)).permutation(d)
             kinds = {dag.names[int(perm[i])]: labels[i] for i in range(d)}
         return cls(
             dag,
             kinds,
-            seed=_tagged(seed, 1),
+            seed=child_seed(seed, 1),
             n_categories=n_categories,
             n_levels=n_levels,
             **kwargs,
@@ -554,7 +543,7 @@ class MixedSCM:
         for j in self._order:
             node = self._nodes[j]
             if node.kind in CATEGORICAL_KINDS:
-                cum = np.cumsum(_softmax(self._logits(node, values)), axis=1)
+                cum = np.cumsum(softmax(self._logits(node, values)), axis=1)
                 cum[:, -1] = 1.0
                 values[:, j] = inverse_cdf(cum, u[:, j])
                 continue
@@ -622,7 +611,7 @@ def make_mixed_data(
     d = integer_at_least(n_variables, "n_variables", 2)
     dag = erdos_renyi_dag(
         d,
-        seed=np.random.default_rng(_tagged(seed, 0)),
+        seed=np.random.default_rng(child_seed(seed, 0)),
         edges_per_node=expected_degree / 2,
         shuffle=True,
     )
@@ -633,9 +622,9 @@ def make_mixed_data(
         ordinal_fraction=ordinal_fraction,
         n_categories=n_categories,
         n_levels=n_levels,
-        seed=_tagged(seed, 1),
+        seed=child_seed(seed, 1),
     )
-    data = scm.dataset(n_samples, seed=_tagged(seed, 2))
+    data = scm.dataset(n_samples, seed=child_seed(seed, 2))
     return MixedDataset(
         frame=data.frame,
         kinds=data.kinds,

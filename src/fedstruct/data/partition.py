@@ -1,12 +1,12 @@
 """Partitioners: how a data set, or a sampler, is split over federated clients.
 
 * :func:`horizontal` — rows split IID (every client sees every variable).
-* :func:`variable_subsets` + :func:`variable_subset_clients` — non-identical variable
-  sets with absolute latent variables (FedCDnv §4.1 and App. D.1, Table 4).
-* :func:`vertical_interventions` / :func:`horizontal_interventions` — observational plus
-  interventional data, with disjoint or shared intervention targets (FED-CD §5.2, §6.2–6.4).
-* :func:`label_skew` — long-tail class sizes then a Dirichlet split over clients (CAFE;
-  Cao et al. 2019 for the long tail, Hsu et al. 2019 for the Dirichlet split).
+* :func:`label_skew` — long-tail class sizes then a Dirichlet split over clients (Cao
+  et al. 2019 for the long tail, Hsu et al. 2019 for the Dirichlet split).
+
+A paper's own way of building its clients (FedCDnv's variable subsets with latent
+variables, FED-CD's interventional splits, ...) lives in that method's slice,
+``fedstruct.experiments.<method>.federation``.
 
 No partitioner drops data silently: every row (or kept index) goes to exactly one
 client, and impossible requests raise :class:`~fedstruct.errors.PartitionError` or
@@ -20,19 +20,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Real
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from fedstruct.data.client import OBSERVATIONAL, ClientData
-from fedstruct.data.discrete import UNIFORM, SeedLike, check_sample_size, make_rng
+from fedstruct.data._shared import SeedLike, make_rng
+from fedstruct.data.client import ClientData
 from fedstruct.errors import (
     PartitionError,
-    SampleSizeError,
-    UnknownVariableError,
     unknown_choice_message,
 )
 
@@ -40,16 +37,12 @@ __all__ = [
     "LABEL_SKEW_SCHEMES",
     "LabelSkewSplit",
     "Sampler",
-    "VariableSplit",
     "balanced_sizes",
+    "check_n_clients",
     "client_names",
     "horizontal",
-    "horizontal_interventions",
     "label_skew",
     "long_tail_counts",
-    "variable_subset_clients",
-    "variable_subsets",
-    "vertical_interventions",
 ]
 
 
@@ -64,14 +57,14 @@ class Sampler(Protocol):
 
 
 # ------------------------------------------------------------------ helpers
-def _seed(seed: SeedLike, *tags: int) -> list[int]:
-    """A child seed: the seed's entropy followed by ``tags`` (checked by ``make_rng``)."""
-    parts = list(seed) if isinstance(seed, Sequence) and not isinstance(seed, str) else [seed]
-    make_rng(parts)
-    return [*(int(p) for p in parts), *tags]
+def check_n_clients(n_clients: object) -> int:
+    """``n_clients`` as an ``int`` if it is a positive integer.
 
-
-def _check_clients(n_clients: object) -> int:
+    Raises
+    ------
+    PartitionError
+        Otherwise.
+    """
     if isinstance(n_clients, bool) or not isinstance(n_clients, int | np.integer) or n_clients < 1:
         raise PartitionError(f"n_clients must be a positive integer, got {n_clients!r}")
     return int(n_clients)
@@ -182,7 +175,7 @@ def horizontal(
         If sizes do not sum to the number of rows, a client would get no row, or the
         client count or names are invalid.
     """
-    k = _check_clients(n_clients)
+    k = check_n_clients(n_clients)
     names = client_names(k, names)
     if not isinstance(rows, pd.DataFrame):
         raise PartitionError("rows must be a pandas DataFrame")
@@ -204,383 +197,6 @@ def horizontal(
             )
         )
     return out
-
-
-# -------------------------------------------------------- variable subsets
-@dataclass(frozen=True)
-class VariableSplit:
-    """Which variables are latent, observed, and observed by each client.
-
-    Attributes
-    ----------
-    observed
-        ``O``, the union of the clients' variables (``d = |O|``), in input order.
-    latent
-        Absolute latent variables, observed by no client.
-    clients
-        ``O_k`` per client, each in input order.
-    """
-
-    observed: tuple[str, ...]
-    latent: tuple[str, ...]
-    clients: tuple[tuple[str, ...], ...]
-
-    def overlap_matrix(self) -> NDArray[np.int64]:
-        """``[a, b]`` = number of variables clients ``a`` and ``b`` share."""
-        inc = np.array([[v in set(c) for v in self.observed] for c in self.clients], dtype=int)
-        return inc @ inc.T
-
-
-def _round_half_up(x: float) -> int:
-    return math.floor(x + 0.5)
-
-
-def variable_subsets(
-    variables: Sequence[str],
-    n_clients: int,
-    *,
-    seed: SeedLike,
-    overlap: float | None = None,
-    latent: float | Sequence[str] = 0.0,
-    per_client: int | None = None,
-    max_attempts: int = 200,
-) -> VariableSplit:
-    """Choose latent variables and each client's observed variables (FedCDnv App. D.1).
-
-    With ``n`` variables and latent ratio ``λ``, ``d = ⌊n(1-λ) + ½⌋`` variables are
-    observed (the others, chosen at random, are latent); each client observes
-    ``d_k = ⌊d·δ + ½⌋`` of them (``δ = overlap``), or ``per_client``. Every observed
-    variable is observed by some client and every two clients share at least one
-    variable, so the clients' graphs can be joined.
-
-    Construction: up to ``max_attempts`` draws where each client picks ``d_k`` variables
-    uniformly at random, kept when both conditions hold (rejection sampling: uniform
-    over valid splits). If none is valid, a constructive split: the variables are
-    dealt round-robin in random order (coverage), free slots filled at random,
-    retried; and, failing that, one random "hub" variable observed by every client.
-
-    Parameters
-    ----------
-    variables
-        All variables of the underlying model (e.g. ``graph.names``).
-    n_clients
-        Number of clients ``m``.
-    seed
-        Seed of all draws.
-    overlap
-        ``δ`` in ``(0, 1]`` (give this or ``per_client``).
-    latent
-        ``λ`` in ``[0, 1)``, or the names of the latent variables.
-    per_client
-        ``d_k`` directly (overrides ``overlap``), e.g. 9 of Sachs' 11 variables.
-    max_attempts
-        Random draws before the constructive fallback.
-
-    Raises
-    ------
-    PartitionError
-        If the ratios are out of range, or no split can cover every observed variable
-        with every two clients sharing one (the message says what to raise).
-    UnknownVariableError
-        If a latent name is not a variable.
-    """
-    k = _check_clients(n_clients)
-    variables = tuple(variables)
-    n = len(variables)
-    if n == 0 or len(set(variables)) != n:
-        raise PartitionError("variables must be a non-empty sequence of unique names")
-    rng = make_rng(seed)
-    if not isinstance(latent, Real):
-        lat = {latent} if isinstance(latent, str) else set(latent)
-        unknown = sorted(lat - set(variables))
-        if unknown:
-            raise UnknownVariableError(f"latent variables {unknown} are not among the variables")
-    else:
-        if not 0.0 <= float(latent) < 1.0:
-            raise PartitionError(f"latent ratio must lie in [0, 1), got {latent}")
-        d = _round_half_up(n * (1.0 - float(latent)))
-        lat = {variables[i] for i in rng.choice(n, size=n - d, replace=False)}
-    observed = tuple(v for v in variables if v not in lat)
-    d = len(observed)
-    if d == 0:
-        raise PartitionError("no variable is left observed; lower the latent ratio")
-    if (overlap is None) == (per_client is None):
-        raise PartitionError("give exactly one of overlap (a ratio) and per_client (a count)")
-    if overlap is not None:
-        if not 0.0 < overlap <= 1.0:
-            raise PartitionError(f"overlap must lie in (0, 1], got {overlap}")
-        dk = _round_half_up(d * overlap)
-    else:
-        dk = int(per_client)  # type: ignore[arg-type]
-    if not 1 <= dk <= d:
-        raise PartitionError(
-            f"each client would observe {dk} of {d} variables; it must be between 1 and {d}"
-        )
-    if k * dk < d:
-        raise PartitionError(
-            f"{k} clients observing {dk} variables each cannot cover all {d} observed variables; "
-            f"raise overlap to at least {math.ceil(d / k) / d:.2f} or use more clients"
-        )
-    members = _draw_subsets(d, k, dk, rng, max_attempts)
-    if members is None:
-        raise PartitionError(
-            f"cannot give {k} clients {dk} of {d} variables each so that every variable is "
-            f"observed and every two clients share one; raise overlap (needs "
-            f"{k} * ({dk} - 1) >= {d} - 1 for the hub construction) or use fewer clients"
-        )
-    clients = tuple(tuple(observed[i] for i in sorted(m)) for m in members)
-    latent_names = tuple(v for v in variables if v in lat)
-    return VariableSplit(observed=observed, latent=latent_names, clients=clients)
-
-
-def _valid(members: list[NDArray[np.int64]], d: int) -> bool:
-    inc = np.zeros((len(members), d), dtype=np.int64)
-    for i, m in enumerate(members):
-        inc[i, m] = 1
-    return bool(inc.any(axis=0).all() and ((inc @ inc.T) > 0).all())
-
-
-def _fill(base: list[list[int]], d: int, dk: int, rng: np.random.Generator) -> list[NDArray]:
-    """Complete each client's set to ``dk`` variables with random others."""
-    out = []
-    for chosen in base:
-        rest = np.setdiff1d(np.arange(d), chosen)
-        extra = rng.choice(rest, size=dk - len(chosen), replace=False)
-        out.append(np.concatenate([np.asarray(chosen, dtype=np.int64), extra]).astype(np.int64))
-    return out
-
-
-def _draw_subsets(
-    d: int, k: int, dk: int, rng: np.random.Generator, max_attempts: int
-) -> list[NDArray[np.int64]] | None:
-    """Client index sets covering ``0..d-1`` with pairwise intersections, or ``None``."""
-    for _ in range(max_attempts):
-        members = [rng.choice(d, size=dk, replace=False) for _ in range(k)]
-        if _valid(members, d):
-            return members
-    for _ in range(max_attempts):
-        perm = rng.permutation(d)
-        members = _fill([perm[c::k].tolist() for c in range(k)], d, dk, rng)
-        if _valid(members, d):
-            return members
-    if k * (dk - 1) >= d - 1:
-        perm = rng.permutation(d)
-        hub, rest = int(perm[0]), perm[1:]
-        members = _fill([[hub, *rest[c::k].tolist()] for c in range(k)], d, dk, rng)
-        if _valid(members, d):
-            return members
-    return None
-
-
-def variable_subset_clients(
-    sampler: Sampler,
-    split: VariableSplit,
-    *,
-    seed: SeedLike,
-    n_range: tuple[int, int] = (100, 2000),
-    names: Sequence[str] | None = None,
-) -> list[ClientData]:
-    """Each client's own data set: ``n_k`` fresh rows of its variables (FedCDnv §4.1).
-
-    ``n_k`` is drawn uniformly from the integers in ``[n_min, n_max]`` (FedCDnv's default
-    ``[100, 2000]``); client ``k``'s rows are an independent sample from ``sampler``,
-    restricted to ``split.clients[k]``.
-
-    Raises
-    ------
-    SampleSizeError
-        If the range is not ``1 <= n_min <= n_max``.
-    UnknownVariableError
-        If the sampler does not return a client's variable.
-    """
-    lo, hi = n_range
-    check_sample_size(lo, "n_min")
-    check_sample_size(hi, "n_max")
-    if lo > hi:
-        raise SampleSizeError(f"n_range must satisfy n_min <= n_max, got {n_range}")
-    k = len(split.clients)
-    names = client_names(k, names)
-    rng = make_rng(_seed(seed, 0))
-    sizes = rng.integers(lo, hi + 1, size=k)
-    out = []
-    for c, (name, variables) in enumerate(zip(names, split.clients, strict=True)):
-        frame = sampler.sample(int(sizes[c]), seed=_seed(seed, 1, c))
-        missing = [v for v in variables if v not in frame.columns]
-        if missing:
-            raise UnknownVariableError(
-                f"client {name!r} observes {missing}, which the sampler does not return"
-            )
-        out.append(ClientData(name, frame.loc[:, list(variables)].reset_index(drop=True)))
-    return out
-
-
-# -------------------------------------------------- interventional splits
-def _draw_interventional(
-    sampler: Sampler,
-    n_observational: int,
-    n_per_intervention: int,
-    targets: Sequence[str] | None,
-    seed: SeedLike,
-    value: Any,
-) -> tuple[list[str], pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The global data set ``D = D_obs ∪ D_int``: one seed stream per part and target.
-
-    Target ``t`` is sampled with seed ``(seed, 1, position of t among the columns)``, so
-    the global data set does not depend on how it is later split.
-    """
-    if n_observational != 0:
-        check_sample_size(n_observational, "n_observational")
-    check_sample_size(n_per_intervention, "n_per_intervention")
-    obs = sampler.sample(max(n_observational, 1), seed=_seed(seed, 0))
-    columns = [str(c) for c in obs.columns]
-    obs = obs.iloc[:n_observational]
-    chosen = list(columns) if targets is None else list(targets)
-    unknown = [t for t in chosen if t not in columns]
-    if unknown:
-        raise UnknownVariableError(
-            f"intervention targets {unknown} are not observed columns of the sampler; "
-            f"choose among {columns}"
-        )
-    if len(set(chosen)) != len(chosen):
-        raise PartitionError(f"intervention targets repeat: {chosen}")
-    inter = {
-        t: sampler.sample(
-            n_per_intervention, seed=_seed(seed, 1, columns.index(t)), interventions={t: value}
-        )
-        for t in chosen
-    }
-    return columns, obs, inter
-
-
-def _client(
-    name: str, columns: list[str], obs: pd.DataFrame, parts: list[tuple[str, pd.DataFrame]]
-) -> ClientData:
-    """One client's rows: its observational share, then each target's rows, with codes."""
-    frames = [f for f in [obs, *(frame for _, frame in parts)] if len(f)]
-    codes = [np.full(len(obs), OBSERVATIONAL, dtype=np.int64)]
-    codes += [np.full(len(frame), columns.index(t), dtype=np.int64) for t, frame in parts]
-    rows = pd.concat(frames, ignore_index=True)
-    return ClientData(name, rows, intervention=np.concatenate(codes))
-
-
-def vertical_interventions(
-    sampler: Sampler,
-    n_clients: int,
-    *,
-    n_observational: int,
-    n_per_intervention: int,
-    seed: SeedLike,
-    targets_per_client: Sequence[int] | None = None,
-    targets: Sequence[str] | None = None,
-    value: Any = UNIFORM,
-    names: Sequence[str] | None = None,
-) -> list[ClientData]:
-    """Disjoint intervention targets per client (FED-CD §5.2 and §6.4, "vertical" split).
-
-    The global data set has ``n_observational`` observational rows and
-    ``n_per_intervention`` rows per target under ``do(target = value)``. The targets
-    (default: every column) are shuffled and dealt to clients in blocks of
-    ``targets_per_client`` (default: balanced; e.g. ``(16, 4)`` for FED-CD's 16–4 split);
-    the observational rows are split IID, balanced. Each client holds its observational
-    share plus all rows of its own targets, with :attr:`ClientData.intervention` codes
-    (``-1`` observational, else the target's column index).
-
-    Raises
-    ------
-    PartitionError
-        If ``targets_per_client`` does not sum to the number of targets, a client would get
-        no rows, or there are fewer observational rows than clients.
-    SampleSizeError
-        If a sample count is not a positive integer (``n_observational`` may be 0).
-    UnknownVariableError
-        If a target is not a column the sampler returns.
-    """
-    k = _check_clients(n_clients)
-    names = client_names(k, names)
-    columns, obs, inter = _draw_interventional(
-        sampler, n_observational, n_per_intervention, targets, seed, value
-    )
-    chosen = list(inter)
-    if targets_per_client is None:
-        sizes = balanced_sizes(len(chosen), k)
-    else:
-        sizes = [int(s) for s in targets_per_client]
-        if len(sizes) != k or min(sizes) < 0 or sum(sizes) != len(chosen):
-            raise PartitionError(
-                f"targets_per_client {list(sizes)} must give each of {k} clients a count >= 0 "
-                f"summing to the {len(chosen)} targets"
-            )
-    order = make_rng(_seed(seed, 2)).permutation(len(chosen))
-    groups = np.split(order, np.cumsum(sizes)[:-1])
-    obs_parts = _observational_shares(obs, k, seed)
-    out = []
-    for c, name in enumerate(names):
-        mine = sorted((chosen[i] for i in groups[c]), key=columns.index)
-        if not mine and len(obs_parts[c]) == 0:
-            raise PartitionError(
-                f"client {name!r} would get no rows (no targets, no observational rows); "
-                "give it targets or more observational rows"
-            )
-        out.append(_client(name, columns, obs_parts[c], [(t, inter[t]) for t in mine]))
-    return out
-
-
-def _observational_shares(obs: pd.DataFrame, k: int, seed: SeedLike) -> list[pd.DataFrame]:
-    """Observational rows split IID in balanced shares (none if there are none)."""
-    n = len(obs)
-    if n == 0:
-        return [obs] * k
-    if n < k:
-        raise PartitionError(
-            f"{n} observational rows cannot be shared by {k} clients; "
-            "give at least one per client or none"
-        )
-    perm = make_rng(_seed(seed, 3)).permutation(n)
-    return [obs.iloc[np.sort(p)] for p in np.split(perm, np.cumsum(balanced_sizes(n, k))[:-1])]
-
-
-def horizontal_interventions(
-    sampler: Sampler,
-    n_clients: int,
-    *,
-    n_observational: int,
-    n_per_intervention: int,
-    seed: SeedLike,
-    targets: Sequence[str] | None = None,
-    value: Any = UNIFORM,
-    names: Sequence[str] | None = None,
-) -> list[ClientData]:
-    """Every client gets rows of every target (FED-CD §5.1 and §6.2, "horizontal" split).
-
-    The same global data set as :func:`vertical_interventions` (same seed, same rows);
-    the observational rows and each target's rows are split IID in balanced shares.
-
-    Raises
-    ------
-    PartitionError
-        If a target has fewer rows than clients, or there are fewer observational rows
-        than clients (and more than none).
-    SampleSizeError, UnknownVariableError
-        As :func:`vertical_interventions`.
-    """
-    k = _check_clients(n_clients)
-    names = client_names(k, names)
-    check_sample_size(n_per_intervention, "n_per_intervention")
-    if n_per_intervention < k:
-        raise PartitionError(
-            f"{n_per_intervention} rows per target cannot give each of {k} clients one; "
-            "raise n_per_intervention"
-        )
-    columns, obs, inter = _draw_interventional(
-        sampler, n_observational, n_per_intervention, targets, seed, value
-    )
-    obs_parts = _observational_shares(obs, k, seed)
-    shares: list[list[tuple[str, pd.DataFrame]]] = [[] for _ in range(k)]
-    for t, frame in inter.items():
-        perm = make_rng(_seed(seed, 4, columns.index(t))).permutation(len(frame))
-        for c, p in enumerate(np.split(perm, np.cumsum(balanced_sizes(len(frame), k))[:-1])):
-            shares[c].append((t, frame.iloc[np.sort(p)]))
-    return [_client(names[c], columns, obs_parts[c], shares[c]) for c in range(k)]
 
 
 # --------------------------------------------------------------- label skew
@@ -681,7 +297,7 @@ def label_skew(
         If ``alpha`` or ``imbalance_factor`` are out of range, a class has fewer samples
         than its quota or a quota is 0, or no draw meets ``min_per_client``.
     """
-    k = _check_clients(n_clients)
+    k = check_n_clients(n_clients)
     y = np.asarray(labels)
     if y.ndim != 1 or y.size == 0:
         raise PartitionError(f"labels must be a non-empty 1-D array, got shape {y.shape}")

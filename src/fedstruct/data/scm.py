@@ -24,12 +24,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from fedstruct.data._shared import SeedLike, check_sample_size, make_rng, softmax
 from fedstruct.data.discrete import (
     DiscreteNetwork,
-    SeedLike,
-    check_sample_size,
     inverse_cdf,
-    make_rng,
     mixed_radix_strides,
     resolve_categorical_interventions,
 )
@@ -82,11 +80,6 @@ def orthogonal_matrix(rows: int, cols: int, gain: float, rng: np.random.Generato
     q, r = np.linalg.qr(a)
     q = q * np.sign(np.where(np.diagonal(r) == 0, 1.0, np.diagonal(r)))
     return gain * (q if tall else q.T)
-
-
-def _softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
-    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
 
 
 class CategoricalSCM:
@@ -159,7 +152,7 @@ class CategoricalSCM:
             rng, k = streams[j], cards[j]
             pc = [self._cards[p] for p in self._parents[v]]
             if not pc:
-                self._root[j] = _softmax(rng.normal(0.0, root_scale, size=k))
+                self._root[j] = softmax(rng.normal(0.0, root_scale, size=k))
                 continue
             embed = rng.standard_normal((sum(pc), embed_dim))
             offsets = np.concatenate([[0], np.cumsum(pc)[:-1]]).astype(np.int64)
@@ -233,7 +226,7 @@ class CategoricalSCM:
         x = embed[codes + offsets].reshape(codes.shape[0], -1)
         h = x @ w1 + b1
         h = np.where(h > 0, h, self._slope * h)
-        return _softmax(h @ w2)
+        return softmax(h @ w2)
 
     def _cumulative(self, j: int, parent_codes: NDArray[np.int64]) -> NDArray[np.float64]:
         """Row-wise cumulative conditionals, from a cached table when it is small."""

@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.data.discrete import DiscreteNetwork, SeedLike, make_rng
+from fedstruct.data._shared import SeedLike, make_rng
+from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.errors import DataError
 
 __all__ = ["tile_name", "tile_network"]

@@ -3,17 +3,12 @@
 Importing this package registers every runnable method.
 """
 
-from fedstruct.experiments import cafe as _cafe  # noqa: F401  (registers "cafe")
-from fedstruct.experiments import cafe_recipes as _cafe_recipes  # noqa: F401  (recipes)
-from fedstruct.experiments import fcm as _fcm  # noqa: F401  (registers "fcm")
-from fedstruct.experiments import fcm_recipes as _fcm_recipes  # noqa: F401  (recipes)
-from fedstruct.experiments import fedavg as _fedavg  # noqa: F401  (registers "fedavg")
-from fedstruct.experiments import fedcd as _fedcd  # noqa: F401  (registers "fedcd")
-from fedstruct.experiments import fedcd_recipes as _fedcd_recipes  # noqa: F401  (recipes)
-from fedstruct.experiments import fedcdnv as _fedcdnv  # noqa: F401  (registers "fedcdnv")
-from fedstruct.experiments import fedcdnv_recipes as _fedcdnv_recipes  # noqa: F401  (recipes)
-from fedstruct.experiments import fedngm as _fedngm  # noqa: F401  (registers "fedngm")
-from fedstruct.experiments import fedngm_recipes as _fedngm_recipes  # noqa: F401  (recipes)
+from fedstruct.experiments import cafe as _cafe  # noqa: F401  (registers "cafe" and its recipes)
+from fedstruct.experiments import fcm as _fcm  # noqa: F401  (registers "fcm" and its recipes)
+from fedstruct.experiments import fedavg as _fedavg  # noqa: F401  (registers "fedavg" ...)
+from fedstruct.experiments import fedcd as _fedcd  # noqa: F401  (registers "fedcd" ...)
+from fedstruct.experiments import fedcdnv as _fedcdnv  # noqa: F401  (registers "fedcdnv" ...)
+from fedstruct.experiments import fedngm as _fedngm  # noqa: F401  (registers "fedngm" ...)
 from fedstruct.experiments.runs import (
     FederationSettings,
     RunContext,

@@ -232,7 +232,7 @@ def execute(
         config["deployment"] = dataclasses.asdict(deployment)
     _write_json(out / "config.json", config)
     if backend == "flower":
-        from fedstruct.experiments.deploy import submit
+        from fedstruct.experiments.flower.deploy import submit
 
         return submit(
             name,

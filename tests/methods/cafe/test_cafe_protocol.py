@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedstruct.data.images import image_clients, load_digits
+from fedstruct.data.datasets.images import load_digits
 from fedstruct.errors import ConfigError, PartitionError
+from fedstruct.experiments.cafe.federation import image_clients
 from fedstruct.fl import LateReply, Message, Participation
 from fedstruct.fl.params import get_params
 from fedstruct.methods.cafe import CAFE, CafeClient, CafeConfig, CafeServer

@@ -4,9 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedstruct.data import ClientData, horizontal_interventions, vertical_interventions
+from fedstruct.data import (
+    ClientData,
+)
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.errors import DataError, UnknownVariableError
+from fedstruct.experiments.fedcd.federation import horizontal_interventions, vertical_interventions
 from fedstruct.fl import Message
 from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.random import chain_dag

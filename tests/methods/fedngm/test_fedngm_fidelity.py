@@ -8,8 +8,8 @@ import scipy.stats
 import torch
 
 from fedstruct.data.mixed import make_mixed_data
-from fedstruct.data.tabular import synthetic_federation
 from fedstruct.errors import ConfigError, DataError
+from fedstruct.experiments.fedngm.federation import synthetic_federation
 from fedstruct.fl import Message
 from fedstruct.methods.fedngm.client import summary_arrays, summary_from_message
 from fedstruct.methods.fedngm.config import FedNGMConfig

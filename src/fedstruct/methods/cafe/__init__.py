@@ -11,7 +11,8 @@ participation and local optimiser), each with its published objective.
 
 Examples
 --------
->>> from fedstruct.data.images import image_clients, load_digits
+>>> from fedstruct.data.datasets.images import load_digits
+>>> from fedstruct.experiments.cafe import image_clients
 >>> digits = load_digits(seed=0)
 >>> fed = image_clients(digits, 5, alpha=1.0, seed=0)
 >>> est = CAFE(digits.shape, digits.n_classes, rounds=3, local_epochs=1).fit(fed.clients)

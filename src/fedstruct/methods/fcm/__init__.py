@@ -9,7 +9,7 @@ module, and averages each module over the clients that trained it (Algorithm 1).
 
 Examples
 --------
->>> from fedstruct.data.concepts import concept_clients, make_concept_dataset
+>>> from fedstruct.experiments.fcm import concept_clients, make_concept_dataset
 >>> data = make_concept_dataset("asia", n_samples=2000, autoencoder_epochs=5)
 >>> part = concept_clients(data, n_clients=4, n_initial=2)
 >>> model = FCM(task="dysp", cardinalities=data.cardinalities, rounds=3,

@@ -10,7 +10,8 @@ target sets and row counts cross the wire.
 
 Examples
 --------
->>> from fedstruct.data import load_network, vertical_interventions
+>>> from fedstruct.data import load_network
+>>> from fedstruct.experiments.fedcd import vertical_interventions
 >>> net = load_network("asia")
 >>> clients = vertical_interventions(net, 2, n_observational=2000,
 ...                                  n_per_intervention=200, seed=0)

@@ -10,7 +10,8 @@ FedCDnv-vote and FCI-base baselines as strategies.
 
 Examples
 --------
->>> from fedstruct.data import load_network, variable_subsets, variable_subset_clients
+>>> from fedstruct.data import load_network
+>>> from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
 >>> net = load_network("child")
 >>> split = variable_subsets(net.names, 6, seed=0, overlap=0.85, latent=0.15)
 >>> clients = variable_subset_clients(net, split, seed=0)

@@ -1,0 +1,503 @@
+"""F-CMs' federation over a concept data set (App. D.1, D.3, E.6).
+
+Each client supervises the nodes of a random ancestral sub-graph of the true DAG
+around the task, some clients miss the task labels, some clients' graphs are perturbed
+(App. E.6), and rows are split disjointly (:func:`concept_clients`).
+
+Cohorts (our design choice; D.3 says only that "the client pool ... reach[es] a total
+of 20 clients" and that late clients "introduce additional concept supervision"). The
+first ``n_initial`` clients form the *initial* cohort (cohort 0), the others the *late*
+cohort (cohort 1) that joins the federation later. A random subset of the concepts,
+the *new concepts*, is never supervised by the initial cohort: its ancestor walks only
+step to parents that are not new (a node whose parents are all new acts as a root for
+it). The late cohort walks the full graph, and the coverage of the new concepts is
+enforced within it, so late clients bring new concepts and new edges. Rows of both
+cohorts come from the same distribution (the shift is in supervision, not in ``x``).
+
+All randomness comes from the ``seed`` arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.data._shared import (
+    make_rng,
+    round_half_up,
+)
+from fedstruct.data.checks import (
+    fraction,
+    integer_at_least,
+)
+from fedstruct.data.client import (
+    ClientData,
+)
+from fedstruct.data.partition import (
+    balanced_sizes,
+)
+from fedstruct.errors import (
+    ConfigError,
+)
+from fedstruct.experiments.fcm.concepts import (
+    ConceptDataset,
+    make_concept_dataset,
+    part_mask,
+)
+from fedstruct.experiments.fcm.settings import (
+    FCMRun,
+)
+from fedstruct.graphs.graph import (
+    Graph,
+    reachable,
+)
+
+__all__ = [
+    "ConceptPartition",
+    "build_federation",
+    "concept_clients",
+    "concept_data",
+    "dataset",
+    "perturb_dag",
+]
+
+#: Tries of the rejection sampler of the new concepts before its fallback.
+_NEW_CONCEPT_TRIES = 100
+#: Tries per edge modification before falling back to a removal.
+_PERTURB_TRIES = 50
+
+# Seed tags of the independent random streams (see concepts.py).
+_TAG_NEW, _TAG_GRAPHS, _TAG_TASK, _TAG_COVER, _TAG_PERTURB, _TAG_ROWS = 11, 12, 13, 14, 15, 16
+
+
+@dataclass(frozen=True, eq=False)
+class ConceptPartition:
+    """Clients of an F-CMs federation over a :class:`ConceptDataset` (App. D.1, D.3).
+
+    Attributes
+    ----------
+    clients
+        The initial cohort first, then the late cohort.
+    cohort
+        Client name -> 0 (initial cohort) or 1 (joins later).
+    new_concepts
+        Variables only the late cohort supervises, in graph order.
+    true_graphs
+        Client name -> its induced true sub-graph, before any perturbation.
+    test
+        The data set's test rows: features and every label (fully labelled).
+    """
+
+    clients: list[ClientData]
+    cohort: dict[str, int]
+    new_concepts: tuple[str, ...]
+    true_graphs: dict[str, Graph]
+    test: pd.DataFrame
+
+    @property
+    def initial(self) -> list[ClientData]:
+        """Clients of the initial cohort (cohort 0)."""
+        return [c for c in self.clients if self.cohort[c.name] == 0]
+
+    @property
+    def late(self) -> list[ClientData]:
+        """Clients of the cohort that joins later (cohort 1)."""
+        return [c for c in self.clients if self.cohort[c.name] == 1]
+
+
+def _ancestor_path(
+    start: int, parents: list[NDArray[np.intp]], rng: np.random.Generator
+) -> list[int]:
+    """A random walk from ``start`` up incoming edges to a root (App. D.1).
+
+    ``parents[v]`` are the parents the walk may step to; a node without any is a root.
+    """
+    path = [start]
+    node = start
+    while parents[node].size:
+        node = int(parents[node][rng.integers(parents[node].size)])
+        path.append(node)
+    return path
+
+
+def concept_clients(
+    dataset: ConceptDataset,
+    n_clients: int = 20,
+    n_initial: int = 10,
+    *,
+    paths_per_client: int = 2,
+    extra_concepts: int = 1,
+    task_missing: float = 0.2,
+    new_concept_fraction: float = 0.3,
+    perturbed_clients: float = 0.0,
+    perturbed_edges: float = 0.0,
+    seed: int = 0,
+    client_parts: Sequence[str] = ("train", "validation"),
+) -> ConceptPartition:
+    """Split a concept data set over F-CMs clients with partial supervision (App. D.1).
+
+    Construction (App. D.1 "Client local data", with the cohorts of the module docstring;
+    every ``round`` here rounds halves up, e.g. ``round(0.25 × 10) = 3``):
+
+    1. *New concepts.* ``round(new_concept_fraction × #concepts)`` non-task variables,
+       drawn uniformly among subsets that leave the task at least one parent that is not
+       new (rejection sampling; after 100 rejections one random task parent is kept old
+       and the rest drawn among the other concepts). There are none without a late cohort.
+       The walking graph of the initial cohort has only the edges between non-new nodes;
+       the late cohort walks the full graph.
+    2. *Sub-graphs.* Each client takes ``paths_per_client`` random ancestor paths from
+       the task ``Y`` (a leaf) up to a root of its walking graph (each step to a
+       uniformly drawn parent), then ``extra_concepts`` distinct random concepts that are
+       not roots (nor the task) of its walking graph (all of them if there are fewer),
+       with one ancestor path each. Its node set is the union; its graph the true graph
+       restricted to it (induced sub-graph).
+    3. *Missing task.* In each cohort of size ``m``, ``min(round(task_missing × m), m - 1)``
+       clients (rounded half up) drop ``Y``; they are drawn among clients with another
+       node (a client whose only node is ``Y`` keeps it), so the count can only fall
+       short when too few clients have one. At least one client per cohort keeps ``Y``.
+    4. *Coverage.* Every variable must be some client's node: each uncovered variable
+       (graph order) is added, with one ancestor path, to a random client allowed to
+       hold it — a late client for a new concept, any client otherwise.
+    5. *Perturbation* (App. D.1, E.6). ``round(perturbed_clients × n_clients)`` random
+       clients get :func:`perturb_dag` with ``round(perturbed_edges × #edges)``
+       modifications of their sub-graph (at least one when both shares are positive and
+       the sub-graph has an edge).
+    6. *Rows.* The rows of ``client_parts`` (train and validation by default; never the
+       test rows) are shuffled and cut into ``n_clients`` disjoint parts whose sizes
+       differ by at most one (larger parts first). A client's rows are the feature
+       columns and one ``int64`` label column per variable it supervises: a client has
+       no column at all for a concept it does not annotate (every column that is not
+       supervised is an input feature).
+
+    Parameters
+    ----------
+    dataset
+        The data set (:func:`make_concept_dataset`); its task must be a leaf of its graph.
+    n_clients
+        Size of the final pool (20 in the paper, §5).
+    n_initial
+        Clients of the initial cohort, ``1..n_clients``; the rest join later.
+    paths_per_client
+        Ancestor paths from the task per client.
+    extra_concepts
+        Non-root concepts per client added with one ancestor path each.
+    task_missing
+        Share of each cohort without task labels.
+    new_concept_fraction
+        Share of the concepts only the late cohort supervises.
+    perturbed_clients, perturbed_edges
+        Share of clients with a perturbed graph, and share of their edges modified.
+    seed
+        Seed of every draw (independent streams per step).
+    client_parts
+        Parts of the data set whose rows go to the clients.
+
+    Returns
+    -------
+    ConceptPartition
+        Clients ``client-1 .. client-K`` (initial cohort first), with ``supervised`` =
+        their node set and ``graph`` = their (possibly perturbed) sub-graph, both in
+        graph order.
+
+    Raises
+    ------
+    ConfigError
+        If a count or share is out of range, ``client_parts`` includes ``"test"`` or an
+        unknown part, there are fewer rows than clients, or the task is not a leaf.
+    """
+    n_clients = integer_at_least(n_clients, "n_clients")
+    if (
+        isinstance(n_initial, bool)
+        or not isinstance(n_initial, int | np.integer)
+        or not (1 <= n_initial <= n_clients)
+    ):
+        raise ConfigError(
+            f"n_initial must be an integer in 1..n_clients ({n_clients}), got {n_initial!r}"
+        )
+    n_initial = int(n_initial)
+    paths_per_client = integer_at_least(paths_per_client, "paths_per_client")
+    extra_concepts = integer_at_least(extra_concepts, "extra_concepts", 0)
+    task_missing = fraction(task_missing, "task_missing")
+    new_concept_fraction = fraction(new_concept_fraction, "new_concept_fraction")
+    perturbed_clients = fraction(perturbed_clients, "perturbed_clients")
+    perturbed_edges = fraction(perturbed_edges, "perturbed_edges")
+    make_rng(seed)
+    parts = [client_parts] if isinstance(client_parts, str) else list(client_parts)
+    if "test" in parts:
+        raise ConfigError(
+            "client_parts must not include 'test': the test rows are kept out of the clients"
+        )
+    row_mask = part_mask(dataset.split, parts)
+
+    graph = dataset.graph
+    task = dataset.task
+    names = graph.names
+    children = graph.children(task)
+    if children:
+        raise ConfigError(
+            f"task {task!r} has children {list(children)} in network {dataset.network!r}; "
+            "the client sub-graphs (App. D.1) need a leaf task: choose a leaf variable"
+        )
+    n_rows = int(row_mask.sum())
+    if n_rows < n_clients:
+        raise ConfigError(
+            f"{n_rows} rows cannot give {n_clients} clients one row each; "
+            "use fewer clients or a larger data set"
+        )
+
+    n_vars = len(names)
+    t = graph.index(task)
+    adj = graph.directed()
+    n_late = n_clients - n_initial
+    cohorts = [0] * n_initial + [1] * n_late
+
+    # 1. new concepts and each cohort's walking graph
+    new = _draw_new_concepts(
+        adj, t, new_concept_fraction if n_late else 0.0, make_rng([seed, _TAG_NEW])
+    )
+    old = ~new
+    walk_adj = [adj & old[:, None] & old[None, :], adj]
+    walk_parents = [[np.flatnonzero(a[:, v]) for v in range(n_vars)] for a in walk_adj]
+    allowed = [old, np.ones(n_vars, dtype=bool)]
+
+    # 2. sub-graphs
+    rng = make_rng([seed, _TAG_GRAPHS])
+    nodes = [np.zeros(n_vars, dtype=bool) for _ in range(n_clients)]
+    for k, c in enumerate(cohorts):
+        par = walk_parents[c]
+        for _ in range(paths_per_client):
+            nodes[k][_ancestor_path(t, par, rng)] = True
+        candidates = np.array(
+            [v for v in range(n_vars) if v != t and allowed[c][v] and par[v].size], dtype=np.intp
+        )
+        n_extra = min(extra_concepts, candidates.size)
+        for v in rng.choice(candidates, size=n_extra, replace=False) if n_extra else ():
+            nodes[k][_ancestor_path(int(v), par, rng)] = True
+
+    # 3. missing task, per cohort
+    rng = make_rng([seed, _TAG_TASK])
+    for c in (0, 1):
+        members = [k for k in range(n_clients) if cohorts[k] == c]
+        if not members:
+            continue
+        want = min(round_half_up(task_missing * len(members), tolerance=1e-9), len(members) - 1)
+        eligible = np.array([k for k in members if nodes[k].sum() > 1], dtype=np.intp)
+        drop = min(want, eligible.size)
+        for k in rng.choice(eligible, size=drop, replace=False) if drop else ():
+            nodes[int(k)][t] = False
+
+    # 4. coverage
+    rng = make_rng([seed, _TAG_COVER])
+    for v in range(n_vars):
+        if any(nd[v] for nd in nodes):
+            continue
+        pool = [k for k in range(n_clients) if allowed[cohorts[k]][v]]
+        k = pool[int(rng.integers(len(pool)))]
+        nodes[k][_ancestor_path(v, walk_parents[cohorts[k]], rng)] = True
+
+    client_names = [f"client-{k + 1}" for k in range(n_clients)]
+    true_graphs = {
+        client_names[k]: graph.restrict([names[v] for v in np.flatnonzero(nodes[k])])
+        for k in range(n_clients)
+    }
+
+    # 5. perturbation
+    rng = make_rng([seed, _TAG_PERTURB])
+    n_perturbed = round_half_up(perturbed_clients * n_clients, tolerance=1e-9)
+    perturbed = set(rng.choice(n_clients, size=n_perturbed, replace=False).tolist())
+    client_graphs = dict(true_graphs)
+    for k in sorted(perturbed):
+        g = true_graphs[client_names[k]]
+        n_mod = round_half_up(perturbed_edges * g.n_edges, tolerance=1e-9)
+        if perturbed_edges > 0 and g.n_edges:
+            n_mod = max(n_mod, 1)
+        client_graphs[client_names[k]] = perturb_dag(g, n_mod, rng)
+
+    # 6. rows
+    pool_idx = np.flatnonzero(row_mask)
+    perm = make_rng([seed, _TAG_ROWS]).permutation(pool_idx)
+    cuts = np.cumsum(balanced_sizes(n_rows, n_clients))[:-1]
+    features = dataset.features
+    feats = pd.DataFrame(np.asarray(dataset.x), columns=list(features))
+    codes = dataset.labels.to_numpy(dtype=np.int64)
+    clients = []
+    for k, part in enumerate(np.split(perm, cuts)):
+        idx = np.sort(part)
+        own = np.flatnonzero(nodes[k])
+        rows = pd.concat(
+            [
+                feats.iloc[idx].set_axis(idx, axis=0),
+                pd.DataFrame(codes[np.ix_(idx, own)], columns=[names[v] for v in own], index=idx),
+            ],
+            axis=1,
+        )
+        name = client_names[k]
+        clients.append(
+            ClientData(
+                name,
+                rows,
+                supervised=tuple(names[v] for v in own),
+                graph=client_graphs[name],
+            )
+        )
+    return ConceptPartition(
+        clients=clients,
+        cohort={client_names[k]: cohorts[k] for k in range(n_clients)},
+        new_concepts=tuple(names[v] for v in np.flatnonzero(new)),
+        true_graphs=true_graphs,
+        test=dataset.frame("test"),
+    )
+
+
+def _draw_new_concepts(
+    adj: NDArray[np.bool_], task: int, fraction: float, rng: np.random.Generator
+) -> NDArray[np.bool_]:
+    """The new-concept mask: ``round(fraction × #concepts)`` non-task variables.
+
+    Uniform over the subsets that leave the task at least one parent that is not new
+    (rejection sampling); after :data:`_NEW_CONCEPT_TRIES` rejections, one random task
+    parent is kept old and the others drawn among the remaining concepts.
+
+    Raises
+    ------
+    ConfigError
+        If the count leaves no task parent outside the new concepts.
+    """
+    n = adj.shape[0]
+    concepts = np.array([v for v in range(n) if v != task], dtype=np.intp)
+    m = round_half_up(fraction * concepts.size, tolerance=1e-9)
+    task_parents = np.flatnonzero(adj[:, task])
+    mask = np.zeros(n, dtype=bool)
+    if m == 0:
+        return mask
+    if task_parents.size and m > concepts.size - 1:
+        raise ConfigError(
+            f"new_concept_fraction={fraction} makes all {concepts.size} concepts new, leaving "
+            "the initial cohort no parent of the task; lower it"
+        )
+    for _ in range(_NEW_CONCEPT_TRIES):
+        chosen = rng.choice(concepts, size=m, replace=False)
+        if not task_parents.size or not np.isin(task_parents, chosen).all():
+            mask[chosen] = True
+            return mask
+    keep = int(task_parents[rng.integers(task_parents.size)])
+    rest = concepts[concepts != keep]
+    mask[rng.choice(rest, size=m, replace=False)] = True
+    return mask
+
+
+def perturb_dag(graph: Graph, n_modifications: int, rng: np.random.Generator) -> Graph:
+    """Apply random edge modifications to a DAG, keeping it acyclic (App. D.1, E.6).
+
+    Each modification picks, uniformly, *flip* (reverse an edge), *remove* (delete an
+    edge) or *add* (a new edge between two non-adjacent nodes, random direction), on a
+    node pair no earlier modification touched. A flip or add that would close a
+    directed cycle, or a kind with no eligible pair, is rejected and drawn again; after
+    50 rejections the modification is a removal, which is always possible. So the
+    result differs from ``graph`` on exactly ``n_modifications`` node pairs.
+
+    Parameters
+    ----------
+    graph
+        A DAG.
+    n_modifications
+        Number of modifications, at most ``graph.n_edges`` (each flip or removal
+        consumes an original edge, and removals must stay possible).
+    rng
+        The random generator.
+
+    Raises
+    ------
+    ConfigError
+        If ``n_modifications`` is negative or above the number of edges.
+    """
+    graph.require_dag("graph to perturb")
+    if n_modifications < 0 or n_modifications > graph.n_edges:
+        raise ConfigError(
+            f"cannot make {n_modifications} modifications to a graph with {graph.n_edges} "
+            "edges; use between 0 and that number"
+        )
+    adj = graph.directed().copy()
+    n = adj.shape[0]
+    touched = np.zeros((n, n), dtype=bool)
+    for _ in range(n_modifications):
+        for _attempt in range(_PERTURB_TRIES):
+            kind = int(rng.integers(3))  # 0 flip, 1 remove, 2 add
+            if kind < 2:
+                cand = np.argwhere(adj & ~touched)
+            else:
+                cand = np.argwhere(np.triu(~(adj | adj.T) & ~touched, 1))
+            if not len(cand):
+                continue
+            i, j = (int(v) for v in cand[rng.integers(len(cand))])
+            if kind == 1:
+                adj[i, j] = False
+                break
+            if kind == 2 and rng.integers(2):
+                i, j = j, i
+            if kind == 0:
+                adj[i, j] = False
+                i, j = j, i
+            # add i -> j: a cycle iff j already reaches i
+            if reachable(adj, [j])[i]:
+                if kind == 0:
+                    adj[j, i] = True  # undo the removal of the flipped edge
+                continue
+            adj[i, j] = True
+            break
+        else:
+            cand = np.argwhere(adj & ~touched)
+            i, j = (int(v) for v in cand[rng.integers(len(cand))])
+            adj[i, j] = False
+        touched[i, j] = touched[j, i] = True
+    return Graph.from_dag_matrix(graph.names, adj)
+
+
+@lru_cache(maxsize=4)
+def _dataset(
+    network: str, n_samples: int, latent_dim: int, epochs: int, noise: float, standardise: bool,
+    seed: int,
+) -> ConceptDataset:  # fmt: skip
+    return make_concept_dataset(
+        network,
+        n_samples=n_samples or None,
+        latent_dim=latent_dim or None,
+        autoencoder_epochs=epochs,
+        noise=noise,
+        standardise_latent=standardise,
+        seed=seed,
+    )
+
+
+def dataset(s: FCMRun) -> ConceptDataset:
+    """The run's concept data set (App. B.1), built once per settings in a process."""
+    return _dataset(s.network, s.n_samples, s.latent_dim, s.autoencoder_epochs, s.noise,
+                    s.standardise_latent, s.seed)  # fmt: skip
+
+
+def concept_data(s: FCMRun) -> tuple[ConceptDataset, ConceptPartition]:
+    """The data set and its client partition (built once per settings in a process)."""
+    data = dataset(s)
+    part = concept_clients(
+        data,
+        s.clients,
+        s.initial_clients,
+        paths_per_client=s.paths_per_client,
+        extra_concepts=s.extra_concepts,
+        task_missing=s.task_missing,
+        new_concept_fraction=s.new_concept_fraction,
+        perturbed_clients=s.perturbed_clients,
+        perturbed_edges=s.perturbed_edges,
+        seed=s.seed,
+    )
+    return data, part
+
+
+def build_federation(s: FCMRun) -> list[ClientData]:
+    """The clients (App. D.1): initial cohort first, then the late one."""
+    return concept_data(s)[1].clients

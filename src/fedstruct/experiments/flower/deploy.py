@@ -1,0 +1,185 @@
+"""Submitting a run to a SuperLink: ``fedstruct run METHOD --backend flower``.
+
+The run's folder gets a tiny Flower App (``flower-app/pyproject.toml``, whose
+components are :mod:`fedstruct.experiments.flower.app`) and a run-config file with
+the method, its resolved settings and the folder itself. ``flwr run`` submits it;
+the SuperLink's ServerApp writes ``config.json``, ``metrics.json``, plots and the
+per-round checkpoint into the folder (a path on the SuperLink's machine), and this
+module polls the run's status until it ends and reads the results back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.status import Status
+
+from fedstruct import (
+    __version__,
+    errors,
+)
+from fedstruct.errors import (
+    DeploymentError,
+    FedstructError,
+)
+from fedstruct.experiments.flower.contract import (
+    ERROR_FILE,
+    RUN_CONFIG_DEFAULTS,
+)
+from fedstruct.experiments.outcome import (
+    RunOutcome,
+)
+from fedstruct.fl.flower.cluster import (
+    CONNECTION,
+    DeploymentOptions,
+    Link,
+    default_home,
+    flwr_json,
+    write_connection,
+)
+
+__all__ = ["submit", "write_app"]
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
+
+
+def write_app(folder: Path) -> Path:
+    """Write the Flower App whose components are fedstruct's deployment apps."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = "\n".join(f"{k} = {_toml(v)}" for k, v in RUN_CONFIG_DEFAULTS.items())
+    (folder / "pyproject.toml").write_text(
+        f"""[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "fedstruct-run"
+version = "{__version__}"
+description = "A fedstruct run on a Flower deployment"
+license = "MIT"
+dependencies = []
+
+[tool.hatch.build.targets.wheel]
+packages = ["."]
+
+[tool.flwr.app]
+publisher = "fedstruct"
+
+[tool.flwr.app.components]
+serverapp = "fedstruct.experiments.flower.app:server_app"
+clientapp = "fedstruct.experiments.flower.app:client_app"
+
+[tool.flwr.app.config]
+{config}
+"""
+    )
+    return folder
+
+
+def submit(
+    name: str,
+    out: Path,
+    settings: dict[str, Any],
+    options: DeploymentOptions,
+    *,
+    resume: bool = False,
+    stop_after: int | None = None,
+    progress: bool = True,
+) -> RunOutcome:
+    """Submit run ``name`` to the SuperLink, wait for it, and read its results.
+
+    Raises
+    ------
+    DeploymentError
+        If the SuperLink cannot be reached, refuses the run, or is lost mid-run (the
+        checkpoint in ``out`` then holds the finished rounds).
+    FedstructError
+        The server side's own error (same class, same one-line message), e.g. a
+        SuperNode hosting a partition that does not exist.
+    """
+    out = out.resolve()
+    home = Path(options.home) if options.home else default_home()
+    link = options.link()
+    app = write_app(out / "flower-app")
+    run_config = out / "run-config.toml"
+    values = {
+        "method": name,
+        "settings": json.dumps(settings, sort_keys=True),
+        "out": str(out),
+        "resume": resume,
+        "stop-after": stop_after or 0,
+        "min-nodes": options.min_nodes,
+        "join-timeout": options.join_timeout,
+        "reply-timeout": options.reply_timeout,
+    }
+    run_config.write_text("\n".join(f"{k} = {_toml(v)}" for k, v in values.items()) + "\n")
+    write_connection(home, link)
+    (out / ERROR_FILE).unlink(missing_ok=True)
+    try:
+        answer = flwr_json(["run", str(app), CONNECTION, "--run-config", str(run_config)], home)
+    except DeploymentError as exc:
+        raise DeploymentError(
+            f"cannot submit to the SuperLink at {link.address}: {exc}; "
+            "is 'fedstruct flower superlink' running there?"
+        ) from None
+    run_id = str(answer["run-id"])
+    status, details = _wait(run_id, home, link, name, out, progress)
+    if status == "finished:completed":
+        return _read_outcome(out)
+    error = out / ERROR_FILE
+    if error.is_file():
+        saved = json.loads(error.read_text())
+        cls = getattr(errors, saved["class"], None)
+        if isinstance(cls, type) and issubclass(cls, FedstructError):
+            raise cls(saved["message"])
+    first = details.splitlines()[0] if details else "no details"
+    raise DeploymentError(f"run {run_id} ended {status}: {first}")
+
+
+def _wait(
+    run_id: str, home: Path, link: Link, name: str, out: Path, progress: bool
+) -> tuple[str, str]:
+    """Poll the run's status until it has finished; return ``(status, details)``."""
+    view = Status(f"run {run_id} submitted", console=Console(stderr=True)) if progress else None
+    started = time.monotonic()
+    if view is not None:
+        view.start()
+    try:
+        while True:
+            try:
+                runs = flwr_json(["ls", CONNECTION, "--run-id", run_id], home)["runs"]
+            except DeploymentError:
+                raise DeploymentError(
+                    f"lost the SuperLink at {link.address} during run {run_id}; the checkpoint "
+                    f"in {out} holds the finished rounds: resume with "
+                    f"'fedstruct run {name} --resume {out}'"
+                ) from None
+            status = str(runs[0].get("status", "")) if runs else ""
+            if status.startswith("finished"):
+                return status, str(runs[0].get("status-details", ""))
+            if view is not None:
+                elapsed = time.monotonic() - started
+                view.update(
+                    f"run {run_id} on {link.address}: {status or 'pending'} ({elapsed:.0f} s)"
+                )
+            time.sleep(1.0)
+    finally:
+        if view is not None:
+            view.stop()
+
+
+def _read_outcome(out: Path) -> RunOutcome:
+    metrics = json.loads((out / "metrics.json").read_text())
+    history = json.loads((out / "history.json").read_text())
+    figures = json.loads((out / "run.json").read_text()).get("figures", [])
+    return RunOutcome(metrics, history, [out / f for f in figures])
