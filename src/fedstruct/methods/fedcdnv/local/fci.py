@@ -21,30 +21,17 @@ from __future__ import annotations
 import numpy as np
 
 from fedstruct.errors import ConfigError
-from fedstruct.graphs.graph import CIRCLE, NONE, Graph
+from fedstruct.graphs.graph import CIRCLE, NONE
 from fedstruct.graphs.orientation import apply_rules, orient_colliders
-from fedstruct.methods.fedcdnv.local.build import as_ci_test
 from fedstruct.methods.fedcdnv.local.citest import CITest
 from fedstruct.methods.fedcdnv.local.dataset import DataLike
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
 from fedstruct.methods.fedcdnv.local.pds import AUTO, auto_pds_depth, remove_by_possible_dsep
 from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
+from fedstruct.methods.fedcdnv.local.search import check_alpha, start_search
+from fedstruct.methods.fedcdnv.local.skeleton import check_depth
 
+# check_alpha now lives in search.py; still exported here for existing imports.
 __all__ = ["check_alpha", "circle_marks", "fci"]
-
-
-def check_alpha(alpha: float) -> float:
-    """``alpha`` as a float in ``[0, 1)``.
-
-    Raises
-    ------
-    ConfigError
-        Otherwise.
-    """
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha < 1:
-        raise ConfigError(f"alpha must be a number in [0, 1), got {alpha!r}")
-    return float(alpha)
 
 
 def circle_marks(adjacency: np.ndarray) -> np.ndarray:
@@ -66,15 +53,15 @@ def fci(
 ) -> LocalResult:
     """Learn a PAG with FCI (module docstring).
 
+    ``tests_by_phase`` counts the tests of step 1 under ``"adjacency"`` and those of
+    step 3 (when run) under ``"possible_dsep"``.
+
     Parameters
     ----------
-    data
-        A :class:`CITest` (reused with its cache) or data (``ClientData``,
-        ``DataFrame``, array) for ``make_ci_test(data, test)``.
-    alpha
-        Significance level; a test says independent iff ``p > alpha``.
-    test
-        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+    data, alpha, test, stable
+        The data (or a :class:`CITest`, reused with its cache) and the adjacency
+        search's options, as in
+        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     depth
         Largest conditioning set in every phase; ``None`` (default) or ``-1``: none.
     pds_depth
@@ -91,8 +78,6 @@ def fci(
         Restrict Possible-D-SEP to the edge's biconnected component (default): far
         fewer tests and no separation lost (see
         :mod:`~fedstruct.methods.fedcdnv.local.pds`); ``False`` is pcalg's default.
-    stable
-        PC-stable adjacency search (default) or the order-dependent original.
 
     Returns
     -------
@@ -102,26 +87,15 @@ def fci(
     Raises
     ------
     ConfigError
-        For an out-of-range ``alpha`` or ``depth``, or an unknown test.
+        For an out-of-range ``pds_depth`` or ``max_path_length``, and as
+        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     DataError, NonFiniteDataError
-        For bad data.
+        As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     """
-    alpha = check_alpha(alpha)
-    check_depth(depth)
-    if isinstance(pds_depth, str) and pds_depth != AUTO:
-        raise ConfigError(
-            f"pds_depth must be 'auto', None, -1 (unlimited) or an integer >= 0, got {pds_depth!r}"
-        )
-    if pds_depth != AUTO:
-        check_depth(pds_depth, "pds_depth")  # type: ignore[arg-type]
-    check_depth(max_path_length, "max_path_length")
-    ci_test = as_ci_test(data, test)
-    start = ci_test.n_tests
-    evidence = Evidence(ci_test, alpha)
-
-    evidence.phase("adjacency")
-    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
-    marks = circle_marks(skeleton)
+    _check_possible_dsep_options(pds_depth, max_path_length)
+    search = start_search(data, alpha=alpha, test=test, depth=depth, stable=stable)
+    evidence = search.evidence
+    marks = circle_marks(search.skeleton)
     orient_colliders(marks, evidence.sepset_contains)
 
     if possible_dsep:
@@ -140,5 +114,15 @@ def fci(
         orient_colliders(marks, evidence.sepset_contains)
 
     apply_rules(marks, evidence.sepset_contains)
-    graph = Graph(ci_test.names, marks)
-    return LocalResult.from_evidence("fci", graph, skeleton, evidence, start)
+    return search.result("fci", marks)
+
+
+def _check_possible_dsep_options(pds_depth: int | str | None, max_path_length: int | None) -> None:
+    """Raise :class:`ConfigError` for a ``pds_depth`` or ``max_path_length`` out of range."""
+    if isinstance(pds_depth, str) and pds_depth != AUTO:
+        raise ConfigError(
+            f"pds_depth must be 'auto', None, -1 (unlimited) or an integer >= 0, got {pds_depth!r}"
+        )
+    if pds_depth != AUTO:
+        check_depth(pds_depth, "pds_depth")  # type: ignore[arg-type]
+    check_depth(max_path_length, "max_path_length")

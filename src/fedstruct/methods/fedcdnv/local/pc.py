@@ -28,14 +28,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph
-from fedstruct.methods.fedcdnv.local.build import as_ci_test
+from fedstruct.graphs.graph import ARROW, NONE, TAIL
 from fedstruct.methods.fedcdnv.local.citest import CITest
 from fedstruct.methods.fedcdnv.local.dataset import DataLike
 from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.fci import check_alpha
 from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
+from fedstruct.methods.fedcdnv.local.search import start_search
 
 __all__ = ["meek_rules", "pc"]
 
@@ -117,18 +115,16 @@ def pc(
 ) -> LocalResult:
     """Learn a CPDAG with PC (module docstring).
 
+    Every test belongs to the phase ``"adjacency"`` of ``tests_by_phase`` (step 1).
+
     Parameters
     ----------
-    data
-        A :class:`CITest` (reused with its cache) or data for ``make_ci_test(data, test)``.
-    alpha
-        Significance level; a test says independent iff ``p > alpha``.
-    test
-        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+    data, alpha, test, stable
+        The data (or a :class:`CITest`, reused with its cache) and the adjacency
+        search's options, as in
+        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     depth
         Largest conditioning set; ``None`` (default): no bound.
-    stable
-        PC-stable (default) or the order-dependent original.
 
     Returns
     -------
@@ -137,20 +133,11 @@ def pc(
 
     Raises
     ------
-    ConfigError
-        For an out-of-range ``alpha`` or ``depth``, or an unknown test.
-    DataError, NonFiniteDataError
-        For bad data.
+    ConfigError, DataError, NonFiniteDataError
+        As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     """
-    alpha = check_alpha(alpha)
-    check_depth(depth)
-    ci_test = as_ci_test(data, test)
-    start = ci_test.n_tests
-    evidence = Evidence(ci_test, alpha)
-    evidence.phase("adjacency")
-    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
-    marks = np.where(skeleton, TAIL, NONE).astype(np.int8)
-    _orient_v_structures(marks, evidence)
+    search = start_search(data, alpha=alpha, test=test, depth=depth, stable=stable)
+    marks = np.where(search.skeleton, TAIL, NONE).astype(np.int8)
+    _orient_v_structures(marks, search.evidence)
     meek_rules(marks)
-    graph = Graph(ci_test.names, marks)
-    return LocalResult.from_evidence("pc", graph, skeleton, evidence, start)
+    return search.result("pc", marks)

@@ -35,20 +35,19 @@ orientation or one edge removal, so this terminates.
 from __future__ import annotations
 
 from collections import deque
-from itertools import combinations, pairwise
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph
+from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL
 from fedstruct.graphs.orientation import apply_rules
-from fedstruct.methods.fedcdnv.local.build import as_ci_test
 from fedstruct.methods.fedcdnv.local.citest import CITest
 from fedstruct.methods.fedcdnv.local.dataset import DataLike
 from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.fci import check_alpha, circle_marks
+from fedstruct.methods.fedcdnv.local.fci import circle_marks
 from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
+from fedstruct.methods.fedcdnv.local.search import separate_by_subset, start_search
 
 __all__ = ["minimal_discriminating_path", "rfci", "unshielded_triples"]
 
@@ -153,25 +152,26 @@ class _RFCI:
     def _remove_if_separated(
         self, u: int, v: int, sep: tuple[int, ...], queue: list[Triple]
     ) -> bool:
-        """If ``u ⊥ v | sep``, remove ``u - v`` with a minimal separating subset of ``sep``."""
+        """If ``u ⊥ v | sep``, remove ``u - v`` with a minimal separating subset of ``sep``
+        and queue the triples through it."""
         if not self.evidence.independent(u, v, sep)[0]:
             return False
-        self._remove_minimal(u, v, sep, queue)
+        if separate_by_subset(self.evidence, u, v, sep) is not None:  # sep itself at the latest
+            queue.extend(self._remove_edge(u, v))
         return True
 
-    def _remove_minimal(self, u: int, v: int, sep: tuple[int, ...], queue: list[Triple]) -> None:
-        """Remove ``u - v`` with the first separating subset of ``sep`` by size (>= 1)."""
-        ev, m = self.evidence, self.marks
-        for size in range(1, len(sep) + 1):
-            for s in combinations(sep, size):
-                indep, p = ev.independent(u, v, s)
-                if indep:
-                    ev.separate(u, v, s, p)
-                    m[u, v] = m[v, u] = NONE
-                    a, b = min(u, v), max(u, v)
-                    common = np.flatnonzero((m[a] != NONE) & (m[b] != NONE)).tolist()
-                    queue.extend((a, w, b) for w in common)
-                    return
+    def _remove_edge(self, u: int, v: int) -> list[Triple]:
+        """Remove ``u - v``; return the triples ``(lo, w, hi)`` it leaves unshielded.
+
+        ``lo < hi`` are ``u`` and ``v``; ``w`` runs over their common neighbours, whose
+        triangles through the removed edge become unshielded triples (Colombo et al.
+        2012, §3, step 2).
+        """
+        m = self.marks
+        m[u, v] = m[v, u] = NONE
+        lo, hi = min(u, v), max(u, v)
+        common = np.flatnonzero((m[lo] != NONE) & (m[hi] != NONE)).tolist()
+        return [(lo, w, hi) for w in common]
 
     # --------------------------------------------------- step 3: orientation
     def orient(self) -> None:
@@ -211,17 +211,9 @@ class _RFCI:
         total = self.evidence.sepsets[(min(d, c), max(d, c))]
         for u, v in pairwise(path):
             sep = tuple(s for s in total if s != u and s != v)
-            for size in range(1, len(sep) + 1):
-                for s in combinations(sep, size):
-                    indep, p = self.evidence.independent(u, v, s)
-                    if indep:
-                        self.evidence.separate(u, v, s, p)
-                        m = self.marks
-                        m[u, v] = m[v, u] = NONE
-                        lo, hi = min(u, v), max(u, v)
-                        common = np.flatnonzero((m[lo] != NONE) & (m[hi] != NONE)).tolist()
-                        self.check_triples([(lo, w, hi) for w in common])
-                        return True
+            if separate_by_subset(self.evidence, u, v, sep) is not None:
+                self.check_triples(self._remove_edge(u, v))
+                return True
         return False
 
 
@@ -235,18 +227,18 @@ def rfci(
 ) -> LocalResult:
     """Learn a PAG with RFCI (module docstring).
 
+    ``tests_by_phase`` counts the tests of steps 1, 2 and 3 under ``"adjacency"``,
+    ``"unshielded_triples"`` and ``"discriminating_paths"``.
+
     Parameters
     ----------
-    data
-        A :class:`CITest` (reused with its cache) or data for ``make_ci_test(data, test)``.
-    alpha
-        Significance level; a test says independent iff ``p > alpha``.
-    test
-        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+    data, alpha, test, stable
+        The data (or a :class:`CITest`, reused with its cache) and the adjacency
+        search's options, as in
+        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     depth
         Largest conditioning set of the adjacency search; ``None`` (default): none.
-    stable
-        PC-stable adjacency search (default) or the order-dependent original.
+        Steps 2-3 try the subsets of its separating sets, so they stay within it.
 
     Returns
     -------
@@ -255,23 +247,13 @@ def rfci(
 
     Raises
     ------
-    ConfigError
-        For an out-of-range ``alpha`` or ``depth``, or an unknown test.
-    DataError, NonFiniteDataError
-        For bad data.
+    ConfigError, DataError, NonFiniteDataError
+        As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     """
-    alpha = check_alpha(alpha)
-    check_depth(depth)
-    ci_test = as_ci_test(data, test)
-    start = ci_test.n_tests
-    evidence = Evidence(ci_test, alpha)
-
-    evidence.phase("adjacency")
-    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
-    run = _RFCI(evidence, circle_marks(skeleton))
-    evidence.phase("unshielded_triples")
+    search = start_search(data, alpha=alpha, test=test, depth=depth, stable=stable)
+    run = _RFCI(search.evidence, circle_marks(search.skeleton))
+    search.evidence.phase("unshielded_triples")
     run.check_triples(unshielded_triples(run.marks))
-    evidence.phase("discriminating_paths")
+    search.evidence.phase("discriminating_paths")
     run.orient()
-    graph = Graph(ci_test.names, run.marks)
-    return LocalResult.from_evidence("rfci", graph, skeleton, evidence, start)
+    return search.result("rfci", run.marks)

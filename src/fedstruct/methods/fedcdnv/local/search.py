@@ -1,0 +1,160 @@
+"""The pieces PC, FCI and RFCI share: starting a run and finding a minimal separation.
+
+- :func:`start_search` is every learner's first step: it checks ``alpha`` and
+  ``depth``, builds the CI test and the :class:`Evidence`, and runs the adjacency
+  search (Spirtes, Glymour & Scheines 2000, §5.4.2, steps A-B, PC-stable form;
+  :func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`). The
+  :class:`StartedSearch` it returns turns the learner's final marks into its
+  :class:`LocalResult` (:meth:`StartedSearch.result`).
+- :func:`separate_by_subset` tries the non-empty subsets of a candidate set by
+  increasing size and records the first that separates a pair: RFCI's *minimal*
+  separating sets, in its unshielded-triple check and its discriminating-path check
+  (Colombo, Maathuis, Kalisch & Richardson 2012, Ann. Statist. 40(1), §3, steps 2-3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedstruct.errors import ConfigError
+from fedstruct.graphs.graph import Graph
+from fedstruct.methods.fedcdnv.local.build import as_ci_test
+from fedstruct.methods.fedcdnv.local.citest import CITest
+from fedstruct.methods.fedcdnv.local.dataset import DataLike
+from fedstruct.methods.fedcdnv.local.evidence import Evidence
+from fedstruct.methods.fedcdnv.local.result import LocalResult
+from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
+
+__all__ = ["StartedSearch", "check_alpha", "separate_by_subset", "start_search"]
+
+
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float in ``[0, 1)``.
+
+    Raises
+    ------
+    ConfigError
+        Otherwise.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha < 1:
+        raise ConfigError(f"alpha must be a number in [0, 1), got {alpha!r}")
+    return float(alpha)
+
+
+@dataclass(frozen=True)
+class StartedSearch:
+    """A learner run after its adjacency search (returned by :func:`start_search`).
+
+    Attributes
+    ----------
+    ci_test
+        The run's cached CI test.
+    evidence
+        What the run has recorded so far; its current phase is ``"adjacency"``.
+    skeleton
+        The adjacency search's symmetric boolean adjacency matrix.
+    tests_before
+        ``ci_test.n_tests`` before the run: the result counts the tests after it.
+    """
+
+    ci_test: CITest
+    evidence: Evidence
+    skeleton: NDArray[np.bool_]
+    tests_before: int
+
+    def result(self, algorithm: str, marks: NDArray[np.int8]) -> LocalResult:
+        """The run's :class:`LocalResult`, with the learner's final ``marks`` as its graph.
+
+        Closes the evidence's current phase.
+        """
+        graph = Graph(self.ci_test.names, marks)
+        return LocalResult.from_evidence(
+            algorithm, graph, self.skeleton, self.evidence, self.tests_before
+        )
+
+
+def start_search(
+    data: CITest | DataLike,
+    *,
+    alpha: float,
+    test: str,
+    depth: int | None,
+    stable: bool,
+) -> StartedSearch:
+    """Check the options, build the CI test and the evidence, run the adjacency search.
+
+    The learners' shared first step (module docstring); their later phases call
+    ``evidence.phase`` themselves.
+
+    Parameters
+    ----------
+    data
+        A :class:`CITest` (reused with its cache) or data (``ClientData``,
+        ``DataFrame``, array) for ``make_ci_test(data, test)``.
+    alpha
+        Significance level; a test says independent iff ``p > alpha``.
+    test
+        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+    depth
+        Largest conditioning set of the adjacency search; ``None`` or ``-1``: none.
+    stable
+        PC-stable adjacency search or the order-dependent original.
+
+    Returns
+    -------
+    StartedSearch
+        The CI test, the evidence (in phase ``"adjacency"``), the skeleton and the
+        CI test's count of tests before the run.
+
+    Raises
+    ------
+    ConfigError
+        For an out-of-range ``alpha`` or ``depth``, or an unknown test.
+    DataError, NonFiniteDataError
+        For bad data.
+    """
+    alpha = check_alpha(alpha)
+    check_depth(depth)
+    ci_test = as_ci_test(data, test)
+    tests_before = ci_test.n_tests
+    evidence = Evidence(ci_test, alpha)
+    evidence.phase("adjacency")
+    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
+    return StartedSearch(ci_test, evidence, skeleton, tests_before)
+
+
+def separate_by_subset(
+    evidence: Evidence, u: int, v: int, candidates: Sequence[int]
+) -> tuple[int, ...] | None:
+    """Record the first non-empty subset of ``candidates`` that separates ``u`` and ``v``.
+
+    Subsets are tried by increasing size, each size in ``itertools.combinations``
+    order, so the one recorded (:meth:`Evidence.separate`) is a minimal separating
+    set among them (Colombo et al. 2012, §3). The empty set is not tried.
+
+    Parameters
+    ----------
+    evidence
+        Asks the tests and records the separation.
+    u, v
+        The pair.
+    candidates
+        Sorted variable indices without ``u`` and ``v``.
+
+    Returns
+    -------
+    tuple of int or None
+        The separating subset found, or ``None`` if none is (nothing recorded then).
+    """
+    for size in range(1, len(candidates) + 1):
+        for subset in combinations(candidates, size):
+            independent, p = evidence.independent(u, v, subset)
+            if independent:
+                evidence.separate(u, v, subset, p)
+                return subset
+    return None
