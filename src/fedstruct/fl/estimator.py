@@ -20,13 +20,20 @@ class FederatedEstimator(ABC):
     """Base of the methods' scikit-learn-style estimators.
 
     A subclass names :attr:`method` and its :attr:`config_class`,
-    :attr:`client_class` and :attr:`server_class` (every method package exports
-    these four), sets in ``__init__`` ``self.config`` (a ``config_class``),
-    ``self.seed`` and ``self.participation``, and provides
-    ``make_client``, ``make_server`` and :meth:`learn` (what to keep from the
-    server's final state). :meth:`fit` runs the federation and calls it; a method
-    with extra inputs (e.g. a server-held test set) overrides ``fit`` to take them
-    and then calls ``super().fit``.
+    :attr:`client_class` and :attr:`server_class` in its class statement (every
+    method package exports these four)::
+
+        class FedCD(FederatedEstimator, method="fedcd", config=FedCDConfig,
+                    client=FedCDClient, server=FedCDServer): ...
+
+    and provides :meth:`learn` (what to keep from the server's final
+    state). ``__init__`` keeps ``config`` (a ``config_class`` of ``params``), ``seed``
+    and ``participation``; a method with inputs of its own (a task, a schema) takes
+    them in its ``__init__`` and calls ``super().__init__``. :meth:`make_client` and
+    :meth:`make_server` build the classes from the config and the seed; a method
+    whose client or server needs more overrides them. :meth:`fit` runs the
+    federation and calls :meth:`learn`; a method with extra inputs (e.g. a
+    server-held test set) overrides ``fit`` to take them and calls ``super().fit``.
     """
 
     #: The method's name (checkpoint identity and progress label).
@@ -39,13 +46,30 @@ class FederatedEstimator(ABC):
     seed: int
     participation: Participation | None
 
-    @abstractmethod
-    def make_client(self, data: ClientData) -> Any:
-        """The client holding ``data``."""
+    def __init_subclass__(
+        cls, *, method: str, config: type, client: type, server: type, **kwargs: Any
+    ) -> None:
+        """Record the method's name and its config, client and server classes."""
+        super().__init_subclass__(**kwargs)
+        cls.method = method
+        cls.config_class = config
+        cls.client_class = client
+        cls.server_class = server
 
-    @abstractmethod
+    def __init__(
+        self, *, seed: int = 0, participation: Participation | None = None, **params: Any
+    ) -> None:
+        self.config = self.config_class(**params)
+        self.seed = int(seed)
+        self.participation = participation
+
+    def make_client(self, data: ClientData) -> Any:
+        """The client holding ``data``: ``client_class(data, config=..., seed=...)``."""
+        return self.client_class(data, config=self.config, seed=self.seed)
+
     def make_server(self) -> Any:
-        """A fresh server algorithm."""
+        """A fresh server algorithm: ``server_class(config)``."""
+        return self.server_class(self.config)
 
     @abstractmethod
     def learn(self, state: Any) -> None:

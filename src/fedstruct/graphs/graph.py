@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,6 +43,7 @@ __all__ = [
     "TAIL",
     "Edge",
     "Graph",
+    "variable_position",
 ]
 
 NONE: int = 0
@@ -54,6 +55,22 @@ _LEFT = {TAIL: "-", ARROW: "<", CIRCLE: "o"}
 _RIGHT = {TAIL: "-", ARROW: ">", CIRCLE: "o"}
 _PARSE_LEFT = {v: k for k, v in _LEFT.items()}
 _PARSE_RIGHT = {v: k for k, v in _RIGHT.items()}
+
+
+def variable_position(index: Mapping[str, int], name: str, where: str) -> int:
+    """``index[name]``: a variable's position among the variables of ``where``.
+
+    Raises
+    ------
+    UnknownVariableError
+        If there is no variable ``name``; the message lists the variables of ``where``.
+    """
+    try:
+        return index[name]
+    except KeyError:
+        raise UnknownVariableError(
+            f"variable {name!r} is not in {where}; its variables are {list(index)}"
+        ) from None
 
 
 class Edge(NamedTuple):
@@ -258,12 +275,7 @@ class Graph:
         UnknownVariableError
             If the graph has no variable of that name.
         """
-        try:
-            return self._index[name]
-        except KeyError:
-            raise UnknownVariableError(
-                f"variable {name!r} is not in this graph; its variables are {list(self._names)}"
-            ) from None
+        return variable_position(self._index, name, "this graph")
 
     def indices(self, names: Iterable[str]) -> list[int]:
         """Positions of several names (see :meth:`index`)."""

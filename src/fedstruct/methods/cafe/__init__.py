@@ -56,7 +56,13 @@ __all__ = [
 ]
 
 
-class CAFE(FederatedEstimator):
+class CAFE(
+    FederatedEstimator,
+    method="cafe",
+    config=CafeConfig,
+    client=CafeClient,
+    server=CafeServer,
+):
     """Drift-aware federated image classification, scikit-learn style.
 
     Parameters
@@ -87,11 +93,6 @@ class CAFE(FederatedEstimator):
         Bytes each way per round and client.
     """
 
-    method = "cafe"
-    config_class = CafeConfig
-    client_class = CafeClient
-    server_class = CafeServer
-
     def __init__(
         self,
         shape: Sequence[int],
@@ -107,9 +108,7 @@ class CAFE(FederatedEstimator):
             raise ConfigError(f"n_classes must be at least 2, got {n_classes}")
         self.shape = (int(shape[0]), int(shape[1]), int(shape[2]))
         self.n_classes = int(n_classes)
-        self.config = self.config_class(**params)
-        self.seed = int(seed)
-        self.participation = participation
+        super().__init__(seed=seed, participation=participation, **params)
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def make_client(self, data: ClientData) -> CafeClient:

@@ -57,7 +57,13 @@ __all__ = [
 ]
 
 
-class FCM(FederatedEstimator):
+class FCM(
+    FederatedEstimator,
+    method="fcm",
+    config=FCMConfig,
+    client=FCMClient,
+    server=FCMServer,
+):
     """F-CMs, scikit-learn style.
 
     Parameters
@@ -93,11 +99,6 @@ class FCM(FederatedEstimator):
         The round whose model was kept.
     """
 
-    method = "fcm"
-    config_class = FCMConfig
-    client_class = FCMClient
-    server_class = FCMServer
-
     def __init__(
         self,
         *,
@@ -113,14 +114,12 @@ class FCM(FederatedEstimator):
             )
         self.task = task
         self.cardinalities = {str(k): int(v) for k, v in cardinalities.items()}
-        self.config = self.config_class(**params)
+        super().__init__(seed=seed, participation=participation, **params)
         if self.config.regime not in FEDERATED_REGIMES:
             raise ConfigError(
                 f"regime {self.config.regime!r} trains no federation; use fit_standalone "
                 f"for it, or one of {list(FEDERATED_REGIMES)} here"
             )
-        self.seed = int(seed)
-        self.participation = participation
 
     def identity(self) -> dict[str, Any]:
         """The task and the schema change the result."""

@@ -35,7 +35,13 @@ from fedstruct.methods.fedavg.server import FedAvgServer, FedAvgState
 __all__ = ["FedAvg", "FedAvgClient", "FedAvgConfig", "FedAvgServer", "TabularSchema"]
 
 
-class FedAvg(FederatedEstimator):
+class FedAvg(
+    FederatedEstimator,
+    method="fedavg",
+    config=FedAvgConfig,
+    client=FedAvgClient,
+    server=FedAvgServer,
+):
     """Federated averaging of a categorical classifier, scikit-learn style.
 
     Parameters
@@ -61,11 +67,6 @@ class FedAvg(FederatedEstimator):
         Bytes sent each way per round and client.
     """
 
-    method = "fedavg"
-    config_class = FedAvgConfig
-    client_class = FedAvgClient
-    server_class = FedAvgServer
-
     def __init__(
         self,
         target: str,
@@ -76,9 +77,7 @@ class FedAvg(FederatedEstimator):
         **params: Any,
     ) -> None:
         self.schema = TabularSchema(target, cardinalities)
-        self.config = self.config_class(**params)
-        self.seed = int(seed)
-        self.participation = participation
+        super().__init__(seed=seed, participation=participation, **params)
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None
 
     # Federated protocol -----------------------------------------------------

@@ -22,11 +22,8 @@ True
 
 from __future__ import annotations
 
-from typing import Any
-
-from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
@@ -47,7 +44,13 @@ __all__ = [
 ]
 
 
-class FedCD(FederatedEstimator):
+class FedCD(
+    FederatedEstimator,
+    method="fedcd",
+    config=FedCDConfig,
+    client=FedCDClient,
+    server=FedCDServer,
+):
     """FED-CD, scikit-learn style.
 
     Parameters
@@ -73,26 +76,6 @@ class FedCD(FederatedEstimator):
     history_ : list of dict
         Per-round counts, edges, average edge entropy and training loss.
     """
-
-    method = "fedcd"
-    config_class = FedCDConfig
-    client_class = FedCDClient
-    server_class = FedCDServer
-
-    def __init__(
-        self, *, seed: int = 0, participation: Participation | None = None, **params: Any
-    ) -> None:
-        self.config = self.config_class(**params)
-        self.seed = int(seed)
-        self.participation = participation
-
-    def make_client(self, data: ClientData) -> FedCDClient:
-        """The client holding ``data``."""
-        return FedCDClient(data, config=self.config, seed=self.seed)
-
-    def make_server(self) -> FedCDServer:
-        """A fresh server algorithm."""
-        return FedCDServer(self.config)
 
     def learn(self, state: FedCDState) -> None:
         """The global graph, beliefs, and per-round and per-client graphs.

@@ -23,13 +23,12 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl import FederatedEstimator
 from fedstruct.methods.fedcdnv.client import FedCDnvClient
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.server import (
@@ -43,7 +42,13 @@ from fedstruct.methods.fedcdnv.theory import definite_pairs
 __all__ = ["FedCDnv", "FedCDnvClient", "FedCDnvConfig", "FedCDnvServer"]
 
 
-class FedCDnv(FederatedEstimator):
+class FedCDnv(
+    FederatedEstimator,
+    method="fedcdnv",
+    config=FedCDnvConfig,
+    client=FedCDnvClient,
+    server=FedCDnvServer,
+):
     """FedCDnv (or a baseline), scikit-learn style.
 
     Parameters
@@ -74,26 +79,6 @@ class FedCDnv(FederatedEstimator):
     history_ : list of dict
         Per-round counts (clients, edges, CI tests).
     """
-
-    method = "fedcdnv"
-    config_class = FedCDnvConfig
-    client_class = FedCDnvClient
-    server_class = FedCDnvServer
-
-    def __init__(
-        self, *, seed: int = 0, participation: Participation | None = None, **params: Any
-    ) -> None:
-        self.config = self.config_class(**params)
-        self.seed = int(seed)
-        self.participation = participation
-
-    def make_client(self, data: ClientData) -> FedCDnvClient:
-        """The client holding ``data``."""
-        return FedCDnvClient(data, config=self.config, seed=self.seed)
-
-    def make_server(self) -> FedCDnvServer:
-        """A fresh server algorithm."""
-        return FedCDnvServer(self.config)
 
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
         """Every client must share a variable with another (Assumption 2.3).

@@ -59,7 +59,13 @@ __all__ = [
 ]
 
 
-class FedNGM(FederatedEstimator):
+class FedNGM(
+    FederatedEstimator,
+    method="fedngm",
+    config=FedNGMConfig,
+    client=FedNGMClient,
+    server=FedNGMServer,
+):
     """FedNGM, scikit-learn style.
 
     Parameters
@@ -90,11 +96,6 @@ class FedNGM(FederatedEstimator):
         One record per phase.
     """
 
-    method = "fedngm"
-    config_class = FedNGMConfig
-    client_class = FedNGMClient
-    server_class = FedNGMServer
-
     def __init__(
         self,
         *,
@@ -109,9 +110,7 @@ class FedNGM(FederatedEstimator):
             name, kind = next(iter(bad.items()))
             raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
         self.kinds = {str(k): str(v) for k, v in kinds.items()}
-        self.config = self.config_class(**params)
-        self.seed = int(seed)
-        self.participation = participation
+        super().__init__(seed=seed, participation=participation, **params)
         self.public = public
 
     def identity(self) -> dict[str, Any]:

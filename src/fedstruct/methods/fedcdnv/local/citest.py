@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from fedstruct.errors import GraphError, UnknownVariableError
-from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.graph import Graph, variable_position
 from fedstruct.graphs.separation import SeparationOracle
 
 __all__ = ["CIKey", "CITest", "OracleTest", "ci_key"]
@@ -108,12 +108,7 @@ class CITest(ABC):
         UnknownVariableError
             If the test has no variable of that name.
         """
-        try:
-            return self._index[name]
-        except KeyError:
-            raise UnknownVariableError(
-                f"variable {name!r} is not in this CI test; its variables are {list(self._names)}"
-            ) from None
+        return variable_position(self._index, name, "this CI test")
 
     # ------------------------------------------------------------------ tests
     def query(self, i: int, j: int, z: Iterable[int] = ()) -> tuple[float, bool]:
