@@ -8,15 +8,21 @@ one-line reason; ``--help`` works everywhere.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
-from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.errors import ConfigError, FedstructError, unknown_choice_message
+
+if TYPE_CHECKING:  # the experiments import every method: load them only when a command runs
+    from fedstruct.experiments.runs import Runnable
+    from fedstruct.experiments.settings import SettingInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,82 +70,142 @@ def datasets() -> None:
     )
 
 
-@app.command()
-@_bad_input_exits_2
-def run(
-    method: Annotated[str, typer.Argument(help="Method to run (e.g. fedavg).")],
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Results folder (config.json, metrics.json, plots)."),
-    ] = None,
-    network: Annotated[str | None, typer.Option(help="Benchmark network or data set.")] = None,
-    clients: Annotated[int | None, typer.Option(help="Number of clients.")] = None,
-    rounds: Annotated[int | None, typer.Option(help="Communication rounds.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of every random draw.")] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Model or instantiation (e.g. fcm: cbm, cem, cgm, c2bm).")
-    ] = None,
-    regime: Annotated[
-        str | None, typer.Option(help="Training regime (e.g. fcm: fcm, sfcm, local, central).")
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Data set (e.g. cafe: digits, mnist, fmnist, cifar10).")
-    ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Folder with a data set's files (fmnist, cifar).")
-    ] = None,
-    dirichlet: Annotated[
-        float | None, typer.Option(help="Dirichlet alpha of the label split (cafe).")
-    ] = None,
-    cf: Annotated[
-        float | None,
-        typer.Option("--cf", help="Communication frequency: report probability (cafe)."),
-    ] = None,
-    algorithm: Annotated[
-        str | None,
-        typer.Option("--method", help="Algorithm (cafe: cafe, fedavg, fedprox, moon, fedproto)."),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="YAML/JSON file of settings.")
-    ] = None,
-    assignments: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override one setting: --set key=value (repeatable)."),
-    ] = None,
-    backend: Annotated[
-        str, typer.Option(help="Where to run: local, flower-sim or flower (a SuperLink).")
-    ] = "local",
-    resume: Annotated[
-        Path | None,
-        typer.Option("--resume", help="Continue the interrupted run in this folder."),
-    ] = None,
-    stop_after: Annotated[
-        int | None,
-        typer.Option("--stop-after", help="Stop after this round; continue later with --resume."),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
-    superlink: Annotated[
-        str, typer.Option(help="--backend flower: the SuperLink's host:port.")
-    ] = "127.0.0.1:9091",
-    root_certificates: Annotated[
-        Path | None,
-        typer.Option(help="--backend flower: CA certificate of a TLS SuperLink."),
-    ] = None,
-    min_nodes: Annotated[
-        int, typer.Option(help="--backend flower: nodes to wait for before round 1 (0: all).")
-    ] = 0,
-    reply_timeout: Annotated[
-        float, typer.Option(help="--backend flower: seconds to wait for one exchange.")
-    ] = 600.0,
+class _MethodGroup(TyperGroup):
+    """``fedstruct run METHOD``: one sub-command per registered method.
+
+    Each is built from the method's settings dataclass when it is asked for
+    (:func:`method_command`), so this module names no method and no method's option.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from fedstruct.experiments import runnable_names
+
+        return list(runnable_names())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from fedstruct.experiments import runnable, runnable_names
+
+        if cmd_name not in runnable_names():
+            raise click.UsageError(
+                unknown_choice_message("method", cmd_name, runnable_names()), ctx
+            )
+        return method_command(runnable(cmd_name))
+
+
+run_app = typer.Typer(
+    cls=_MethodGroup,
+    help="Run METHOD and write DIR/config.json, DIR/metrics.json and plots "
+    "('fedstruct run METHOD --help' lists its settings).",
+    no_args_is_help=True,
+)
+app.add_typer(run_app, name="run")
+
+
+class _SettingsCommand(click.Command):
+    """A method's ``run`` command: its help ends with every setting of the method."""
+
+    def __init__(self, *args: Any, settings: Sequence[SettingInfo], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = list(settings)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(f"{s.name} ({s.type}) = {s.default!r}", s.doc) for s in self.settings]
+        with formatter.section("Settings (--set NAME=VALUE, or a --config FILE)"):
+            formatter.write_dl(rows)
+
+
+#: Options of every method's ``run`` command that are settings (flag -> setting).
+COMMON_SETTINGS = {"clients": "clients", "rounds": "rounds", "seed": "seed"}
+
+#: Options of every method's ``run`` command that are not settings.
+RUN_OPTIONS = [
+    click.Option(["--out"], type=click.Path(path_type=Path), help="Results folder."),
+    click.Option(["--config", "config_file"], type=click.Path(path_type=Path),
+                 help="YAML/JSON file of settings."),
+    click.Option(["--set", "assignments"], multiple=True, metavar="KEY=VALUE",
+                 help="Override one setting (repeatable)."),
+    click.Option(["--backend"], default="local", show_default=True,
+                 help="Where to run: local, flower-sim or flower (a SuperLink)."),
+    click.Option(["--resume"], type=click.Path(path_type=Path),
+                 help="Continue the interrupted run in this folder."),
+    click.Option(["--stop-after"], type=int,
+                 help="Stop after this round; continue later with --resume."),
+    click.Option(["--quiet"], is_flag=True, help="No progress bar."),
+    click.Option(["--superlink"], default="127.0.0.1:9091", show_default=True,
+                 help="--backend flower: the SuperLink's host:port."),
+    click.Option(["--root-certificates"], type=click.Path(path_type=Path),
+                 help="--backend flower: CA certificate of a TLS SuperLink."),
+    click.Option(["--min-nodes"], type=int, default=0, show_default=True,
+                 help="--backend flower: nodes to wait for before round 1 (0: all)."),
+    click.Option(["--reply-timeout"], type=float, default=600.0, show_default=True,
+                 help="--backend flower: seconds to wait for one exchange."),
+]  # fmt: skip
+
+_CLICK_TYPES: dict[str, click.ParamType] = {
+    "int": click.INT,
+    "float": click.FLOAT,
+    "bool": click.BOOL,
+}
+
+
+def method_command(entry: Runnable) -> click.Command:
+    """The ``fedstruct run METHOD`` command of ``entry``, built from its settings.
+
+    Its options are the common ``--clients``, ``--rounds``, ``--seed``, the method's
+    own (:attr:`Runnable.options`), typed and documented by their settings, and the
+    run options (``--out``, ``--config``, ``--set``, ``--backend``, ...); its help
+    lists every setting with its type, default and documentation.
+    """
+    from fedstruct.experiments.settings import describe_settings
+
+    infos = {info.name: info for info in describe_settings(entry.settings)}
+    flags = {**COMMON_SETTINGS, **entry.options}
+    setting_options = [
+        click.Option(
+            [f"--{flag}", name],
+            type=_CLICK_TYPES.get(infos[name].type.removesuffix(" or None"), click.STRING),
+            help=infos[name].doc,
+        )
+        for flag, name in flags.items()
+    ]
+
+    @_bad_input_exits_2
+    def callback(**given: Any) -> None:
+        settings = {name: given.pop(name) for name in flags.values()}
+        _run_method(entry.name, {k: v for k, v in settings.items() if v is not None}, **given)
+
+    return _SettingsCommand(
+        entry.name,
+        callback=callback,
+        params=[*setting_options, *RUN_OPTIONS],
+        help=entry.summary,
+        settings=list(infos.values()),
+        no_args_is_help=False,
+    )
+
+
+def _run_method(
+    method: str,
+    options: dict[str, Any],
+    *,
+    out: Path | None,
+    config_file: Path | None,
+    assignments: Sequence[str],
+    backend: str,
+    resume: Path | None,
+    stop_after: int | None,
+    quiet: bool,
+    superlink: str,
+    root_certificates: Path | None,
+    min_nodes: int,
+    reply_timeout: float,
 ) -> None:
-    """Run METHOD and write DIR/config.json, DIR/metrics.json and plots."""
+    """What ``fedstruct run METHOD ...`` does once its options are parsed."""
     from fedstruct.experiments import execute
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
     if resume is not None:
-        given = [network, clients, rounds, seed, model, regime, dataset, data_dir, dirichlet,
-                 cf, algorithm, config, assignments]  # fmt: skip
-        if any(v for v in given) or (out is not None and out != resume):
+        if options or config_file or assignments or (out is not None and out != resume):
             raise ConfigError(
                 "--resume takes every setting from the run's config.json; give no other settings"
             )
@@ -150,23 +216,10 @@ def run(
         return
     if out is None:
         raise ConfigError("--out DIR is required: the folder for config.json, metrics.json, plots")
-    options = {
-        "network": network,
-        "clients": clients,
-        "rounds": rounds,
-        "seed": seed,
-        "model": model,
-        "regime": regime,
-        "dataset": dataset,
-        "data_dir": None if data_dir is None else str(data_dir),
-        "dirichlet": dirichlet,
-        "report_rate": cf,
-        "algorithm": algorithm,
-    }
     layers = [
-        load_config_file(config) if config else {},
-        {k: v for k, v in options.items() if v is not None},
-        parse_assignments(assignments or []),
+        load_config_file(config_file) if config_file else {},
+        options,
+        parse_assignments(assignments),
     ]
     deployment = None
     if backend == "flower":

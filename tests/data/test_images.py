@@ -8,17 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedstruct.data.images import (
-    LABEL,
-    ImageSet,
-    from_rows,
-    pixel_columns,
-    to_rows,
-)
-from fedstruct.errors import (
-    DataError,
-    UnknownVariableError,
-)
+from fedstruct.data.images import LABEL, ImageSet, from_rows, pixel_columns, to_rows
+from fedstruct.errors import DataError, UnknownVariableError
 
 
 def unit(x: np.ndarray) -> np.ndarray:

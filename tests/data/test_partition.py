@@ -7,12 +7,7 @@ import pandas as pd
 import pytest
 
 from fedstruct.data.client import OBSERVATIONAL
-from fedstruct.data.partition import (
-    balanced_sizes,
-    horizontal,
-    label_skew,
-    long_tail_counts,
-)
+from fedstruct.data.partition import balanced_sizes, horizontal, label_skew, long_tail_counts
 from fedstruct.errors import PartitionError
 
 

@@ -71,9 +71,10 @@ def test_resume_reaches_the_same_metrics(tmp_path):
             ["run", "fedavg", "--set", "rounds=many", "--out", "X"],
             "fedavg setting 'rounds' must be int, got 'many'",
         ),
-        (["run", "fedavg", "--clients", "0", "--out", "X"], "clients = 0 must be at least 1"),
+        (["run", "fedavg", "--clients", "0", "--out", "X"], "clients must be an integer >= 1, got 0"),
         (["run", "nomethod", "--out", "X"], "unknown method 'nomethod'; valid methods: cafe, fcm,"),
-        (["run", "fedngm", "--network", "alarm", "--out", "X"], "unknown fedngm setting 'network'"),
+        (["run", "fedngm", "--network", "alarm", "--out", "X"], "No such option '--network'"),
+        (["run", "fedngm", "--set", "network=alarm", "--out", "X"], "unknown fedngm setting"),
         (["run", "cafe", "--set", "network=asia", "--out", "X"], "unknown cafe setting 'network'"),
         (["run", "fedavg", "--set", "samples=-5", "--out", "X"], "-5"),
         (["run", "fedavg", "--config", "missing.yaml", "--out", "X"], "config file missing.yaml"),
@@ -94,6 +95,28 @@ def test_help_everywhere():
         result = invoke(*args, "--help")
         assert result.exit_code == 0
         assert "Usage" in result.output
+
+
+def test_run_method_help_lists_that_methods_settings():
+    result = invoke("run", "fcm", "--help")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    # F-CMs' own options and settings, with type, default and their documentation
+    assert "--model TEXT" in text and "--regime TEXT" in text and "--dataset" not in text
+    assert "concept_weight (float) = 0.8 γ of eq. (2), the concept-loss weight (0.8)." in text
+    assert "initial_clients (int) = 10 Clients that take part from round 1" in text
+    cafe = " ".join(invoke("run", "cafe", "--help").output.split())
+    assert "--dirichlet FLOAT" in cafe and "--cf FLOAT" in cafe and "--network" not in cafe
+    assert "skew_alpha (float) = 0.1" in cafe
+
+
+def test_every_setting_of_every_method_is_documented():
+    from fedstruct.experiments import runnable, runnable_names
+    from fedstruct.experiments.settings import describe_settings
+
+    for name in runnable_names():
+        undocumented = [s.name for s in describe_settings(runnable(name).settings) if not s.doc]
+        assert undocumented == [], f"{name}: {undocumented}"
 
 
 def test_datasets_lists_every_network():

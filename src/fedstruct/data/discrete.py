@@ -26,12 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from fedstruct.data._shared import SeedLike, check_sample_size, make_rng
-from fedstruct.errors import (
-    CyclicGraphError,
-    DataError,
-    GraphError,
-    UnknownVariableError,
-)
+from fedstruct.errors import CyclicGraphError, DataError, GraphError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
 
 __all__ = [

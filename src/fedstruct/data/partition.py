@@ -28,10 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from fedstruct.data._shared import SeedLike, make_rng
 from fedstruct.data.client import ClientData
-from fedstruct.errors import (
-    PartitionError,
-    unknown_choice_message,
-)
+from fedstruct.errors import PartitionError, unknown_choice_message
 
 __all__ = [
     "LABEL_SKEW_SCHEMES",

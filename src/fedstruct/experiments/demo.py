@@ -29,7 +29,7 @@ def run_demo(out: Path) -> RecipeReport:
         "clients": 6,
         "rounds": 12,
         "partition": "label-skew",
-        "dirichlet_alpha": 0.5,
+        "skew_alpha": 0.5,
         "samples": 6000,
     }
     fedavg = compare_variants("fedavg", DEMO_VARIANTS, [0], out / "fedavg", common=common)

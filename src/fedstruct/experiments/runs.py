@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fedstruct import __version__
+from fedstruct.constraints import Interval, check_fields
 from fedstruct.data.client import ClientData
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
@@ -36,6 +37,7 @@ from fedstruct.experiments.settings import apply_settings, settings_dict, subset
 from fedstruct.fl import (
     Backend,
     Federated,
+    FederatedEstimator,
     LocalBackend,
     Participation,
     backend_names,
@@ -62,11 +64,24 @@ class FederationSettings:
     """Settings every federated run shares: size, seed and participation.
 
     The participation settings are the fields of :class:`fedstruct.fl.Participation`
-    (same names and defaults); ``late_fraction`` and ``leave_fraction`` draw a random
-    join/leave schedule (:meth:`fedstruct.data.Schedule.random`). A method's run
-    settings inherit this class and the method's config dataclass, so every
-    hyper-parameter is a flat setting. The data source (``network``, ``dataset``) is
-    each method's own setting: a method that reads none rejects it.
+    (same names, defaults and documentation); ``late_fraction`` and ``leave_fraction``
+    draw a random join/leave schedule (:meth:`fedstruct.data.Schedule.random`). A
+    method's run settings inherit this class and the method's config dataclass, so
+    every hyper-parameter is a flat setting. The data source (``network``,
+    ``dataset``) is each method's own setting: a method that reads none rejects it.
+
+    Parameters
+    ----------
+    clients
+        Number of clients (institutions) in the federation.
+    rounds
+        Communication rounds.
+    seed
+        Seed of every random draw of the run (data, partition, training).
+    late_fraction
+        Share of the clients that join after round 1, at a random round.
+    leave_fraction
+        Share of the clients that leave before the last round, at a random round.
     """
 
     clients: int = 4
@@ -84,9 +99,7 @@ class FederationSettings:
     leave_fraction: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("clients", "rounds"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"setting {name} = {getattr(self, name)} must be at least 1")
+        check_fields(self, _FEDERATION_CONSTRAINTS, "")
         # Run settings also inherit a method's config dataclass: validate it too.
         method_check = getattr(super(), "__post_init__", None)
         if method_check is not None:
@@ -99,6 +112,9 @@ class FederationSettings:
             names, self.rounds, self.late_fraction, self.leave_fraction, self.seed
         )
         return subset(self, Participation, schedule=schedule)
+
+
+_FEDERATION_CONSTRAINTS = {"clients": Interval(int, 1), "rounds": Interval(int, 1)}
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,21 @@ class RunContext:
         """The run's checkpoint file."""
         return self.out / CHECKPOINT_FILE
 
+    def fit(
+        self, model: FederatedEstimator, clients: Sequence[Any], **data: Any
+    ) -> FederatedEstimator:
+        """``model.fit(clients, **data)`` on this context's backend, with its checkpoint,
+        resume, progress and stop-after options (every method's run fits this way)."""
+        return model.fit(
+            clients,
+            backend=self.backend,
+            checkpoint=self.checkpoint,
+            resume=self.resume,
+            progress=self.progress,
+            stop_after=self.stop_after,
+            **data,
+        )
+
 
 @dataclass(frozen=True)
 class Runnable:
@@ -129,6 +160,9 @@ class Runnable:
     run: Callable[[Any, RunContext, Any, Sequence[ClientData] | Sequence[str]], RunOutcome]
     #: Settings of a small run that finishes in seconds (backend-equivalence tests).
     quick: Mapping[str, Any] = field(default_factory=dict)
+    #: The method's own ``fedstruct run`` options: flag (without ``--``) -> setting name,
+    #: besides ``--clients``, ``--rounds`` and ``--seed``, which every method has.
+    options: Mapping[str, str] = field(default_factory=dict)
 
     def client_names(self, settings: Any) -> list[str]:
         """The clients' names: ``client-1 .. client-K`` for ``settings.clients``."""

@@ -9,20 +9,27 @@ a value of the wrong type is an error that names the key and the expected type.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
 from fedstruct.errors import ConfigError
+from fedstruct.fl.participation import Participation
 
 __all__ = [
+    "SettingInfo",
     "apply_settings",
+    "describe_settings",
     "load_config_file",
+    "parameter_docs",
     "parse_assignments",
     "settings_dict",
     "subset",
@@ -143,3 +150,105 @@ def _coerce(key: str, value: Any, hint: Any, method: str) -> Any:
             return tuple(value)
     names = " or ".join(getattr(o, "__name__", str(o)) for o in options)
     raise ConfigError(f"{method} setting {key!r} must be {names}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """One setting of a run: its name, type, default and one line of documentation."""
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+
+
+def describe_settings(cls: type) -> list[SettingInfo]:
+    """Every field of the settings dataclass ``cls``, documented (for ``run METHOD --help``).
+
+    The one-line documentation of a field is the first sentence of its entry in the
+    ``Parameters`` section of the numpy-style docstring of the nearest class in
+    ``cls``'s MRO that documents it; the participation fields are documented by
+    :class:`fedstruct.fl.Participation`, whose fields a run's settings repeat.
+    A field no docstring documents gets an empty string (a test keeps there none).
+    """
+    docs: dict[str, str] = parameter_docs(Participation.__doc__)
+    for klass in reversed(cls.__mro__):
+        docs.update(parameter_docs(klass.__doc__))
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        out.append(SettingInfo(f.name, type_name(hints[f.name]), default, docs.get(f.name, "")))
+    return out
+
+
+def type_name(hint: Any) -> str:
+    """A type hint as a user reads it: ``int``, ``float or None``, ``int or str or None``."""
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    names = []
+    for option in options:
+        if option is type(None):
+            names.append("None")
+        elif typing.get_origin(option) is tuple:
+            names.append("list")
+        else:
+            names.append(getattr(option, "__name__", str(option)))
+    return " or ".join(names)
+
+
+def parameter_docs(docstring: str | None) -> dict[str, str]:
+    """Field name -> first sentence of its entry in a numpydoc ``Parameters`` section.
+
+    An entry ``a, b`` documents both names; a ``name : type`` line is read as ``name``.
+    """
+    lines = inspect.cleandoc(docstring or "").splitlines()
+    out: dict[str, str] = {}
+    start = next(
+        (i + 2 for i in range(len(lines) - 1)
+         if lines[i].strip() == "Parameters" and _is_rule(lines[i + 1])),
+        None,
+    )  # fmt: skip
+    if start is None:
+        return out
+    i = start
+    while i < len(lines):
+        line = lines[i]
+        if i + 1 < len(lines) and _is_rule(lines[i + 1]):
+            break  # the next section
+        if line.strip() and not line.startswith(" "):
+            names = [n.strip() for n in line.split(":")[0].split(",")]
+            body: list[str] = []
+            i += 1
+            while i < len(lines) and (lines[i].startswith(" ") or not lines[i].strip()):
+                if not lines[i].strip() and body:
+                    break
+                body.append(lines[i].strip())
+                i += 1
+            out.update(dict.fromkeys(names, first_sentence(plain_text(" ".join(body)))))
+            continue
+        i += 1
+    return out
+
+
+def _is_rule(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and set(text) == {"-"}
+
+
+#: Words that end with a period without ending a sentence ("App. B.1", "e.g. 3").
+_ABBREVIATIONS = ("App", "Alg", "Eq", "eq", "Fig", "Sec", "Tab", "e.g", "i.e", "al", "cf", "vs")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (abbreviations such as ``App. B.1`` do not end it)."""
+    for match in re.finditer(r"\.\s+(?=[A-Z(])", text):
+        word = text[: match.start()].rsplit(None, 1)[-1] if text[: match.start()] else ""
+        if word.rstrip(")").split("(")[-1] not in _ABBREVIATIONS:
+            return text[: match.start() + 1]
+    return text
+
+
+def plain_text(rst: str) -> str:
+    """reStructuredText inline markup removed: ``x`` -> x, :func:`~a.b` -> b."""
+    text = re.sub(r":\w+:`~?([^`]*?)`", lambda m: m.group(1).rsplit(".", 1)[-1], rst)
+    return text.replace("``", "").strip()

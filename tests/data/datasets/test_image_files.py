@@ -21,13 +21,8 @@ from fedstruct.data.datasets.images import (
     load_mnist_sample,
     read_idx,
 )
-from fedstruct.data.images import (
-    ImageSet,
-)
-from fedstruct.errors import (
-    DataError,
-    SampleSizeError,
-)
+from fedstruct.data.images import ImageSet
+from fedstruct.errors import DataError, SampleSizeError
 
 
 def unit(x: np.ndarray) -> np.ndarray:

@@ -22,14 +22,8 @@ from fedstruct.data.datasets.sachs import (
     sachs_ground_truth,
     sachs_row_conditions,
 )
-from fedstruct.data.networks import (
-    load_network,
-)
-from fedstruct.errors import (
-    ConfigError,
-    DataError,
-    SampleSizeError,
-)
+from fedstruct.data.networks import load_network
+from fedstruct.errors import ConfigError, DataError, SampleSizeError
 from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 
 CDT_SHA256 = "fc331dcd0bc1d8765986b88cd1d23dd5a3f52e4ffc299fdf96de9d522ddf01aa"

@@ -11,17 +11,9 @@ import pandas as pd
 import pytest
 
 from fedstruct.data.datasets.images import load_digits
-from fedstruct.data.images import (
-    LABEL,
-    ImageSet,
-    from_rows,
-)
-from fedstruct.data.partition import (
-    long_tail_counts,
-)
-from fedstruct.errors import (
-    PartitionError,
-)
+from fedstruct.data.images import LABEL, ImageSet, from_rows
+from fedstruct.data.partition import long_tail_counts
+from fedstruct.errors import PartitionError
 from fedstruct.experiments.cafe.federation import image_clients
 
 

@@ -4,9 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from fedstruct.cli import (
-    app,
-)
+from fedstruct.cli import app
 
 runner = CliRunner()
 SMALL = ["--set", "clients=10", "--set", "rounds=4", "--set", "local_epochs=1",
@@ -20,7 +18,11 @@ def test_run_cafe_with_the_issue_flags_writes_accuracy(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     config = json.loads((out / "config.json").read_text())["settings"]
-    assert (config["algorithm"], config["dirichlet"], config["report_rate"]) == ("fedavg", 0.5, 0.5)
+    assert (config["algorithm"], config["skew_alpha"], config["report_rate"]) == (
+        "fedavg",
+        0.5,
+        0.5,
+    )
     metrics = json.loads((out / "metrics.json").read_text())
     assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["late_merged"] > 0
     assert {"accuracy_many", "accuracy_medium", "accuracy_few", "late_merged"} <= set(metrics)

@@ -11,14 +11,8 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from fedstruct.data.networks import (
-    load_network,
-)
-from fedstruct.errors import (
-    ConfigError,
-    UnknownNetworkError,
-    UnknownVariableError,
-)
+from fedstruct.data.networks import load_network
+from fedstruct.errors import ConfigError, UnknownNetworkError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import (
     ConceptDataset,
     autoencoder_inputs,
@@ -26,9 +20,7 @@ from fedstruct.experiments.fcm.concepts import (
     split_counts,
 )
 from fedstruct.experiments.fcm.federation import concept_clients, perturb_dag
-from fedstruct.graphs.graph import (
-    Graph,
-)
+from fedstruct.graphs.graph import Graph
 
 N = 3000
 

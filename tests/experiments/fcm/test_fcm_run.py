@@ -3,21 +3,14 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from fedstruct.cli import (
-    app,
-)
-from fedstruct.errors import (
-    ConfigError,
-)
-from fedstruct.experiments.fcm import (
-    FCMRun,
-    build_federation,
-)
+from fedstruct.cli import app
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.fcm import FCMRun, build_federation
 
 runner = CliRunner()
 
 SMALL = [
-    "--set", "n_samples=2000",
+    "--set", "samples=2000",
     "--set", "autoencoder_epochs=5",
     "--set", "initial_clients=2",
     "--set", "arrival_round=3",
@@ -58,7 +51,7 @@ def test_localized_and_static_regimes_cover_less(tmp_path):
 
 
 def test_the_late_cohort_brings_the_new_concepts():
-    s = FCMRun(network="asia", clients=6, initial_clients=3, n_samples=2000, autoencoder_epochs=2)
+    s = FCMRun(network="asia", clients=6, initial_clients=3, samples=2000, autoencoder_epochs=2)
     clients = build_federation(s)
     early = set().union(*(c.supervised for c in clients[:3]))
     late = set().union(*(c.supervised for c in clients[3:]))

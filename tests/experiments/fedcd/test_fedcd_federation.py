@@ -6,21 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedstruct.data.client import (
-    OBSERVATIONAL,
-)
-from fedstruct.data.networks import (
-    load_network,
-)
-from fedstruct.errors import (
-    PartitionError,
-    SampleSizeError,
-    UnknownVariableError,
-)
-from fedstruct.experiments.fedcd.federation import (
-    horizontal_interventions,
-    vertical_interventions,
-)
+from fedstruct.data.client import OBSERVATIONAL
+from fedstruct.data.networks import load_network
+from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
+from fedstruct.experiments.fedcd.federation import horizontal_interventions, vertical_interventions
 
 
 def test_vertical_interventions_disjoint_targets_sixteen_four() -> None:

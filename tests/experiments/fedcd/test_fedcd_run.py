@@ -3,16 +3,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from fedstruct.cli import (
-    app,
-)
-from fedstruct.errors import (
-    ConfigError,
-)
-from fedstruct.experiments.fedcd import (
-    FedCDRun,
-    build_federation,
-)
+from fedstruct.cli import app
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.fedcd import FedCDRun, build_federation
 
 runner = CliRunner()
 
@@ -20,15 +13,15 @@ TINY = [
     "--set", "model_steps=120",
     "--set", "graph_steps=20",
     "--set", "graphs_per_step=40",
-    "--set", "n_observational=1500",
-    "--set", "n_per_intervention=60",
+    "--set", "samples=1500",
+    "--set", "samples_per_intervention=60",
 ]  # fmt: skip
 
 
 def test_run_fedcd_writes_shd_per_round_and_the_single_client_baseline(tmp_path):
     out = tmp_path / "run"
     args = ["run", "fedcd", "--network", "chain", "--clients", "2", "--rounds", "2"]
-    args += ["--seed", "1", "--quiet", "--out", str(out), "--set", "nodes=5", *TINY]
+    args += ["--seed", "1", "--quiet", "--out", str(out), "--set", "variables=5", *TINY]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
@@ -45,8 +38,8 @@ def test_run_fedcd_writes_shd_per_round_and_the_single_client_baseline(tmp_path)
 
 def test_vertical_split_follows_targets_per_client():
     clients = build_federation(
-        FedCDRun(network="er", nodes=10, split="vertical", targets_per_client="8,2",
-                 n_observational=200, n_per_intervention=10)
+        FedCDRun(network="er", variables=10, split="vertical", targets_per_client="8,2",
+                 samples=200, samples_per_intervention=10)
     )  # fmt: skip
     assert [len(c.intervention_targets) for c in clients] == [8, 2]
     assert not set(clients[0].intervention_targets) & set(clients[1].intervention_targets)

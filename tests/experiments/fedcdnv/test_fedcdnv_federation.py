@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fedstruct.data.networks import (
-    load_network,
-)
-from fedstruct.errors import (
-    PartitionError,
-    SampleSizeError,
-    UnknownVariableError,
-)
-from fedstruct.experiments.fedcdnv.federation import (
-    variable_subset_clients,
-    variable_subsets,
-)
+from fedstruct.data.networks import load_network
+from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
+from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 
 
 def check_split(split, n_clients: int, per_client: int) -> None:

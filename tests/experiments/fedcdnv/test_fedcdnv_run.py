@@ -3,23 +3,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from fedstruct.cli import (
-    app,
-)
-from fedstruct.data import (
-    load_network,
-)
-from fedstruct.errors import (
-    DataError,
-)
-from fedstruct.experiments.fedcdnv import (
-    FedCDnvRun,
-    build_setting,
-)
+from fedstruct.cli import app
+from fedstruct.data import load_network
+from fedstruct.errors import DataError
+from fedstruct.experiments.fedcdnv import FedCDnvRun, build_setting
 from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
-from fedstruct.methods.fedcdnv import (
-    FedCDnv,
-)
+from fedstruct.methods.fedcdnv import FedCDnv
 
 runner = CliRunner()
 
@@ -79,7 +68,7 @@ def test_the_truth_is_the_pag_over_the_integrated_variables():
 def test_fedcdnv_rounds_and_sources_are_checked():
     with pytest.raises(Exception, match="the protocol has 2 rounds"):
         FedCDnvRun(rounds=5)
-    with pytest.raises(Exception, match="unknown fedcdnv data source 'nope'"):
+    with pytest.raises(Exception, match="unknown fedcdnv network 'nope'"):
         FedCDnvRun(network="nope")
 
 

@@ -9,17 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedstruct.data.datasets.rand_hie import (
-    load_health_insurance,
-)
-from fedstruct.data.mixed import (
-    MixedDataset,
-    make_mixed_data,
-)
-from fedstruct.errors import (
-    PartitionError,
-    UnknownVariableError,
-)
+from fedstruct.data.datasets.rand_hie import load_health_insurance
+from fedstruct.data.mixed import MixedDataset, make_mixed_data
+from fedstruct.errors import PartitionError, UnknownVariableError
 from fedstruct.experiments.fedngm.federation import (
     HEALTH_TARGETS,
     Segment,

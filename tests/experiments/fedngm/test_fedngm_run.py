@@ -5,13 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from fedstruct.errors import (
-    ConfigError,
-)
-from fedstruct.experiments import (
-    execute,
-    runnable,
-)
+from fedstruct.errors import ConfigError
+from fedstruct.experiments import execute, runnable
 
 
 def test_quick_synthetic_run_reports_every_metric(tmp_path):

@@ -4,9 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedstruct.data import (
-    ClientData,
-)
+from fedstruct.data import ClientData
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.experiments.fedcd.federation import horizontal_interventions, vertical_interventions

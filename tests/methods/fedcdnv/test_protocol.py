@@ -4,10 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedstruct.data import (
-    ClientData,
-    load_network,
-)
+from fedstruct.data import ClientData, load_network
 from fedstruct.errors import DataError
 from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 from fedstruct.graphs import Graph

@@ -3,21 +3,16 @@
 Importing it registers ``fedstruct run cafe`` and its recipes.
 """
 
-from fedstruct.experiments.cafe import recipes as _recipes  # noqa: F401  registers,
+from fedstruct.experiments.cafe import recipes as _recipes  # noqa: F401  (registers)
 from fedstruct.experiments.cafe.federation import (
     ImageFederation,
     build_clients,
     federation,
     image_clients,
 )
-from fedstruct.experiments.cafe.run import (
-    class_groups,
-    method,
-    run_cafe,
-)
-from fedstruct.experiments.cafe.settings import (
-    CafeRun,
-)
+from fedstruct.experiments.cafe.run import class_groups, method, run_cafe
+from fedstruct.experiments.cafe.settings import CafeRun
+from fedstruct.experiments.runs import Runnable, register
 
 __all__ = [
     "CafeRun",
@@ -29,10 +24,6 @@ __all__ = [
     "method",
     "run_cafe",
 ]
-from fedstruct.experiments.runs import (
-    Runnable,
-    register,
-)
 
 register(
     Runnable(
@@ -43,5 +34,12 @@ register(
         method=method,
         run=run_cafe,
         quick={"clients": 4, "rounds": 3, "local_epochs": 1, "eval_every": 3, "report_rate": 0.5},
+        options={
+            "dataset": "dataset",
+            "data-dir": "data_dir",
+            "dirichlet": "skew_alpha",
+            "cf": "report_rate",
+            "method": "algorithm",
+        },
     )
 )

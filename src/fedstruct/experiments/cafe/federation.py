@@ -13,31 +13,13 @@ from functools import lru_cache
 
 import pandas as pd
 
-from fedstruct.data._shared import (
-    SeedLike,
-)
-from fedstruct.data.client import (
-    ClientData,
-)
-from fedstruct.data.datasets.images import (
-    load_images,
-)
-from fedstruct.data.images import (
-    LABEL,
-    ImageSet,
-    to_rows,
-)
-from fedstruct.data.partition import (
-    LabelSkewSplit,
-    client_names,
-    label_skew,
-)
-from fedstruct.errors import (
-    DataError,
-)
-from fedstruct.experiments.cafe.settings import (
-    CafeRun,
-)
+from fedstruct.data._shared import SeedLike
+from fedstruct.data.client import ClientData
+from fedstruct.data.datasets.images import load_images
+from fedstruct.data.images import LABEL, ImageSet, to_rows
+from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
+from fedstruct.errors import DataError
+from fedstruct.experiments.cafe.settings import CafeRun
 
 __all__ = ["ImageFederation", "build_clients", "federation", "image_clients"]
 
@@ -158,7 +140,7 @@ def _federation(
 
 def federation(s: CafeRun) -> ImageFederation:
     """The clients and test rows the settings describe (cached)."""
-    return _federation(s.dataset, s.data_dir, s.clients, s.dirichlet, s.imbalance_factor,
+    return _federation(s.dataset, s.data_dir, s.clients, s.skew_alpha, s.imbalance_factor,
                        s.min_per_client, s.seed)  # fmt: skip
 
 

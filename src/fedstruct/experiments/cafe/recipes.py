@@ -15,25 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fedstruct.data.datasets.images import (
-    IMAGE_DATASETS,
-)
-from fedstruct.errors import (
-    ConfigError,
-    unknown_choice_message,
-)
-from fedstruct.experiments.compare import (
-    compare_variants,
-    write_results,
-)
-from fedstruct.experiments.plots import (
-    plot_bars,
-)
-from fedstruct.experiments.recipes import (
-    Recipe,
-    RecipeReport,
-    register_recipe,
-)
+from fedstruct.data.datasets.images import IMAGE_DATASETS
+from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.experiments.compare import compare_variants, write_results
+from fedstruct.experiments.plots import plot_bars
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
 __all__ = ["ABLATION", "LABELS", "OFFLINE"]
 
@@ -116,7 +102,7 @@ def _register(name: str, summary: str, title: str, setting: str | None, values: 
 
 
 _register("cafe-dirichlet", "CAFE Table I: accuracy under Dir 0.1 / 0.5 / 1.0 label skew",
-          "CAFE Table I: label skew", "dirichlet", (0.1, 0.5, 1.0))  # fmt: skip
+          "CAFE Table I: label skew", "skew_alpha", (0.1, 0.5, 1.0))  # fmt: skip
 _register("cafe-cf", "CAFE Table II: accuracy under communication frequency 0.1 / 0.5 / 1.0",
           "CAFE Table II: communication frequency", "report_rate", (0.1, 0.5, 1.0))  # fmt: skip
 _register("cafe-sampling", "CAFE Table III: accuracy at client sampling rates 10 / 30 / 50 %",

@@ -27,32 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from fedstruct.data.images import (
-    LABEL,
-)
-from fedstruct.experiments.cafe.federation import (
-    federation,
-)
-from fedstruct.experiments.cafe.settings import (
-    CafeRun,
-)
-from fedstruct.experiments.plots import (
-    plot_history,
-)
-from fedstruct.experiments.runs import (
-    RunContext,
-    RunOutcome,
-)
-from fedstruct.experiments.settings import (
-    subset,
-)
-from fedstruct.fl.grid import (
-    torch_threads,
-)
-from fedstruct.methods.cafe import (
-    CAFE,
-    CafeConfig,
-)
+from fedstruct.data.images import LABEL
+from fedstruct.experiments.cafe.federation import federation
+from fedstruct.experiments.cafe.settings import CafeRun
+from fedstruct.experiments.plots import plot_history
+from fedstruct.experiments.runs import RunContext, RunOutcome
+from fedstruct.experiments.settings import subset
+from fedstruct.fl.grid import torch_threads
+from fedstruct.methods.cafe import CAFE, CafeConfig
 
 __all__ = ["class_groups", "method", "run_cafe"]
 
@@ -81,8 +63,7 @@ def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
     """Fit, then score the final model (module docstring)."""
     fed = federation(s)
     with torch_threads(1):
-        model.fit(clients, test=fed.test, backend=ctx.backend, checkpoint=ctx.checkpoint,
-                  resume=ctx.resume, progress=ctx.progress, stop_after=ctx.stop_after)  # fmt: skip
+        ctx.fit(model, clients, test=fed.test)
     history = [dict(h) for h in model.history_]
     scored = [h["test_accuracy"] for h in history if "test_accuracy" in h]
     metrics: dict[str, float] = {
@@ -99,7 +80,7 @@ def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
         for group, classes in class_groups(fed.split.class_counts).items():
             mask = np.isin(labels, classes)
             metrics[f"accuracy_{group}"] = float(np.mean(predicted[mask] == labels[mask]))
-    title = f"{s.algorithm} on {s.dataset} (Dir {s.dirichlet}, CF {s.report_rate})"
+    title = f"{s.algorithm} on {s.dataset} (Dir {s.skew_alpha}, CF {s.report_rate})"
     figure = plot_history(
         history, ["test_accuracy", "train_loss"], Path(ctx.out) / "cafe_accuracy.png", title
     )

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.data.datasets.images import (
-    IMAGE_DATASETS,
-)
-from fedstruct.errors import (
-    ConfigError,
-    unknown_choice_message,
-)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-)
-from fedstruct.methods.cafe import (
-    CafeConfig,
-)
+from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.data.datasets.images import IMAGE_DATASETS
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.methods.cafe import CafeConfig
 
 __all__ = ["CafeRun"]
 
 
 @dataclass(frozen=True)
 class CafeRun(FederationSettings, CafeConfig):
-    """Settings of ``fedstruct run cafe`` (defaults: digits-LT, Dir 0.1, CF 0.1)."""
+    """Settings of ``fedstruct run cafe`` (defaults: digits-LT, Dir 0.1, CF 0.1).
+
+    Parameters
+    ----------
+    dataset
+        ``digits`` or ``mnist`` (shipped), ``fmnist``, ``cifar10`` or ``cifar100``
+        (read from ``data_dir``).
+    data_dir
+        Folder with the data set's standard files (Fashion-MNIST idx, CIFAR batches).
+    skew_alpha
+        Concentration of the Dirichlet that splits the labels over the clients (Dir).
+    imbalance_factor
+        Ratio of the largest to the smallest class of the long-tailed training set;
+        empty: no long tail.
+    min_per_client
+        Fewest training images a client may get.
+    """
 
     dataset: str = "digits"
     data_dir: str | None = None
@@ -32,11 +39,18 @@ class CafeRun(FederationSettings, CafeConfig):
     sample_rate: float = 0.1
     report_rate: float = 0.1
     always_report: float = 0.2
-    dirichlet: float = 0.1
+    skew_alpha: float = 0.1
     imbalance_factor: float | None = 10.0
     min_per_client: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dataset not in IMAGE_DATASETS:
-            raise ConfigError(unknown_choice_message("dataset", self.dataset, IMAGE_DATASETS))
+        check_fields(self, _CONSTRAINTS, "cafe")
+
+
+_CONSTRAINTS = {
+    "dataset": OneOf(IMAGE_DATASETS),
+    "skew_alpha": Interval(float, 0, closed="neither"),
+    "imbalance_factor": Interval(float, 1, allow_none=True),
+    "min_per_client": Interval(int, 1),
+}

@@ -3,12 +3,8 @@
 Importing it registers ``fedstruct run fcm`` and its recipes.
 """
 
-from fedstruct.experiments.fcm import recipes as _recipes  # noqa: F401  registers,
-from fedstruct.experiments.fcm.concepts import (
-    TASKS,
-    ConceptDataset,
-    make_concept_dataset,
-)
+from fedstruct.experiments.fcm import recipes as _recipes  # noqa: F401  (registers)
+from fedstruct.experiments.fcm.concepts import TASKS, ConceptDataset, make_concept_dataset
 from fedstruct.experiments.fcm.federation import (
     ConceptPartition,
     build_federation,
@@ -16,14 +12,9 @@ from fedstruct.experiments.fcm.federation import (
     concept_data,
     dataset,
 )
-from fedstruct.experiments.fcm.run import (
-    method,
-    pooled,
-    run_fcm,
-)
-from fedstruct.experiments.fcm.settings import (
-    FCMRun,
-)
+from fedstruct.experiments.fcm.run import method, pooled, run_fcm
+from fedstruct.experiments.fcm.settings import FCMRun
+from fedstruct.experiments.runs import Runnable, register
 
 __all__ = [
     "TASKS",
@@ -39,10 +30,6 @@ __all__ = [
     "pooled",
     "run_fcm",
 ]
-from fedstruct.experiments.runs import (
-    Runnable,
-    register,
-)
 
 register(
     Runnable(
@@ -59,8 +46,9 @@ register(
             "arrival_round": 2,
             "clients_per_round": 3,
             "rounds": 3,
-            "n_samples": 2000,
+            "samples": 2000,
             "autoencoder_epochs": 5,
         },
+        options={"network": "network", "model": "model", "regime": "regime"},
     )
 )

@@ -20,24 +20,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.data._shared import (
-    make_rng,
-)
-from fedstruct.data.checks import (
-    fraction,
-    integer_at_least,
-)
-from fedstruct.data.networks import (
-    load_network,
-)
-from fedstruct.errors import (
-    ConfigError,
-    DataError,
-    UnknownVariableError,
-)
-from fedstruct.graphs.graph import (
-    Graph,
-)
+from fedstruct.data._shared import make_rng
+from fedstruct.data.checks import fraction, integer_at_least
+from fedstruct.data.networks import load_network
+from fedstruct.errors import ConfigError, DataError, UnknownVariableError
+from fedstruct.graphs.graph import Graph
 
 __all__ = [
     "PARTS",

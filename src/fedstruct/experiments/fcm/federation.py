@@ -27,35 +27,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.data._shared import (
-    make_rng,
-    round_half_up,
-)
-from fedstruct.data.checks import (
-    fraction,
-    integer_at_least,
-)
-from fedstruct.data.client import (
-    ClientData,
-)
-from fedstruct.data.partition import (
-    balanced_sizes,
-)
-from fedstruct.errors import (
-    ConfigError,
-)
-from fedstruct.experiments.fcm.concepts import (
-    ConceptDataset,
-    make_concept_dataset,
-    part_mask,
-)
-from fedstruct.experiments.fcm.settings import (
-    FCMRun,
-)
-from fedstruct.graphs.graph import (
-    Graph,
-    reachable,
-)
+from fedstruct.data._shared import make_rng, round_half_up
+from fedstruct.data.checks import fraction, integer_at_least
+from fedstruct.data.client import ClientData
+from fedstruct.data.partition import balanced_sizes
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
+from fedstruct.experiments.fcm.settings import FCMRun
+from fedstruct.graphs.graph import Graph, reachable
 
 __all__ = [
     "ConceptPartition",
@@ -476,7 +455,7 @@ def _dataset(
 
 def dataset(s: FCMRun) -> ConceptDataset:
     """The run's concept data set (App. B.1), built once per settings in a process."""
-    return _dataset(s.network, s.n_samples, s.latent_dim, s.autoencoder_epochs, s.noise,
+    return _dataset(s.network, s.samples, s.latent_dim, s.autoencoder_epochs, s.noise,
                     s.standardise_latent, s.seed)  # fmt: skip
 
 

@@ -13,35 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from fedstruct.experiments.compare import (
-    Comparison,
-    compare_variants,
-    write_results,
-)
-from fedstruct.experiments.fcm.federation import (
-    concept_data,
-)
-from fedstruct.experiments.fcm.settings import (
-    FCMRun,
-)
-from fedstruct.experiments.plots import (
-    plot_bars,
-    plot_curves,
-)
-from fedstruct.experiments.recipes import (
-    Recipe,
-    RecipeReport,
-    register_recipe,
-)
-from fedstruct.graphs.graph import (
-    Graph,
-)
-from fedstruct.graphs.metrics import (
-    pair_disagreement,
-)
-from fedstruct.methods.fcm import (
-    aggregate_graphs,
-)
+from fedstruct.experiments.compare import Comparison, compare_variants, write_results
+from fedstruct.experiments.fcm.federation import concept_data
+from fedstruct.experiments.fcm.settings import FCMRun
+from fedstruct.experiments.plots import plot_bars, plot_curves
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.metrics import pair_disagreement
+from fedstruct.methods.fcm import aggregate_graphs
 
 __all__ = ["MODELS", "NETWORKS", "REGIME_LABELS"]
 
@@ -52,7 +31,7 @@ MODELS = ("opaque", "cbm", "cem", "cgm", "c2bm")
 #: The training regimes of Table 1, in the paper's order.
 REGIME_LABELS = {"central": "Cent.", "local": "Loc.", "sfcm": "S-F-CMs", "fcm": "F-CMs"}
 #: Settings of ``--quick`` runs.
-QUICK = {"n_samples": 4000, "rounds": 30, "max_epochs": 30}
+QUICK = {"samples": 4000, "rounds": 30, "max_epochs": 30}
 
 
 def _size(quick: bool) -> tuple[range, dict[str, Any]]:
@@ -230,7 +209,7 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
                 for seed in seeds:
                     s = FCMRun(network=n, clients=200, initial_clients=100, seed=seed,
                                perturbed_clients=share, perturbed_edges=alter,
-                               n_samples=4000 if quick else 0)  # fmt: skip
+                               samples=4000 if quick else 0)  # fmt: skip
                     data, part = concept_data(s)
                     reports = {c.name: (c.graph, float(c.n_rows)) for c in part.clients}
                     early = {c.name: reports[c.name] for c in part.initial}

@@ -23,44 +23,17 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fedstruct.data import (
-    ClientData,
-    Schedule,
-)
-from fedstruct.experiments.fcm.concepts import (
-    ConceptDataset,
-)
-from fedstruct.experiments.fcm.federation import (
-    ConceptPartition,
-    concept_data,
-    dataset,
-)
-from fedstruct.experiments.fcm.settings import (
-    FCMRun,
-)
-from fedstruct.experiments.plots import (
-    plot_curves,
-    plot_history,
-)
-from fedstruct.experiments.runs import (
-    RunContext,
-    RunOutcome,
-)
-from fedstruct.experiments.settings import (
-    subset,
-)
-from fedstruct.fl import (
-    Participation,
-)
-from fedstruct.fl.grid import (
-    torch_threads,
-)
-from fedstruct.graphs import (
-    Graph,
-)
-from fedstruct.graphs.metrics import (
-    pair_disagreement,
-)
+from fedstruct.data import ClientData, Schedule
+from fedstruct.experiments.fcm.concepts import ConceptDataset
+from fedstruct.experiments.fcm.federation import ConceptPartition, concept_data, dataset
+from fedstruct.experiments.fcm.settings import FCMRun
+from fedstruct.experiments.plots import plot_curves, plot_history
+from fedstruct.experiments.runs import RunContext, RunOutcome
+from fedstruct.experiments.settings import subset
+from fedstruct.fl import Participation
+from fedstruct.fl.grid import torch_threads
+from fedstruct.graphs import Graph
+from fedstruct.graphs.metrics import pair_disagreement
 from fedstruct.methods.fcm import (
     FCM,
     FCMConfig,
@@ -68,9 +41,7 @@ from fedstruct.methods.fcm import (
     fit_standalone,
     intervention_curve,
 )
-from fedstruct.methods.fcm.config import (
-    FEDERATED_REGIMES,
-)
+from fedstruct.methods.fcm.config import FEDERATED_REGIMES
 
 __all__ = ["method", "participation", "pooled", "run_fcm"]
 
@@ -151,14 +122,7 @@ def _run(
         metrics = _alone(s, data, part)
         metrics.update({"params_growth": 0.0, "params_changed_fraction": 0.0})
         return RunOutcome(metrics)
-    model.fit(
-        clients,
-        backend=ctx.backend,
-        checkpoint=ctx.checkpoint,
-        resume=ctx.resume,
-        progress=ctx.progress,
-        stop_after=ctx.stop_after,
-    )
+    ctx.fit(model, clients)
     metrics = _test_metrics(model.model_, None, model.features_, data, part.test)
     metrics.update(model.parameter_change_)
     shared = [v for v in data.graph.names if v in set(model.graph_.names)]

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import (
-    ConfigError,
-    unknown_choice_message,
-)
-from fedstruct.experiments.fcm.concepts import (
-    TASKS,
-)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-)
-from fedstruct.methods.fcm import (
-    FCMConfig,
-)
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.fcm.concepts import TASKS
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.methods.fcm import FCMConfig
 
 __all__ = ["ARRIVALS", "DEFAULT_ARRIVAL", "FCMRun"]
 
@@ -27,14 +19,50 @@ DEFAULT_ARRIVAL = 20
 
 @dataclass(frozen=True)
 class FCMRun(FederationSettings, FCMConfig):
-    """Settings of ``fedstruct run fcm`` (defaults: the paper's asia protocol)."""
+    """Settings of ``fedstruct run fcm`` (defaults: the paper's asia protocol).
+
+    Parameters
+    ----------
+    network
+        The concept data set's network (App. B.1): ``asia``, ``sachs``, ``alarm``,
+        ``insurance`` or ``hailfinder``.
+    initial_clients
+        Clients that take part from round 1 (the initial cohort); the others join late.
+    arrival_round
+        Round at which the late cohort joins; 0: the paper's (10 for asia and sachs,
+        else 20).
+    samples
+        Rows of the concept data set; 0: the paper's size for the network.
+    latent_dim
+        Size of the autoencoder's latent code (the inputs); 0: the paper's.
+    autoencoder_epochs
+        Training epochs of the autoencoder that makes the inputs.
+    noise
+        Standard deviation of the Gaussian noise mixed into the latent codes.
+    standardise_latent
+        Standardise the latent codes before adding the noise.
+    paths_per_client
+        Ancestral paths to the task each client's supervised sub-graph joins (App. D.1).
+    extra_concepts
+        Concepts a client supervises besides its paths.
+    task_missing
+        Share of the clients without task labels.
+    new_concept_fraction
+        Share of the concepts only the late cohort supervises.
+    perturbed_clients
+        Share of the clients whose graph is perturbed (App. E.6).
+    perturbed_edges
+        Share of a perturbed client's edges that are modified.
+    max_epochs
+        Epochs of the ``local`` and ``central`` regimes (trained alone).
+    """
 
     network: str = "asia"
     clients: int = 20
     rounds: int = 200
     initial_clients: int = 10
     arrival_round: int = 0
-    n_samples: int = 0
+    samples: int = 0
     latent_dim: int = 0
     autoencoder_epochs: int = 30
     noise: float = 0.5
@@ -49,16 +77,32 @@ class FCMRun(FederationSettings, FCMConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.network not in TASKS:
-            raise ConfigError(unknown_choice_message("fcm network", self.network, tuple(TASKS)))
-        if not 1 <= self.initial_clients <= self.clients:
+        check_fields(self, _CONSTRAINTS, "fcm")
+        if self.initial_clients > self.clients:
             raise ConfigError(
                 f"initial_clients = {self.initial_clients} must lie in 1..clients ({self.clients})"
             )
-        if self.arrival_round < 0 or self.max_epochs < 1:
-            raise ConfigError("arrival_round must be >= 0 (0: the paper's) and max_epochs >= 1")
 
     @property
     def arrival(self) -> int:
         """The late cohort's first round."""
         return self.arrival_round or ARRIVALS.get(self.network, DEFAULT_ARRIVAL)
+
+
+_CONSTRAINTS = {
+    "network": OneOf(TASKS),
+    "initial_clients": Interval(int, 1),
+    "arrival_round": Interval(int, 0),
+    "samples": Interval(int, 0),
+    "latent_dim": Interval(int, 0),
+    "autoencoder_epochs": Interval(int, 1),
+    "noise": Interval(float, 0),
+    "standardise_latent": Boolean(),
+    "paths_per_client": Interval(int, 1),
+    "extra_concepts": Interval(int, 0),
+    "task_missing": Interval(float, 0, 1),
+    "new_concept_fraction": Interval(float, 0, 1),
+    "perturbed_clients": Interval(float, 0, 1),
+    "perturbed_edges": Interval(float, 0, 1),
+    "max_epochs": Interval(int, 1),
+}

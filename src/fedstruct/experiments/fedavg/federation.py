@@ -4,22 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedstruct.data import (
-    ClientData,
-    load_network,
-)
-from fedstruct.data.partition import (
-    client_names,
-    horizontal,
-    label_skew,
-)
-from fedstruct.errors import (
-    ConfigError,
-)
-from fedstruct.experiments.fedavg.settings import (
-    FedAvgRun,
-    task_variable,
-)
+from fedstruct.data import ClientData, load_network
+from fedstruct.data.partition import client_names, horizontal, label_skew
+from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 
 __all__ = ["federation"]
 
@@ -31,18 +18,15 @@ def federation(settings: FedAvgRun) -> list[ClientData]:
     rows = network.sample(settings.samples, seed=settings.seed)
     if settings.partition == "iid":
         return horizontal(rows, settings.clients, seed=settings.seed)
-    if settings.partition == "label-skew":
-        split = label_skew(
-            rows[target].to_numpy(),
-            settings.clients,
-            alpha=settings.dirichlet_alpha,
-            min_per_client=settings.min_per_client,
-            seed=settings.seed,
-        )
-        return [
-            ClientData(name, rows.iloc[np.sort(idx)].reset_index(drop=True))
-            for name, idx in zip(client_names(settings.clients), split.clients, strict=True)
-        ]
-    raise ConfigError(
-        f"fedavg setting partition = {settings.partition!r}; valid partitions: iid, label-skew"
+    # partition = "label-skew" (the settings accept no other)
+    split = label_skew(
+        rows[target].to_numpy(),
+        settings.clients,
+        alpha=settings.skew_alpha,
+        min_per_client=settings.min_per_client,
+        seed=settings.seed,
     )
+    return [
+        ClientData(name, rows.iloc[np.sort(idx)].reset_index(drop=True))
+        for name, idx in zip(client_names(settings.clients), split.clients, strict=True)
+    ]

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fedstruct.experiments.compare import (
-    compare_variants,
-)
-from fedstruct.experiments.recipes import (
-    Recipe,
-    RecipeReport,
-    register_recipe,
-)
+from fedstruct.experiments.compare import compare_variants
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
 __all__ = ["PARTICIPATION_VARIANTS"]
 
@@ -32,7 +26,7 @@ def _fedavg_participation(quick: bool, out: Path) -> RecipeReport:
         "network": "alarm",
         "clients": 10,
         "partition": "label-skew",
-        "dirichlet_alpha": 0.3,
+        "skew_alpha": 0.3,
         "rounds": 10 if quick else 30,
         "samples": 5000 if quick else 20000,
     }

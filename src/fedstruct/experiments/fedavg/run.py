@@ -7,31 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fedstruct.data import (
-    ClientData,
-    load_network,
-)
-from fedstruct.data.partition import (
-    client_names,
-)
-from fedstruct.experiments.fedavg.settings import (
-    FedAvgRun,
-    task_variable,
-)
-from fedstruct.experiments.plots import (
-    plot_history,
-)
-from fedstruct.experiments.runs import (
-    RunContext,
-    RunOutcome,
-)
-from fedstruct.experiments.settings import (
-    subset,
-)
-from fedstruct.methods.fedavg import (
-    FedAvg,
-    FedAvgConfig,
-)
+from fedstruct.data import ClientData, load_network
+from fedstruct.data.partition import client_names
+from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
+from fedstruct.experiments.plots import plot_history
+from fedstruct.experiments.runs import RunContext, RunOutcome
+from fedstruct.experiments.settings import subset
+from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
 
 __all__ = ["method", "run_fedavg"]
 
@@ -59,15 +41,7 @@ def run_fedavg(
     network = load_network(settings.network)
     target = model.schema.target
     test = network.sample(settings.test_samples, seed=settings.seed + 10_000)
-    model.fit(
-        clients,
-        test=test,
-        backend=ctx.backend,
-        checkpoint=ctx.checkpoint,
-        resume=ctx.resume,
-        progress=ctx.progress,
-        stop_after=ctx.stop_after,
-    )
+    ctx.fit(model, clients, test=test)
     last = model.history_[-1]
     majority = float(test[target].value_counts(normalize=True).iloc[0])
     metrics = {

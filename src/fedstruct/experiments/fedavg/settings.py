@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.data.discrete import (
-    DiscreteNetwork,
-)
-from fedstruct.errors import (
-    UnknownVariableError,
-)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-)
-from fedstruct.methods.fedavg import (
-    FedAvgConfig,
-)
+from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.data.discrete import DiscreteNetwork
+from fedstruct.errors import UnknownVariableError
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.methods.fedavg import FedAvgConfig
 
-__all__ = ["TASKS", "FedAvgRun", "default_target", "task_variable"]
+__all__ = ["PARTITIONS", "TASKS", "FedAvgRun", "default_target", "task_variable"]
 
 #: The task variable of each network in the F-CMs experiments (App. B.1), reused here.
 TASKS = {
@@ -27,6 +20,9 @@ TASKS = {
     "insurance": "PropCost",
     "hailfinder": "R5Fcst",
 }
+
+#: How the training rows are split over the clients.
+PARTITIONS = ("iid", "label-skew")
 
 
 def default_target(network: DiscreteNetwork) -> str:
@@ -40,10 +36,22 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     """Settings of ``fedstruct run fedavg``: the federation, FedAvg's hyper-parameters
     (:class:`FedAvgConfig`) and the data.
 
-    ``samples`` training rows are sampled from ``network`` and split over the
-    clients (``partition``: ``iid``, or ``label-skew`` = Dirichlet(``dirichlet_alpha``)
-    over the target's classes with at least ``min_per_client`` rows each);
-    ``test_samples`` more rows form the server's test set.
+    Parameters
+    ----------
+    network
+        Bundled network the rows are sampled from (``fedstruct datasets`` lists them).
+    target
+        The variable to predict; empty: the network's task (F-CMs App. B.1) or a sink.
+    samples
+        Training rows sampled from the network and split over the clients.
+    test_samples
+        Rows of the server's test set (sampled apart from the clients' rows).
+    partition
+        ``iid`` or ``label-skew`` (Dirichlet(``skew_alpha``) over the target's classes).
+    skew_alpha
+        Concentration of the label-skew Dirichlet: small values give skewed clients.
+    min_per_client
+        Fewest rows a client may get in a label-skewed split.
     """
 
     network: str = "asia"
@@ -51,8 +59,21 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     samples: int = 5000
     test_samples: int = 2000
     partition: str = "iid"
-    dirichlet_alpha: float = 0.5
+    skew_alpha: float = 0.5
     min_per_client: int = 20
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_fields(self, _CONSTRAINTS, "fedavg")
+
+
+_CONSTRAINTS = {
+    "samples": Interval(int, 1),
+    "test_samples": Interval(int, 1),
+    "partition": OneOf(PARTITIONS),
+    "skew_alpha": Interval(float, 0, closed="neither"),
+    "min_per_client": Interval(int, 1),
+}
 
 
 def task_variable(settings: FedAvgRun, network: DiscreteNetwork) -> str:

@@ -3,21 +3,16 @@
 Importing it registers ``fedstruct run fedcd`` and its recipes.
 """
 
-from fedstruct.experiments.fedcd import recipes as _recipes  # noqa: F401  registers,
+from fedstruct.experiments.fedcd import recipes as _recipes  # noqa: F401  (registers)
 from fedstruct.experiments.fedcd.federation import (
     build_federation,
     horizontal_interventions,
     source,
     vertical_interventions,
 )
-from fedstruct.experiments.fedcd.run import (
-    method,
-    pooled,
-    run_fedcd,
-)
-from fedstruct.experiments.fedcd.settings import (
-    FedCDRun,
-)
+from fedstruct.experiments.fedcd.run import method, pooled, run_fedcd
+from fedstruct.experiments.fedcd.settings import FedCDRun
+from fedstruct.experiments.runs import Runnable, register
 
 __all__ = [
     "FedCDRun",
@@ -29,10 +24,6 @@ __all__ = [
     "source",
     "vertical_interventions",
 ]
-from fedstruct.experiments.runs import (
-    Runnable,
-    register,
-)
 
 register(
     Runnable(
@@ -48,9 +39,10 @@ register(
             "epochs_per_round": 1,
             "model_steps": 60,
             "graph_steps": 10,
-            "n_observational": 1000,
-            "n_per_intervention": 50,
+            "samples": 1000,
+            "samples_per_intervention": 50,
             "alone": "none",
         },
+        options={"network": "network"},
     )
 )

@@ -14,46 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedstruct.data import (
-    ClientData,
-    load_network,
-)
-from fedstruct.data._shared import (
-    SeedLike,
-    check_sample_size,
-    child_seed,
-    make_rng,
-)
-from fedstruct.data.client import (
-    OBSERVATIONAL,
-)
-from fedstruct.data.discrete import (
-    UNIFORM,
-)
-from fedstruct.data.partition import (
-    Sampler,
-    balanced_sizes,
-    check_n_clients,
-    client_names,
-)
-from fedstruct.data.scm import (
-    CategoricalSCM,
-)
-from fedstruct.errors import (
-    PartitionError,
-    UnknownVariableError,
-)
-from fedstruct.experiments.fedcd.settings import (
-    ER,
-    FedCDRun,
-)
-from fedstruct.graphs import (
-    Graph,
-)
-from fedstruct.graphs.random import (
-    GRAPH_KINDS,
-    random_dag,
-)
+from fedstruct.data import ClientData, load_network
+from fedstruct.data._shared import SeedLike, check_sample_size, child_seed, make_rng
+from fedstruct.data.client import OBSERVATIONAL
+from fedstruct.data.discrete import UNIFORM
+from fedstruct.data.partition import Sampler, balanced_sizes, check_n_clients, client_names
+from fedstruct.data.scm import CategoricalSCM
+from fedstruct.errors import PartitionError, UnknownVariableError
+from fedstruct.experiments.fedcd.settings import ER, FedCDRun
+from fedstruct.graphs import Graph
+from fedstruct.graphs.random import GRAPH_KINDS, random_dag
 
 __all__ = ["build_federation", "horizontal_interventions", "source", "vertical_interventions"]
 
@@ -231,8 +201,8 @@ def source(s: FedCDRun) -> tuple[Graph, object]:
     if s.network == ER or s.network in GRAPH_KINDS[1:]:
         kind = "random" if s.network == ER else s.network
         options = {"edges_per_node": s.edges_per_node} if kind == "random" else {}
-        dag = random_dag(kind, s.nodes, seed=s.seed, shuffle=True, **options)
-        return dag, CategoricalSCM(dag, seed=s.seed, n_categories=s.categories)
+        dag = random_dag(kind, s.variables, seed=s.seed, shuffle=True, **options)
+        return dag, CategoricalSCM(dag, seed=s.seed, n_categories=s.cardinality)
     net = load_network(s.network)
     return net.graph, net
 
@@ -241,8 +211,8 @@ def build_federation(s: FedCDRun) -> list[ClientData]:
     """Every client's observational share and interventional rows (§6.1, §9.5)."""
     _, sampler = source(s)
     common = {
-        "n_observational": s.n_observational,
-        "n_per_intervention": s.n_per_intervention,
+        "n_observational": s.samples,
+        "n_per_intervention": s.samples_per_intervention,
         "seed": s.seed,
     }
     if s.split == "vertical":

@@ -10,19 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fedstruct.experiments.compare import (
-    compare_variants,
-    write_results,
-)
-from fedstruct.experiments.plots import (
-    plot_bars,
-    plot_curves,
-)
-from fedstruct.experiments.recipes import (
-    Recipe,
-    RecipeReport,
-    register_recipe,
-)
+from fedstruct.experiments.compare import compare_variants, write_results
+from fedstruct.experiments.plots import plot_bars, plot_curves
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
 __all__ = ["GRAPHS"]
 
@@ -49,7 +39,7 @@ def _table1(quick: bool, out: Path) -> RecipeReport:
     """
     graphs = {k: GRAPHS[k] for k in (["ER-1", "asia"] if quick else GRAPHS)}
     seeds = range(1 if quick else 10)
-    common = {"n_observational": 25000, "n_per_intervention": 250, **(QUICK if quick else {})}
+    common = {"samples": 25000, "samples_per_intervention": 250, **(QUICK if quick else {})}
     variants = {}
     for g, settings in graphs.items():
         variants[f"2 clients | {g}"] = {**settings, "clients": 2, "alone": "first"}
@@ -90,11 +80,11 @@ def _vertical(quick: bool, out: Path) -> RecipeReport:
     """
     seeds = range(1 if quick else 10)
     base = {"network": "er", "edges_per_node": 2.0, "split": "vertical",
-            "n_observational": 10000, **(QUICK if quick else {})}  # fmt: skip
+            "samples": 10000, **(QUICK if quick else {})}  # fmt: skip
     splits = {
-        "5 clients": {"clients": 5, "n_per_intervention": 50, "alone": "none"},
-        "10-10": {"clients": 2, "targets_per_client": "10,10", "n_per_intervention": 100},
-        "16-4": {"clients": 2, "targets_per_client": "16,4", "n_per_intervention": 100},
+        "5 clients": {"clients": 5, "samples_per_intervention": 50, "alone": "none"},
+        "10-10": {"clients": 2, "targets_per_client": "10,10", "samples_per_intervention": 100},
+        "16-4": {"clients": 2, "targets_per_client": "16,4", "samples_per_intervention": 100},
     }
     variants = {
         f"{agg} | {split}": {
@@ -137,8 +127,8 @@ def _rounds(quick: bool, out: Path) -> RecipeReport:
         "edges_per_node": 2.0,
         "clients": 2,
         "rounds": 10,
-        "n_observational": 10000,
-        "n_per_intervention": 100,
+        "samples": 10000,
+        "samples_per_intervention": 100,
         "alone": "none",
         **(QUICK if quick else {}),
     }

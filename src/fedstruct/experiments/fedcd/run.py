@@ -26,35 +26,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fedstruct.data import (
-    ClientData,
-)
-from fedstruct.data.partition import (
-    client_names,
-)
-from fedstruct.experiments.fedcd.federation import (
-    source,
-)
-from fedstruct.experiments.fedcd.settings import (
-    FedCDRun,
-)
-from fedstruct.experiments.plots import (
-    plot_graph_comparison,
-)
-from fedstruct.experiments.runs import (
-    RunContext,
-    RunOutcome,
-)
-from fedstruct.experiments.settings import (
-    subset,
-)
-from fedstruct.graphs import (
-    Graph,
-    graph_metrics,
-)
-from fedstruct.graphs.metrics import (
-    shd,
-)
+from fedstruct.data import ClientData
+from fedstruct.data.partition import client_names
+from fedstruct.experiments.fedcd.federation import source
+from fedstruct.experiments.fedcd.settings import FedCDRun
+from fedstruct.experiments.plots import plot_graph_comparison
+from fedstruct.experiments.runs import RunContext, RunOutcome
+from fedstruct.experiments.settings import subset
+from fedstruct.graphs import Graph, graph_metrics
+from fedstruct.graphs.metrics import shd
 from fedstruct.methods.fedcd import (
     ENCO,
     Beliefs,
@@ -97,14 +77,7 @@ def run_fedcd(
 ) -> RunOutcome:
     """Fit on the backend; SHD of the final and of every round's graph against the truth."""
     truth, _ = source(s)
-    model.fit(
-        clients,
-        backend=ctx.backend,
-        checkpoint=ctx.checkpoint,
-        resume=ctx.resume,
-        progress=ctx.progress,
-        stop_after=ctx.stop_after,
-    )
+    ctx.fit(model, clients)
     fed = model.graph_
     truth = truth.restrict(fed.names) if set(fed.names) <= set(truth.names) else truth
     metrics: dict[str, float] = {"shd": float(shd(truth, fed))}

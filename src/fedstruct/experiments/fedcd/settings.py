@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.data import (
-    network_names,
-)
-from fedstruct.errors import (
-    ConfigError,
-    unknown_choice_message,
-)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-)
-from fedstruct.graphs.random import (
-    GRAPH_KINDS,
-)
-from fedstruct.methods.fedcd import (
-    FedCDConfig,
-)
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.data import network_names
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.graphs.random import GRAPH_KINDS
+from fedstruct.methods.fedcd import FedCDConfig
 
 __all__ = ["ALONE", "ER", "SPLITS", "FedCDRun"]
 
@@ -30,30 +20,51 @@ ALONE = ("none", "first", "all")
 
 @dataclass(frozen=True)
 class FedCDRun(FederationSettings, FedCDConfig):
-    """Settings of ``fedstruct run fedcd`` (defaults: ENCO's data sizes, FED-CD's 2 clients)."""
+    """Settings of ``fedstruct run fedcd`` (defaults: ENCO's data sizes, FED-CD's 2 clients).
+
+    Parameters
+    ----------
+    network
+        ``er`` (Erdős–Rényi, FED-CD §6.1), a structured family (``chain``, ``bidiag``,
+        ``collider``, ``jungle``, ``full``) or a bundled network.
+    variables
+        Number of variables of a generated graph (``er`` and the families).
+    edges_per_node
+        Expected edges per variable of an ``er`` graph.
+    cardinality
+        Categories per variable of a generated graph's conditionals (ENCO's generator).
+    split
+        ``horizontal`` (every client a share of every part, §6.2) or ``vertical``
+        (disjoint intervened-variable sets per client, §6.4).
+    targets_per_client
+        With ``split = vertical``: intervened variables per client, e.g. ``"16,4"``;
+        empty: balanced.
+    samples
+        Observational rows of the global data set.
+    samples_per_intervention
+        Rows per variable under a perfect uniform intervention.
+    alone
+        ENCO alone for comparison: ``first`` client's data, ``all`` clients', ``none``.
+    centralized
+        Also run ENCO on the pooled data.
+    """
 
     network: str = ER
     clients: int = 2
     rounds: int = 5
-    nodes: int = 20
+    variables: int = 20
     edges_per_node: float = 2.0
-    categories: int = 10
+    cardinality: int = 10
     split: str = "horizontal"
     targets_per_client: str = ""
-    n_observational: int = 5000
-    n_per_intervention: int = 200
+    samples: int = 5000
+    samples_per_intervention: int = 200
     alone: str = "first"
     centralized: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.split not in SPLITS:
-            raise ConfigError(unknown_choice_message("fedcd split", self.split, SPLITS))
-        known = (ER, *GRAPH_KINDS[1:], *network_names())
-        if self.network not in known:
-            raise ConfigError(unknown_choice_message("fedcd network", self.network, known))
-        if self.alone not in ALONE:
-            raise ConfigError(unknown_choice_message("fedcd alone", self.alone, ALONE))
+        check_fields(self, {**_CONSTRAINTS, "network": OneOf(_networks())}, "fedcd")
         if self.targets_per_client and self.split != "vertical":
             raise ConfigError("targets_per_client applies to split = 'vertical' only")
 
@@ -67,3 +78,19 @@ class FedCDRun(FederationSettings, FedCDConfig):
             raise ConfigError(
                 f"targets_per_client {self.targets_per_client!r} must be counts like '16,4'"
             ) from None
+
+
+_CONSTRAINTS = {
+    "variables": Interval(int, 2),
+    "edges_per_node": Interval(float, 0, closed="neither"),
+    "cardinality": Interval(int, 2),
+    "split": OneOf(SPLITS),
+    "samples": Interval(int, 0),
+    "samples_per_intervention": Interval(int, 1),
+    "alone": OneOf(ALONE),
+    "centralized": Boolean(),
+}
+
+
+def _networks() -> tuple[str, ...]:
+    return (ER, *GRAPH_KINDS[1:], *network_names())

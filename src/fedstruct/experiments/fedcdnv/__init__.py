@@ -3,7 +3,7 @@
 Importing it registers ``fedstruct run fedcdnv`` and the ``fedcdnv-*`` recipes.
 """
 
-from fedstruct.experiments.fedcdnv import recipes as _recipes  # noqa: F401  registers,
+from fedstruct.experiments.fedcdnv import recipes as _recipes  # noqa: F401  (registers)
 from fedstruct.experiments.fedcdnv.federation import (
     Setting,
     VariableSplit,
@@ -12,18 +12,9 @@ from fedstruct.experiments.fedcdnv.federation import (
     variable_subset_clients,
     variable_subsets,
 )
-from fedstruct.experiments.fedcdnv.run import (
-    method,
-    run_fedcdnv,
-    score,
-)
-from fedstruct.experiments.fedcdnv.settings import (
-    FedCDnvRun,
-)
-from fedstruct.experiments.runs import (
-    Runnable,
-    register,
-)
+from fedstruct.experiments.fedcdnv.run import method, run_fedcdnv, score
+from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
+from fedstruct.experiments.runs import Runnable, register
 
 __all__ = [
     "FedCDnvRun",
@@ -47,5 +38,6 @@ register(
         method=method,
         run=run_fedcdnv,
         quick={"network": "sachs", "clients": 3, "reference": False, "max_samples": 800},
+        options={"network": "network"},
     )
 )

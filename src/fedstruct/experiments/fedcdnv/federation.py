@@ -19,45 +19,14 @@ from numbers import Real
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.data import (
-    ClientData,
-    load_network,
-    random_discrete_network,
-)
-from fedstruct.data._shared import (
-    SeedLike,
-    check_sample_size,
-    child_seed,
-    make_rng,
-    round_half_up,
-)
-from fedstruct.data.datasets.sachs import (
-    RowSampler,
-    load_sachs_data,
-    sachs_ground_truth,
-)
-from fedstruct.data.partition import (
-    Sampler,
-    check_n_clients,
-    client_names,
-)
-from fedstruct.errors import (
-    PartitionError,
-    SampleSizeError,
-    UnknownVariableError,
-)
-from fedstruct.experiments.fedcdnv.settings import (
-    SACHS,
-    SYNTHETIC,
-    FedCDnvRun,
-)
-from fedstruct.graphs import (
-    Graph,
-    dag_to_pag,
-)
-from fedstruct.graphs.random import (
-    erdos_renyi_dag,
-)
+from fedstruct.data import ClientData, load_network, random_discrete_network
+from fedstruct.data._shared import SeedLike, check_sample_size, child_seed, make_rng, round_half_up
+from fedstruct.data.datasets.sachs import RowSampler, load_sachs_data, sachs_ground_truth
+from fedstruct.data.partition import Sampler, check_n_clients, client_names
+from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
+from fedstruct.experiments.fedcdnv.settings import SACHS, SYNTHETIC, FedCDnvRun
+from fedstruct.graphs import Graph, dag_to_pag
+from fedstruct.graphs.random import erdos_renyi_dag
 
 __all__ = [
     "Setting",
@@ -293,9 +262,11 @@ def build_setting(s: FedCDnvRun) -> Setting:
         sampler: Sampler = _sachs(s.discretize)
         dag = sachs_ground_truth()
     elif s.network == SYNTHETIC:
-        dag = erdos_renyi_dag(s.nodes, seed=s.seed, edges_per_node=s.edges_per_node, shuffle=True)
+        dag = erdos_renyi_dag(
+            s.variables, seed=s.seed, edges_per_node=s.edges_per_node, shuffle=True
+        )
         sampler = random_discrete_network(
-            dag, seed=s.seed, cardinality=s.cardinality, alpha=s.dirichlet
+            dag, seed=s.seed, cardinality=s.cardinality, alpha=s.cpt_alpha
         )
     else:
         network = load_network(s.network)

@@ -13,21 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from fedstruct.experiments.compare import (
-    Comparison,
-    compare_variants,
-    sweep_label,
-    write_results,
-)
-from fedstruct.experiments.plots import (
-    plot_bars,
-    plot_curves,
-)
-from fedstruct.experiments.recipes import (
-    Recipe,
-    RecipeReport,
-    register_recipe,
-)
+from fedstruct.experiments.compare import Comparison, compare_variants, sweep_label, write_results
+from fedstruct.experiments.plots import plot_bars, plot_curves
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
 __all__ = ["METHODS"]
 
@@ -91,7 +79,7 @@ def _synthetic(quick: bool, out: Path) -> RecipeReport:
     """Figure 5: F1 of edges and orientations against the number of variables |V|."""
     sizes = [10, 20, 30] if quick else [10, 20, 30, 40, 50, 60, 80, 100]
     seeds = range(2 if quick else 5)
-    comparison = _sweep(out, "nodes", sizes, seeds, {"network": "synthetic"}, METHODS)
+    comparison = _sweep(out, "variables", sizes, seeds, {"network": "synthetic"}, METHODS)
     for metric in ("f1_edge", "f1_orientation", "f1_arrowhead"):
         plot_curves(
             comparison.sweep_curves(list(METHODS), sizes, metric),
@@ -145,7 +133,7 @@ def _fdr(quick: bool, out: Path) -> RecipeReport:
     sizes = [10, 20, 30] if quick else [10, 20, 30, 40, 50, 60, 80, 100, 120, 150]
     seeds = range(3 if quick else 5)
     comparison = _sweep(
-        out, "nodes", sizes, seeds, {"network": "synthetic"}, {"FedCDnv": METHODS["FedCDnv"]}
+        out, "variables", sizes, seeds, {"network": "synthetic"}, {"FedCDnv": METHODS["FedCDnv"]}
     )
     rows = comparison.rows(FDRS)
     table = write_results(out, rows, FDRS, f"FedCDnv Table 2: FDR by |V| ({len(seeds)} seeds)")

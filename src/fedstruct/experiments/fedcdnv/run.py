@@ -24,45 +24,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from fedstruct.data import (
-    ClientData,
-)
-from fedstruct.data.datasets.sachs import (
-    RowSampler,
-)
-from fedstruct.data.partition import (
-    client_names,
-)
-from fedstruct.experiments.fedcdnv.federation import (
-    Setting,
-    build_setting,
-)
-from fedstruct.experiments.fedcdnv.settings import (
-    FedCDnvRun,
-)
-from fedstruct.experiments.plots import (
-    plot_graph_comparison,
-)
-from fedstruct.experiments.runs import (
-    RunContext,
-    RunOutcome,
-)
-from fedstruct.experiments.settings import (
-    subset,
-)
-from fedstruct.graphs import (
-    Graph,
-    graph_metrics,
-    relation_fdr,
-)
-from fedstruct.methods.fedcdnv import (
-    FedCDnv,
-    FedCDnvConfig,
-)
-from fedstruct.methods.fedcdnv.local import (
-    fci,
-    make_ci_test,
-)
+from fedstruct.data import ClientData
+from fedstruct.data.datasets.sachs import RowSampler
+from fedstruct.data.partition import client_names
+from fedstruct.experiments.fedcdnv.federation import Setting, build_setting
+from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
+from fedstruct.experiments.plots import plot_graph_comparison
+from fedstruct.experiments.runs import RunContext, RunOutcome
+from fedstruct.experiments.settings import subset
+from fedstruct.graphs import Graph, graph_metrics, relation_fdr
+from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig
+from fedstruct.methods.fedcdnv.local import fci, make_ci_test
 
 __all__ = ["central_reference", "method", "run_fedcdnv", "score"]
 
@@ -107,14 +79,7 @@ def run_fedcdnv(
 ) -> RunOutcome:
     """Fit on the backend; score FedG (and FeddG's definite pairs) against the true PAG."""
     setting = build_setting(s)
-    model.fit(
-        clients,
-        backend=ctx.backend,
-        checkpoint=ctx.checkpoint,
-        resume=ctx.resume,
-        progress=ctx.progress,
-        stop_after=ctx.stop_after,
-    )
+    ctx.fit(model, clients)
     causal, noncausal = model.definite_pairs_
     # A variable constant at every client that observes it reaches no graph: isolated.
     fed = model.graph_.expand(setting.truth.names)

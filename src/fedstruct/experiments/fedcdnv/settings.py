@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.data import (
-    network_names,
-)
-from fedstruct.errors import (
-    ConfigError,
-    unknown_choice_message,
-)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-)
-from fedstruct.methods.fedcdnv import (
-    FedCDnvConfig,
-)
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.data import network_names
+from fedstruct.data.datasets.sachs import DISCRETIZATIONS
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.methods.fedcdnv import FedCDnvConfig
 
 __all__ = ["SACHS", "SYNTHETIC", "FedCDnvRun"]
 
@@ -32,15 +25,39 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
     defaults to ``"exclude"`` here: small simulated clients of networks with rare
     states (barley) see some variables constant, which is a property of the sample,
     not bad input (the count is in the history, ``excluded_constant``).
+
+    Parameters
+    ----------
+    network
+        ``synthetic`` (an Erdős–Rényi DAG), a bundled network, or ``sachs-cytometry``
+        (the real Sachs et al. 2005 data, discretised).
+    variables
+        Number of variables of the ``synthetic`` DAG.
+    edges_per_node
+        Expected edges per variable of the ``synthetic`` DAG.
+    cardinality
+        States per variable of the ``synthetic`` network.
+    cpt_alpha
+        Dirichlet concentration of the ``synthetic`` network's conditional tables.
+    latent_ratio
+        λ, the share of the variables no client observes; empty: 0.15 (0 for Sachs).
+    overlap
+        δ, the share of the observed variables each client observes.
+    min_samples, max_samples
+        A client's rows are drawn uniformly from this range.
+    discretize
+        Discretisation of the Sachs data: ``hartemink``, ``quantile`` or ``log-interval``.
+    reference
+        Also score centralised FCI on the pooled data (all observed variables).
     """
 
     network: str = SYNTHETIC
     clients: int = 6
     rounds: int = 2
-    nodes: int = 30
+    variables: int = 30
     edges_per_node: float = 1.0
     cardinality: int = 3
-    dirichlet: float = 1.0
+    cpt_alpha: float = 1.0
     latent_ratio: float | None = None
     overlap: float = 0.85
     min_samples: int = 100
@@ -56,9 +73,12 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
                 f"fedcdnv setting rounds = {self.rounds}: the protocol has 2 rounds "
                 "(Algorithm 1); leave --rounds unset"
             )
-        valid = (SYNTHETIC, SACHS, *network_names())
-        if self.network not in valid:
-            raise ConfigError(unknown_choice_message("fedcdnv data source", self.network, valid))
+        check_fields(self, {**_CONSTRAINTS, "network": OneOf(_sources())}, "fedcdnv")
+        if self.min_samples > self.max_samples:
+            raise ConfigError(
+                f"fedcdnv min_samples = {self.min_samples} exceeds max_samples = "
+                f"{self.max_samples}; give min_samples <= max_samples"
+            )
 
     @property
     def latent(self) -> float:
@@ -66,3 +86,21 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
         if self.latent_ratio is not None:
             return self.latent_ratio
         return 0.0 if self.network == SACHS else 0.15
+
+
+_CONSTRAINTS = {
+    "variables": Interval(int, 2),
+    "edges_per_node": Interval(float, 0, closed="neither"),
+    "cardinality": Interval(int, 2),
+    "cpt_alpha": Interval(float, 0, closed="neither"),
+    "latent_ratio": Interval(float, 0, 1, closed="left", allow_none=True),
+    "overlap": Interval(float, 0, 1, closed="right"),
+    "min_samples": Interval(int, 1),
+    "max_samples": Interval(int, 1),
+    "discretize": OneOf(DISCRETIZATIONS),
+    "reference": Boolean(),
+}
+
+
+def _sources() -> tuple[str, ...]:
+    return (SYNTHETIC, SACHS, *network_names())

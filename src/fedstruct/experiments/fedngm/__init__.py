@@ -3,21 +3,11 @@
 Importing it registers ``fedstruct run fedngm`` and its recipes.
 """
 
-from fedstruct.experiments.fedngm import recipes as _recipes  # noqa: F401  registers,
-from fedstruct.experiments.fedngm.federation import (
-    build_clients,
-    federation,
-    targets,
-)
-from fedstruct.experiments.fedngm.run import (
-    CLEAR_LOSS,
-    method,
-    run_fedngm,
-)
-from fedstruct.experiments.fedngm.settings import (
-    DATASETS,
-    FedNGMRun,
-)
+from fedstruct.experiments.fedngm import recipes as _recipes  # noqa: F401  (registers)
+from fedstruct.experiments.fedngm.federation import build_clients, federation, targets
+from fedstruct.experiments.fedngm.run import CLEAR_LOSS, method, run_fedngm
+from fedstruct.experiments.fedngm.settings import DATASETS, FedNGMRun
+from fedstruct.experiments.runs import Runnable, register
 
 __all__ = [
     "CLEAR_LOSS",
@@ -29,10 +19,6 @@ __all__ = [
     "run_fedngm",
     "targets",
 ]
-from fedstruct.experiments.runs import (
-    Runnable,
-    register,
-)
 
 register(
     Runnable(
@@ -44,11 +30,12 @@ register(
         run=run_fedngm,
         quick={
             "dataset": "synthetic",
-            "n_variables": 8,
-            "n_samples": 3000,
+            "variables": 8,
+            "samples": 3000,
             "epochs": 3,
             "burn_in": 5,
             "fidelity_samples": 500,
         },
+        options={"dataset": "dataset"},
     )
 )

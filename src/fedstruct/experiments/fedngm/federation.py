@@ -20,33 +20,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.data._shared import (
-    SeedLike,
-    child_seed,
-    make_rng,
-    round_half_up,
-)
-from fedstruct.data.checks import (
-    fraction,
-)
-from fedstruct.data.client import (
-    ClientData,
-)
-from fedstruct.data.datasets.rand_hie import (
-    load_health_insurance,
-)
-from fedstruct.data.mixed import (
-    CATEGORICAL_KINDS,
-    MixedDataset,
-    make_mixed_data,
-)
-from fedstruct.errors import (
-    PartitionError,
-    UnknownVariableError,
-)
-from fedstruct.experiments.fedngm.settings import (
-    FedNGMRun,
-)
+from fedstruct.data._shared import SeedLike, child_seed, make_rng, round_half_up
+from fedstruct.data.checks import fraction
+from fedstruct.data.client import ClientData
+from fedstruct.data.datasets.rand_hie import load_health_insurance
+from fedstruct.data.mixed import CATEGORICAL_KINDS, MixedDataset, make_mixed_data
+from fedstruct.errors import PartitionError, UnknownVariableError
+from fedstruct.experiments.fedngm.settings import FedNGMRun
 
 __all__ = [
     "HEALTH_SHARES",
@@ -636,7 +616,7 @@ def _federation(dataset: str, clients: int, n_variables: int, n_samples: int, se
 
 def federation(s: FedNGMRun) -> SubpopulationFederation:
     """The public data, clients and test rows the settings describe (cached)."""
-    return _federation(s.dataset, s.clients, s.n_variables, s.n_samples, s.seed)
+    return _federation(s.dataset, s.clients, s.variables, s.samples, s.seed)
 
 
 def targets(fed: SubpopulationFederation) -> dict[str, str]:

@@ -19,18 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from fedstruct.experiments.compare import (
-    compare_variants,
-    write_results,
-)
-from fedstruct.experiments.plots import (
-    plot_bars,
-)
-from fedstruct.experiments.recipes import (
-    Recipe,
-    RecipeReport,
-    register_recipe,
-)
+from fedstruct.experiments.compare import compare_variants, write_results
+from fedstruct.experiments.plots import plot_bars
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
 __all__ = ["COLUMNS", "SUMMARY"]
 
@@ -109,7 +100,7 @@ register_recipe(
         _recipe(
             "synthetic",
             {"dataset": "synthetic"},
-            {"n_variables": 12, "n_samples": 6000, "epochs": 20, "fidelity_samples": 2000},
+            {"variables": 12, "samples": 6000, "epochs": 20, "fidelity_samples": 2000},
         ),
     )
 )

@@ -44,43 +44,16 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from fedstruct.data.client import (
-    ClientData,
-)
-from fedstruct.experiments.fedngm.federation import (
-    SubpopulationFederation,
-    federation,
-    targets,
-)
-from fedstruct.experiments.fedngm.settings import (
-    FedNGMRun,
-)
-from fedstruct.experiments.plots import (
-    plot_bars,
-)
-from fedstruct.experiments.runs import (
-    RunContext,
-    RunOutcome,
-)
-from fedstruct.experiments.settings import (
-    subset,
-)
-from fedstruct.fl.grid import (
-    torch_threads,
-)
-from fedstruct.graphs.metrics import (
-    edge_scores,
-)
-from fedstruct.methods.fedngm import (
-    FedNGM,
-    FedNGMConfig,
-    prediction_metrics,
-    sample_fidelity,
-)
-from fedstruct.methods.fedngm.metrics import (
-    headline_prediction,
-    win_probability,
-)
+from fedstruct.data.client import ClientData
+from fedstruct.experiments.fedngm.federation import SubpopulationFederation, federation, targets
+from fedstruct.experiments.fedngm.settings import FedNGMRun
+from fedstruct.experiments.plots import plot_bars
+from fedstruct.experiments.runs import RunContext, RunOutcome
+from fedstruct.experiments.settings import subset
+from fedstruct.fl.grid import torch_threads
+from fedstruct.graphs.metrics import edge_scores
+from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
+from fedstruct.methods.fedngm.metrics import headline_prediction, win_probability
 
 __all__ = ["CLEAR_LOSS", "method", "run_fedngm"]
 
@@ -115,8 +88,7 @@ def run_fedngm(
 
 
 def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
-    model.fit(clients, backend=ctx.backend, checkpoint=ctx.checkpoint, resume=ctx.resume,
-              progress=ctx.progress, stop_after=ctx.stop_after)  # fmt: skip
+    ctx.fit(model, clients)
     fed = federation(s)
     glob = model.model_
     metrics: dict[str, float] = {"common_variables": float(len(model.schema_))}

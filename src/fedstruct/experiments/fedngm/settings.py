@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.errors import (
-    ConfigError,
-    unknown_choice_message,
-)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-)
-from fedstruct.methods.fedngm import (
-    FedNGMConfig,
-)
+from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.methods.fedngm import FedNGMConfig
 
 __all__ = ["DATASETS", "FedNGMRun"]
 
@@ -23,21 +17,41 @@ DATASETS = ("health", "synthetic")
 
 @dataclass(frozen=True)
 class FedNGMRun(FederationSettings, FedNGMConfig):
-    """Settings of ``fedstruct run fedngm`` (defaults: the health-insurance setting)."""
+    """Settings of ``fedstruct run fedngm`` (defaults: the health-insurance setting).
+
+    Parameters
+    ----------
+    dataset
+        ``health`` (the RAND HIE table, three sub-population clients, §3.2) or
+        ``synthetic`` (a mixed-type SCM with a known graph).
+    variables
+        Variables of the ``synthetic`` data set.
+    samples
+        Rows of the ``synthetic`` data set.
+    fidelity_samples
+        Gibbs samples drawn from each model to measure its covariance error.
+    """
 
     dataset: str = "health"
     clients: int = 3
     rounds: int = 4
-    n_variables: int = 30
-    n_samples: int = 50_000
+    variables: int = 30
+    samples: int = 50_000
     fidelity_samples: int = 5000
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dataset not in DATASETS:
-            raise ConfigError(unknown_choice_message("dataset", self.dataset, DATASETS))
+        check_fields(self, _CONSTRAINTS, "fedngm")
         if self.dataset == "health" and self.clients != 3:
             raise ConfigError(
                 "the health data set has exactly 3 clients (§3.2); drop --clients or use "
                 "--set dataset=synthetic"
             )
+
+
+_CONSTRAINTS = {
+    "dataset": OneOf(DATASETS),
+    "variables": Interval(int, 2),
+    "samples": Interval(int, 1),
+    "fidelity_samples": Interval(int, 1),
+}

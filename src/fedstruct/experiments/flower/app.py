@@ -19,32 +19,14 @@ from flwr.app import Context
 from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
-from fedstruct.data.client import (
-    ClientData,
-)
-from fedstruct.errors import (
-    ConfigError,
-    FedstructError,
-)
-from fedstruct.experiments.flower.contract import (
-    ERROR_FILE,
-)
-from fedstruct.experiments.runs import (
-    run_resolved,
-    runnable,
-)
-from fedstruct.experiments.settings import (
-    apply_settings,
-)
-from fedstruct.fl.client import (
-    Client,
-)
-from fedstruct.fl.flower.client_app import (
-    make_client_app,
-)
-from fedstruct.fl.flower.deployment import (
-    FlowerDeploymentBackend,
-)
+from fedstruct.data.client import ClientData
+from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.experiments.flower.contract import ERROR_FILE
+from fedstruct.experiments.runs import run_resolved, runnable
+from fedstruct.experiments.settings import apply_settings
+from fedstruct.fl.client import Client
+from fedstruct.fl.flower.client_app import make_client_app
+from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
 
 __all__ = ["client_app", "server_app"]
 

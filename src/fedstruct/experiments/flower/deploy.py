@@ -18,21 +18,10 @@ from typing import Any
 from rich.console import Console
 from rich.status import Status
 
-from fedstruct import (
-    __version__,
-    errors,
-)
-from fedstruct.errors import (
-    DeploymentError,
-    FedstructError,
-)
-from fedstruct.experiments.flower.contract import (
-    ERROR_FILE,
-    RUN_CONFIG_DEFAULTS,
-)
-from fedstruct.experiments.outcome import (
-    RunOutcome,
-)
+from fedstruct import __version__, errors
+from fedstruct.errors import DeploymentError, FedstructError
+from fedstruct.experiments.flower.contract import ERROR_FILE, RUN_CONFIG_DEFAULTS
+from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.fl.flower.cluster import (
     CONNECTION,
     DeploymentOptions,

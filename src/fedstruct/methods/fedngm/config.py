@@ -89,7 +89,7 @@ class FedNGMConfig:
     ngr_threshold
         NGR graph recovery: an edge where the symmetrised, max-normalised path
         strength exceeds this share.
-    samples
+    distillation_samples
         Total number of samples the master draws from the client models (§3.2:
         100,000 per client); ``None``: as many as the clients' rows together.
     allocation
@@ -144,7 +144,7 @@ class FedNGMConfig:
     graph_max_rows: int = 10_000
     edge_level: float | None = 0.2
     ngr_threshold: float = 0.1
-    samples: int | None = None
+    distillation_samples: int | None = None
     allocation: str = "equal"
     sampler: str = "gibbs"
     burn_in: int = 30
@@ -185,7 +185,7 @@ _CONSTRAINTS = {
         Interval(int, 1),
     ),
     "glasso_cv": Interval(int, 2),
-    "samples": Interval(int, 1, allow_none=True),
+    "distillation_samples": Interval(int, 1, allow_none=True),
     "soft_targets": Boolean(),
     **dict.fromkeys(
         ("penalty", "self_weight", "sparsity", "public_weight", "stitch_init"), Interval(float, 0)

@@ -204,7 +204,7 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         ``soft_targets``, each sample's targets are its client model's conditional
         expectations (:func:`~fedstruct.methods.fedngm.train.conditional_targets`)."""
         rows = {k: m.n_rows for k, m in models.items()}
-        total = self.config.samples or sum(rows.values())
+        total = self.config.distillation_samples or sum(rows.values())
         counts = sample_counts(rows, total, self.config.allocation)
         parts, targets = [], []
         for i, k in enumerate(sorted(models)):
