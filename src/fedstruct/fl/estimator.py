@@ -47,14 +47,25 @@ class FederatedEstimator(ABC):
     participation: Participation | None
 
     def __init_subclass__(
-        cls, *, method: str, config: type, client: type, server: type, **kwargs: Any
+        cls,
+        *,
+        method: str | None = None,
+        config: type | None = None,
+        client: type | None = None,
+        server: type | None = None,
+        **kwargs: Any,
     ) -> None:
-        """Record the method's name and its config, client and server classes."""
+        """Record the method's name and its config, client and server classes (a
+        subclass of a method's estimator inherits those it does not name)."""
         super().__init_subclass__(**kwargs)
-        cls.method = method
-        cls.config_class = config
-        cls.client_class = client
-        cls.server_class = server
+        for attribute, value in (
+            ("method", method),
+            ("config_class", config),
+            ("client_class", client),
+            ("server_class", server),
+        ):
+            if value is not None:
+                setattr(cls, attribute, value)
 
     def __init__(
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
