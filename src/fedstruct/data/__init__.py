@@ -9,6 +9,7 @@ that method's slice, ``fedstruct.experiments.<method>.federation``.
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, check_federation
 from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
+from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.images import LABEL, ImageSet, from_rows, to_rows
 from fedstruct.data.mixed import MixedDataset, MixedSCM, make_mixed_data
 from fedstruct.data.networks import NetworkInfo, list_networks, load_network, network_names
@@ -48,5 +49,6 @@ __all__ = [
     "make_mixed_data",
     "network_names",
     "random_discrete_network",
+    "read_graph_file",
     "to_rows",
 ]

@@ -41,8 +41,9 @@ from numpy.typing import NDArray
 
 from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.errors import DataError
+from fedstruct.graphs.graph import Graph
 
-__all__ = ["bundled_bif_path", "parse_bif", "read_bif"]
+__all__ = ["bundled_bif_path", "parse_bif", "read_bif", "read_bif_graph"]
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _VARIABLE = re.compile(
@@ -220,6 +221,30 @@ def read_bif(path: str | Path, name: str | None = None) -> DiscreteNetwork:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read BIF file '{path}': {exc}") from None
     return parse_bif(text, name=label)
+
+
+def read_bif_graph(path: str | Path, name: str | None = None) -> Graph:
+    """The structure of a ``.bif`` or ``.bif.gz`` network: the DAG of its probability blocks.
+
+    Each ``probability ( X | P1, ..., Pm )`` block gives the edges ``Pi -> X``; the
+    variables are in the order of the file's ``variable`` blocks. The file is read
+    by :func:`read_bif`, so it must be a complete, valid network.
+
+    Parameters
+    ----------
+    path
+        The file.
+    name
+        The network's label in messages; defaults to the file name.
+
+    Raises
+    ------
+    DataError
+        If the file cannot be read or does not parse.
+    CyclicGraphError
+        If the parent sets form a directed cycle.
+    """
+    return read_bif(path, name=name).graph
 
 
 def bundled_bif_path(name: str) -> Path:

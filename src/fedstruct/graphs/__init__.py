@@ -2,7 +2,8 @@
 
 One :class:`Graph` type covers DAGs, CPDAGs and PAGs (names + endpoint marks).
 Conversions to and from networkx, pgmpy and causal-learn live in
-:mod:`fedstruct.graphs.convert`.
+:mod:`fedstruct.graphs.convert`; graph files (JSON, DOT, GraphML, edges CSV) in
+:mod:`fedstruct.graphs.io`.
 """
 
 from fedstruct.graphs.combine import (
@@ -13,6 +14,7 @@ from fedstruct.graphs.combine import (
     union_names,
 )
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Edge, Graph
+from fedstruct.graphs.io import WeightedGraph, read_graph, read_graph_with_weights, write_graph
 from fedstruct.graphs.metrics import (
     ORIENTATION_CONVENTIONS,
     RelationFDR,
@@ -46,6 +48,7 @@ __all__ = [
     "Scores",
     "SeparationOracle",
     "StrengthVote",
+    "WeightedGraph",
     "ancestral_pairs",
     "break_cycles",
     "d_separated",
@@ -62,9 +65,12 @@ __all__ = [
     "pair_disagreement",
     "project_to_dag",
     "random_dag",
+    "read_graph",
+    "read_graph_with_weights",
     "relation_fdr",
     "shd",
     "strength_vote",
     "union",
     "union_names",
+    "write_graph",
 ]
