@@ -10,7 +10,20 @@ that method's slice, ``fedstruct.experiments.<method>.federation``.
 from fedstruct.data.client import OBSERVATIONAL, ClientData, check_federation
 from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
 from fedstruct.data.graph_files import read_graph_file
-from fedstruct.data.images import LABEL, ImageSet, from_rows, to_rows
+from fedstruct.data.images import (
+    LABEL,
+    ImageFederationSchema,
+    ImageSet,
+    ImageSite,
+    ImageSiteSchema,
+    from_rows,
+    image_client,
+    merge_image_schemas,
+    read_image_folder,
+    read_image_npz,
+    read_image_site,
+    to_rows,
+)
 from fedstruct.data.mixed import MixedDataset, MixedSCM, make_mixed_data
 from fedstruct.data.networks import NetworkInfo, list_networks, load_network, network_names
 from fedstruct.data.partition import (
@@ -31,7 +44,10 @@ __all__ = [
     "CategoricalSCM",
     "ClientData",
     "DiscreteNetwork",
+    "ImageFederationSchema",
     "ImageSet",
+    "ImageSite",
+    "ImageSiteSchema",
     "LabelSkewSplit",
     "MixedDataset",
     "MixedSCM",
@@ -42,13 +58,18 @@ __all__ = [
     "client_names",
     "from_rows",
     "horizontal",
+    "image_client",
     "label_skew",
     "list_networks",
     "load_network",
     "long_tail_counts",
     "make_mixed_data",
+    "merge_image_schemas",
     "network_names",
     "random_discrete_network",
     "read_graph_file",
+    "read_image_folder",
+    "read_image_npz",
+    "read_image_site",
     "to_rows",
 ]
