@@ -418,6 +418,8 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
     _check_header(header, path)
     try:
         return pd.read_csv(path, sep=sep)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"file {path} is not UTF-8 text; save it as UTF-8 CSV") from exc
     except pd.errors.EmptyDataError as exc:
         raise DataError(
             f"file {path} is empty; it needs a header row and at least one row"
@@ -439,7 +441,7 @@ def _head_lines(path: Path) -> list[str]:
     try:
         text = head.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not merely a character cut at the head's end
+        if len(head) < _HEAD_BYTES or exc.start < len(head) - 3:  # not a character cut
             raise DataError(f"file {path} is not UTF-8 text; save it as UTF-8 CSV") from exc
         text = head[: exc.start].decode("utf-8-sig")
     lines = text.splitlines()
