@@ -70,7 +70,7 @@ import gzip
 import logging
 import lzma
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -529,17 +529,30 @@ def infer_kinds(
     """
     overrides = dict(overrides or {})
     columns = [c for c in frame.columns if c != regime]
+    return _kinds_of(frame, columns, overrides, max_levels, lambda col: frame[col].nunique())
+
+
+def _kinds_of(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    overrides: Mapping[str, str],
+    max_levels: int,
+    n_distinct: Callable[[str], int],
+) -> dict[str, str]:
     for col, kind in overrides.items():
         if col not in columns:
             raise UnknownVariableError(
                 f"kinds names column {col!r}, which the table does not have; "
-                f"its columns are {columns}"
+                f"its columns are {list(columns)}"
             )
         _check_kind(kind, col)
-    return {col: overrides.get(col) or _infer_kind(frame[col], max_levels) for col in columns}
+    return {
+        col: overrides.get(col) or _infer_kind(frame[col], max_levels, n_distinct)
+        for col in columns
+    }
 
 
-def _infer_kind(column: pd.Series, max_levels: int) -> str:
+def _infer_kind(column: pd.Series, max_levels: int, n_distinct: Callable[[str], int]) -> str:
     dtype = column.dtype
     if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
         if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
@@ -549,7 +562,7 @@ def _infer_kind(column: pd.Series, max_levels: int) -> str:
             )
         return "categorical"
     if pd.api.types.is_integer_dtype(dtype):
-        return "categorical" if column.nunique() <= max_levels else "continuous"
+        return "categorical" if n_distinct(column.name) <= max_levels else "continuous"
     if column.hasnans:  # pandas reads an integer column with missing values as floats
         values = column.dropna().to_numpy(dtype=np.float64)
         integral = values.size and np.array_equal(values, np.floor(values))
@@ -574,6 +587,7 @@ class _Site:
     frame: pd.DataFrame
     path: Path | None = None
     factors: dict[str, tuple[NDArray[np.integer], list[str]]] = field(default_factory=dict)
+    isna: dict[str, NDArray[np.bool_]] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -584,6 +598,12 @@ class _Site:
         if col not in self.factors:
             self.factors[col] = _factorize(self.frame[col])
         return self.factors[col]
+
+    def missing(self, col: str) -> NDArray[np.bool_]:
+        """Which rows miss a value of ``col`` (computed once)."""
+        if col not in self.isna:
+            self.isna[col] = self.frame[col].isna().to_numpy()
+        return self.isna[col]
 
     def schema(self, kinds: Mapping[str, str]) -> SiteSchema:
         columns = []
@@ -597,7 +617,7 @@ class _Site:
                 levels = _sorted_levels(self.factor(col)[1])
                 if not levels:
                     raise self.all_missing(col)
-            elif _missing_count(self.frame[col]) == len(self.frame):
+            elif self.missing(col).all():
                 raise self.all_missing(col)
             columns.append(ColumnSchema(col, kind, levels))
         return SiteSchema(self.name, len(self.frame), tuple(columns))
@@ -641,10 +661,6 @@ def _sorted_levels(levels: Sequence[str]) -> tuple[str, ...]:
     if all(x is not None and not math.isnan(x) for x in numbers.values()):
         return tuple(sorted(unique, key=lambda level: (numbers[level], level)))
     return tuple(sorted(unique))
-
-
-def _missing_count(column: pd.Series) -> int:
-    return int(column.isna().sum())
 
 
 def site_schema(
@@ -969,7 +985,9 @@ def _rows_to_keep(
     frame = table.frame
     bad: NDArray[np.bool_] | None = None
     for col in variables:
-        isna = frame[col].isna().to_numpy()
+        isna = table.isna.pop(col, None)
+        if isna is None:
+            isna = frame[col].isna().to_numpy()
         count = int(isna.sum())
         if count == len(frame):
             raise table.all_missing(col)
@@ -1100,12 +1118,21 @@ def read_site(
 def _site_kinds(
     table: _Site, kinds: Mapping[str, str] | None, regime: str | None
 ) -> dict[str, str]:
+    columns = [c for c in table.frame.columns if c != regime]
+
+    def n_distinct(col: str) -> int:  # factorised once: the schema needs the levels anyway
+        return len(table.factor(col)[1])
+
     try:
-        return infer_kinds(table.frame, kinds, regime=regime)
+        kinds_of = _kinds_of(table.frame, columns, dict(kinds or {}), 10, n_distinct)
     except UnknownVariableError as exc:
         raise UnknownVariableError(f"{table.where}: {exc}") from exc
     except DataError as exc:
         raise DataError(f"{table.where}: {exc}") from exc
+    for col, kind in kinds_of.items():
+        if kind == "continuous":
+            table.factors.pop(col, None)
+    return kinds_of
 
 
 def _log_dropped(site: str, path: Path | None, dropped: int) -> None:
