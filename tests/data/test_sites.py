@@ -407,6 +407,7 @@ def test_manifest_paths_roles_and_site_options(tmp_path: Path, two_sites) -> Non
     }
     json_manifest = write(tmp_path / "fed.json", json.dumps({"sites": [{"path": "h1.csv"}]}))
     assert [c.name for c in read_federation(json_manifest).clients] == ["h1"]
+    assert [c.name for c in read_federation(tmp_path / "h1.csv").clients] == ["h1"]
 
 
 def test_manifest_unknown_keys(tmp_path: Path) -> None:

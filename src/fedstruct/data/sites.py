@@ -1356,8 +1356,8 @@ def read_federation(
     Parameters
     ----------
     source
-        A manifest path (YAML/JSON), a :class:`Manifest`, or a list of ``PATH`` /
-        ``NAME=PATH`` strings.
+        A manifest path (``.yaml``, ``.yml`` or ``.json``), a :class:`Manifest`, a list
+        of ``PATH`` / ``NAME=PATH`` strings, or one table file's path.
     kinds
         Column -> kind for every site; over the manifest's ``kinds``, under a site's.
     missing, delimiter, regime
@@ -1408,7 +1408,9 @@ def _as_manifest(source: str | Path | Manifest | Sequence[str | Path]) -> Manife
     if isinstance(source, Manifest):
         return source
     if isinstance(source, str | Path):
-        return read_manifest(source)
+        if Path(source).suffix.lower() in (".yaml", ".yml", ".json"):
+            return read_manifest(source)
+        return Manifest(parse_site_args([str(source)]))  # one table file
     specs = parse_site_args([str(s) for s in source])
     if not specs:
         raise ConfigError("a federation needs at least one site; give --site FILE or --sites")
