@@ -510,3 +510,13 @@ def test_sites_declaring_different_kinds(tmp_path: Path) -> None:
     )
     with pytest.raises(DataError, match=exact(message)):
         read_federation(manifest)
+
+
+def test_infinite_values_name_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.csv", "x\n1.5\ninf\n\n-inf\n")
+    message = (
+        f"2 infinite values in column 'x' of site 's' (file {path}); "
+        "replace them with finite numbers"
+    )
+    with pytest.raises(DataError, match=exact(message)):
+        read_site(path, missing="drop-rows")

@@ -1022,11 +1022,14 @@ def _encode_column(table: _Site, col: str, schema: FederationSchema) -> NDArray[
             f"column {col!r} of {table.where} holds text (e.g. {text[0]!r}) but is "
             f"continuous; fix the values or set kinds.{col}=categorical"
         )
-    values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    infinite = np.isinf(values)
-    if infinite.any():
+    if column.dtype == np.float64:
+        values = column.to_numpy()  # no copy: NaN already marks missing values
+    else:  # integers, nullable extension types
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    infinite = 0 if np.isfinite(values).all() else int(np.isinf(values).sum())
+    if infinite:
         raise DataError(
-            f"{int(infinite.sum())} infinite values in column {col!r} of {table.where}; "
+            f"{infinite} infinite values in column {col!r} of {table.where}; "
             "replace them with finite numbers"
         )
     return values
