@@ -1,0 +1,143 @@
+"""Speed and memory of reading a user's own site files (``fedstruct.data.sites``).
+
+Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [--sites S]``
+
+1. Speed: one CSV of ``N`` rows x ``C`` columns (3/5 continuous, 1/5 integer codes
+   0..4, 1/5 text levels), written to a temporary folder. ``read_site`` (read +
+   validate + encode + ``ClientData``) against pandas' own ``read_csv`` of the same
+   file, alternating, median of ``R`` runs each (goal: ratio <= 1.5).
+2. Memory: each path in a fresh child process; the peak resident set (``ru_maxrss``)
+   minus the child's resident set after imports, against the loaded frame's size
+   (``DataFrame.memory_usage(deep=True)``) (goal: read_site <= 2x the frame).
+3. A manifest of ``S`` small sites (200 rows x 8 columns each) read by
+   ``read_federation`` (goal: under 5 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from fedstruct.data.sites import read_federation, read_site
+
+CHILD = """
+import json, resource, sys
+import pandas as pd
+from fedstruct.data.sites import read_site
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) * 1024
+base = rss()
+if sys.argv[1] == "pandas":
+    frame = pd.read_csv(sys.argv[2])
+    size = int(frame.memory_usage(deep=True).sum())
+else:
+    read_site(sys.argv[2])
+    size = 0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"base": base, "peak": peak, "frame": size}))
+"""
+
+
+def write_table(path: Path, rows: int, columns: int, seed: int = 0) -> None:
+    """A CSV mixing continuous, integer-coded and text columns."""
+    rng = np.random.default_rng(seed)
+    levels = np.array(["low", "mid", "high", "none"])
+    data = {}
+    for j in range(columns):
+        if j % 5 < 3:
+            data[f"x{j}"] = rng.normal(size=rows).round(4)
+        elif j % 5 == 3:
+            data[f"c{j}"] = rng.integers(0, 5, size=rows)
+        else:
+            data[f"t{j}"] = levels[rng.integers(0, 4, size=rows)]
+    pd.DataFrame(data).to_csv(path, index=False)
+
+
+def speed(path: Path, repeats: int) -> tuple[float, float]:
+    """Median seconds of pandas.read_csv and of read_site, alternating."""
+    pandas_times, site_times = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        pd.read_csv(path)
+        pandas_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        read_site(path)
+        site_times.append(time.perf_counter() - start)
+    return statistics.median(pandas_times), statistics.median(site_times)
+
+
+def memory(path: Path, which: str) -> dict[str, int]:
+    """Baseline and peak RSS of a child process reading ``path`` one way."""
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, which, str(path)], check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout)
+
+
+def manifest(folder: Path, sites: int) -> Path:
+    """A manifest of ``sites`` small CSV files."""
+    rng = np.random.default_rng(1)
+    entries = []
+    for k in range(sites):
+        frame = pd.DataFrame(
+            {
+                **{f"x{j}": rng.normal(size=200).round(3) for j in range(5)},
+                "c": rng.integers(0, 3, size=200),
+                "t": np.array(["a", "b"])[rng.integers(0, 2, size=200)],
+                "y": rng.integers(0, 2, size=200),
+            }
+        )
+        frame.to_csv(folder / f"site{k}.csv", index=False)
+        entries.append({"path": f"site{k}.csv"})
+    path = folder / "sites.yaml"
+    path.write_text(yaml.safe_dump({"sites": entries, "supervised": ["y"]}))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--columns", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sites", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "site.csv"
+        write_table(path, args.rows, args.columns)
+        print(
+            f"file: {args.rows:,} rows x {args.columns} columns, {path.stat().st_size / 1e6:.0f} MB"
+        )
+        read_pandas, read_ours = speed(path, args.repeats)
+        ratio = read_ours / read_pandas
+        print(f"pandas.read_csv {read_pandas:.2f} s, read_site {read_ours:.2f} s")
+        print(f"ratio {ratio:.2f} (goal <= 1.5)")
+        ref, ours = memory(path, "pandas"), memory(path, "site")
+        frame = ref["frame"]
+        for name, m in (("pandas.read_csv", ref), ("read_site", ours)):
+            extra = m["peak"] - m["base"]
+            times = extra / frame
+            print(f"{name}: peak RSS above baseline {extra / 1e6:.0f} MB = {times:.2f} x frame")
+        print(f"loaded frame (memory_usage deep=True): {frame / 1e6:.0f} MB")
+        sites = folder / "many"
+        sites.mkdir()
+        source = manifest(sites, args.sites)
+        start = time.perf_counter()
+        federation = read_federation(source)
+        took = time.perf_counter() - start
+        print(f"manifest of {len(federation.clients)} sites: {took:.2f} s (goal < 5 s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,522 @@
+"""A user's own per-site files: reading, kinds, schemas, the codebook, manifests, errors.
+
+The manifest format these tests use (documented in ``fedstruct.data.sites``)::
+
+    sites:
+      - path: h1.csv            # relative to the manifest's folder
+        name: north             # default: the file's stem
+        kinds: {stage: ordinal}
+        graph: g1.json          # kept as a resolved path for another module
+        regime: target
+        supervised: [y]
+    kinds: {age: continuous}
+    missing: error              # or drop-rows
+    delimiter: ","
+    regime: target
+    supervised: [y]
+    target: y                   # method roles: target, label, inputs, concepts, task,
+    truth: truth.json           # truth (a path, resolved)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedstruct.data.sites import (
+    ColumnSchema,
+    FederationSchema,
+    SiteSchema,
+    encode_site,
+    infer_kinds,
+    merge_schemas,
+    parse_site_args,
+    read_federation,
+    read_manifest,
+    read_site,
+    read_table,
+    require_kinds,
+    site_schema,
+)
+from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def exact(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+H1 = "age,sex,smoker,stage\n61.5,f,1,2\n47.25,m,0,1\n55.0,f,1,3\n"
+H2 = "age;sex;smoker;stage\n70.5;m;1;10\n38.75;x;0;2\n"
+
+
+@pytest.fixture
+def two_sites(tmp_path: Path) -> tuple[Path, Path]:
+    return write(tmp_path / "h1.csv", H1), write(tmp_path / "h2.csv", H2)
+
+
+# ------------------------------------------------------------- read_table
+def test_read_table_sniffs_delimiters(tmp_path: Path) -> None:
+    comma = read_table(write(tmp_path / "a.csv", "a,b\n1,x\n2,y\n"))
+    semi = read_table(write(tmp_path / "b.csv", "a;b\n1;x\n2;y\n"))
+    tab = read_table(write(tmp_path / "c.tsv", "a\tb\n1\tx\n2\ty\n"))
+    pipe = read_table(write(tmp_path / "d.txt", "a|b\n1|x\n2|y\n"))
+    single = read_table(write(tmp_path / "e.csv", "a\n1\n2\n"))
+    for frame in (comma, semi, tab, pipe):
+        assert list(frame.columns) == ["a", "b"] and frame["a"].tolist() == [1, 2]
+        assert frame["b"].tolist() == ["x", "y"]
+    assert list(single.columns) == ["a"]
+    given = read_table(write(tmp_path / "f.dat", "a:b\n1:2\n"), delimiter=":")
+    assert given.to_numpy().tolist() == [[1, 2]]
+    assert read_table(tmp_path / "c.tsv", delimiter="tab").shape == (2, 2)
+
+
+def test_read_table_parquet_and_gzip(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "x"], "c": [0.5, 1.5, 2.5]})
+    frame.to_parquet(tmp_path / "s.parquet")
+    frame.to_csv(tmp_path / "s.csv.gz", index=False)
+    for name in ("s.parquet", "s.csv.gz"):
+        back = read_table(tmp_path / name)
+        assert back["a"].tolist() == [1, 2, 3] and back["b"].tolist() == ["x", "y", "x"]
+        assert back["c"].tolist() == [0.5, 1.5, 2.5]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("empty.csv", "", "file {p} is empty; it needs a header row and at least one row"),
+        ("header.csv", "a,b\n", "file {p} has a header but no rows; add the site's rows"),
+        (
+            "dup.csv",
+            "a,b,a\n1,2,3\n",
+            "file {p}: column name 'a' appears twice in the header (columns 1 and 3); rename one",
+        ),
+        ("noname.csv", "a,,c\n1,2,3\n", "file {p}: column 2 of the header has no name; name it"),
+    ],
+)
+def test_read_table_bad_files(tmp_path: Path, name: str, text: str, message: str) -> None:
+    path = write(tmp_path / name, text)
+    with pytest.raises(DataError, match=exact(message.format(p=path))):
+        read_table(path)
+
+
+def test_read_table_missing_file_and_folder(tmp_path: Path) -> None:
+    with pytest.raises(
+        DataError, match=exact(f"file {tmp_path / 'no.csv'} does not exist; check the path")
+    ):
+        read_table(tmp_path / "no.csv")
+    with pytest.raises(DataError, match="is a folder, not a table file"):
+        read_table(tmp_path)
+
+
+def test_read_table_duplicate_parquet_columns(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"])
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(DataError, match="column name 'a' appears twice in the header"):
+        read_table(tmp_path / "d.parquet")
+
+
+def test_read_table_ragged_rows_name_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.csv", "a,b\n1,2\n3,4,5\n")
+    with pytest.raises(DataError, match=f"^file {re.escape(str(path))} does not parse with"):
+        read_table(path, delimiter=",")
+
+
+# ------------------------------------------------------------------ kinds
+def test_infer_kinds_rule_and_overrides() -> None:
+    frame = pd.DataFrame(
+        {
+            "text": ["a", "b", "a", "c"],
+            "flag": [True, False, True, True],
+            "few": [0, 1, 2, 1],
+            "many": [1, 2, 3, 4],
+            "real": [0.5, 1.5, 2.5, 3.5],
+            "gappy": [1.0, np.nan, 2.0, 1.0],
+            "regime": ["obs", "few", "", "obs"],
+        }
+    )
+    kinds = infer_kinds(frame, max_levels=3, regime="regime")
+    assert kinds == {
+        "text": "categorical",
+        "flag": "categorical",
+        "few": "categorical",
+        "many": "continuous",
+        "real": "continuous",
+        "gappy": "categorical",
+    }
+    assert infer_kinds(frame[["few"]], {"few": "ordinal"}) == {"few": "ordinal"}
+    with pytest.raises(UnknownVariableError, match="kinds names column 'nope'"):
+        infer_kinds(frame, {"nope": "continuous"})
+    with pytest.raises(
+        ConfigError,
+        match=exact(
+            "column 'few': unknown kind 'nominal'; valid kinds: categorical, ordinal, continuous"
+        ),
+    ):
+        infer_kinds(frame, {"few": "nominal"})
+
+
+# ---------------------------------------------------------------- schemas
+def test_site_schema_levels_sorted_numerically_or_lexicographically() -> None:
+    frame = pd.DataFrame({"n": [10, 2, 2, 1], "t": ["b", "a", "B", "a"], "x": [0.1, 0.2, 0.3, 0.4]})
+    schema = site_schema("s", frame, {"n": "categorical", "t": "categorical", "x": "continuous"})
+    assert schema == SiteSchema(
+        "s",
+        4,
+        (
+            ColumnSchema("n", "categorical", ("1", "2", "10")),
+            ColumnSchema("t", "categorical", ("B", "a", "b")),
+            ColumnSchema("x", "continuous"),
+        ),
+    )
+
+
+def test_merge_schemas_unions_levels_in_first_seen_order(two_sites) -> None:
+    h1, h2 = (read_table(p) for p in two_sites)
+    a = site_schema("h1", h1, infer_kinds(h1))
+    b = site_schema("h2", h2, infer_kinds(h2))
+    merged = merge_schemas([a, b])
+    assert merged == FederationSchema(
+        variables=("age", "sex", "smoker", "stage"),
+        kinds={
+            "age": "continuous",
+            "sex": "categorical",
+            "smoker": "categorical",
+            "stage": "categorical",
+        },
+        levels={"sex": ("f", "m", "x"), "smoker": ("0", "1"), "stage": ("1", "2", "3", "10")},
+        sites={"h1": ("age", "sex", "smoker", "stage"), "h2": ("age", "sex", "smoker", "stage")},
+        rows={"h1": 3, "h2": 2},
+    )
+    assert merged.cardinalities() == {"sex": 3, "smoker": 2, "stage": 4}
+
+
+def test_merge_promotes_few_integers_to_continuous_and_rejects_text() -> None:
+    few = SiteSchema("small", 3, (ColumnSchema("age", "categorical", ("40", "50")),))
+    many = SiteSchema("big", 300, (ColumnSchema("age", "continuous"),))
+    assert merge_schemas([few, many]).kinds == {"age": "continuous"}
+    assert merge_schemas([few, many]).levels == {}
+    text = SiteSchema("t", 3, (ColumnSchema("age", "categorical", ("old", "young")),))
+    with pytest.raises(
+        DataError,
+        match=exact(
+            "column 'age' is categorical at site 't' and continuous at site 'big'; give it "
+            "one kind for every site, e.g. --set kinds.age=categorical"
+        ),
+    ):
+        merge_schemas([text, many])
+    ordinal = SiteSchema("o", 3, (ColumnSchema("age", "ordinal", ("40", "50")),))
+    with pytest.raises(
+        DataError, match="'age' is ordinal at site 'o' and categorical at site 'small'"
+    ):
+        merge_schemas([ordinal, few])
+    assert merge_schemas([ordinal, few], {"age": "ordinal"}).kinds == {"age": "ordinal"}
+    with pytest.raises(DataError, match="was read as continuous, so it reported no levels"):
+        merge_schemas([few, many], {"age": "categorical"})
+    with pytest.raises(UnknownVariableError, match=r"kinds names \['weight'\], which no site has"):
+        merge_schemas([few], {"weight": "continuous"})
+    with pytest.raises(DataError, match=r"site names must be unique; repeated: \['small'\]"):
+        merge_schemas([few, few])
+
+
+def test_schema_configs_survive_json(two_sites) -> None:
+    h1, h2 = (read_table(p) for p in two_sites)
+    a = site_schema("h1", h1, infer_kinds(h1))
+    b = site_schema("h2", h2, infer_kinds(h2))
+    merged = merge_schemas([a, b])
+    assert SiteSchema.from_config(json.loads(json.dumps(a.to_config()))) == a
+    assert FederationSchema.from_config(json.loads(json.dumps(merged.to_config()))) == merged
+    config = merged.to_config()
+    for value in config.values():  # flat: str, int or a list of str
+        assert isinstance(value, str | int) or all(isinstance(v, str) for v in value)
+    with pytest.raises(ConfigError, match=exact("site schema: key 'n_rows' is missing")):
+        SiteSchema.from_config({k: v for k, v in a.to_config().items() if k != "n_rows"})
+
+
+def test_site_schema_carries_no_continuous_values(tmp_path: Path) -> None:
+    planted = "123.456789"
+    path = write(tmp_path / "h.csv", f"x,y\n{planted},a\n2.5,b\n3.5,a\n")
+    frame = read_table(path)
+    text = json.dumps(site_schema("h", frame, infer_kinds(frame)).to_config())
+    assert planted not in text and "2.5" not in text
+    assert json.loads(text) == {
+        "site": "h",
+        "n_rows": 3,
+        "columns": ["x", "y"],
+        "kinds": ["continuous", "categorical"],
+        "levels.y": ["a", "b"],
+    }
+
+
+# --------------------------------------------------------------- encoding
+def test_read_federation_codes_follow_the_codebook(two_sites) -> None:
+    fed = read_federation([str(p) for p in two_sites])
+    h1, h2 = fed.clients
+    assert (h1.name, h2.name) == ("h1", "h2")
+    assert h1.rows["sex"].tolist() == [0, 1, 0] and h2.rows["sex"].tolist() == [1, 2]
+    assert h1.rows["stage"].tolist() == [1, 0, 2] and h2.rows["stage"].tolist() == [3, 1]
+    assert h1.rows["age"].tolist() == [61.5, 47.25, 55.0]
+    assert h2.rows["smoker"].tolist() == [1, 0]
+    assert h1.rows.dtypes.astype(str).tolist() == ["float64", "int64", "int64", "int64"]
+    assert fed.dropped_rows == {"h1": 0, "h2": 0}
+    assert fed.constant == {"h1": (), "h2": ()}
+
+
+def test_read_site_alone_uses_its_own_codebook(two_sites) -> None:
+    client = read_site(two_sites[1], name="south")
+    assert client.name == "south"
+    assert client.rows["sex"].tolist() == [0, 1] and client.rows["stage"].tolist() == [1, 0]
+    schema = read_federation([str(p) for p in two_sites]).schema
+    assert read_site(two_sites[1], schema=schema).rows["stage"].tolist() == [3, 1]
+
+
+def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
+    path = write(tmp_path / "h2.csv", "age,sex\n1.5,f\n,m\n,f\n4.5,\n5.5,m\n")
+    with pytest.raises(
+        DataError,
+        match=exact(
+            f"2 missing values in column 'age' of site 'h2' (file {path}); fill them, "
+            "or pass --set missing=drop-rows"
+        ),
+    ):
+        read_site(path)
+    with caplog.at_level(logging.WARNING, logger="fedstruct.data.sites"):
+        client = read_site(path, missing="drop-rows")
+    assert client.rows["age"].tolist() == [1.5, 5.5] and client.rows["sex"].tolist() == [0, 1]
+    assert f"site 'h2' (file {path}): dropped 3 rows with missing values" in caplog.text
+    fed = read_federation([str(path)], missing="drop-rows")
+    assert fed.dropped_rows == {"h2": 3}
+
+
+def test_missing_label_of_a_supervised_column_is_minus_one(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.csv", "x,y\n0.5,a\n1.5,\n2.5,b\n")
+    client = read_site(path, supervised=["y"])
+    assert client.rows["y"].tolist() == [0, -1, 1] and client.supervised == ("y",)
+
+
+def test_column_all_missing(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.csv", "x,y\n0.5,\n1.5,\n")
+    with pytest.raises(
+        DataError,
+        match=exact(
+            f"column 'y' of site 's' (file {path}) has no values (all 2 missing); "
+            "fill it or remove the column"
+        ),
+    ):
+        read_site(path)
+
+
+def test_min_rows_and_constant_columns(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.csv", "x,y\n0.5,a\n1.5,a\n,b\n")
+    with pytest.raises(
+        SampleSizeError,
+        match=exact(
+            f"site 's' (file {path}) has 2 rows after dropping 1 with missing values, fewer "
+            "than the 3 required; add rows or lower min_rows"
+        ),
+    ):
+        read_federation([str(path)], missing="drop-rows", min_rows=3)
+    fed = read_federation([str(path)], missing="drop-rows")
+    assert fed.constant == {"s": ("y",)}
+
+
+def test_regime_column_becomes_intervention_codes(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.csv", "a,regime,b\n0,obs,1.5\n1,b,2.5\n0,,3.5\n1,a,4.5\n")
+    client = read_site(path, regime="regime")
+    assert client.variables == ("a", "b")
+    assert client.intervention.tolist() == [-1, 1, -1, 0]
+    bad = write(tmp_path / "t.csv", "a,regime\n0,c\n1,c\n0,obs\n")
+    with pytest.raises(
+        UnknownVariableError,
+        match=exact(
+            f"regime column 'regime' of site 't' (file {bad}) names 'c' in 2 rows, which is "
+            "not one of its variables ['a']; fix those values or mark observational rows 'obs'"
+        ),
+    ):
+        read_site(bad, regime="regime")
+
+
+def test_encode_site_rejects_text_in_a_continuous_column_and_unknown_levels() -> None:
+    schema = FederationSchema(
+        ("x", "y"),
+        {"x": "continuous", "y": "categorical"},
+        {"y": ("a", "b")},
+        {"s": ("x", "y")},
+        {"s": 2},
+    )
+    with pytest.raises(DataError, match="column 'x' of site 's' holds text"):
+        encode_site("s", pd.DataFrame({"x": ["1", "z"], "y": ["a", "b"]}), schema)
+    with pytest.raises(DataError, match=r"has levels \['c'\] that the federation codebook lacks"):
+        encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "c"]}), schema)
+    encoded = encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["b", "b"]}), schema)
+    assert encoded.client.rows["y"].tolist() == [1, 1] and encoded.constant == ("y",)
+    with pytest.raises(ConfigError, match="missing must be one of error, drop-rows"):
+        encode_site("s", pd.DataFrame({"x": [1.0], "y": ["a"]}), schema, missing="drop")
+
+
+def test_require_kinds_names_the_variable(two_sites) -> None:
+    schema = read_federation([str(p) for p in two_sites]).schema
+    with pytest.raises(
+        DataError,
+        match=exact(
+            "fisher-z needs continuous variables, but 'sex' is categorical (levels "
+            "['f', 'm', 'x']); set --set kinds.sex=continuous if its values are numbers, "
+            "or leave it out"
+        ),
+    ):
+        require_kinds(schema, ("continuous",), method="fisher-z")
+
+
+# -------------------------------------------------------------- manifests
+def test_manifest_paths_roles_and_site_options(tmp_path: Path, two_sites) -> None:
+    (tmp_path / "sub").mkdir()
+    manifest = write(
+        tmp_path / "sub" / "fed.yaml",
+        "sites:\n"
+        "  - {path: ../h1.csv, name: north, graph: g1.json, kinds: {stage: ordinal}}\n"
+        "  - ../h2.csv\n"
+        "target: stage\ninputs: [age, sex]\ntruth: truth.json\n",
+    )
+    parsed = read_manifest(manifest)
+    assert [s.name for s in parsed.sites] == ["north", "h2"]
+    assert parsed.sites[0].path == tmp_path / "sub" / "../h1.csv"
+    assert parsed.sites[0].options == {
+        "graph": str(tmp_path / "sub" / "g1.json"),
+        "kinds": {"stage": "ordinal"},
+    }
+    fed = read_federation(manifest)
+    assert fed.schema.kinds["stage"] == "ordinal"
+    assert fed.roles == {
+        "target": "stage",
+        "inputs": ("age", "sex"),
+        "truth": str(tmp_path / "sub" / "truth.json"),
+        "graphs": {"north": str(tmp_path / "sub" / "g1.json")},
+    }
+    json_manifest = write(tmp_path / "fed.json", json.dumps({"sites": [{"path": "h1.csv"}]}))
+    assert [c.name for c in read_federation(json_manifest).clients] == ["h1"]
+    assert [c.name for c in read_federation(tmp_path / "h1.csv").clients] == ["h1"]
+
+
+def test_manifest_unknown_keys(tmp_path: Path) -> None:
+    top = write(tmp_path / "a.yaml", "sites: [h1.csv]\nmissings: drop-rows\n")
+    with pytest.raises(
+        ConfigError,
+        match=exact(
+            f"unknown key 'missings' in manifest {top}; valid keys: sites, kinds, missing, "
+            "delimiter, regime, supervised, target, label, inputs, concepts, task, truth"
+        ),
+    ):
+        read_manifest(top)
+    site = write(tmp_path / "b.yaml", "sites:\n  - {path: h1.csv, label: y}\n")
+    with pytest.raises(
+        ConfigError,
+        match=exact(
+            f"unknown key 'label' in site 1 of manifest {site}; valid keys: path, name, kinds, "
+            "graph, regime, supervised"
+        ),
+    ):
+        read_manifest(site)
+
+
+def test_manifest_site_whose_file_is_missing(tmp_path: Path) -> None:
+    manifest = write(tmp_path / "m.yaml", "sites:\n  - {path: gone.csv, name: east}\n")
+    with pytest.raises(
+        DataError,
+        match=exact(
+            f"site 'east' of manifest {manifest}: file {tmp_path / 'gone.csv'} does not exist; "
+            "fix its path"
+        ),
+    ):
+        read_federation(manifest)
+
+
+def test_parse_site_args() -> None:
+    specs = parse_site_args(["data/h1.csv.gz", "south=other/h2.tsv"])
+    assert [(s.name, str(s.path)) for s in specs] == [
+        ("h1", "data/h1.csv.gz"),
+        ("south", "other/h2.tsv"),
+    ]
+    with pytest.raises(ConfigError, match=r"two sites are named 'h1' \(a/h1.csv and b/h1.csv\)"):
+        parse_site_args(["a/h1.csv", "b/h1.csv"])
+    with pytest.raises(ConfigError, match="has an empty name"):
+        parse_site_args(["=a.csv"])
+
+
+def test_kinds_disagreeing_between_sites_name_both(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "v\nlow\nhigh\n")
+    write(tmp_path / "b.csv", "v\n0.5\n1.5\n")
+    with pytest.raises(
+        DataError,
+        match=exact(
+            "column 'v' is categorical at site 'a' and continuous at site 'b'; give it one kind "
+            "for every site, e.g. --set kinds.v=categorical"
+        ),
+    ):
+        read_federation([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    fed = read_federation(
+        [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")], kinds={"v": "categorical"}
+    )
+    assert fed.schema.levels == {"v": ("0.5", "1.5", "high", "low")}
+    assert fed.clients[1].rows["v"].tolist() == [0, 1]
+
+
+def test_not_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin.csv"
+    path.write_bytes("name,x\nJosé,1\n".encode("latin-1"))
+    message = f"file {path} is not UTF-8 text; save it as UTF-8 CSV"
+    with pytest.raises(DataError, match=exact(message)):
+        read_table(path)
+
+
+def test_federation_wide_supervised_and_regime_apply_where_present(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "x,y,regime\n0.5,1,x\n1.5,0,obs\n")
+    write(tmp_path / "b.csv", "x\n2.5\n3.5\n")
+    sites = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+    fed = read_federation(sites, supervised=["y"], regime="regime")
+    a, b = fed.clients
+    assert a.supervised == ("y",) and b.supervised == ()
+    assert a.intervention.tolist() == [0, -1] and b.intervention is None
+    assert fed.schema.sites == {"a": ("x", "y"), "b": ("x",)}
+    with pytest.raises(UnknownVariableError, match=r"supervised names \['z'\], which no site has"):
+        read_federation(sites, supervised=["z"])
+    with pytest.raises(UnknownVariableError, match="no site has the regime column 'arm'"):
+        read_federation(sites, regime="arm")
+
+
+def test_sites_declaring_different_kinds(tmp_path: Path) -> None:
+    write(tmp_path / "a.csv", "v\n1\n2\n")
+    write(tmp_path / "b.csv", "v\n1\n3\n")
+    manifest = write(
+        tmp_path / "m.yaml",
+        "sites:\n  - {path: a.csv, kinds: {v: ordinal}}\n"
+        "  - {path: b.csv, kinds: {v: categorical}}\n",
+    )
+    message = (
+        "column 'v' is declared ordinal at site 'a' and categorical at site 'b'; give it one "
+        "kind, e.g. --set kinds.v=categorical"
+    )
+    with pytest.raises(DataError, match=exact(message)):
+        read_federation(manifest)
+
+
+def test_infinite_values_name_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.csv", "x\n1.5\ninf\n\n-inf\n")
+    message = (
+        f"2 infinite values in column 'x' of site 's' (file {path}); "
+        "replace them with finite numbers"
+    )
+    with pytest.raises(DataError, match=exact(message)):
+        read_site(path, missing="drop-rows")
