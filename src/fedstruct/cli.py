@@ -115,7 +115,14 @@ class _SettingsCommand(click.Command):
 
 
 #: Options of every method's ``run`` command that are settings (flag -> setting).
-COMMON_SETTINGS = {"clients": "clients", "rounds": "rounds", "seed": "seed"}
+COMMON_SETTINGS = {
+    "clients": "clients",
+    "rounds": "rounds",
+    "seed": "seed",
+    "site": "sites",
+    "sites": "manifest",
+    "truth": "truth",
+}
 
 #: Options of every method's ``run`` command that are not settings.
 RUN_OPTIONS = [
@@ -164,6 +171,7 @@ def method_command(entry: Runnable) -> click.Command:
         click.Option(
             [f"--{flag}", name],
             type=_CLICK_TYPES.get(infos[name].type.removesuffix(" or None"), click.STRING),
+            multiple=infos[name].type == "list",
             help=infos[name].doc,
         )
         for flag, name in flags.items()
@@ -172,7 +180,8 @@ def method_command(entry: Runnable) -> click.Command:
     @_bad_input_exits_2
     def callback(**given: Any) -> None:
         settings = {name: given.pop(name) for name in flags.values()}
-        _run_method(entry.name, {k: v for k, v in settings.items() if v is not None}, **given)
+        chosen = {k: v for k, v in settings.items() if v is not None and v != ()}
+        _run_method(entry.name, chosen, **given)
 
     return _SettingsCommand(
         entry.name,

@@ -85,6 +85,7 @@ from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVar
 
 __all__ = [
     "KINDS",
+    "LEVELLED",
     "MISSING",
     "ColumnSchema",
     "EncodedSite",
@@ -118,7 +119,8 @@ ROLE_KEYS = ("target", "label", "inputs", "concepts", "task", "truth")
 #: Top-level keys of a manifest.
 MANIFEST_KEYS = ("sites", "kinds", "missing", "delimiter", "regime", "supervised", *ROLE_KEYS)
 
-_LEVELLED = ("categorical", "ordinal")
+#: The kinds coded as levels 0..k-1 (``FederationSchema.levels`` holds their names).
+LEVELLED = ("categorical", "ordinal")
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _DELIMITERS = ",\t;|"
@@ -151,7 +153,7 @@ class ColumnSchema:
     def __post_init__(self) -> None:
         _check_kind(self.kind, self.name)
         object.__setattr__(self, "levels", tuple(str(v) for v in self.levels))
-        if self.kind in _LEVELLED and not self.levels:
+        if self.kind in LEVELLED and not self.levels:
             raise DataError(f"{self.kind} column {self.name!r} needs at least one level")
         if self.kind == "continuous" and self.levels:
             raise DataError(f"continuous column {self.name!r} has no levels; got {self.levels}")
@@ -197,7 +199,7 @@ class SiteSchema:
             "kinds": [c.kind for c in self.columns],
         }
         for c in self.columns:
-            if c.kind in _LEVELLED:
+            if c.kind in LEVELLED:
                 config[f"levels.{c.name}"] = list(c.levels)
         return config
 
@@ -290,7 +292,7 @@ class FederationSchema:
         levels = {
             v: tuple(_config_list(config, f"levels.{v}", what))
             for v in variables
-            if kind_of[v] in _LEVELLED
+            if kind_of[v] in LEVELLED
         }
         sites = _config_list(config, "sites", what)
         return cls(
@@ -302,7 +304,13 @@ class FederationSchema:
         )
 
 
-def require_kinds(schema: FederationSchema, allowed: Sequence[str], *, method: str) -> None:
+def require_kinds(
+    schema: FederationSchema,
+    allowed: Sequence[str],
+    *,
+    method: str,
+    variables: Sequence[str] | None = None,
+) -> None:
     """Check that every variable's kind is one a method can use.
 
     Parameters
@@ -313,13 +321,15 @@ def require_kinds(schema: FederationSchema, allowed: Sequence[str], *, method: s
         The kinds the method handles (e.g. ``("continuous",)`` for a Fisher-z test).
     method
         The method's name, for the message.
+    variables
+        The variables to check (default: all of the schema's).
 
     Raises
     ------
     DataError
         Naming the first variable of another kind, its level names and the fix.
     """
-    for v in schema.variables:
+    for v in schema.variables if variables is None else variables:
         kind = schema.kinds[v]
         if kind not in allowed:
             shown = list(schema.levels.get(v, ()))[:5]
@@ -613,7 +623,7 @@ class _Site:
             kind = kinds[col]
             _check_kind(kind, col)
             levels: tuple[str, ...] = ()
-            if kind in _LEVELLED:
+            if kind in LEVELLED:
                 levels = _sorted_levels(self.factor(col)[1])
                 if not levels:
                     raise self.all_missing(col)
@@ -765,7 +775,7 @@ def merge_schemas(
         levels={
             v: _sorted_levels([lv for c in columns[v].values() for lv in c.levels])
             for v in columns
-            if kind_of[v] in _LEVELLED
+            if kind_of[v] in LEVELLED
         },
         sites={s.site: s.names for s in schemas},
         rows={s.site: int(s.n_rows) for s in schemas},
@@ -793,7 +803,7 @@ def _merged_kind(variable: str, by_site: Mapping[str, ColumnSchema], explicit: s
 
 
 def _check_readable_as(variable: str, site: str, column: ColumnSchema, kind: str) -> None:
-    if kind in _LEVELLED and column.kind == "continuous":
+    if kind in LEVELLED and column.kind == "continuous":
         raise DataError(
             f"column {variable!r} of site {site!r} was read as continuous, so it reported no "
             f"levels; read every site with kinds {variable}={kind}"
@@ -931,7 +941,7 @@ def _encode(
         )
     variables = [c for c in frame.columns if c != regime]
     _check_variables(table, variables, schema, supervised)
-    labels = {v for v in supervised if schema.kinds[v] in _LEVELLED}
+    labels = {v for v in supervised if schema.kinds[v] in LEVELLED}
     keep = _rows_to_keep(table, variables, labels, missing)
     n_kept = len(frame) if keep is None else int(keep.sum())
     if n_kept < min_rows:
@@ -1004,7 +1014,7 @@ def _rows_to_keep(
 
 def _encode_column(table: _Site, col: str, schema: FederationSchema) -> NDArray[Any]:
     kind = schema.kinds[col]
-    if kind in _LEVELLED:
+    if kind in LEVELLED:
         codes, names = table.factors.pop(col, None) or _factorize(table.frame[col])
         book = schema.codebook(col)
         absent = [n for n in names if n not in book]

@@ -27,13 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from fedstruct import __version__
-from fedstruct.constraints import Interval, check_fields
+from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.client import ClientData
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
+from fedstruct.data.sites import MISSING
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
+from fedstruct.experiments.sites import site_specs
 from fedstruct.fl import (
     Backend,
     Federated,
@@ -82,6 +84,19 @@ class FederationSettings:
         Share of the clients that join after round 1, at a random round.
     leave_fraction
         Share of the clients that leave before the last round, at a random round.
+    sites
+        A user's per-site files, one client each: ``PATH`` (named by the file's stem)
+        or ``NAME=PATH`` (``--site``); they replace the method's built-in data.
+    manifest
+        A federation manifest (YAML/JSON) listing each site's file and options (``--sites``).
+    truth
+        A graph file (graph.json, DOT, GraphML, BIF) to score a learned graph against.
+    missing
+        Missing values in a site's file: ``error`` (name the column and count) or
+        ``drop-rows`` (drop those rows; the counts per site go to metrics.json).
+    kinds
+        Kind of a site column, overriding the inferred one (``--set kinds.COL=ordinal``):
+        categorical, ordinal or continuous.
     """
 
     clients: int = 4
@@ -97,14 +112,53 @@ class FederationSettings:
     always_report: float = 0.0
     late_fraction: float = 0.0
     leave_fraction: float = 0.0
+    sites: tuple[str, ...] = ()
+    manifest: str | None = None
+    truth: str | None = None
+    missing: str = "error"
+    kinds: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
+        if self.sites and self.manifest:
+            raise ConfigError("give the sites' files by --site or by --sites MANIFEST, not both")
+        default_clients = type(self).__dataclass_fields__["clients"].default
+        if self.from_files and self.clients != default_clients:
+            raise ConfigError(
+                "--clients is the number of sites when --site/--sites give the data; drop it"
+            )
         # Run settings also inherit a method's config dataclass: validate it too.
         method_check = getattr(super(), "__post_init__", None)
         if method_check is not None:
             method_check()
         self.participation(())  # validate the participation settings now, not mid-run
+
+    def check_one_source(self, *names: str) -> None:
+        """The built-in data settings ``names`` (e.g. ``network``) keep their defaults
+        when the sites' files give the data.
+
+        Raises
+        ------
+        ConfigError
+            If one of them is set as well as ``--site``/``--sites``.
+        """
+        fields = type(self).__dataclass_fields__
+        for name in names:
+            if self.from_files and getattr(self, name) != fields[name].default:
+                raise ConfigError(
+                    f"--{name.replace('_', '-')} and --site/--sites both name the data; give one"
+                )
+
+    @property
+    def from_files(self) -> bool:
+        """Whether the data come from a user's per-site files (``sites`` or ``manifest``)."""
+        return bool(self.sites or self.manifest)
+
+    def client_names(self) -> list[str]:
+        """The clients' names: the sites' names, or ``client-1 .. client-K``."""
+        if self.from_files:
+            return [spec.name for spec in site_specs(self)]
+        return client_names(self.clients)
 
     def participation(self, names: Sequence[str]) -> Participation:
         """The participation model for clients ``names``."""
@@ -114,7 +168,11 @@ class FederationSettings:
         return subset(self, Participation, schedule=schedule)
 
 
-_FEDERATION_CONSTRAINTS = {"clients": Interval(int, 1), "rounds": Interval(int, 1)}
+_FEDERATION_CONSTRAINTS = {
+    "clients": Interval(int, 1),
+    "rounds": Interval(int, 1),
+    "missing": OneOf(MISSING),
+}
 
 
 @dataclass(frozen=True)
@@ -165,8 +223,8 @@ class Runnable:
     options: Mapping[str, str] = field(default_factory=dict)
 
     def client_names(self, settings: Any) -> list[str]:
-        """The clients' names: ``client-1 .. client-K`` for ``settings.clients``."""
-        return client_names(settings.clients)
+        """The clients' names: the sites' names, or ``client-1 .. client-K``."""
+        return settings.client_names()
 
     def build_clients(self, settings: Any) -> list[ClientData]:
         """:attr:`federation` checked to hold the expected clients in order.

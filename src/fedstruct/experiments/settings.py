@@ -103,9 +103,18 @@ def apply_settings(base: T, *layers: Mapping[str, Any], method: str) -> T:
     changes: dict[str, Any] = {}
     for layer in layers:
         for key, value in layer.items():
-            if key not in fields:
+            name, dot, entry = key.partition(".")
+            if name not in fields:
                 valid = ", ".join(sorted(fields))
                 raise ConfigError(f"unknown {method} setting {key!r}; valid settings: {valid}")
+            if dot:  # one entry of a mapping setting: --set kinds.age=ordinal
+                if typing.get_origin(hints[name]) is not dict or not entry:
+                    raise ConfigError(
+                        f"{method} setting {name!r} is not a mapping; write --set {name}=VALUE"
+                    )
+                current = changes.get(name, getattr(base, name))
+                value = {**current, entry: value}
+                key = name
             changes[key] = _coerce(key, value, hints[key], method)
     return dataclasses.replace(base, **changes)  # type: ignore[type-var]
 
@@ -148,6 +157,11 @@ def _coerce(key: str, value: Any, hint: Any, method: str) -> Any:
                 return value
         elif typing.get_origin(option) is tuple and isinstance(value, (list, tuple)):
             return tuple(value)
+        elif typing.get_origin(option) is tuple and isinstance(value, str):
+            return (value,)
+        elif typing.get_origin(option) is dict and isinstance(value, Mapping):
+            if all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+                return dict(value)
     names = " or ".join(getattr(o, "__name__", str(o)) for o in options)
     raise ConfigError(f"{method} setting {key!r} must be {names}, got {value!r}")
 
@@ -177,7 +191,12 @@ def describe_settings(cls: type) -> list[SettingInfo]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else None
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
         out.append(SettingInfo(f.name, type_name(hints[f.name]), default, docs.get(f.name, "")))
     return out
 
@@ -191,6 +210,8 @@ def type_name(hint: Any) -> str:
             names.append("None")
         elif typing.get_origin(option) is tuple:
             names.append("list")
+        elif typing.get_origin(option) is dict:
+            names.append("mapping")
         else:
             names.append(getattr(option, "__name__", str(option)))
     return " or ".join(names)

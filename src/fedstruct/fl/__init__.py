@@ -13,7 +13,7 @@ from fedstruct.fl.backend import (
     get_backend,
     run_on_backend,
 )
-from fedstruct.fl.client import Client, handles
+from fedstruct.fl.client import Client, handles, holdout_split
 from fedstruct.fl.estimator import FederatedEstimator
 from fedstruct.fl.federation import ServerAlgorithm, round_rng, run_federation
 from fedstruct.fl.grid import Grid, LateReply, LocalGrid
@@ -40,6 +40,7 @@ __all__ = [
     "from_json_bytes",
     "get_backend",
     "handles",
+    "holdout_split",
     "json_bytes",
     "round_rng",
     "run_federation",

@@ -27,7 +27,7 @@ from fedstruct.errors import ProtocolError
 from fedstruct.fl.message import Message
 from fedstruct.privacy.audit import PayloadLimit, RowIndex, audit_reply
 
-__all__ = ["Client", "handles"]
+__all__ = ["Client", "handles", "holdout_split"]
 
 C = TypeVar("C", bound="Client")
 Bound = int | Callable[[Any, Message], int]
@@ -163,3 +163,18 @@ class Client:
                 f"client {self.name!r} ({type(self).__name__}) keeps no state but was given "
                 f"{sorted(state)}; implement set_state for stateful clients"
             )
+
+
+def holdout_split(
+    n_rows: int, fraction: float, seed: int, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """A client's rows split into kept (training) and held-out (validation) positions.
+
+    ``round(fraction * n_rows)`` rows are held out, drawn with the run's ``seed`` and
+    the client's ``name`` (the same split on every backend and after a resume); none
+    when that is 0 or would leave no training row. Both index arrays are sorted.
+    """
+    order = np.random.default_rng([int(seed), zlib.crc32(name.encode()), 1]).permutation(n_rows)
+    n_val = round(fraction * n_rows)
+    n_val = n_val if 0 < n_val < n_rows else 0
+    return np.sort(order[n_val:]), np.sort(order[:n_val])

@@ -21,21 +21,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import ConfigError, UnknownVariableError
-from fedstruct.graphs.graph import ARROW, TAIL, Graph, reachable
+from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph, reachable
 
 __all__ = [
+    "EDGE_TYPES",
     "ORIENTATION_CONVENTIONS",
     "RelationFDR",
     "Scores",
     "align",
     "ancestral_pairs",
     "edge_scores",
+    "edge_type_counts",
     "fdr",
     "graph_metrics",
     "orientation_scores",
     "pair_disagreement",
     "relation_fdr",
     "shd",
+    "site_agreement",
 ]
 
 ORIENTATION_CONVENTIONS: tuple[str, ...] = ("edge", "arrowhead", "tail")
@@ -317,3 +320,48 @@ def graph_metrics(truth: Graph, pred: Graph) -> dict[str, float]:
     out.update(orientation_scores(t, p, "arrowhead").as_dict("arrowhead"))
     out.update(orientation_scores(t, p, "tail").as_dict("tail"))
     return out
+
+
+#: Edge types by their pair of end marks (Zhang 2008's PAG edges and the DAG/CPDAG ones).
+EDGE_TYPES: dict[frozenset[int], str] = {
+    frozenset({TAIL, ARROW}): "directed",
+    frozenset({ARROW}): "bidirected",
+    frozenset({CIRCLE, ARROW}): "partially_directed",
+    frozenset({CIRCLE}): "nondirected",
+    frozenset({TAIL}): "undirected",
+    frozenset({CIRCLE, TAIL}): "partially_undirected",
+}
+
+
+def edge_type_counts(graph: Graph) -> dict[str, float]:
+    """How many edges of each type a graph has (what a run reports without a truth).
+
+    ``edges`` is the total; ``directed`` (``-->``), ``bidirected`` (``<->``),
+    ``partially_directed`` (``o->``), ``nondirected`` (``o-o``), ``undirected``
+    (``---``) and ``partially_undirected`` (``o--``) count the edges by their marks.
+    """
+    marks = graph.marks
+    rows, cols = _upper(len(graph.names))
+    present = marks[rows, cols] != NONE
+    counts = dict.fromkeys(EDGE_TYPES.values(), 0.0)
+    for i, j in zip(rows[present], cols[present], strict=True):
+        counts[EDGE_TYPES[frozenset({int(marks[i, j]), int(marks[j, i])})]] += 1.0
+    return {"edges": float(present.sum()), **counts}
+
+
+def site_agreement(graph: Graph, local: Iterable[Graph]) -> float:
+    """Mean share of the sites that could see an edge of ``graph`` and have it too.
+
+    For each adjacency of ``graph``, the sites whose local graph holds both end
+    variables vote on it; the score is the mean over those adjacencies of the share
+    of voting sites whose local graph is adjacent there too (1: every site that
+    could see an edge found it). An adjacency no site could see is left out; with
+    none left the score is 1. A stability measure for runs without a ground truth.
+    """
+    local = list(local)
+    shares = []
+    for edge in graph.edges():
+        voters = [g for g in local if edge.a in g and edge.b in g]
+        if voters:
+            shares.append(np.mean([g.is_adjacent(edge.a, edge.b) for g in voters]))
+    return float(np.mean(shares)) if shares else 1.0

@@ -7,6 +7,7 @@ cut over the clients by ``Dir(alpha)`` (Hsu et al. 2019) with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,12 +17,29 @@ import pandas as pd
 from fedstruct.data._shared import SeedLike
 from fedstruct.data.client import ClientData
 from fedstruct.data.datasets.images import load_images
-from fedstruct.data.images import LABEL, ImageSet, to_rows
+from fedstruct.data.images import (
+    LABEL,
+    ImageFederationSchema,
+    ImageSet,
+    image_client,
+    merge_image_schemas,
+    read_image_site,
+    to_rows,
+)
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
 from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
+from fedstruct.experiments.sites import site_specs
+from fedstruct.fl.client import holdout_split
 
-__all__ = ["ImageFederation", "build_clients", "federation", "image_clients"]
+__all__ = [
+    "ImageFederation",
+    "ImageSites",
+    "build_clients",
+    "federation",
+    "image_clients",
+    "image_sites",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -145,5 +163,46 @@ def federation(s: CafeRun) -> ImageFederation:
 
 
 def build_clients(s: CafeRun) -> list[ClientData]:
-    """The clients' training images, as rows."""
+    """The clients' training images, as rows (a user's image sites, or the paper's split)."""
+    if s.from_files:
+        return image_sites(s).clients
     return list(federation(s).clients)
+
+
+@dataclass(frozen=True, eq=False)
+class ImageSites:
+    """A user's image sites (folders ``SITE/CLASS/*.png`` or ``.npz`` files) as clients.
+
+    Attributes
+    ----------
+    clients
+        Every site's training images, as rows labelled by the federation's class codebook.
+    held_out
+        Site name -> the image rows it keeps out of training (``test_fraction``, drawn
+        with the seed and the site's name) to score the final model on.
+    schema
+        The shape and the class codebook (the union of the sites' class names).
+    """
+
+    clients: list[ClientData]
+    held_out: dict[str, pd.DataFrame]
+    schema: ImageFederationSchema
+
+
+def image_sites(s: CafeRun) -> ImageSites:
+    """The sites the settings name, read, coded with one class codebook and split."""
+    return _image_sites(tuple((spec.name, str(spec.path)) for spec in site_specs(s)),
+                        s.test_fraction, s.seed)  # fmt: skip
+
+
+@lru_cache(maxsize=2)
+def _image_sites(specs: tuple[tuple[str, str], ...], fraction: float, seed: int) -> ImageSites:
+    sites = [read_image_site(path, name=name) for name, path in specs]
+    schema = merge_image_schemas([site.schema() for site in sites])
+    clients, held_out = [], {}
+    for site in sites:
+        rows = image_client(site, schema)
+        kept, held = holdout_split(rows.n_rows, fraction, seed, site.name)
+        clients.append(dataclasses.replace(rows, rows=rows.rows.iloc[kept]))
+        held_out[site.name] = rows.rows.iloc[held]
+    return ImageSites(clients, held_out, schema)

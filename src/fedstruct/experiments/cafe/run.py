@@ -23,12 +23,14 @@ uploads). Plot: test accuracy per round.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from fedstruct.data.images import LABEL
-from fedstruct.experiments.cafe.federation import federation
+from fedstruct.experiments.cafe.federation import federation, image_sites
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
@@ -41,14 +43,18 @@ __all__ = ["class_groups", "method", "run_cafe"]
 
 def method(s: CafeRun) -> CAFE:
     """The estimator for the settings' algorithm."""
-    fed = federation(s)
-    config = subset(s, CafeConfig)
+    if s.from_files:
+        schema = image_sites(s).schema
+        shape, n_classes = schema.shape, len(schema.classes)
+    else:
+        fed = federation(s)
+        shape, n_classes = fed.shape, fed.n_classes
     return CAFE(
-        fed.shape,
-        fed.n_classes,
+        shape,
+        n_classes,
         seed=s.seed,
-        participation=s.participation([c.name for c in fed.clients]),
-        **dataclasses.asdict(config),
+        participation=s.participation(s.client_names()),
+        **dataclasses.asdict(subset(s, CafeConfig)),
     )
 
 
@@ -61,6 +67,8 @@ def class_groups(counts: np.ndarray) -> dict[str, np.ndarray]:
 
 def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
     """Fit, then score the final model (module docstring)."""
+    if s.from_files:
+        return _on_files(s, ctx, model, clients)
     fed = federation(s)
     with torch_threads(1):
         ctx.fit(model, clients, test=fed.test)
@@ -84,4 +92,34 @@ def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
     figure = plot_history(
         history, ["test_accuracy", "train_loss"], Path(ctx.out) / "cafe_accuracy.png", title
     )
+    return RunOutcome(metrics, history, [figure] if figure else [])
+
+
+def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, clients: Sequence[Any]) -> RunOutcome:
+    """A run on a user's image sites: the final model's accuracy on the images each
+    site kept out (``accuracy_<site>``, and over all of them ``accuracy``)."""
+    with torch_threads(1):
+        ctx.fit(model, clients)
+    sites = image_sites(s)
+    history = [dict(h) for h in model.history_]
+    metrics: dict[str, float] = {
+        "late_merged": float(sum(h["late_merged"] for h in history)),
+        "mb_up": model.traffic_.total("up") / 1e6,
+        "classes": float(len(sites.schema.classes)),
+    }
+    if model.model_ is not None:
+        right, total = 0, 0
+        for client in sites.clients:
+            rows = sites.held_out[client.name]
+            metrics[f"images_{client.name}"] = float(client.n_rows + len(rows))
+            if len(rows):
+                hits = model.predict(rows) == rows[LABEL].to_numpy()
+                metrics[f"accuracy_{client.name}"] = float(hits.mean())
+                right, total = right + int(hits.sum()), total + len(rows)
+        if total:
+            metrics["accuracy"] = right / total
+    figure = plot_history(
+        history, ["train_loss"], Path(ctx.out) / "cafe_accuracy.png",
+        f"{s.algorithm} on your image sites",
+    )  # fmt: skip
     return RunOutcome(metrics, history, [figure] if figure else [])

@@ -30,6 +30,9 @@ class CafeRun(FederationSettings, CafeConfig):
         empty: no long tail.
     min_per_client
         Fewest training images a client may get.
+    test_fraction
+        With a user's image sites: share of each site's images kept out of training to
+        score the final model on.
     """
 
     dataset: str = "digits"
@@ -42,10 +45,12 @@ class CafeRun(FederationSettings, CafeConfig):
     skew_alpha: float = 0.1
     imbalance_factor: float | None = 10.0
     min_per_client: int = 1
+    test_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "cafe")
+        self.check_one_source("dataset", "data_dir", "skew_alpha")
 
 
 _CONSTRAINTS = {
@@ -53,4 +58,5 @@ _CONSTRAINTS = {
     "skew_alpha": Interval(float, 0, closed="neither"),
     "imbalance_factor": Interval(float, 1, allow_none=True),
     "min_per_client": Interval(int, 1),
+    "test_fraction": Interval(float, 0, 1, closed="neither"),
 }

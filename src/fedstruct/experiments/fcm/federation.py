@@ -19,6 +19,7 @@ All randomness comes from the ``seed`` arguments.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,10 +31,13 @@ from numpy.typing import NDArray
 from fedstruct.data._shared import make_rng, round_half_up
 from fedstruct.data.checks import fraction, integer_at_least
 from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.partition import balanced_sizes
-from fedstruct.errors import ConfigError
+from fedstruct.data.sites import LEVELLED, require_kinds
+from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
+from fedstruct.experiments.sites import site_federation, site_roles, site_specs
 from fedstruct.graphs.graph import Graph, reachable
 
 __all__ = [
@@ -43,6 +47,8 @@ __all__ = [
     "concept_data",
     "dataset",
     "perturb_dag",
+    "site_clients",
+    "site_roles_of",
 ]
 
 #: Tries of the rejection sampler of the new concepts before its fallback.
@@ -478,5 +484,76 @@ def concept_data(s: FCMRun) -> tuple[ConceptDataset, ConceptPartition]:
 
 
 def build_federation(s: FCMRun) -> list[ClientData]:
-    """The clients (App. D.1): initial cohort first, then the late one."""
+    """The clients (App. D.1): initial cohort first, then the late one; or the sites'
+    files (:func:`site_clients`)."""
+    if s.from_files:
+        return site_clients(s)
     return concept_data(s)[1].clients
+
+
+@dataclass(frozen=True)
+class SiteRoles:
+    """Which columns of a user's sites are inputs, concepts and the task."""
+
+    inputs: tuple[str, ...]
+    concepts: tuple[str, ...]
+    task: str
+
+
+def site_roles_of(s: FCMRun) -> SiteRoles:
+    """The roles the settings or the manifest give (settings win).
+
+    Raises
+    ------
+    ConfigError
+        If no task or no concept is named, or a role names a column twice.
+    UnknownVariableError
+        If a role names a column no site has.
+    """
+    given = site_roles(s)
+    task = s.task or given.get("task", "")
+    concepts = tuple(s.concepts or given.get("concepts", ()))
+    if not task or not concepts:
+        raise ConfigError(
+            "F-CMs on your files needs the task and the concept columns: "
+            "--set task=COLUMN --set concepts=[A,B,...] (or task: / concepts: in the manifest)"
+        )
+    variables = site_federation(s).schema.variables
+    inputs = tuple(
+        s.inputs
+        or given.get("inputs", ())
+        or [v for v in variables if v != task and v not in concepts]
+    )
+    unknown = [v for v in (*inputs, *concepts, task) if v not in variables]
+    if unknown:
+        raise UnknownVariableError(
+            f"no site has the columns {unknown}; the sites' columns are {list(variables)}"
+        )
+    both = set(inputs) & {*concepts, task}
+    if both:
+        raise ConfigError(f"columns {sorted(both)} are named both inputs and concepts or task")
+    return SiteRoles(inputs, concepts, task)
+
+
+def site_clients(s: FCMRun) -> list[ClientData]:
+    """The sites as F-CMs clients: inputs, then the concepts and the task each site has
+    (supervised, a missing value being a missing label), and the site's own concept
+    graph (``graph:`` in the manifest) restricted to what it supervises."""
+    roles = site_roles_of(s)
+    federation = site_federation(s, supervised=[*roles.concepts, roles.task])
+    labels_of = [*roles.concepts, roles.task]
+    require_kinds(
+        federation.schema, LEVELLED, method="F-CMs' concepts and task", variables=labels_of
+    )
+    graphs = {spec.name: spec.options.get("graph") for spec in site_specs(s)}
+    clients = []
+    for client in federation.clients:
+        labels = [v for v in (*roles.concepts, roles.task) if v in client.variables]
+        inputs = [v for v in roles.inputs if v in client.variables]
+        own = client.select([*inputs, *labels])
+        graph, path = None, graphs.get(client.name)
+        if path:
+            proposed = read_graph_file(path)
+            graph = proposed.restrict([v for v in labels if v in proposed])
+        clients.append(dataclasses.replace(own, supervised=tuple(labels), graph=graph))
+    return clients

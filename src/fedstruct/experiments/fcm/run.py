@@ -19,21 +19,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData, Schedule
 from fedstruct.experiments.fcm.concepts import ConceptDataset
-from fedstruct.experiments.fcm.federation import ConceptPartition, concept_data, dataset
+from fedstruct.experiments.fcm.federation import (
+    ConceptPartition,
+    concept_data,
+    dataset,
+    site_roles_of,
+)
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
 from fedstruct.fl import Participation
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs import Graph
-from fedstruct.graphs.metrics import pair_disagreement
+from fedstruct.graphs.metrics import edge_type_counts, pair_disagreement
 from fedstruct.methods.fcm import (
     FCM,
     FCMConfig,
@@ -67,12 +74,20 @@ def method(s: FCMRun) -> FCM:
     config = subset(s, FCMConfig)
     if config.regime not in FEDERATED_REGIMES:
         config = dataclasses.replace(config, regime="fcm")
-    data = dataset(s)
+    if s.from_files:
+        roles = site_roles_of(s)
+        schema = site_federation(s).schema
+        labels = [*roles.concepts, roles.task]
+        task, cardinalities = roles.task, {v: schema.cardinalities()[v] for v in labels}
+        who = s.participation(s.client_names())
+    else:
+        data = dataset(s)
+        task, cardinalities, who = data.task, data.cardinalities, participation(s)
     return FCM(
-        task=data.task,
-        cardinalities=data.cardinalities,
+        task=task,
+        cardinalities=cardinalities,
         seed=s.seed,
-        participation=participation(s),
+        participation=who,
         **dataclasses.asdict(config),
     )
 
@@ -117,6 +132,8 @@ def run_fcm(
 def _run(
     s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[ClientData] | Sequence[str]
 ) -> RunOutcome:
+    if s.from_files:
+        return _on_files(s, ctx, model, clients)
     data, part = concept_data(s)
     if s.regime not in FEDERATED_REGIMES:
         metrics = _alone(s, data, part)
@@ -159,3 +176,39 @@ def _run(
         if f is not None
     ]
     return RunOutcome(metrics, [dict(h) for h in model.history_], figures)
+
+
+def _on_files(s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[Any]) -> RunOutcome:
+    """A run on a user's files: the kept model's held-out task and concept accuracy
+    and losses over the sites (federated evaluation on the rows each site holds out,
+    ``validation_fraction``), the concept space and the aggregated graph, and with
+    ``--truth`` the pairs on which that graph disagrees with the truth."""
+    ctx.fit(model, clients)
+    history = [dict(h) for h in model.history_]
+    kept = next(h for h in history if h["round"] == model.best_round_) if history else {}
+    metrics: dict[str, float] = {
+        key: float(kept[key])
+        for key in ("val_loss", "val_task_loss", "val_task_accuracy", "val_concept_accuracy")
+        if key in kept and np.isfinite(kept[key])
+    }
+    metrics.update(
+        {
+            "concepts": float(len(model.graph_.names) - 1),
+            "rounds_run": float(len(history)),
+            "best_round": float(model.best_round_),
+            **edge_type_counts(model.graph_),
+            **model.parameter_change_,
+            **file_metrics(s),
+        }
+    )
+    truth = truth_graph(s)
+    if truth is not None:
+        truth, learned = aligned(truth, model.graph_)
+        metrics["pair_disagreement"] = float(pair_disagreement(truth, learned))
+    figure = plot_history(
+        history,
+        ["val_loss", "val_task_accuracy", "val_concept_accuracy", "concepts"],
+        ctx.out / "fcm_rounds.png",
+        f"F-CMs ({s.model}, {s.regime}) on your sites",
+    )
+    return RunOutcome(metrics, history, [figure] if figure else [])

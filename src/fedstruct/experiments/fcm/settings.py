@@ -55,6 +55,14 @@ class FCMRun(FederationSettings, FCMConfig):
         Share of a perturbed client's edges that are modified.
     max_epochs
         Epochs of the ``local`` and ``central`` regimes (trained alone).
+    inputs
+        With a user's files: the input (feature) columns; empty: every column that is
+        not a concept or the task.
+    concepts
+        With a user's files: the concept columns (categorical; a site supervises those
+        it has, a missing value is a missing label).
+    task
+        With a user's files: the task column (categorical).
     """
 
     network: str = "asia"
@@ -74,10 +82,19 @@ class FCMRun(FederationSettings, FCMConfig):
     perturbed_clients: float = 0.0
     perturbed_edges: float = 0.0
     max_epochs: int = 200
+    inputs: tuple[str, ...] = ()
+    concepts: tuple[str, ...] = ()
+    task: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "fcm")
+        self.check_one_source("network", "initial_clients", "arrival_round", "samples")
+        if self.from_files and self.regime not in ("fcm", "sfcm", "sfcm-reinit"):
+            raise ConfigError(
+                f"regime {self.regime!r} pools or isolates the sites' rows for a benchmark; "
+                "on a user's files use fcm, sfcm or sfcm-reinit"
+            )
         if self.initial_clients > self.clients:
             raise ConfigError(
                 f"initial_clients = {self.initial_clients} must lie in 1..clients ({self.clients})"

@@ -7,12 +7,16 @@ import numpy as np
 from fedstruct.data import ClientData, load_network
 from fedstruct.data.partition import client_names, horizontal, label_skew
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
+from fedstruct.experiments.sites import site_federation
 
 __all__ = ["federation"]
 
 
 def federation(settings: FedAvgRun) -> list[ClientData]:
-    """Sample the training rows and split them over ``client-1 .. client-K``."""
+    """Sample the training rows and split them over ``client-1 .. client-K``, or read
+    the sites' files (every column categorical: FedAvg's classifier one-hot codes them)."""
+    if settings.from_files:
+        return site_federation(settings).clients
     network = load_network(settings.network)
     target = task_variable(settings, network)
     rows = network.sample(settings.samples, seed=settings.seed)

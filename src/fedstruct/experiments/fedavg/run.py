@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from fedstruct.data import ClientData, load_network
-from fedstruct.data.partition import client_names
+from fedstruct.data.sites import LEVELLED, require_kinds
+from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import file_metrics, site_federation, site_roles
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
 
 __all__ = ["method", "run_fedavg"]
@@ -20,12 +23,16 @@ __all__ = ["method", "run_fedavg"]
 
 def method(settings: FedAvgRun) -> FedAvg:
     """The FedAvg estimator the settings describe."""
-    network = load_network(settings.network)
+    if settings.from_files:
+        target, cardinalities = _file_task(settings)
+    else:
+        network = load_network(settings.network)
+        target, cardinalities = task_variable(settings, network), network.cardinalities
     return FedAvg(
-        task_variable(settings, network),
-        network.cardinalities,
+        target,
+        cardinalities,
         seed=settings.seed,
-        participation=settings.participation(client_names(settings.clients)),
+        participation=settings.participation(settings.client_names()),
         **dataclasses.asdict(subset(settings, FedAvgConfig)),
     )
 
@@ -37,7 +44,10 @@ def run_fedavg(
     clients: Sequence[ClientData] | Sequence[str],
 ) -> RunOutcome:
     """Fit on the backend; metrics are those of the final global model on the server's
-    test set (sampled from the network, never from a client)."""
+    test set (sampled from the network, never from a client), or on a user's files
+    those of the federated evaluation on the sites' held-out rows."""
+    if settings.from_files:
+        return _on_files(settings, ctx, model, clients)
     network = load_network(settings.network)
     target = model.schema.target
     test = network.sample(settings.test_samples, seed=settings.seed + 10_000)
@@ -58,5 +68,53 @@ def run_fedavg(
         ["test_accuracy", "train_loss", "clients_answered"],
         ctx.out / "fedavg_rounds.png",
         f"FedAvg on {network.name} (target {target}, {settings.clients} clients)",
+    )
+    return RunOutcome(metrics, model.history_, [figure] if figure else [])
+
+
+def _file_task(settings: FedAvgRun) -> tuple[str, dict[str, int]]:
+    """The target and every variable's number of levels, from the sites' schema.
+
+    Raises
+    ------
+    ConfigError
+        If no target is named or a variable is continuous.
+    UnknownVariableError
+        If the target is not a column of the sites.
+    """
+    schema = site_federation(settings).schema
+    target = settings.target or site_roles(settings).get("target")
+    if not target:
+        raise ConfigError("name the column to predict: --set target=COLUMN")
+    if target not in schema.variables:
+        raise UnknownVariableError(
+            f"target {target!r} is not a column of the sites; their columns are "
+            f"{list(schema.variables)}"
+        )
+    require_kinds(schema, LEVELLED, method="FedAvg's classifier")
+    return target, schema.cardinalities()
+
+
+def _on_files(
+    settings: FedAvgRun, ctx: RunContext, model: FedAvg, clients: Sequence[Any]
+) -> RunOutcome:
+    """A run on a user's files: the federated evaluation of the final model on every
+    site's held-out rows (``test_fraction``; the training rows when it is 0)."""
+    ctx.fit(model, clients)
+    last = model.history_[-1]
+    rows = "test" if settings.test_fraction > 0 else "training"
+    metrics = {
+        f"{rows}_accuracy": last["client_accuracy"],
+        f"{rows}_loss": last["client_loss"],
+        "rounds": len(model.history_),
+        "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
+        **model.traffic_.summary(),
+        **file_metrics(settings),
+    }
+    figure = plot_history(
+        model.history_,
+        ["train_loss", "clients_answered"],
+        ctx.out / "fedavg_rounds.png",
+        f"FedAvg on your sites (target {model.schema.target})",
     )
     return RunOutcome(metrics, model.history_, [figure] if figure else [])

@@ -52,6 +52,10 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
         Concentration of the label-skew Dirichlet: small values give skewed clients.
     min_per_client
         Fewest rows a client may get in a label-skewed split.
+
+    On a user's files (``--site``/``--sites``) ``target`` names the column to predict,
+    every column must be categorical, and there is no server test set: the final
+    model is scored on the rows each site holds out (``test_fraction``, e.g. 0.2).
     """
 
     network: str = "asia"
@@ -65,6 +69,7 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "fedavg")
+        self.check_one_source("network", "samples", "test_samples", "partition")
 
 
 _CONSTRAINTS = {

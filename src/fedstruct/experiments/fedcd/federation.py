@@ -20,12 +20,20 @@ from fedstruct.data.client import OBSERVATIONAL
 from fedstruct.data.discrete import UNIFORM
 from fedstruct.data.partition import Sampler, balanced_sizes, check_n_clients, client_names
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.errors import PartitionError, UnknownVariableError
+from fedstruct.data.sites import LEVELLED, require_kinds
+from fedstruct.errors import ConfigError, PartitionError, UnknownVariableError
 from fedstruct.experiments.fedcd.settings import ER, FedCDRun
+from fedstruct.experiments.sites import site_federation, site_roles
 from fedstruct.graphs import Graph
 from fedstruct.graphs.random import GRAPH_KINDS, random_dag
 
-__all__ = ["build_federation", "horizontal_interventions", "source", "vertical_interventions"]
+__all__ = [
+    "build_federation",
+    "horizontal_interventions",
+    "site_clients",
+    "source",
+    "vertical_interventions",
+]
 
 
 def _draw_interventional(
@@ -208,7 +216,10 @@ def source(s: FedCDRun) -> tuple[Graph, object]:
 
 
 def build_federation(s: FedCDRun) -> list[ClientData]:
-    """Every client's observational share and interventional rows (§6.1, §9.5)."""
+    """Every client's observational share and interventional rows (§6.1, §9.5), or the
+    sites' files (:func:`site_clients`)."""
+    if s.from_files:
+        return site_clients(s)
     _, sampler = source(s)
     common = {
         "n_observational": s.samples,
@@ -223,3 +234,34 @@ def build_federation(s: FedCDRun) -> list[ClientData]:
             **common,  # type: ignore[arg-type]
         )
     return horizontal_interventions(sampler, s.clients, **common)  # type: ignore[arg-type]
+
+
+def site_clients(s: FedCDRun) -> list[ClientData]:
+    """The sites' files as FED-CD clients: the ``regime`` column gives each row's
+    intervened variable, and every site's columns come in the federation's order (FED-CD
+    assumes every client observes every variable, §5.2, and matches them by name).
+
+    Raises
+    ------
+    ConfigError
+        If no ``regime`` column is named, or a variable is not categorical.
+    UnknownVariableError
+        If a site lacks one of the federation's variables.
+    """
+    regime = s.regime or site_roles(s).get("regime")
+    if not regime:
+        raise ConfigError(
+            "FED-CD learns from interventions: name the column that says which variable "
+            "each row intervened on, with --set regime=COLUMN (or regime: in the manifest)"
+        )
+    federation = site_federation(s, regime=regime)
+    require_kinds(federation.schema, LEVELLED, method="FED-CD (ENCO)")
+    variables = federation.schema.variables
+    for client in federation.clients:
+        missing = [v for v in variables if v not in client.variables]
+        if missing:
+            raise UnknownVariableError(
+                f"site {client.name!r} lacks {missing}; FED-CD needs every site to observe "
+                "every variable (§5.2): add the columns, or leave the variables out everywhere"
+            )
+    return [client.select(variables) for client in federation.clients]

@@ -27,14 +27,14 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData
-from fedstruct.data.partition import client_names
 from fedstruct.experiments.fedcd.federation import source
 from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
 from fedstruct.graphs import Graph, graph_metrics
-from fedstruct.graphs.metrics import shd
+from fedstruct.graphs.metrics import edge_type_counts, shd, site_agreement
 from fedstruct.methods.fedcd import (
     ENCO,
     Beliefs,
@@ -58,7 +58,7 @@ def method(s: FedCDRun) -> FedCD:
     """The FED-CD estimator the settings describe."""
     return FedCD(
         seed=s.seed,
-        participation=s.participation(client_names(s.clients)),
+        participation=s.participation(s.client_names()),
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )
 
@@ -76,8 +76,10 @@ def run_fedcd(
     s: FedCDRun, ctx: RunContext, model: FedCD, clients: Sequence[ClientData] | Sequence[str]
 ) -> RunOutcome:
     """Fit on the backend; SHD of the final and of every round's graph against the truth."""
-    truth, _ = source(s)
     ctx.fit(model, clients)
+    if s.from_files:
+        return _on_files(s, ctx, model)
+    truth, _ = source(s)
     fed = model.graph_
     truth = truth.restrict(fed.names) if set(fed.names) <= set(truth.names) else truth
     metrics: dict[str, float] = {"shd": float(shd(truth, fed))}
@@ -105,3 +107,31 @@ def run_fedcd(
         truth, fed, ctx.out / "fedcd_graph.png", title=f"FED-CD ({s.aggregation}) on {s.network}"
     )
     return RunOutcome(metrics, history, [figure])
+
+
+def _on_files(s: FedCDRun, ctx: RunContext, model: FedCD) -> RunOutcome:
+    """A run on a user's files: the DAG's edges, the certainty of the beliefs (edge
+    entropy), how far the sites' last graphs agree with it, and, with ``--truth``, the
+    scores against that graph (SHD per round too)."""
+    fed = model.graph_
+    history = [dict(h) for h in model.history_]
+    metrics: dict[str, float] = {
+        **edge_type_counts(fed),
+        "edge_entropy": float(history[-1].get("edge_entropy", np.nan)),
+        "site_agreement": site_agreement(fed, model.client_graphs_[-1].values()),
+        **file_metrics(s),
+    }
+    figures = []
+    truth = truth_graph(s)
+    if truth is not None:
+        truth, learned = aligned(truth, fed)
+        metrics.update({k: float(v) for k, v in graph_metrics(truth, learned).items()})
+        for record, graph in zip(history, model.round_graphs_, strict=True):
+            if graph is not None:
+                record["shd"] = float(shd(*aligned(truth, graph)))
+        figures.append(
+            plot_graph_comparison(
+                truth, learned, ctx.out / "fedcd_graph.png", title="FED-CD on your sites"
+            )
+        )
+    return RunOutcome(metrics, history, figures)

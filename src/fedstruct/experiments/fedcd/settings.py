@@ -47,6 +47,9 @@ class FedCDRun(FederationSettings, FedCDConfig):
         ENCO alone for comparison: ``first`` client's data, ``all`` clients', ``none``.
     centralized
         Also run ENCO on the pooled data.
+    regime
+        With a user's files: the column that names, per row, the intervened variable
+        (empty or ``obs``: an observational row).
     """
 
     network: str = ER
@@ -61,10 +64,12 @@ class FedCDRun(FederationSettings, FedCDConfig):
     samples_per_intervention: int = 200
     alone: str = "first"
     centralized: bool = False
+    regime: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_fields(self, {**_CONSTRAINTS, "network": OneOf(_networks())}, "fedcd")
+        self.check_one_source("network", "split", "targets_per_client")
         if self.targets_per_client and self.split != "vertical":
             raise ConfigError("targets_per_client applies to split = 'vertical' only")
 

@@ -25,6 +25,7 @@ from fedstruct.data.datasets.sachs import RowSampler, load_sachs_data, sachs_gro
 from fedstruct.data.partition import Sampler, check_n_clients, client_names
 from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
 from fedstruct.experiments.fedcdnv.settings import SACHS, SYNTHETIC, FedCDnvRun
+from fedstruct.experiments.sites import site_federation
 from fedstruct.graphs import Graph, dag_to_pag
 from fedstruct.graphs.random import erdos_renyi_dag
 
@@ -282,7 +283,9 @@ def build_setting(s: FedCDnvRun) -> Setting:
 
 
 def federation(s: FedCDnvRun) -> list[ClientData]:
-    """Every client's rows over its own variables."""
+    """Every client's rows over its own variables: the sites' files, or the paper's split."""
+    if s.from_files:
+        return site_federation(s).clients
     setting = build_setting(s)
     return variable_subset_clients(
         setting.sampler, setting.split, seed=s.seed, n_range=(s.min_samples, s.max_samples)

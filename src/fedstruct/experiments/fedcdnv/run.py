@@ -26,13 +26,14 @@ from collections.abc import Sequence
 
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
-from fedstruct.data.partition import client_names
 from fedstruct.experiments.fedcdnv.federation import Setting, build_setting
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
 from fedstruct.graphs import Graph, graph_metrics, relation_fdr
+from fedstruct.graphs.metrics import edge_type_counts, site_agreement
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig
 from fedstruct.methods.fedcdnv.local import fci, make_ci_test
 
@@ -43,7 +44,7 @@ def method(s: FedCDnvRun) -> FedCDnv:
     """The FedCDnv estimator the settings describe."""
     return FedCDnv(
         seed=s.seed,
-        participation=s.participation(client_names(s.clients)),
+        participation=s.participation(s.client_names()),
         **dataclasses.asdict(subset(s, FedCDnvConfig)),
     )
 
@@ -78,9 +79,11 @@ def run_fedcdnv(
     s: FedCDnvRun, ctx: RunContext, model: FedCDnv, clients: Sequence[ClientData] | Sequence[str]
 ) -> RunOutcome:
     """Fit on the backend; score FedG (and FeddG's definite pairs) against the true PAG."""
-    setting = build_setting(s)
     ctx.fit(model, clients)
     causal, noncausal = model.definite_pairs_
+    if s.from_files:
+        return _on_files(s, ctx, model, [*causal, *noncausal])
+    setting = build_setting(s)
     # A variable constant at every client that observes it reaches no graph: isolated.
     fed = model.graph_.expand(setting.truth.names)
     metrics = score(setting.truth, fed, [*causal, *noncausal])
@@ -99,3 +102,29 @@ def run_fedcdnv(
     )
     history = [dict(h) for h in model.history_]
     return RunOutcome(metrics, history, [figure])
+
+
+def _on_files(
+    s: FedCDnvRun, ctx: RunContext, model: FedCDnv, definite: Sequence[tuple[str, str]]
+) -> RunOutcome:
+    """A run on a user's files: what FedG holds, how far the sites' own PAGs agree with
+    it, and, with ``--truth``, the scores against that graph."""
+    metrics = {
+        **edge_type_counts(model.graph_),
+        "n_definite": float(len(definite)),
+        "n_variables": float(len(model.names_)),
+        "tests": float(sum(h.get("tests", 0.0) for h in model.history_)),
+        "site_agreement": site_agreement(model.graph_, model.local_graphs_.values()),
+        **file_metrics(s),
+    }
+    figures = []
+    truth = truth_graph(s)
+    if truth is not None:
+        truth, fed = aligned(truth, model.graph_)
+        metrics.update(score(truth, fed, definite))
+        figures.append(
+            plot_graph_comparison(
+                truth, fed, ctx.out / "fedcdnv_graph.png", title=f"{s.strategy} on your sites"
+            )
+        )
+    return RunOutcome(metrics, [dict(h) for h in model.history_], figures)

@@ -74,6 +74,7 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
                 "(Algorithm 1); leave --rounds unset"
             )
         check_fields(self, {**_CONSTRAINTS, "network": OneOf(_sources())}, "fedcdnv")
+        self.check_one_source("network")
         if self.min_samples > self.max_samples:
             raise ConfigError(
                 f"fedcdnv min_samples = {self.min_samples} exceeds max_samples = "

@@ -45,13 +45,20 @@ import pandas as pd
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from fedstruct.data.client import ClientData
-from fedstruct.experiments.fedngm.federation import SubpopulationFederation, federation, targets
+from fedstruct.experiments.fedngm.federation import (
+    SubpopulationFederation,
+    federation,
+    site_split,
+    targets,
+)
 from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.plots import plot_bars
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
 from fedstruct.fl.grid import torch_threads
-from fedstruct.graphs.metrics import edge_scores
+from fedstruct.graphs.metrics import edge_scores, edge_type_counts
+from fedstruct.graphs.undirected import moral_graph, undirected
 from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
 from fedstruct.methods.fedngm.metrics import headline_prediction, win_probability
 
@@ -62,12 +69,13 @@ CLEAR_LOSS = 0.05
 
 
 def method(s: FedNGMRun) -> FedNGM:
-    """The estimator (the master holds the public training rows, used by eq. 3)."""
+    """The estimator (the master holds the public training rows, used by eq. 3; a
+    user's sites have no public rows)."""
+    config = dataclasses.asdict(subset(s, FedNGMConfig))
+    if s.from_files:
+        return FedNGM(kinds=site_split(s).kinds, seed=s.seed, public=None, **config)
     fed = federation(s)
-    config = subset(s, FedNGMConfig)
-    return FedNGM(
-        kinds=fed.dataset.kinds, seed=s.seed, public=fed.public, **dataclasses.asdict(config)
-    )
+    return FedNGM(kinds=fed.dataset.kinds, seed=s.seed, public=fed.public, **config)
 
 
 def _shortfall_ratio(glob: dict, own: dict) -> float:
@@ -89,6 +97,8 @@ def run_fedngm(
 
 def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
     ctx.fit(model, clients)
+    if s.from_files:
+        return _on_files(s, ctx, model)
     fed = federation(s)
     glob = model.model_
     metrics: dict[str, float] = {"common_variables": float(len(model.schema_))}
@@ -203,3 +213,48 @@ def _graph_recovery(fed: SubpopulationFederation, model: FedNGM) -> dict[str, fl
     out["graph_precision"] = float(sc.precision)
     out["graph_recall"] = float(sc.recall)
     return out
+
+
+def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
+    """A run on a user's files: every model scored on each site's held-out rows.
+
+    For each site and each variable both the global model and the site's own model
+    know, the ratio of the global model's headline error to the own model's
+    (:func:`_shortfall_ratio`: MAE, or the shortfalls of AUC and macro recall);
+    ``global_own_ratio_<site>`` is its mean over the variables, ``worst_own_ratio``
+    the largest mean. The merged graph's edges, and with ``--truth`` their scores
+    against the truth's skeleton (its moral graph for a DAG).
+    """
+    split = site_split(s)
+    glob = model.model_
+    metrics: dict[str, float] = {
+        "common_variables": float(len(model.schema_)),
+        **edge_type_counts(model.graph_),
+        **file_metrics(s),
+    }
+    if glob is None:
+        return RunOutcome(metrics, list(model.history_))
+    means = []
+    for name, own in sorted(model.client_models_.items()):
+        test = split.held_out[name]
+        shared = [v for v in glob.schema.names if v in own.schema.names and v in test.columns]
+        ratios = [
+            _shortfall_ratio(prediction_metrics(glob, test, v), prediction_metrics(own, test, v))
+            for v in shared
+        ]
+        if ratios:
+            metrics[f"global_own_ratio_{name}"] = float(np.mean(ratios))
+            means.append(metrics[f"global_own_ratio_{name}"])
+    if means:
+        metrics["worst_own_ratio"] = float(max(means))
+    truth = truth_graph(s)
+    if truth is not None:
+        skeleton = (
+            moral_graph(truth) if truth.is_dag() else undirected(truth.names, truth.adjacency())
+        )
+        merged = undirected(model.graph_.names, model.graph_.adjacency())
+        scores = edge_scores(*aligned(skeleton, merged))
+        metrics["graph_precision"] = scores.precision
+        metrics["graph_recall"] = scores.recall
+        metrics["graph_f1"] = scores.f1
+    return RunOutcome(metrics, [dict(h) for h in model.history_])

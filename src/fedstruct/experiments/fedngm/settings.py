@@ -30,6 +30,9 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
         Rows of the ``synthetic`` data set.
     fidelity_samples
         Gibbs samples drawn from each model to measure its covariance error.
+    test_fraction
+        With a user's files: share of each site's rows kept out of training to score
+        the global and the site's own model on.
     """
 
     dataset: str = "health"
@@ -38,10 +41,12 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
     variables: int = 30
     samples: int = 50_000
     fidelity_samples: int = 5000
+    test_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "fedngm")
+        self.check_one_source("dataset", "variables", "samples")
         if self.dataset == "health" and self.clients != 3:
             raise ConfigError(
                 "the health data set has exactly 3 clients (§3.2); drop --clients or use "
@@ -54,4 +59,5 @@ _CONSTRAINTS = {
     "variables": Interval(int, 2),
     "samples": Interval(int, 1),
     "fidelity_samples": Interval(int, 1),
+    "test_fraction": Interval(float, 0, 1, closed="neither"),
 }

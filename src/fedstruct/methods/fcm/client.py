@@ -10,7 +10,6 @@ and loss sums.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -18,7 +17,7 @@ import torch
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError, UnknownVariableError
-from fedstruct.fl import Client, Message, handles
+from fedstruct.fl import Client, Message, handles, holdout_split
 from fedstruct.fl.message import config_entries
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
@@ -103,11 +102,7 @@ class LocalConceptData:
         self.has_task = task in known
         self.graph = data.graph
         x = data.rows[list(self.features)].to_numpy(dtype=np.float32)
-        rng = np.random.default_rng([int(seed), zlib.crc32(data.name.encode()), 1])
-        order = rng.permutation(len(x))
-        n_val = round(validation_fraction * len(x))
-        n_val = n_val if 0 < n_val < len(x) else 0
-        held, kept = np.sort(order[:n_val]), np.sort(order[n_val:])
+        kept, held = holdout_split(len(x), validation_fraction, seed, data.name)
         self.x = torch.from_numpy(x[kept])
         self.x_val = torch.from_numpy(x[held])
         self.labels = labels.iloc[kept].astype(np.int64)
@@ -223,13 +218,15 @@ class FCMClient(Client):
         """Restore the DP ledger."""
         self.ledger = PrivacyLedger(state.get("ledger", ()))
 
-    @handles(EVALUATE, max_entries=6)
+    @handles(EVALUATE, max_entries=8)
     def evaluate(self, msg: Message) -> Message:
-        """Eq. (2) and task-loss sums on the held-out rows."""
+        """Eq. (2) and task-loss sums, and correct task and concept predictions, on the
+        held-out rows."""
         n = len(self.local.x_val)
         if n == 0:
             return Message(EVALUATE, metrics={"n": 0, "loss_sum": 0.0, "task_loss_sum": 0.0,
-                                              "n_task": 0})  # fmt: skip
+                                              "n_task": 0, "task_correct": 0.0,
+                                              "concept_correct": 0.0, "n_concept": 0})  # fmt: skip
         spec = ModelSpec.from_json(str(msg.config["spec"]))
         model = ConceptModel(spec)
         model.load_arrays(msg.arrays)
@@ -243,5 +240,8 @@ class FCMClient(Client):
                 "loss_sum": losses["loss"] * n,
                 "task_loss_sum": losses["task_loss"] * n_task,
                 "n_task": n_task,
+                "task_correct": losses["task_correct"],
+                "concept_correct": losses["concept_correct"],
+                "n_concept": losses["concept_known"],
             },
         )

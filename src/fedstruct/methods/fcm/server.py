@@ -270,10 +270,13 @@ class FCMServer(ServerAlgorithm[FCMState]):
             if n_task
             else float("nan")
         )
+        n_concept = sum(r.metrics["n_concept"] for r in replies.values())
         record.update(
             {
                 "val_loss": loss,
                 "val_task_loss": task_loss,
+                "val_task_accuracy": _share(replies, "task_correct", n_task),
+                "val_concept_accuracy": _share(replies, "concept_correct", n_concept),
                 "concepts": len(state.concepts),
                 "edges": state.graph.n_edges if state.graph is not None else 0,
                 "params": int(sum(np.size(v) for v in params.values())),
@@ -300,3 +303,8 @@ class FCMServer(ServerAlgorithm[FCMState]):
         if not state.history or "val_loss" not in state.history[-1]:
             return ""
         return f"{len(state.concepts)} concepts, val loss {state.history[-1]['val_loss']:.3f}"
+
+
+def _share(replies: Mapping[int, Message], key: str, total: float) -> float:
+    """``sum(reply.metrics[key]) / total`` over the replies; NaN when ``total`` is 0."""
+    return sum(r.metrics[key] for r in replies.values()) / total if total else float("nan")

@@ -201,8 +201,22 @@ def train_local(
 def validation_losses(
     model: ConceptModel, x: torch.Tensor, truth: torch.Tensor, concept_weight: float
 ) -> Mapping[str, float]:
-    """Eq. (2) and its task term on held-out rows, without interventions."""
+    """Eq. (2) and its task term on held-out rows, without interventions, and how many
+    known task and concept labels the model predicts right (``task_correct`` of
+    ``task_known``, ``concept_correct`` of ``concept_known``: the held-out accuracies
+    as sums that clients can add up)."""
     model.eval()
     with torch.no_grad():
-        loss, task = eq2_loss(model(x), truth, model.spec, concept_weight)
-    return {"loss": float(loss), "task_loss": float(task)}
+        logits = model(x)
+        loss, task = eq2_loss(logits, truth, model.spec, concept_weight)
+    known = truth >= 0
+    right = [int((out.argmax(1) == truth[:, j])[known[:, j]].sum()) for j, out in enumerate(logits)]
+    counts = known.sum(0).tolist()
+    return {
+        "loss": float(loss),
+        "task_loss": float(task),
+        "task_correct": float(right[-1]),
+        "task_known": float(counts[-1]),
+        "concept_correct": float(sum(right[:-1])),
+        "concept_known": float(sum(counts[:-1])),
+    }

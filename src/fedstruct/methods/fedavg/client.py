@@ -1,9 +1,9 @@
-"""The FedAvg client: local SGD on its rows, federated evaluation."""
+"""The FedAvg client: local SGD on its rows, federated evaluation on its held-out rows."""
 
 from __future__ import annotations
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import Client, Message, handles
+from fedstruct.fl import Client, Message, handles, holdout_split
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
@@ -38,7 +38,12 @@ class FedAvgClient(Client):
         self, data: ClientData, *, schema: TabularSchema, config: FedAvgConfig, seed: int
     ) -> None:
         super().__init__(data, seed=seed)
-        self.x, self.y = schema.encode(data.rows, where=f"client {data.name!r}")
+        x, y = schema.encode(data.rows, where=f"client {data.name!r}")
+        kept, held = holdout_split(len(y), config.test_fraction, seed, data.name)
+        if len(held):
+            (self.x, self.y), (self.x_test, self.y_test) = (x[kept], y[kept]), (x[held], y[held])
+        else:
+            self.x, self.y = self.x_test, self.y_test = x, y
         self.config = config
         self.model = build_model(schema, config.hidden, seed)
         self.n_params = sum(p.numel() for p in self.model.parameters())
@@ -60,7 +65,10 @@ class FedAvgClient(Client):
 
     @handles(EVALUATE, max_entries=3)
     def evaluate(self, msg: Message) -> Message:
-        """Loss and correct predictions of the broadcast model on the local rows."""
+        """Loss and correct predictions of the broadcast model on the held-out rows
+        (the training rows when the client holds none out)."""
         set_params(self.model, msg.arrays)
-        loss, correct = evaluate(self.model, self.x, self.y)
-        return Message(EVALUATE, metrics={"n": len(self.y), "loss_sum": loss, "correct": correct})
+        loss, correct = evaluate(self.model, self.x_test, self.y_test)
+        return Message(
+            EVALUATE, metrics={"n": len(self.y_test), "loss_sum": loss, "correct": correct}
+        )

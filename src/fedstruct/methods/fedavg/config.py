@@ -35,6 +35,9 @@ class FedAvgConfig:
     staleness_exponent
         ``None`` ignores answers that arrive in a later round (FedAvg as published);
         a number ``a`` merges them with weight ``n_k * (1 + staleness) ** -a``.
+    test_fraction
+        Share of each client's rows it holds out: the federated evaluation after the
+        last round scores them (0: it scores the training rows).
     """
 
     rounds: int = 20
@@ -43,6 +46,7 @@ class FedAvgConfig:
     learning_rate: float = 0.1
     hidden: int = 32
     staleness_exponent: float | None = None
+    test_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedavg")
@@ -55,4 +59,5 @@ _CONSTRAINTS = {
     "learning_rate": Interval(float, 0, closed="neither"),
     "hidden": Interval(int, 0),
     "staleness_exponent": Interval(float, 0, allow_none=True),
+    "test_fraction": Interval(float, 0, 1, closed="left"),
 }

@@ -1,0 +1,168 @@
+"""Write the per-site example files of docs/your-data.md from data fedstruct ships.
+
+    python examples/make_examples.py          # rewrites examples/*/ (deterministic)
+
+Each folder is a federation as a user would bring it: one file (or image folder) per
+site, plus a manifest where the method needs roles.
+
+* ``sachs-conditions/``: the real Sachs et al. (2005) flow cytometry, one site per
+  experimental condition (nine CSV files), discretised into three levels named
+  ``low``/``mid``/``high`` (Hartemink's method, as Sachs et al. did), each site with its
+  own marker panel (one or two markers not measured there) — FedCDnv's setting.
+* ``sachs-interventions/``: the same data as three hospitals that each hold some
+  general-stimulation cells (observational) and some reagent conditions, with a
+  ``regime`` column naming the protein the reagent acts on — FED-CD's setting.
+* ``asia-concepts/``: F-CMs' concept data (App. B.1) for asia as three sites: input
+  columns ``x0..x15``, the concept columns and the task ``dysp``, and each site's own
+  concept graph (``graph.json``), named in ``federation.yaml``.
+* ``health/``: the RAND Health Insurance Experiment table as three sites that
+  over-represent sub-populations, each with a column the others lack — FedNGM's setting.
+* ``digits/``: scikit-learn's 8x8 digits as three sites: two image folders
+  (``SITE/CLASS/*.png``) and one ``.npz`` — CAFE's setting.
+* ``asia-task/``: rows of the asia network with text states (``yes``/``no``) at three
+  sites, to predict ``dysp`` — FedAvg.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from PIL import Image
+
+from fedstruct.data import load_network
+from fedstruct.data.datasets.images import load_digits
+from fedstruct.data.datasets.rand_hie import load_health_insurance
+from fedstruct.data.datasets.sachs import SACHS_CONDITIONS, load_sachs_data, sachs_row_conditions
+from fedstruct.experiments.fcm import make_concept_dataset
+from fedstruct.graphs import write_graph
+
+HERE = Path(__file__).resolve().parent
+LEVELS = np.array(["low", "mid", "high"])
+SEED = 0
+
+
+def _fresh(name: str) -> Path:
+    folder = HERE / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _sachs_levels() -> tuple[pd.DataFrame, pd.Series]:
+    codes = load_sachs_data("hartemink")
+    text = pd.DataFrame({c: LEVELS[codes[c].to_numpy()] for c in codes.columns})
+    return text, sachs_row_conditions()
+
+
+def sachs_conditions() -> None:
+    """Nine sites, one per condition, each without one or two markers."""
+    folder = _fresh("sachs-conditions")
+    text, condition = _sachs_levels()
+    rng = np.random.default_rng(SEED)
+    for k, c in enumerate(SACHS_CONDITIONS):
+        rows = text[condition.to_numpy() == c.name]
+        dropped = rng.choice(rows.columns, size=1 + k % 2, replace=False)
+        rows.drop(columns=list(dropped)).to_csv(folder / f"{c.name.replace('+', '-')}.csv",
+                                                index=False)  # fmt: skip
+
+
+def sachs_interventions() -> None:
+    """Three hospitals: general-stimulation cells plus reagent conditions, ``regime``
+    naming the protein each reagent acts on (``obs`` for general stimulation)."""
+    folder = _fresh("sachs-interventions")
+    text, condition = _sachs_levels()
+    target = {c.name: c.target or "obs" for c in SACHS_CONDITIONS}
+    general = np.flatnonzero(condition.isin(["cd3cd28", "cd3cd28icam2"]).to_numpy())
+    general = np.random.default_rng(SEED).permutation(general)
+    hospitals = {
+        "hospital-a": ["cd3cd28+aktinhib", "cd3cd28+g0076"],
+        "hospital-b": ["cd3cd28+psitect", "cd3cd28+u0126"],
+        "hospital-c": ["cd3cd28+ly", "pma", "b2camp"],
+    }
+    for share, (name, reagents) in zip(np.array_split(general, 3), hospitals.items(), strict=True):
+        mask = condition.isin(reagents).to_numpy()
+        rows = pd.concat([text.iloc[share], text[mask]])
+        rows.insert(0, "regime", condition.iloc[np.r_[share, np.flatnonzero(mask)]].map(target))
+        rows.to_csv(folder / f"{name}.csv", index=False)
+
+
+def asia_concepts() -> None:
+    """F-CMs: three sites with inputs, concepts and the task, and their own graphs."""
+    folder = _fresh("asia-concepts")
+    data = make_concept_dataset("asia", n_samples=1800, latent_dim=16, autoencoder_epochs=10,
+                                seed=SEED)  # fmt: skip
+    concepts = [v for v in data.graph.names if v != data.task]
+    frame = pd.DataFrame(np.round(data.x, 4), columns=[f"x{i}" for i in range(data.x.shape[1])])
+    frame = pd.concat([frame, data.labels.reset_index(drop=True)], axis=1)
+    seen = {"site-1": concepts[:5], "site-2": concepts[2:], "site-3": concepts}
+    sites = []
+    for name, part in zip(seen, np.array_split(np.arange(len(frame)), 3), strict=True):
+        columns = [*frame.columns[: data.x.shape[1]], *seen[name], data.task]
+        frame.iloc[part][columns].to_csv(folder / f"{name}.csv", index=False)
+        write_graph(data.graph.restrict([*seen[name], data.task]), folder / f"{name}-graph.json")
+        sites.append({"name": name, "path": f"{name}.csv", "graph": f"{name}-graph.json"})
+    manifest = {"task": data.task, "concepts": concepts, "sites": sites}
+    (folder / "federation.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+
+def health() -> None:
+    """FedNGM: the RAND HIE table, three sub-population sites with a private column each."""
+    folder = _fresh("health")
+    data = load_health_insurance().frame
+    rng = np.random.default_rng(SEED)
+    segments = {
+        "free-care": (data["plan"] == 0, "fmde"),
+        "poor-health": (data["health"] >= 2, "physlm"),
+        "deductible": (data["deductible"] == 1, "lpi"),
+    }
+    private = {col for _, col in segments.values()}
+    for name, (inside, own) in segments.items():
+        favoured = rng.choice(np.flatnonzero(inside.to_numpy()), 900, replace=False)
+        others = rng.choice(np.flatnonzero(~inside.to_numpy()), 600, replace=False)
+        rows = data.iloc[np.sort(np.r_[favoured, others])]
+        rows.drop(columns=sorted(private - {own})).to_csv(folder / f"{name}.csv", index=False)
+
+
+def digits() -> None:
+    """CAFE: two image-folder sites and one ``.npz`` site."""
+    folder = _fresh("digits")
+    images = load_digits(seed=SEED)
+    x, y = images.train_images, images.train_labels
+    order = np.random.default_rng(SEED).permutation(len(y))[:600]
+    for k, part in enumerate(np.array_split(order, 3)):
+        name = f"clinic-{k + 1}"
+        if k == 2:
+            np.savez_compressed(folder / f"{name}.npz", images=np.round(x[part] * 255)
+                                .astype(np.uint8), labels=y[part])  # fmt: skip
+            continue
+        for i in part:
+            target = folder / name / str(y[i])
+            target.mkdir(parents=True, exist_ok=True)
+            pixels = np.round(x[i, 0] * 255).astype(np.uint8)
+            Image.fromarray(pixels, mode="L").save(target / f"{i:04d}.png")
+
+
+def asia_task() -> None:
+    """FedAvg: asia rows with text states at three sites."""
+    folder = _fresh("asia-task")
+    network = load_network("asia")
+    rows = network.sample(3000, seed=SEED)
+    states = {v: np.array(network.states[v]) for v in network.names}
+    text = pd.DataFrame({v: states[v][rows[v].to_numpy()] for v in network.names})
+    for k, part in enumerate(np.array_split(np.arange(len(text)), 3)):
+        text.iloc[part].to_csv(folder / f"site-{k + 1}.csv", index=False)
+
+
+def main() -> None:
+    """Write every example folder."""
+    for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits, asia_task):
+        make()
+        print(f"wrote {make.__name__}")
+
+
+if __name__ == "__main__":
+    main()
