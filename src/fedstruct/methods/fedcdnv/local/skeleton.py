@@ -21,6 +21,7 @@ variable order, PC-stable's does not.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import combinations
 
 import numpy as np
@@ -110,18 +111,27 @@ def _search_pair(
     cand_y: list[int],
     level: int,
 ) -> tuple[int, ...] | None:
-    """Test ``x``, ``y`` given the ``level``-subsets of each side; record a separation."""
+    """Test ``x``, ``y`` given the ``level``-subsets of each side; record a separation.
+
+    The sets go through :meth:`Evidence.first_independent` (batched counting, the same
+    tests in the same order).
+    """
     seen: set[tuple[int, ...]] = set()
     ci_test = evidence.ci_test
     for cand in (cand_x, cand_y):
         if len(cand) < level or ci_test.max_testable_size(x, y, cand) < level:
             continue
-        for s in combinations(cand, level):
-            if s in seen:
-                continue
-            seen.add(s)
-            indep, p = evidence.independent(x, y, s)
-            if indep:
-                evidence.separate(x, y, s, p)
-                return s
+        found = evidence.first_independent(x, y, _unseen(combinations(cand, level), seen), cand)
+        if found is not None:
+            return found
     return None
+
+
+def _unseen(
+    sets: Iterator[tuple[int, ...]], seen: set[tuple[int, ...]]
+) -> Iterator[tuple[int, ...]]:
+    """The sets not in ``seen``, adding each to it as it is drawn."""
+    for s in sets:
+        if s not in seen:
+            seen.add(s)
+            yield s
