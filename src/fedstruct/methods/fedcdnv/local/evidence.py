@@ -17,8 +17,10 @@ FedCDnv protocol needs (Definitions 3.4 and 3.5) is :meth:`Evidence.summary`.
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
 
 import numpy as np
@@ -26,12 +28,29 @@ from numpy.typing import NDArray
 
 from fedstruct.methods.fedcdnv.local.citest import CITest
 
-__all__ = ["MAX_BATCH", "SERIAL_HEAD", "Evidence"]
+__all__ = ["MAX_BATCH", "SERIAL_HEAD", "Evidence", "paused_gc"]
 
 #: :meth:`Evidence.first_independent` tests this many sets one by one before batching.
 SERIAL_HEAD = 16
 #: Largest batch :meth:`Evidence.first_independent` asks :meth:`CITest.compute_many` for.
 MAX_BATCH = 4096
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (restored on exit).
+
+    A search adds up to millions of cache keys (tuples, which cannot form cycles);
+    each collection of the oldest generation walks all of them, which took 6.8 of
+    7.3 s when a Possible-D-SEP phase on andes merged its workers' 1.4 million tests.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Evidence:

@@ -47,7 +47,7 @@ from numpy.typing import NDArray
 
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import ARROW, NONE
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
+from fedstruct.methods.fedcdnv.local.evidence import Evidence, paused_gc
 from fedstruct.methods.fedcdnv.local.skeleton import check_depth
 
 __all__ = [
@@ -234,13 +234,19 @@ def remove_by_possible_dsep(
     jobs = [(int(x), int(y), blocks.get((int(x), int(y)))) for x, y in pairs]
     adj = before.copy()
     search = _PairSearch(evidence, before, pds, max_depth, known_depth)
-    if workers > 1 and len(jobs) > 1 and _can_fork() and search.size(jobs) >= PARALLEL_MIN_TESTS:
-        separated = _in_processes(search, jobs, workers)
-    else:
-        separated = (search.run(*job) is not None for job in jobs)
-    for (x, y, _), removed in zip(jobs, separated, strict=True):
-        if removed:
-            adj[x, y] = adj[y, x] = False
+    with paused_gc():
+        if (
+            workers > 1
+            and len(jobs) > 1
+            and _can_fork()
+            and search.size(jobs) >= PARALLEL_MIN_TESTS
+        ):
+            separated = _in_processes(search, jobs, workers)
+        else:
+            separated = (search.run(*job) is not None for job in jobs)
+        for (x, y, _), removed in zip(jobs, separated, strict=True):
+            if removed:
+                adj[x, y] = adj[y, x] = False
     return adj
 
 
@@ -356,8 +362,8 @@ def _in_processes(
             for (x, y, _), out in zip(
                 jobs, pool.imap(_run_in_worker, jobs, chunksize=1), strict=True
             ):
-                sepset, p, journal, queries, hits, max_p = out
-                ci_test.absorb(journal, hits)
+                sepset, p, packed, queries, hits, max_p = out
+                ci_test.absorb(_unpack(x, y, *packed), hits)
                 evidence.absorb_pair(x, y, queries, max_p, sepset, p)
                 yield sepset is not None
     finally:
@@ -378,8 +384,44 @@ def _run_in_worker(job: tuple[int, int, set[int] | None]) -> tuple:
     return (
         sepset,
         p,
-        journal,
+        _pack(journal),
         evidence.queries - queries,
         ci_test.n_cache_hits - hits,
         evidence.max_pvalue(x, y),
     )
+
+
+def _pack(journal: list[tuple[tuple[int, int, tuple[int, ...]], float, bool]]) -> tuple:
+    """One edge's computed tests (all of the pair ``x, y``) as arrays: the conditioning
+    sets' sizes and members, the p-values and the skipped flags (cheap to send)."""
+    sizes = np.fromiter((len(k[2]) for k, _, _ in journal), dtype=np.int32, count=len(journal))
+    members = np.fromiter(
+        (v for k, _, _ in journal for v in k[2]), dtype=np.int32, count=int(sizes.sum())
+    )
+    pvalues = np.fromiter((p for _, p, _ in journal), dtype=np.float64, count=len(journal))
+    skipped = np.fromiter((s for _, _, s in journal), dtype=bool, count=len(journal))
+    return sizes, members, pvalues, skipped
+
+
+def _unpack(
+    x: int,
+    y: int,
+    sizes: NDArray[np.int32],
+    members: NDArray[np.int32],
+    pvalues: NDArray[np.float64],
+    skipped: NDArray[np.bool_],
+) -> Iterator[tuple[tuple[int, int, tuple[int, ...]], float, bool]]:
+    """The entries :func:`_pack` packed, in order (runs of one set size at a time)."""
+    if sizes.size == 0:
+        return iter(())
+    breaks = np.flatnonzero(np.diff(sizes)) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [sizes.size]))
+    keys: list[tuple[int, int, tuple[int, ...]]] = []
+    offset = 0
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        size = int(sizes[start])
+        block = members[offset : offset + (end - start) * size].reshape(end - start, size)
+        offset += (end - start) * size
+        keys.extend((x, y, tuple(z)) for z in block.tolist())
+    return zip(keys, pvalues.tolist(), skipped.tolist(), strict=True)

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import ConfigError
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
+from fedstruct.methods.fedcdnv.local.evidence import Evidence, paused_gc
 
 __all__ = ["adjacency_search", "check_depth"]
 
@@ -70,7 +70,11 @@ def adjacency_search(
     numpy.ndarray
         Symmetric boolean adjacency matrix of the skeleton.
     """
-    max_depth = check_depth(depth)
+    with paused_gc():
+        return _adjacency_search(evidence, check_depth(depth), stable)
+
+
+def _adjacency_search(evidence: Evidence, max_depth: int, stable: bool) -> NDArray[np.bool_]:
     d = evidence.ci_test.n_variables
     adj = ~np.eye(d, dtype=bool)
     nbrs = [set(np.flatnonzero(adj[v]).tolist()) for v in range(d)]
