@@ -45,6 +45,7 @@ test is performed at all.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -67,6 +68,7 @@ __all__ = [
     "batch_statistics",
     "contingency_table",
     "resolve_small_sample_rule",
+    "segment_statistics",
     "sparse_statistics",
     "stratum_codes",
     "table_statistics",
@@ -85,6 +87,8 @@ _STRATA_CACHE_BYTES = 50_000_000
 #: Largest one-hot matrix (rows x variables x largest cardinality) batched counting
 #: keeps; larger data fall back to one test at a time.
 _ONEHOT_BYTES = 400_000_000
+#: Row codes one ``bincount`` of :meth:`DiscreteTest.compute_many` counts at most.
+_BATCH_CODES = 2_000_000
 #: Largest pool count array (cells x (pool x largest cardinality)^2) of one batch.
 _POOL_CELLS = 40_000_000
 
@@ -428,6 +432,46 @@ def batch_statistics(
     return np.maximum(chi, 0.0), df
 
 
+def segment_statistics(
+    tables: NDArray[np.int64],
+    starts: NDArray[np.int64],
+    statistic: str = "g2",
+    xlogx: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """:func:`table_statistics` of many tables stacked along their strata.
+
+    ``tables`` is ``(strata, |X|, |Y|)`` with the strata of test ``k`` from
+    ``starts[k]`` to ``starts[k + 1]`` (each test at least one stratum). Every stratum's
+    contribution is computed at once, then summed per test; returns
+    ``(statistics, adjusted degrees of freedom)``.
+    """
+    n_zx = tables.sum(axis=2)
+    n_zy = tables.sum(axis=1)
+    n_z = n_zx.sum(axis=1)
+    rows = (n_zx > 0).sum(axis=1)
+    cols = (n_zy > 0).sum(axis=1)
+    df = np.add.reduceat(np.maximum(rows - 1, 0) * np.maximum(cols - 1, 0), starts)
+    if statistic == "g2":
+        if xlogx is None:
+            xlogx = xlogx_table(int(n_z.max(initial=0)))
+        part = (
+            xlogx[tables].sum(axis=(1, 2))
+            - xlogx[n_zx].sum(axis=1)
+            - xlogx[n_zy].sum(axis=1)
+            + xlogx[n_z]
+        )
+        return np.maximum(2.0 * np.add.reduceat(part, starts), 0.0), df
+    denominator = n_zx[:, :, None].astype(np.float64) * n_zy[:, None, :]
+    ratio = np.divide(
+        np.square(tables, dtype=np.float64) * n_z[:, None, None],
+        denominator,
+        out=np.zeros(tables.shape),
+        where=denominator > 0,
+    )
+    chi = np.add.reduceat(ratio.sum(axis=(1, 2)) - n_z, starts)
+    return np.maximum(chi, 0.0), df
+
+
 def _full_tables(
     single: NDArray[np.floating],
     pairs: NDArray[np.floating],
@@ -535,6 +579,7 @@ class DiscreteTest(CITest):
             OrderedDict()
         )
         self._onehot: NDArray[np.floating] | None = None  # built by the first batch
+        self._column_matrix: NDArray[np.int64] | None = None  # (variables, n), ditto
         self._pool_key: tuple[int, int, tuple[int, ...], int] | None = None
         self._pool_counts: NDArray[np.floating] = np.zeros(0)
         self._single_key: tuple[int, int, tuple[int, ...], int] | None = None
@@ -613,8 +658,10 @@ class DiscreteTest(CITest):
         if not sets:
             return []
         size = len(sets[0])
-        if size not in (1, 2) or any(len(s) != size for s in sets):
+        if any(len(s) != size for s in sets):
             return None
+        if size not in (1, 2):
+            return self._bincount_many(i, j, sets)
         if size == 1:
             members = tuple(range(len(self._cards)))  # one product for all, kept per pair
         else:
@@ -623,7 +670,7 @@ class DiscreteTest(CITest):
                 members = tuple(pool)  # counted once for this pair's later batches too
         counted = self._counts_over(i, j, members, size)
         if counted is None:
-            return None
+            return self._bincount_many(i, j, sets)
         performed = [self._performed(i, j, s) for s in sets]
         verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
         out: list[tuple[float, bool]] = [(verdict, True)] * len(sets)
@@ -641,6 +688,65 @@ class DiscreteTest(CITest):
         pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
         done = iter(pvalues)
         return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
+
+    def _bincount_many(
+        self, i: int, j: int, sets: Sequence[tuple[int, ...]]
+    ) -> list[tuple[float, bool]] | None:
+        """Batched counting of any sets whose tables are dense (``strata·|X||Y|`` at most
+        ``max(4096, 2n)``, as the single test): the rows' cell codes of every set, offset
+        by the set's place in the batch, counted by one ``bincount`` (module docstring).
+        ``None`` when a table would be sparse."""
+        cards = self._cards
+        cx, cy = cards[i], cards[j]
+        cells = cx * cy
+        performed = [self._performed(i, j, s) for s in sets]
+        strata = [math.prod(cards[k] for k in s) for s in sets]
+        if max(strata) * cells > self._dense_cells:
+            return None
+        verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
+        out: list[tuple[float, bool]] = [(verdict, True)] * len(sets)
+        todo = [(s, k) for s, k, ok in zip(sets, strata, performed, strict=True) if ok]
+        if not todo:
+            return out
+        n = max(self._n_samples or 0, 1)
+        xy = self._pair_codes(i, j)
+        step = max(1, _BATCH_CODES // n)  # sets per bincount: bounded memory
+        stats, dfs = [], []
+        for start in range(0, len(todo), step):
+            part = todo[start : start + step]
+            offsets = np.cumsum([0] + [k for _, k in part])
+            codes = self._batch_codes([s for s, _ in part])
+            codes += offsets[:-1, None]
+            codes *= cells
+            codes += xy
+            counts = np.bincount(codes.ravel(), minlength=int(offsets[-1]) * cells)
+            tables = counts.reshape(-1, cx, cy)
+            stat_part, df_part = segment_statistics(tables, offsets[:-1], self._kind, self._xlogx)
+            stats.append(stat_part)
+            dfs.append(df_part)
+        stat, df = np.concatenate(stats), np.concatenate(dfs)
+        if self._dof == "plain":
+            df = np.array([(cx - 1) * (cy - 1) * k for _, k in todo])
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        done = iter(pvalues)
+        return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
+
+    def _batch_codes(self, sets: list[tuple[int, ...]]) -> NDArray[np.int64]:
+        """``(len(sets), n)`` mixed-radix stratum codes of sets of one size, built a
+        digit at a time for all sets together (any numbering of the strata gives the
+        same statistic; each set's codes stay below the product of its cardinalities)."""
+        n = self._n_samples or 0
+        if not sets[0]:
+            return np.zeros((len(sets), n), dtype=np.int64)
+        if self._column_matrix is None:
+            self._column_matrix = np.stack(self._columns)
+        members = np.array(sets, dtype=np.intp)
+        cards = np.asarray(self._cards, dtype=np.int64)
+        codes = self._column_matrix[members[:, 0]]
+        for k in range(1, members.shape[1]):
+            codes *= cards[members[:, k]][:, None]
+            codes += self._column_matrix[members[:, k]]
+        return codes
 
     def _counts_over(
         self, i: int, j: int, pool: tuple[int, ...], size: int
