@@ -188,6 +188,13 @@ class CITest(ABC):
         if self.journal is not None:
             self.journal.extend((k, p, s) for k, (p, s) in zip(keys, values, strict=True))
 
+    def compute_unconditional(
+        self, pairs: Sequence[tuple[int, int]]
+    ) -> list[tuple[float, bool]] | None:
+        """``(p, skipped)`` of ``X_i ⊥ X_j`` for every pair ``i < j`` of ``pairs``, or
+        ``None``: :meth:`compute_many` for the first level of an adjacency search."""
+        return None
+
     def absorb(self, entries: Iterable[tuple[CIKey, float, bool]], hits: int) -> None:
         """Add the tests another copy of this test computed (its :attr:`journal`) and
         its cache hits, as if they had been computed here in that order."""

@@ -689,6 +689,35 @@ class DiscreteTest(CITest):
         done = iter(pvalues)
         return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
 
+    def compute_unconditional(
+        self, pairs: Sequence[tuple[int, int]]
+    ) -> list[tuple[float, bool]] | None:
+        """See :meth:`CITest.compute_unconditional`: every pair's table from one product
+        of all variables' indicators (module docstring), ``None`` when too large."""
+        if not pairs:
+            return []
+        d = len(self._cards)
+        counted = self._counts_over(0, 1, tuple(range(d)), 2, unconditional=True)
+        if counted is None:
+            return None
+        single, both, sizes = counted
+        first = np.array([a for a, _ in pairs], dtype=np.intp)
+        second = np.array([b for _, b in pairs], dtype=np.intp)
+        cm = single.shape[2] + 1
+        # As tables of Z = (a, b) given an empty pair: X = a, Y = b, one stratum (values
+        # past a variable's cardinality have no rows and drop out of every sum).
+        tables = _full_tables(single, both, sizes, first, second, 1, 1).reshape(-1, 1, cm, cm)
+        stat, df = batch_statistics(tables, self._kind, self._xlogx)
+        cards = self._cards
+        if self._dof == "plain":
+            df = np.array([(cards[a] - 1) * (cards[b] - 1) for a, b in pairs])
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
+        return [
+            (p, False) if self._performed(a, b, ()) else (verdict, True)
+            for p, (a, b) in zip(pvalues, pairs, strict=True)
+        ]
+
     def _bincount_many(
         self, i: int, j: int, sets: Sequence[tuple[int, ...]]
     ) -> list[tuple[float, bool]] | None:
@@ -749,7 +778,7 @@ class DiscreteTest(CITest):
         return codes
 
     def _counts_over(
-        self, i: int, j: int, pool: tuple[int, ...], size: int
+        self, i: int, j: int, pool: tuple[int, ...], size: int, unconditional: bool = False
     ) -> tuple[NDArray[np.floating], NDArray[np.floating], NDArray[np.int64]] | None:
         """Counts per cell ``(x, y)`` of the pool's variables' nonzero values.
 
@@ -759,10 +788,11 @@ class DiscreteTest(CITest):
         count zero. The counts of value 0 follow from the margins
         (:func:`_full_tables`), so the products run over ``Σ (|Z_k| - 1)`` columns, half
         of the one-hot codes for binary variables. The last result of each size is
-        kept. ``None`` when too large.
+        kept. ``None`` when too large. ``unconditional``: one cell holding every row
+        (``i``, ``j`` ignored; the pairs' counts of the pool, not kept).
         """
         key = (i, j, pool, size)
-        if self._pool_key == key:
+        if self._pool_key == key and not unconditional:
             return self._pool_counts
         if size == 1 and self._single_key == key:
             return self._single_counts
@@ -771,6 +801,8 @@ class DiscreteTest(CITest):
         h = max(max(self._cards) - 1, 1)
         cells = self._cards[i] * self._cards[j]
         width = len(pool) * h
+        if unconditional:
+            cells = 1
         if n * d * h * 4 > _ONEHOT_BYTES or (size == 2 and cells * width**2 > _POOL_CELLS):
             return None
         if self._onehot is None:
@@ -780,7 +812,11 @@ class DiscreteTest(CITest):
             onehot = np.zeros((n, d * h), dtype=dtype)
             onehot[rows, cols * h + codes[rows, cols] - 1] = 1
             self._onehot = onehot
-        xy = self._pair_codes(i, j)
+        if unconditional:
+            cells = 1
+            xy = np.zeros(n, dtype=np.int64)
+        else:
+            xy = self._pair_codes(i, j)
         sizes = np.bincount(xy, minlength=cells)
         columns = (np.asarray(pool, dtype=np.intp)[:, None] * h + np.arange(h)).ravel()
         if size == 1:  # cell indicators' product with the indicators of the values
@@ -792,9 +828,13 @@ class DiscreteTest(CITest):
             counted = (single, np.zeros(0), sizes)
             self._single_key, self._single_counts = key, counted
             return counted
-        order = np.argsort(xy, kind="stable")
+        if unconditional:
+            order = np.arange(n)
+            rows = self._onehot if len(pool) == d else self._onehot[:, columns]
+        else:
+            order = np.argsort(xy, kind="stable")
+            rows = self._onehot[np.ix_(order, columns)]
         bounds = np.concatenate(([0], np.cumsum(sizes)))
-        rows = self._onehot[np.ix_(order, columns)]
         out = np.empty((cells, width, width), dtype=rows.dtype)
         with _one_blas_thread():
             for c in range(cells):
@@ -803,7 +843,8 @@ class DiscreteTest(CITest):
         pairs = out.reshape(cells, len(pool), h, len(pool), h)
         diagonal = out.reshape(cells, width * width)[:, :: width + 1]  # indicator² = itself
         counted = (diagonal.reshape(cells, len(pool), h), pairs, sizes)
-        self._pool_key, self._pool_counts = key, counted
+        if not unconditional:
+            self._pool_key, self._pool_counts = key, counted
         return counted
 
     def _performed(self, i: int, j: int, z: tuple[int, ...]) -> bool:

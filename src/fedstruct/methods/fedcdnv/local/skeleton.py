@@ -79,6 +79,7 @@ def _adjacency_search(evidence: Evidence, max_depth: int, stable: bool) -> NDArr
     adj = ~np.eye(d, dtype=bool)
     nbrs = [set(np.flatnonzero(adj[v]).tolist()) for v in range(d)]
     level = 0
+    unconditional: dict[tuple[int, int], tuple[float, bool]] | None = None
     while level <= max_depth:
         frozen = [sorted(s) for s in nbrs] if stable else None
         busy = False
@@ -93,7 +94,9 @@ def _adjacency_search(evidence: Evidence, max_depth: int, stable: bool) -> NDArr
                 if len(cand_x) < level and len(cand_y) < level:
                     continue
                 busy = True
-                found = _search_pair(evidence, x, y, cand_x, cand_y, level)
+                if level == 0 and unconditional is None:
+                    unconditional = _unconditional(evidence, nbrs)
+                found = _search_pair(evidence, x, y, cand_x, cand_y, level, unconditional)
                 if found is not None:
                     adj[x, y] = adj[y, x] = False
                     nbrs[x].discard(y)
@@ -114,6 +117,7 @@ def _search_pair(
     cand_x: list[int],
     cand_y: list[int],
     level: int,
+    unconditional: dict[tuple[int, int], tuple[float, bool]] | None = None,
 ) -> tuple[int, ...] | None:
     """Test ``x``, ``y`` given the ``level``-subsets of each side; record a separation.
 
@@ -125,10 +129,29 @@ def _search_pair(
     for cand in (cand_x, cand_y):
         if len(cand) < level or ci_test.max_testable_size(x, y, cand) < level:
             continue
+        if level == 0 and unconditional:  # the one test of level 0, computed for all pairs
+            indep, p = evidence.independent(x, y, (), unconditional.get((x, y)))
+            if indep:
+                evidence.separate(x, y, (), p)
+                return ()
+            return None  # the other side's only set, (), was just tried
         found = evidence.first_independent(x, y, _unseen(combinations(cand, level), seen), cand)
         if found is not None:
             return found
     return None
+
+
+def _unconditional(
+    evidence: Evidence, nbrs: list[set[int]]
+) -> dict[tuple[int, int], tuple[float, bool]]:
+    """Level 0's tests (every adjacent pair given the empty set) computed in one batch
+    (:meth:`CITest.compute_unconditional`), for the pairs not cached; empty if the test
+    has no batched form."""
+    cache = evidence.ci_test.cache
+    pairs = [(x, y) for x, ys in enumerate(nbrs) for y in sorted(ys) if x < y]
+    pairs = [(x, y) for x, y in pairs if (x, y, ()) not in cache]
+    values = evidence.ci_test.compute_unconditional(pairs) if len(pairs) > 1 else None
+    return {} if values is None else dict(zip(pairs, values, strict=True))
 
 
 def _unseen(
