@@ -84,8 +84,9 @@ _DENSE_CELLS = 4096
 _MAX_CODE = 1 << 40
 #: Bytes of stratum codes a test keeps (each conditioning set's codes take ``8 n``).
 _STRATA_CACHE_BYTES = 50_000_000
-#: Largest one-hot matrix (rows x variables x largest cardinality) batched counting
-#: keeps; larger data fall back to one test at a time.
+#: Largest one-hot matrix (rows x variables x largest cardinality, 4 bytes each) or
+#: column matrix (rows x variables, 8 bytes) batched counting keeps; larger data fall
+#: back to one test at a time.
 _ONEHOT_BYTES = 400_000_000
 #: Row codes one ``bincount`` of :meth:`DiscreteTest.compute_many` counts at most.
 _BATCH_CODES = 2_000_000
@@ -730,8 +731,9 @@ class DiscreteTest(CITest):
         cells = cx * cy
         performed = [self._performed(i, j, s) for s in sets]
         strata = [math.prod(cards[k] for k in s) for s in sets]
-        if max(strata) * cells > self._dense_cells:
-            return None
+        n_rows = self._n_samples or 0
+        if max(strata) * cells > self._dense_cells or n_rows * len(cards) * 8 > _ONEHOT_BYTES:
+            return None  # a sparse table, or data too large for the column matrix
         verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
         out: list[tuple[float, bool]] = [(verdict, True)] * len(sets)
         todo = [(s, k) for s, k, ok in zip(sets, strata, performed, strict=True) if ok]
