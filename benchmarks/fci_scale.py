@@ -1,18 +1,21 @@
 """FCI at real scale: our default against causal-learn's ``fci`` on 70-223 variables.
 
 Usage: ``python benchmarks/fci_scale.py [--networks hepar2 win95pts andes] [--rows 10000]
-[--limit 600]``
+[--limit 600] [--repeats 1] [--workers N]``
 
 For each network: ``load_network(name).sample(rows, seed=0)`` (constant columns
 dropped), Pearson χ², alpha = 0.05, no small-sample rule (causal-learn has none). Each
-run is a child process (CPU time and peak resident memory of that process alone):
+run is a child process (CPU seconds of that process and of the worker processes it
+started, wall seconds, peak resident memory of the largest of them):
 
-- ours: ``fci(data)`` with its defaults (``pds_depth="auto"``), and its adjacency
-  search alone;
+- ours: ``fci(data)`` with its defaults (``pds_depth="auto"``) in one process
+  (``workers=1`` for the Possible-D-SEP phase) and with ``--workers`` (default: the
+  available cores), and its adjacency search alone;
 - causal-learn: ``fci`` (``chisq``, ``depth=-1``, ``max_path_length=-1``) and ``fas``,
   each stopped after ``--limit`` seconds.
 
-Reports CPU seconds, the ratio, each skeleton's edge F1 against the true DAG's
+Reports the medians over ``--repeats`` runs, the ratios (CPU seconds with one worker,
+wall seconds with ``--workers``), each skeleton's edge F1 against the true DAG's
 skeleton, whether the two adjacency searches agree, and peak memory.
 """
 
@@ -24,8 +27,10 @@ import io
 import json
 import multiprocessing as mp
 import resource
+import statistics
 import sys
 import time
+from functools import partial
 from queue import Empty
 
 import numpy as np
@@ -34,6 +39,7 @@ from fedstruct.data import load_network
 from fedstruct.methods.fedcdnv.local.build import make_ci_test
 from fedstruct.methods.fedcdnv.local.evidence import Evidence
 from fedstruct.methods.fedcdnv.local.fci import fci
+from fedstruct.methods.fedcdnv.local.pds import available_workers, remove_by_possible_dsep
 from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search
 
 
@@ -42,15 +48,25 @@ def sample(name: str, rows: int):
     return data.loc[:, data.nunique() > 1]
 
 
-def _ours(name: str, rows: int, adjacency_only: bool) -> dict:
+def _clock() -> tuple[float, float]:
+    """CPU seconds of this process and its finished children, and wall seconds."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime, time.perf_counter()
+
+
+def _ours(name: str, rows: int, adjacency_only: bool, workers: int = 1) -> dict:
     data = sample(name, rows)
     test = make_ci_test(data, "chi2", small_sample="none")
-    start = time.process_time()
+    # fci() takes the phase's default worker count; set it for this run.
+    fci_module = sys.modules[fci.__module__]  # the package exports the function as `fci`
+    fci_module.remove_by_possible_dsep = partial(remove_by_possible_dsep, workers=workers)
+    cpu, wall = _clock()
     if adjacency_only:
         skeleton = adjacency_search(Evidence(test, 0.05))
     else:
         skeleton = fci(test, alpha=0.05).graph.marks != 0
-    return {"cpu": time.process_time() - start, "skeleton": skeleton.tolist(),
+    cpu_end, wall_end = _clock()
+    return {"cpu": cpu_end - cpu, "wall": wall_end - wall, "skeleton": skeleton.tolist(),
             "tests": test.n_tests}  # fmt: skip
 
 
@@ -62,7 +78,7 @@ def _theirs(name: str, rows: int, adjacency_only: bool) -> dict:
 
     data = sample(name, rows)
     values = data.to_numpy()
-    start = time.process_time()
+    cpu, wall = _clock()
     with contextlib.redirect_stdout(io.StringIO()):  # its rules print edges
         if adjacency_only:
             nodes = [GraphNode(str(c)) for c in data.columns]
@@ -73,12 +89,16 @@ def _theirs(name: str, rows: int, adjacency_only: bool) -> dict:
         else:
             graph, _ = cl_fci(values, independence_test_method="chisq", alpha=0.05, depth=-1,
                               max_path_length=-1, verbose=False, show_progress=False)  # fmt: skip
-    return {"cpu": time.process_time() - start, "skeleton": (graph.graph != 0).tolist()}
+    cpu_end, wall_end = _clock()
+    return {"cpu": cpu_end - cpu, "wall": wall_end - wall,
+            "skeleton": (graph.graph != 0).tolist()}  # fmt: skip
 
 
 def _child(target, args, queue) -> None:
     out = target(*args)
-    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF,
+               resource.RUSAGE_CHILDREN))  # fmt: skip
+    out["peak_mb"] = peak / 1024
     queue.put(json.dumps(out))
 
 
@@ -104,39 +124,53 @@ def edge_f1(skeleton: np.ndarray, truth: np.ndarray) -> float:
     return 2 * hits / max(int(found.sum()) + int(real.sum()), 1)
 
 
+def _median(runs: list[dict | None], key: str) -> float:
+    values = [r[key] for r in runs if r is not None]
+    return statistics.median(values) if len(values) == len(runs) else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", nargs="+", default=["hepar2", "win95pts", "andes"])
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--limit", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=available_workers())
     args = parser.parse_args()
-    print("network  vars | ours: FCI s  adj s  F1  MB | causal-learn: FCI s  fas s  F1  MB "
-          "| ratio | same adjacency")  # fmt: skip
+    print(f"median of {args.repeats}; ours: FCI with 1 worker (CPU s, wall s), with "
+          f"{args.workers} (CPU s, wall s), adjacency CPU s, F1, MB | causal-learn: FCI CPU s, "
+          "wall s, fas CPU s, F1, MB | CPU ratio (1 worker) | wall ratio "
+          f"({args.workers} workers) | same adjacency | same skeleton, 1 vs "
+          f"{args.workers} workers")  # fmt: skip
     for name in args.networks:
         data = sample(name, args.rows)
         dag = load_network(name).graph.restrict(list(data.columns))
         truth = dag.marks != 0
         truth = truth | truth.T
-        runs = {
-            (who, adj): isolated(fn, (name, args.rows, adj), args.limit)
-            for who, fn in (("ours", _ours), ("theirs", _theirs))
-            for adj in (False, True)
-        }
-        cells = []
-        for who in ("ours", "theirs"):
-            full, adj = runs[(who, False)], runs[(who, True)]
-            f1 = edge_f1(np.array(full["skeleton"]), truth) if full else float("nan")
-            cells.append(
-                f"{full['cpu'] if full else float('nan'):7.1f} "
-                f"{adj['cpu'] if adj else float('nan'):6.1f} {f1:.3f} "
-                f"{full['peak_mb'] if full else float('nan'):5.0f}"
-                + ("" if full else f" (> {args.limit:.0f} s)")
-            )
-        ours, theirs = runs[("ours", False)], runs[("theirs", False)]
-        ratio = theirs["cpu"] / ours["cpu"] if ours and theirs else float("nan")
-        a, b = runs[("ours", True)], runs[("theirs", True)]
+        plan = {
+            "one": (_ours, False, 1), "many": (_ours, False, args.workers),
+            "adj": (_ours, True, 1), "cl": (_theirs, False), "fas": (_theirs, True),
+        }  # fmt: skip
+        runs: dict[str, list] = {key: [] for key in plan}
+        for _ in range(args.repeats):
+            for key, (fn, *rest) in plan.items():
+                runs[key].append(isolated(fn, (name, args.rows, *rest), args.limit))
+        one, many, cl = runs["one"][0], runs["many"][0], runs["cl"][0]
+        f1 = [edge_f1(np.array(r["skeleton"]), truth) if r else float("nan") for r in (one, cl)]
+        mb = [max((r["peak_mb"] for r in runs[k] if r), default=float("nan")) for k in plan]
+        a, b = runs["adj"][0], runs["fas"][0]
         same = a is not None and b is not None and a["skeleton"] == b["skeleton"]
-        print(f"{name:8s} {data.shape[1]:4d} | {cells[0]} | {cells[1]} | {ratio:5.1f} | {same}")
+        same_workers = one is not None and many is not None and one["skeleton"] == many["skeleton"]
+        cpu_one, cpu_cl = _median(runs["one"], "cpu"), _median(runs["cl"], "cpu")
+        wall_many, wall_cl = _median(runs["many"], "wall"), _median(runs["cl"], "wall")
+        print(
+            f"{name:8s} {data.shape[1]:4d} | {cpu_one:6.1f} {_median(runs['one'], 'wall'):6.1f} "
+            f"{_median(runs['many'], 'cpu'):6.1f} {wall_many:6.1f} "
+            f"{_median(runs['adj'], 'cpu'):6.1f} {f1[0]:.3f} {max(mb[0], mb[1]):5.0f} | "
+            f"{cpu_cl:6.1f} {wall_cl:6.1f} {_median(runs['fas'], 'cpu'):6.1f} {f1[1]:.3f} "
+            f"{mb[3]:5.0f} | {cpu_cl / cpu_one:5.1f} | {wall_cl / wall_many:5.1f} | {same} | "
+            f"{same_workers}"
+        )
         sys.stdout.flush()
 
 

@@ -71,7 +71,7 @@ def central_reference(s: FedCDnvRun, clients: Sequence[ClientData], setting: Set
     rows = setting.sampler.sample(total, seed=s.seed + 1)[list(setting.split.observed)]
     rows = rows.loc[:, rows.nunique() > 1]  # a constant column relates to nothing
     ci = make_ci_test(rows, s.ci_test, small_sample=s.small_sample, dof=s.dof)
-    graph = fci(ci, alpha=s.alpha, depth=s.depth, pds_depth=s.pds_depth).graph
+    graph = fci(ci, alpha=s.alpha, depth=s.depth, pds_depth=s.pds_depth, workers=s.workers).graph
     return graph.expand(setting.truth.names)
 
 

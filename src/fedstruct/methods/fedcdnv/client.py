@@ -83,7 +83,7 @@ class FedCDnvClient(Client):
             learner = fci if cfg.learner == "fci" else rfci
             kwargs: dict[str, Any] = {"alpha": cfg.alpha, "depth": cfg.depth}
             if cfg.learner == "fci":
-                kwargs["pds_depth"] = cfg.pds_depth
+                kwargs.update(pds_depth=cfg.pds_depth, workers=cfg.workers)
             self._result = learner(ci, **kwargs)
         return self._result
 

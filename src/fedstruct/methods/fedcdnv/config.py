@@ -41,6 +41,9 @@ class FedCDnvConfig:
         the size covering 99 % of the adjacency search's separating sets, see
         :func:`~fedstruct.methods.fedcdnv.local.pds.auto_pds_depth`), an integer, or
         ``None`` (unbounded: FCI's complete search, exponential on large data).
+    workers
+        Processes for FCI's possible-D-SEP phase at a client; ``None``: the cores the
+        client may use (only for a large phase; the result is the same for every value).
     small_sample
         The G²/χ² small-sample rule (see docs/local_learners.md).
     dof
@@ -69,6 +72,7 @@ class FedCDnvConfig:
     theta2: float = 0.45
     depth: int | None = None
     pds_depth: int | str | None = AUTO
+    workers: int | None = None
     small_sample: str = "toolbox"
     dof: str = "adjusted"
     update_depth: int | None = 3
@@ -98,4 +102,5 @@ _CONSTRAINTS = {
         ("depth", "update_depth", "stability_depth"), Interval(int, 0, allow_none=True)
     ),
     "pds_depth": AnyOf(Interval(int, 0), OneOf((AUTO,)), allow_none=True),
+    "workers": Interval(int, 1, allow_none=True),
 }

@@ -10,6 +10,11 @@ distinct tests it computed (:attr:`CITest.n_tests`), the cache hits
 (:attr:`CITest.n_cache_hits`) and the tests the small-sample rule did not perform
 (:attr:`CITest.n_skipped`).
 
+A test may also compute many conditioning sets of one pair at once
+(:meth:`CITest.compute_many`, the discrete tests' batched counting); learners hand
+those values to :meth:`CITest.query_key` one by one, in their serial order, so the
+cache and the counters end exactly as if every test had been computed alone.
+
 Concrete tests: :class:`~fedstruct.methods.fedcdnv.local.discrete.DiscreteTest` (G²
 and Pearson χ²), :class:`~fedstruct.methods.fedcdnv.local.fisherz.FisherZTest` and
 :class:`OracleTest` (d/m-separation, for testing the learners).
@@ -63,6 +68,9 @@ class CITest(ABC):
         self._cache: dict[CIKey, float] = {}
         self._skipped: set[CIKey] = set()
         self.n_cache_hits = 0
+        #: When a list, every newly computed test is appended as ``(key, p, skipped)``
+        #: (a worker process reports what it computed; see :meth:`absorb`).
+        self.journal: list[tuple[CIKey, float, bool]] | None = None
 
     # ------------------------------------------------------------- properties
     @property
@@ -130,21 +138,68 @@ class CITest(ABC):
             self._check(key)
         return self.query_key(key)
 
-    def query_key(self, key: CIKey) -> tuple[float, bool]:
+    def query_key(
+        self, key: CIKey, computed: tuple[float, bool] | None = None
+    ) -> tuple[float, bool]:
         """:meth:`query` for a key already normalised by :func:`ci_key` (not re-checked).
 
         The learners' fast path: they build keys with ``i < j``, sorted ``z`` of Python
-        ints, disjoint from ``{i, j}``.
+        ints, disjoint from ``{i, j}``. ``computed`` is this test's ``(p, skipped)``
+        from :meth:`compute_many`: used instead of computing it again when the key is
+        not cached (a cached key answers from the cache, as always).
         """
         p = self._cache.get(key)
         if p is not None:
             self.n_cache_hits += 1
             return p, key in self._skipped
-        p, skipped = self._compute(*key)
+        p, skipped = self._compute(*key) if computed is None else computed
         self._cache[key] = p
         if skipped:
             self._skipped.add(key)
+        if self.journal is not None:
+            self.journal.append((key, p, skipped))
         return p, skipped
+
+    def compute_many(
+        self, i: int, j: int, sets: Sequence[tuple[int, ...]], pool: Sequence[int] = ()
+    ) -> list[tuple[float, bool]] | None:
+        """``(p, skipped)`` of ``X_i ⊥ X_j | X_s`` for every ``s`` of ``sets``, or ``None``.
+
+        Computes without caching or counting (pass each value to :meth:`query_key`).
+        ``i < j``; the sets are sorted tuples of one size, each a subset of ``pool``
+        when ``pool`` is given (a test may prepare its counts over the whole pool once
+        and reuse them for later calls with the same pool). ``None`` when the test has
+        no batched form for these sets; the base class has none.
+        """
+        return None
+
+    def record_many(self, keys: Sequence[CIKey], values: Sequence[tuple[float, bool]]) -> None:
+        """:meth:`query_key` with ``computed`` for keys known not to be cached, in bulk."""
+        cache = self._cache
+        cache.update(zip(keys, (v[0] for v in values), strict=True))
+        skipped = [k for k, v in zip(keys, values, strict=True) if v[1]]
+        if skipped:
+            self._skipped.update(skipped)
+        if self.journal is not None:
+            self.journal.extend((k, p, s) for k, (p, s) in zip(keys, values, strict=True))
+
+    def compute_unconditional(
+        self, pairs: Sequence[tuple[int, int]]
+    ) -> list[tuple[float, bool]] | None:
+        """``(p, skipped)`` of ``X_i ⊥ X_j`` for every pair ``i < j`` of ``pairs``, or
+        ``None``: :meth:`compute_many` for the first level of an adjacency search."""
+        return None
+
+    def absorb(self, entries: Iterable[tuple[CIKey, float, bool]], hits: int) -> None:
+        """Add the tests another copy of this test computed (its :attr:`journal`) and
+        its cache hits, as if they had been computed here in that order."""
+        cache, skipped_keys = self._cache, self._skipped
+        for key, p, skipped in entries:
+            if key not in cache:
+                cache[key] = p
+                if skipped:
+                    skipped_keys.add(key)
+        self.n_cache_hits += hits
 
     def pvalue(self, i: int, j: int, z: Iterable[int] = ()) -> float:
         """The (cached) p-value of ``X_i ⊥ X_j | X_z``; see :meth:`query`."""

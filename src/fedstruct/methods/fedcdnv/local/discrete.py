@@ -28,14 +28,27 @@ them empty) is reduced to its occupied cells by sorting the codes
 (:func:`sparse_statistics`), which gives the same statistic and degrees of freedom
 in ``O(n log n)``.
 
+Batched counting (:meth:`DiscreteTest.compute_many`): the searches test one pair
+``X, Y`` given many conditioning sets of one or two variables drawn from one pool
+(a neighbour or Possible-D-SEP set). With ``H`` the rows' one-hot codes of the pool's
+variables, restricted to the rows of one cell ``(x, y)``, the counts of every pair of
+pool variables in that cell are ``Hᵀ H`` (one matrix product per cell; the counts of
+single variables are column sums of ``H``), so the tables of all ``|pool|²/2`` sets
+cost about as much as a few single tests; the statistics are then computed for all
+sets at once (:func:`batch_statistics`). Same counts, statistic, degrees of freedom
+and p-value rules as the single test; the sums run in another order, so the numbers
+agree to floating-point rounding.
+
 The small-sample rule (:class:`SmallSampleRule`) decides, before counting, whether a
 test is performed at all.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,8 +65,10 @@ __all__ = [
     "SMALL_SAMPLE_RULES",
     "DiscreteTest",
     "SmallSampleRule",
+    "batch_statistics",
     "contingency_table",
     "resolve_small_sample_rule",
+    "segment_statistics",
     "sparse_statistics",
     "stratum_codes",
     "table_statistics",
@@ -69,6 +84,14 @@ _DENSE_CELLS = 4096
 _MAX_CODE = 1 << 40
 #: Bytes of stratum codes a test keeps (each conditioning set's codes take ``8 n``).
 _STRATA_CACHE_BYTES = 50_000_000
+#: Largest one-hot matrix (rows x variables x largest cardinality, 4 bytes each) or
+#: column matrix (rows x variables, 8 bytes) batched counting keeps; larger data fall
+#: back to one test at a time.
+_ONEHOT_BYTES = 400_000_000
+#: Row codes one ``bincount`` of :meth:`DiscreteTest.compute_many` counts at most.
+_BATCH_CODES = 2_000_000
+#: Largest pool count array (cells x (pool x largest cardinality)^2) of one batch.
+_POOL_CELLS = 40_000_000
 
 
 @dataclass(frozen=True)
@@ -339,6 +362,157 @@ def table_statistics(
     return max(float(add(ratio, axis=None)) - float(add(n_z)), 0.0), df
 
 
+_BLAS: list = []  # the threadpoolctl controller, made on first use
+
+
+def _one_blas_thread() -> AbstractContextManager:
+    """Run the batch's matrix products on one BLAS thread.
+
+    They are products of a few hundred columns: OpenBLAS' threads cost more than they
+    give there (10,000 x 280 on the 2-core machine: 130 ms with 2 threads, 9.5 ms
+    with 1), and the Possible-D-SEP phase uses the cores with processes instead.
+    A no-op without ``threadpoolctl`` (installed with scikit-learn).
+    """
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - scikit-learn brings it
+            _BLAS.append(None)
+        else:
+            _BLAS.append(ThreadpoolController())
+    controller = _BLAS[0]
+    return nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
+
+
+def batch_statistics(
+    tables: NDArray[np.int64],
+    statistic: str = "g2",
+    xlogx: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """:func:`table_statistics` of many tables at once, with the adjusted degrees of freedom.
+
+    Parameters
+    ----------
+    tables
+        ``(batch, strata, |X|, |Y|)`` counts; strata that no row fills (padding)
+        contribute nothing, as empty strata do in :func:`table_statistics`.
+    statistic
+        ``"g2"`` or ``"chi2"``.
+    xlogx
+        :func:`xlogx_table` of at least ``n + 1`` entries (needed for ``"g2"``).
+
+    Returns
+    -------
+    tuple
+        ``(statistics, adjusted degrees of freedom)``, one per table.
+    """
+    n_zx = tables.sum(axis=3)
+    n_zy = tables.sum(axis=2)
+    n_z = n_zx.sum(axis=2)
+    rows = (n_zx > 0).sum(axis=2)
+    cols = (n_zy > 0).sum(axis=2)
+    df = (np.maximum(rows - 1, 0) * np.maximum(cols - 1, 0)).sum(axis=1)
+    if statistic == "g2":
+        if xlogx is None:
+            xlogx = xlogx_table(int(n_z[0].sum()) if n_z.shape[0] else 0)
+        g = 2.0 * (
+            xlogx[tables].sum(axis=(1, 2, 3))
+            - xlogx[n_zx].sum(axis=(1, 2))
+            - xlogx[n_zy].sum(axis=(1, 2))
+            + xlogx[n_z].sum(axis=1)
+        )
+        return np.maximum(g, 0.0), df
+    denominator = n_zx[:, :, :, None].astype(np.float64) * n_zy[:, :, None, :]
+    ratio = np.divide(
+        np.square(tables, dtype=np.float64) * n_z[:, :, None, None],
+        denominator,
+        out=np.zeros(tables.shape),
+        where=denominator > 0,
+    )
+    chi = ratio.sum(axis=(1, 2, 3)) - n_z.sum(axis=1)
+    return np.maximum(chi, 0.0), df
+
+
+def segment_statistics(
+    tables: NDArray[np.int64],
+    starts: NDArray[np.int64],
+    statistic: str = "g2",
+    xlogx: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """:func:`table_statistics` of many tables stacked along their strata.
+
+    ``tables`` is ``(strata, |X|, |Y|)`` with the strata of test ``k`` from
+    ``starts[k]`` to ``starts[k + 1]`` (each test at least one stratum). Every stratum's
+    contribution is computed at once, then summed per test; returns
+    ``(statistics, adjusted degrees of freedom)``.
+    """
+    n_zx = tables.sum(axis=2)
+    n_zy = tables.sum(axis=1)
+    n_z = n_zx.sum(axis=1)
+    rows = (n_zx > 0).sum(axis=1)
+    cols = (n_zy > 0).sum(axis=1)
+    df = np.add.reduceat(np.maximum(rows - 1, 0) * np.maximum(cols - 1, 0), starts)
+    if statistic == "g2":
+        if xlogx is None:
+            xlogx = xlogx_table(int(n_z.max(initial=0)))
+        part = (
+            xlogx[tables].sum(axis=(1, 2))
+            - xlogx[n_zx].sum(axis=1)
+            - xlogx[n_zy].sum(axis=1)
+            + xlogx[n_z]
+        )
+        return np.maximum(2.0 * np.add.reduceat(part, starts), 0.0), df
+    denominator = n_zx[:, :, None].astype(np.float64) * n_zy[:, None, :]
+    ratio = np.divide(
+        np.square(tables, dtype=np.float64) * n_z[:, None, None],
+        denominator,
+        out=np.zeros(tables.shape),
+        where=denominator > 0,
+    )
+    chi = np.add.reduceat(ratio.sum(axis=(1, 2)) - n_z, starts)
+    return np.maximum(chi, 0.0), df
+
+
+def _full_tables(
+    single: NDArray[np.floating],
+    pairs: NDArray[np.floating],
+    sizes: NDArray[np.int64],
+    first: NDArray[np.intp],
+    second: NDArray[np.intp],
+    card_x: int,
+    card_y: int,
+) -> NDArray[np.int64]:
+    """The ``(batch, strata, |X|, |Y|)`` tables of the sets ``(first[k],)`` (``pairs``
+    empty) or ``(first[k], second[k])`` from :meth:`DiscreteTest._counts_over`'s counts.
+
+    Value 0 of a variable is what its other values leave of the margin: with ``G`` the
+    counts of two nonzero values, ``S`` of one and ``N`` the cell's rows,
+    ``n[0, v] = S_b[v] - Σ_u G[u, v]``, ``n[u, 0] = S_a[u] - Σ_v G[u, v]``,
+    ``n[0, 0] = N - Σ S_a - Σ S_b + Σ G`` (exact integers). Strata are the values of
+    ``Z`` in mixed radix with the largest cardinality ``cm`` (a padded value has no rows).
+    """
+    cells, _, h = single.shape
+    cm = h + 1
+    batch = first.shape[0]
+    s_a = single[:, first, :].transpose(1, 0, 2)  # (batch, cells, h)
+    if pairs.size == 0:
+        full = np.empty((batch, cells, cm))
+        full[:, :, 1:] = s_a
+        full[:, :, 0] = sizes - s_a.sum(axis=2)
+        strata = cm
+    else:
+        g = pairs[:, first, :, second, :]  # (batch, cells, h, h)
+        s_b = single[:, second, :].transpose(1, 0, 2)
+        full = np.empty((batch, cells, cm, cm))
+        full[:, :, 1:, 1:] = g
+        full[:, :, 0, 1:] = s_b - g.sum(axis=2)
+        full[:, :, 1:, 0] = s_a - g.sum(axis=3)
+        full[:, :, 0, 0] = sizes - s_a.sum(axis=2) - s_b.sum(axis=2) + g.sum(axis=(2, 3))
+        strata = cm * cm
+    tables = np.rint(full.reshape(batch, cells, strata).transpose(0, 2, 1)).astype(np.int64)
+    return tables.reshape(batch, strata, card_x, card_y)
+
+
 # ------------------------------------------------------------------- the test
 class DiscreteTest(CITest):
     """G² or Pearson χ² test of conditional independence on integer-coded data.
@@ -405,6 +579,12 @@ class DiscreteTest(CITest):
         self._strata: OrderedDict[tuple[int, ...], tuple[NDArray[np.int64] | None, int]] = (
             OrderedDict()
         )
+        self._onehot: NDArray[np.floating] | None = None  # built by the first batch
+        self._column_matrix: NDArray[np.int64] | None = None  # (variables, n), ditto
+        self._pool_key: tuple[int, int, tuple[int, ...], int] | None = None
+        self._pool_counts: NDArray[np.floating] = np.zeros(0)
+        self._single_key: tuple[int, int, tuple[int, ...], int] | None = None
+        self._single_counts: NDArray[np.floating] = np.zeros(0)
 
     @property
     def cardinalities(self) -> tuple[int, ...]:
@@ -470,6 +650,204 @@ class DiscreteTest(CITest):
             self._pair = (i, j)
             self._xy = self._columns[i] * self._cards[j] + self._columns[j]
         return self._xy
+
+    def compute_many(
+        self, i: int, j: int, sets: Sequence[tuple[int, ...]], pool: Sequence[int] = ()
+    ) -> list[tuple[float, bool]] | None:
+        """See :meth:`CITest.compute_many`: batched counting of sets of one or two
+        variables (module docstring); ``None`` for larger sets or too large data."""
+        if not sets:
+            return []
+        size = len(sets[0])
+        if any(len(s) != size for s in sets):
+            return None
+        if size not in (1, 2):
+            return self._bincount_many(i, j, sets)
+        if size == 1:
+            members = tuple(range(len(self._cards)))  # one product for all, kept per pair
+        else:
+            members = tuple(sorted({v for s in sets for v in s}))
+            if pool and (self._pool_key == (i, j, tuple(pool), 2) or 2 * len(members) >= len(pool)):
+                members = tuple(pool)  # counted once for this pair's later batches too
+        counted = self._counts_over(i, j, members, size)
+        if counted is None:
+            return self._bincount_many(i, j, sets)
+        performed = [self._performed(i, j, s) for s in sets]
+        verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
+        out: list[tuple[float, bool]] = [(verdict, True)] * len(sets)
+        todo = [s for s, ok in zip(sets, performed, strict=True) if ok]
+        if not todo:
+            return out
+        position = {v: k for k, v in enumerate(members)}
+        first = np.array([position[s[0]] for s in todo], dtype=np.intp)
+        second = np.array([position[s[-1]] for s in todo], dtype=np.intp)
+        tables = _full_tables(*counted, first, second, self._cards[i], self._cards[j])
+        stat, df = batch_statistics(tables, self._kind, self._xlogx)
+        if self._dof == "plain":
+            cx, cy, cards = self._cards[i], self._cards[j], self._cards
+            df = np.array([(cx - 1) * (cy - 1) * int(np.prod([cards[k] for k in s])) for s in todo])
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        done = iter(pvalues)
+        return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
+
+    def compute_unconditional(
+        self, pairs: Sequence[tuple[int, int]]
+    ) -> list[tuple[float, bool]] | None:
+        """See :meth:`CITest.compute_unconditional`: every pair's table from one product
+        of all variables' indicators (module docstring), ``None`` when too large."""
+        if not pairs:
+            return []
+        d = len(self._cards)
+        counted = self._counts_over(0, 1, tuple(range(d)), 2, unconditional=True)
+        if counted is None:
+            return None
+        single, both, sizes = counted
+        first = np.array([a for a, _ in pairs], dtype=np.intp)
+        second = np.array([b for _, b in pairs], dtype=np.intp)
+        cm = single.shape[2] + 1
+        # As tables of Z = (a, b) given an empty pair: X = a, Y = b, one stratum (values
+        # past a variable's cardinality have no rows and drop out of every sum).
+        tables = _full_tables(single, both, sizes, first, second, 1, 1).reshape(-1, 1, cm, cm)
+        stat, df = batch_statistics(tables, self._kind, self._xlogx)
+        cards = self._cards
+        if self._dof == "plain":
+            df = np.array([(cards[a] - 1) * (cards[b] - 1) for a, b in pairs])
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
+        return [
+            (p, False) if self._performed(a, b, ()) else (verdict, True)
+            for p, (a, b) in zip(pvalues, pairs, strict=True)
+        ]
+
+    def _bincount_many(
+        self, i: int, j: int, sets: Sequence[tuple[int, ...]]
+    ) -> list[tuple[float, bool]] | None:
+        """Batched counting of any sets whose tables are dense (``strata·|X||Y|`` at most
+        ``max(4096, 2n)``, as the single test): the rows' cell codes of every set, offset
+        by the set's place in the batch, counted by one ``bincount`` (module docstring).
+        ``None`` when a table would be sparse."""
+        cards = self._cards
+        cx, cy = cards[i], cards[j]
+        cells = cx * cy
+        performed = [self._performed(i, j, s) for s in sets]
+        strata = [math.prod(cards[k] for k in s) for s in sets]
+        n_rows = self._n_samples or 0
+        if max(strata) * cells > self._dense_cells or n_rows * len(cards) * 8 > _ONEHOT_BYTES:
+            return None  # a sparse table, or data too large for the column matrix
+        verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
+        out: list[tuple[float, bool]] = [(verdict, True)] * len(sets)
+        todo = [(s, k) for s, k, ok in zip(sets, strata, performed, strict=True) if ok]
+        if not todo:
+            return out
+        n = max(self._n_samples or 0, 1)
+        xy = self._pair_codes(i, j)
+        step = max(1, _BATCH_CODES // n)  # sets per bincount: bounded memory
+        stats, dfs = [], []
+        for start in range(0, len(todo), step):
+            part = todo[start : start + step]
+            offsets = np.cumsum([0] + [k for _, k in part])
+            codes = self._batch_codes([s for s, _ in part])
+            codes += offsets[:-1, None]
+            codes *= cells
+            codes += xy
+            counts = np.bincount(codes.ravel(), minlength=int(offsets[-1]) * cells)
+            tables = counts.reshape(-1, cx, cy)
+            stat_part, df_part = segment_statistics(tables, offsets[:-1], self._kind, self._xlogx)
+            stats.append(stat_part)
+            dfs.append(df_part)
+        stat, df = np.concatenate(stats), np.concatenate(dfs)
+        if self._dof == "plain":
+            df = np.array([(cx - 1) * (cy - 1) * k for _, k in todo])
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        done = iter(pvalues)
+        return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
+
+    def _batch_codes(self, sets: list[tuple[int, ...]]) -> NDArray[np.int64]:
+        """``(len(sets), n)`` mixed-radix stratum codes of sets of one size, built a
+        digit at a time for all sets together (any numbering of the strata gives the
+        same statistic; each set's codes stay below the product of its cardinalities)."""
+        n = self._n_samples or 0
+        if not sets[0]:
+            return np.zeros((len(sets), n), dtype=np.int64)
+        if self._column_matrix is None:
+            self._column_matrix = np.stack(self._columns)
+        members = np.array(sets, dtype=np.intp)
+        cards = np.asarray(self._cards, dtype=np.int64)
+        codes = self._column_matrix[members[:, 0]]
+        for k in range(1, members.shape[1]):
+            codes *= cards[members[:, k]][:, None]
+            codes += self._column_matrix[members[:, k]]
+        return codes
+
+    def _counts_over(
+        self, i: int, j: int, pool: tuple[int, ...], size: int, unconditional: bool = False
+    ) -> tuple[NDArray[np.floating], NDArray[np.floating], NDArray[np.int64]] | None:
+        """Counts per cell ``(x, y)`` of the pool's variables' nonzero values.
+
+        Returns ``(single, pairs, cell sizes)``: ``single[c, a, u]`` rows of cell ``c``
+        with ``Z_a = u + 1``; ``pairs[c, a, u, b, v]`` (``size`` 2, else empty) those
+        with ``Z_a = u + 1`` and ``Z_b = v + 1``; values past a variable's cardinality
+        count zero. The counts of value 0 follow from the margins
+        (:func:`_full_tables`), so the products run over ``Σ (|Z_k| - 1)`` columns, half
+        of the one-hot codes for binary variables. The last result of each size is
+        kept. ``None`` when too large. ``unconditional``: one cell holding every row
+        (``i``, ``j`` ignored; the pairs' counts of the pool, not kept).
+        """
+        key = (i, j, pool, size)
+        if self._pool_key == key and not unconditional:
+            return self._pool_counts
+        if size == 1 and self._single_key == key:
+            return self._single_counts
+        n = self._n_samples or 0
+        d = len(self._cards)
+        h = max(max(self._cards) - 1, 1)
+        cells = self._cards[i] * self._cards[j]
+        width = len(pool) * h
+        if unconditional:
+            cells = 1
+        if n * d * h * 4 > _ONEHOT_BYTES or (size == 2 and cells * width**2 > _POOL_CELLS):
+            return None
+        if self._onehot is None:
+            dtype = np.float32 if n < 1 << 24 else np.float64  # exact integer sums
+            codes = np.stack(self._columns, axis=1)
+            rows, cols = np.nonzero(codes)
+            onehot = np.zeros((n, d * h), dtype=dtype)
+            onehot[rows, cols * h + codes[rows, cols] - 1] = 1
+            self._onehot = onehot
+        if unconditional:
+            cells = 1
+            xy = np.zeros(n, dtype=np.int64)
+        else:
+            xy = self._pair_codes(i, j)
+        sizes = np.bincount(xy, minlength=cells)
+        columns = (np.asarray(pool, dtype=np.intp)[:, None] * h + np.arange(h)).ravel()
+        if size == 1:  # cell indicators' product with the indicators of the values
+            cell = np.zeros((n, cells), dtype=self._onehot.dtype)
+            cell[np.arange(n), xy] = 1
+            rows = self._onehot if len(pool) == d else self._onehot[:, columns]
+            with _one_blas_thread():
+                single = (cell.T @ rows).reshape(cells, len(pool), h)
+            counted = (single, np.zeros(0), sizes)
+            self._single_key, self._single_counts = key, counted
+            return counted
+        if unconditional:
+            order = np.arange(n)
+            rows = self._onehot if len(pool) == d else self._onehot[:, columns]
+        else:
+            order = np.argsort(xy, kind="stable")
+            rows = self._onehot[np.ix_(order, columns)]
+        bounds = np.concatenate(([0], np.cumsum(sizes)))
+        out = np.empty((cells, width, width), dtype=rows.dtype)
+        with _one_blas_thread():
+            for c in range(cells):
+                part = rows[bounds[c] : bounds[c + 1]]
+                np.matmul(part.T, part, out=out[c])
+        pairs = out.reshape(cells, len(pool), h, len(pool), h)
+        diagonal = out.reshape(cells, width * width)[:, :: width + 1]  # indicator² = itself
+        counted = (diagonal.reshape(cells, len(pool), h), pairs, sizes)
+        if not unconditional:
+            self._pool_key, self._pool_counts = key, counted
+        return counted
 
     def _performed(self, i: int, j: int, z: tuple[int, ...]) -> bool:
         rule = self._rule

@@ -50,6 +50,7 @@ def fci(
     possible_dsep: bool = True,
     biconnected: bool = True,
     stable: bool = True,
+    workers: int | None = None,
 ) -> LocalResult:
     """Learn a PAG with FCI (module docstring).
 
@@ -78,6 +79,11 @@ def fci(
         Restrict Possible-D-SEP to the edge's biconnected component (default): far
         fewer tests and no separation lost (see
         :mod:`~fedstruct.methods.fedcdnv.local.pds`); ``False`` is pcalg's default.
+    workers
+        Processes for the possible-D-SEP phase's edge searches; ``None`` (default): the
+        cores this process may use, started only when the phase is large (the result
+        is the same for every value; see
+        :func:`~fedstruct.methods.fedcdnv.local.pds.remove_by_possible_dsep`).
 
     Returns
     -------
@@ -109,6 +115,7 @@ def fci(
             max_path_length=max_path_length,
             biconnected=biconnected,
             searched_depth=depth,
+            workers=workers,
         )
         marks = circle_marks(adjacency)
         orient_colliders(marks, evidence.sepset_contains)

@@ -21,13 +21,14 @@ variable order, PC-stable's does not.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import combinations
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import ConfigError
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
+from fedstruct.methods.fedcdnv.local.evidence import Evidence, paused_gc
 
 __all__ = ["adjacency_search", "check_depth"]
 
@@ -69,11 +70,16 @@ def adjacency_search(
     numpy.ndarray
         Symmetric boolean adjacency matrix of the skeleton.
     """
-    max_depth = check_depth(depth)
+    with paused_gc():
+        return _adjacency_search(evidence, check_depth(depth), stable)
+
+
+def _adjacency_search(evidence: Evidence, max_depth: int, stable: bool) -> NDArray[np.bool_]:
     d = evidence.ci_test.n_variables
     adj = ~np.eye(d, dtype=bool)
     nbrs = [set(np.flatnonzero(adj[v]).tolist()) for v in range(d)]
     level = 0
+    unconditional: dict[tuple[int, int], tuple[float, bool]] | None = None
     while level <= max_depth:
         frozen = [sorted(s) for s in nbrs] if stable else None
         busy = False
@@ -88,7 +94,9 @@ def adjacency_search(
                 if len(cand_x) < level and len(cand_y) < level:
                     continue
                 busy = True
-                found = _search_pair(evidence, x, y, cand_x, cand_y, level)
+                if level == 0 and unconditional is None:
+                    unconditional = _unconditional(evidence, nbrs)
+                found = _search_pair(evidence, x, y, cand_x, cand_y, level, unconditional)
                 if found is not None:
                     adj[x, y] = adj[y, x] = False
                     nbrs[x].discard(y)
@@ -109,19 +117,48 @@ def _search_pair(
     cand_x: list[int],
     cand_y: list[int],
     level: int,
+    unconditional: dict[tuple[int, int], tuple[float, bool]] | None = None,
 ) -> tuple[int, ...] | None:
-    """Test ``x``, ``y`` given the ``level``-subsets of each side; record a separation."""
+    """Test ``x``, ``y`` given the ``level``-subsets of each side; record a separation.
+
+    The sets go through :meth:`Evidence.first_independent` (batched counting, the same
+    tests in the same order).
+    """
     seen: set[tuple[int, ...]] = set()
     ci_test = evidence.ci_test
     for cand in (cand_x, cand_y):
         if len(cand) < level or ci_test.max_testable_size(x, y, cand) < level:
             continue
-        for s in combinations(cand, level):
-            if s in seen:
-                continue
-            seen.add(s)
-            indep, p = evidence.independent(x, y, s)
+        if level == 0 and unconditional:  # the one test of level 0, computed for all pairs
+            indep, p = evidence.independent(x, y, (), unconditional.get((x, y)))
             if indep:
-                evidence.separate(x, y, s, p)
-                return s
+                evidence.separate(x, y, (), p)
+                return ()
+            return None  # the other side's only set, (), was just tried
+        found = evidence.first_independent(x, y, _unseen(combinations(cand, level), seen), cand)
+        if found is not None:
+            return found
     return None
+
+
+def _unconditional(
+    evidence: Evidence, nbrs: list[set[int]]
+) -> dict[tuple[int, int], tuple[float, bool]]:
+    """Level 0's tests (every adjacent pair given the empty set) computed in one batch
+    (:meth:`CITest.compute_unconditional`), for the pairs not cached; empty if the test
+    has no batched form."""
+    cache = evidence.ci_test.cache
+    pairs = [(x, y) for x, ys in enumerate(nbrs) for y in sorted(ys) if x < y]
+    pairs = [(x, y) for x, y in pairs if (x, y, ()) not in cache]
+    values = evidence.ci_test.compute_unconditional(pairs) if len(pairs) > 1 else None
+    return {} if values is None else dict(zip(pairs, values, strict=True))
+
+
+def _unseen(
+    sets: Iterator[tuple[int, ...]], seen: set[tuple[int, ...]]
+) -> Iterator[tuple[int, ...]]:
+    """The sets not in ``seen``, adding each to it as it is drawn."""
+    for s in sets:
+        if s not in seen:
+            seen.add(s)
+            yield s
