@@ -93,10 +93,10 @@ def sachs_interventions() -> None:
 def asia_concepts() -> None:
     """F-CMs: three sites with inputs, concepts and the task, and their own graphs."""
     folder = _fresh("asia-concepts")
-    data = make_concept_dataset("asia", n_samples=1800, latent_dim=16, autoencoder_epochs=10,
+    data = make_concept_dataset("asia", n_samples=6000, latent_dim=16, autoencoder_epochs=30,
                                 seed=SEED)  # fmt: skip
     concepts = [v for v in data.graph.names if v != data.task]
-    frame = pd.DataFrame(np.round(data.x, 4), columns=[f"x{i}" for i in range(data.x.shape[1])])
+    frame = pd.DataFrame(np.round(data.x, 3), columns=[f"x{i}" for i in range(data.x.shape[1])])
     frame = pd.concat([frame, data.labels.reset_index(drop=True)], axis=1)
     seen = {"site-1": concepts[:5], "site-2": concepts[2:], "site-3": concepts}
     sites = []

@@ -44,6 +44,21 @@ def test_every_method_gives_the_local_metrics_on_flower_sim(method, tmp_path):
     assert json.loads((tmp_path / "sim" / "config.json").read_text())["backend"] == "flower-sim"
 
 
+def test_a_run_on_site_files_gives_the_local_metrics_on_flower_sim(tmp_path):
+    net = load_network("asia")
+    rows = net.sample(1500, seed=0)
+    sites = []
+    for k, part in enumerate(np.array_split(np.arange(1500), 3)):
+        path = tmp_path / f"site-{k}.csv"
+        rows.iloc[part].to_csv(path, index=False)
+        sites.append(str(path))
+    settings = {"sites": sites, "target": "dysp", "test_fraction": 0.2, "rounds": 3}
+    local = execute("fedavg", [settings], tmp_path / "local")
+    sim = execute("fedavg", [settings], tmp_path / "sim", backend="flower-sim")
+    assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
+    assert local.metrics["test_accuracy"] > 0.6
+
+
 def test_flower_is_not_a_python_level_backend():
     with pytest.raises(ConfigError, match="runs on a SuperLink"):
         get_backend("flower")

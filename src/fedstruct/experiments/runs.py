@@ -320,6 +320,11 @@ def execute(
         "fedstruct_version": __version__,
     }
     if backend == "flower":
+        if settings.from_files:
+            raise ConfigError(
+                "--site/--sites name files on this machine, which the SuperNodes of a "
+                "deployment must not read; run on files with --backend local or flower-sim"
+            )
         deployment = deployment or DeploymentOptions()
         config["deployment"] = dataclasses.asdict(deployment)
     _write_json(out / "config.json", config)
