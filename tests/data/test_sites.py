@@ -520,3 +520,16 @@ def test_infinite_values_name_the_file(tmp_path: Path) -> None:
     )
     with pytest.raises(DataError, match=exact(message)):
         read_site(path, missing="drop-rows")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a,b,c\n1,x,True\n2,y,False\n3,,True\n,z,True\n5,x,False\n",  # int then NaN: floats
+        "a,b\n1,\n2,\n3,x\n4,y\n5,\n",  # text with an all-missing chunk: read whole
+    ],
+)
+def test_chunked_reading_equals_a_whole_read(tmp_path: Path, monkeypatch, text: str) -> None:
+    monkeypatch.setattr("fedstruct.data.sites._CHUNK_ROWS", 2)
+    path = write(tmp_path / "s.csv", text)
+    pd.testing.assert_frame_equal(read_table(path), pd.read_csv(path))

@@ -126,6 +126,7 @@ _DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "p
 _OBSERVATIONAL_MARKS = ("", "obs")
 _HEAD_BYTES = 1 << 16
 _HEAD_LINES = 50
+_CHUNK_ROWS = 100_000
 
 
 # ------------------------------------------------------------------ schemas
@@ -417,7 +418,8 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
     header = next(csv.reader([lines[0]], delimiter=sep))
     _check_header(header, path)
     try:
-        return pd.read_csv(path, sep=sep)
+        frame = _read_chunked(path, sep)
+        return pd.read_csv(path, sep=sep) if frame is None else frame
     except UnicodeDecodeError as exc:
         raise DataError(f"file {path} is not UTF-8 text; save it as UTF-8 CSV") from exc
     except pd.errors.EmptyDataError as exc:
@@ -429,6 +431,43 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
             f"file {path} does not parse with delimiter {sep!r}: {_one_line(exc)}; "
             "fix the file or pass --set delimiter=..."
         ) from exc
+
+
+def _read_chunked(path: Path, sep: str) -> pd.DataFrame | None:
+    """Read ``_CHUNK_ROWS`` rows at a time and keep one array per column.
+
+    Peak memory stays near the size of the result (pandas' whole-file reader holds its
+    chunks and their concatenation at once). ``None`` when the chunks disagree on a
+    column's type (numbers in one, text in another): the caller then reads the file
+    whole, as pandas infers types over all rows.
+    """
+    parts: dict[str, list[Any]] = {}
+    with pd.read_csv(path, sep=sep, chunksize=_CHUNK_ROWS) as reader:
+        for chunk in reader:
+            for col in chunk.columns:
+                parts.setdefault(col, []).append(_chunk_values(chunk[col]))
+    columns: dict[str, Any] = {}
+    for col in list(parts):
+        column = _join_chunks(parts.pop(col))
+        if column is None:
+            return None
+        columns[col] = column
+    return pd.DataFrame(columns, copy=False)
+
+
+def _chunk_values(column: pd.Series) -> Any:
+    if column.dtype.kind in "iuf":
+        return np.array(column.to_numpy())  # its own copy, so the chunk can be freed
+    return column.array
+
+
+def _join_chunks(parts: list[Any]) -> Any:
+    types = {p.dtype.kind if isinstance(p, np.ndarray) else str(p.dtype) for p in parts}
+    if types <= {"i", "u", "f"}:
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if len(types) == 1:
+        return pd.concat([pd.Series(p, copy=False) for p in parts], ignore_index=True)
+    return None
 
 
 def _head_lines(path: Path) -> list[str]:
