@@ -527,9 +527,15 @@ def test_infinite_values_name_the_file(tmp_path: Path) -> None:
     [
         "a,b,c\n1,x,True\n2,y,False\n3,,True\n,z,True\n5,x,False\n",  # int then NaN: floats
         "a,b\n1,\n2,\n3,x\n4,y\n5,\n",  # text with an all-missing chunk: read whole
+        "a,b\n1.5,x\n2,y\n3,x\n4,y\n5,z\n",  # floats, then integers
     ],
 )
 def test_chunked_reading_equals_a_whole_read(tmp_path: Path, monkeypatch, text: str) -> None:
     monkeypatch.setattr("fedstruct.data.sites._CHUNK_ROWS", 2)
     path = write(tmp_path / "s.csv", text)
-    pd.testing.assert_frame_equal(read_table(path), pd.read_csv(path))
+    frame, whole = read_table(path), pd.read_csv(path)
+    assert frame["a"].dtype == whole["a"].dtype
+    pd.testing.assert_frame_equal(frame.astype(str), whole.astype(str))
+    gz = tmp_path / "s.csv.gz"
+    whole.to_csv(gz, index=False)
+    pd.testing.assert_frame_equal(read_table(gz).astype(str), whole.astype(str))

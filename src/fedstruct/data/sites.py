@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import ctypes
 import gzip
 import logging
 import lzma
@@ -434,40 +435,100 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
 
 
 def _read_chunked(path: Path, sep: str) -> pd.DataFrame | None:
-    """Read ``_CHUNK_ROWS`` rows at a time and keep one array per column.
+    """Read ``_CHUNK_ROWS`` rows at a time into one array per column.
 
-    Peak memory stays near the size of the result (pandas' whole-file reader holds its
-    chunks and their concatenation at once). ``None`` when the chunks disagree on a
-    column's type (numbers in one, text in another): the caller then reads the file
-    whole, as pandas infers types over all rows.
+    Numbers go into one array per column, sized from the file's line count; other
+    values (text, booleans) are coded per chunk and come back as a pandas
+    ``category`` column. Peak memory stays near the size of the result (pandas'
+    whole-file reader holds its chunks, their concatenation and the text as Python or
+    Arrow strings). ``None`` when the chunks disagree on a column's type (numbers in
+    one, text in another): the caller then reads the file whole, as pandas infers
+    types over all rows.
     """
-    parts: dict[str, list[Any]] = {}
+    columns: dict[str, _ChunkedColumn] = {}
+    capacity = _line_count(path)
+    n_rows = 0
     with pd.read_csv(path, sep=sep, chunksize=_CHUNK_ROWS) as reader:
         for chunk in reader:
+            capacity = max(capacity, n_rows + len(chunk))
             for col in chunk.columns:
-                parts.setdefault(col, []).append(_chunk_values(chunk[col]))
-    columns: dict[str, Any] = {}
-    for col in list(parts):
-        column = _join_chunks(parts.pop(col))
-        if column is None:
-            return None
-        columns[col] = column
-    return pd.DataFrame(columns, copy=False)
+                column = columns.setdefault(col, _ChunkedColumn())
+                if not column.add(chunk[col], n_rows, capacity):
+                    return None
+            n_rows += len(chunk)
+    _release_freed_memory()
+    return pd.DataFrame({c: col.result(n_rows) for c, col in columns.items()}, copy=False)
 
 
-def _chunk_values(column: pd.Series) -> Any:
-    if column.dtype.kind in "iuf":
-        return np.array(column.to_numpy())  # its own copy, so the chunk can be freed
-    return column.array
+def _release_freed_memory() -> None:
+    """Give freed buffers back to the system (glibc keeps them for reuse).
+
+    Called after reading (the parser's chunk buffers) and after a site's table is
+    freed, before ``ClientData`` makes its one full copy of the rows. Measured on the
+    benchmark file (1,000,000 x 50): 136 MB and 158 MB returned, ~1 ms each. A no-op
+    where the C library has no ``malloc_trim``.
+    """
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
 
 
-def _join_chunks(parts: list[Any]) -> Any:
-    types = {p.dtype.kind if isinstance(p, np.ndarray) else str(p.dtype) for p in parts}
-    if types <= {"i", "u", "f"}:
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-    if len(types) == 1:
-        return pd.concat([pd.Series(p, copy=False) for p in parts], ignore_index=True)
-    return None
+def _line_count(path: Path) -> int:
+    """Newlines in an uncompressed file (an upper bound of its rows); 0 if compressed."""
+    if path.suffix.lower() in _COMPRESSED:
+        return 0
+    count = 0
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 24):
+            count += block.count(b"\n")
+    return count + 1
+
+
+@dataclass
+class _ChunkedColumn:
+    """One column gathered chunk by chunk: numbers in place, anything else as codes."""
+
+    values: NDArray[Any] | None = None
+    codes: NDArray[np.int32] | None = None
+    levels: dict[Any, int] = field(default_factory=dict)
+
+    def add(self, column: pd.Series, start: int, capacity: int) -> bool:
+        """Store a chunk's values from row ``start``; False if its type does not fit."""
+        numeric = column.dtype.kind in "iuf"
+        if (numeric and self.codes is not None) or (not numeric and self.values is not None):
+            return False
+        stop = start + len(column)
+        if numeric:
+            values = column.to_numpy()
+            dtype = values.dtype
+            if self.values is not None:
+                dtype = np.result_type(dtype, self.values.dtype)
+            self.values = _room(self.values, capacity, dtype)
+            self.values[start:stop] = values
+        else:
+            codes, uniques = pd.factorize(column, use_na_sentinel=True)
+            lookup = [self.levels.setdefault(v, len(self.levels)) for v in uniques]
+            self.codes = _room(self.codes, capacity, np.dtype(np.int32))
+            self.codes[start:stop] = np.array([*lookup, -1], dtype=np.int32)[codes]
+        return True
+
+    def result(self, n_rows: int) -> Any:
+        if self.values is not None:  # trimmed to size if it grew (a compressed file)
+            values = self.values[:n_rows]
+            return values.copy() if len(self.values) > n_rows + 1024 else values
+        assert self.codes is not None
+        return pd.Categorical.from_codes(self.codes[:n_rows], categories=list(self.levels))
+
+
+def _room(array: NDArray[Any] | None, capacity: int, dtype: np.dtype) -> NDArray[Any]:
+    """``array`` with room for ``capacity`` rows and type ``dtype`` (copied if needed)."""
+    if array is not None and len(array) >= capacity and array.dtype == dtype:
+        return array
+    grown = np.empty(max(capacity, 2 * len(array) if array is not None else capacity), dtype)
+    if array is not None:
+        grown[: len(array)] = array
+    return grown
 
 
 def _head_lines(path: Path) -> list[str]:
@@ -1153,6 +1214,7 @@ def read_site(
         schema = merge_schemas([table.schema(kinds_of)])
     encoded = _encode(table, schema, missing, regime, tuple(supervised), min_rows)
     del table
+    _release_freed_memory()
     _log_dropped(site, path, encoded.dropped_rows)
     return encoded.build().client
 
@@ -1438,6 +1500,7 @@ def read_federation(
             table, schema, settings["missing"], site_regime, site_supervised, min_rows
         )
         del table
+        _release_freed_memory()
         _log_dropped(encoded.site, _spec_path(manifest, encoded.site), encoded.dropped_rows)
         built = encoded.build()
         clients.append(built.client)
