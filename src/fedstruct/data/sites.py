@@ -350,7 +350,10 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        The rows as pandas reads them (missing values as NaN).
+        The rows, with pandas' type inference (missing values as NaN). Text files are
+        read 100,000 rows at a time: numbers into one array per column, text and
+        booleans as a ``category`` column (a file whose chunks disagree on a column's
+        type, numbers in one and text in another, is read whole instead).
 
     Raises
     ------
