@@ -357,9 +357,10 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     -------
     pandas.DataFrame
         The rows, with pandas' type inference (missing values as NaN). Text files are
-        read 100,000 rows at a time: numbers into one array per column, text and
-        booleans as a ``category`` column (a file whose chunks disagree on a column's
-        type, numbers in one and text in another, is read whole instead).
+        read 100,000 rows at a time (a large one as two byte ranges in two threads):
+        numbers into one array per column, text and booleans as a ``category`` column
+        (a file whose chunks disagree on a column's type, numbers in one and text in
+        another, is read whole instead).
 
     Raises
     ------
