@@ -6,9 +6,11 @@ Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [
    0..4, 1/5 text levels), written to a temporary folder. ``read_site`` (read +
    validate + encode + ``ClientData``) against pandas' own ``read_csv`` of the same
    file, alternating, median of ``R`` runs each (goal: ratio <= 1.5).
-2. Memory: each path in a fresh child process; the peak resident set (``ru_maxrss``)
-   minus the child's resident set after imports, against the loaded frame's size
-   (``DataFrame.memory_usage(deep=True)``) (goal: read_site <= 2x the frame).
+   A breakdown of one run by step follows.
+2. Memory: each path in a fresh child process; the peak resident set (``VmHWM`` of
+   ``/proc/self/status``, which starts afresh at ``exec``; ``ru_maxrss`` does not: it
+   keeps the parent's peak) minus the child's resident set after imports, against the
+   loaded frame's size (``DataFrame.memory_usage(deep=True)``) (goal: read_site <= 2x).
 3. A manifest of ``S`` small sites (200 rows x 8 columns each) read by
    ``read_federation`` (goal: under 5 s).
 """
@@ -28,24 +30,32 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from fedstruct.data.sites import read_federation, read_site
+from fedstruct.data.client import ClientData
+from fedstruct.data.sites import (
+    encode_site,
+    infer_kinds,
+    merge_schemas,
+    read_federation,
+    read_site,
+    read_table,
+    site_schema,
+)
 
 CHILD = """
-import json, resource, sys
+import json, sys
 import pandas as pd
 from fedstruct.data.sites import read_site
-def rss():
+def status(key):
     with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) * 1024
-base = rss()
+        return next(int(l.split()[1]) for l in f if l.startswith(key)) * 1024
+base = status("VmRSS")
 if sys.argv[1] == "pandas":
     frame = pd.read_csv(sys.argv[2])
     size = int(frame.memory_usage(deep=True).sum())
 else:
     read_site(sys.argv[2])
     size = 0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"base": base, "peak": peak, "frame": size}))
+print(json.dumps({"base": base, "peak": status("VmHWM"), "frame": size}))
 """
 
 
@@ -75,6 +85,24 @@ def speed(path: Path, repeats: int) -> tuple[float, float]:
         read_site(path)
         site_times.append(time.perf_counter() - start)
     return statistics.median(pandas_times), statistics.median(site_times)
+
+
+def breakdown(path: Path) -> dict[str, float]:
+    """Seconds of each step of read_site, through the public functions (one run)."""
+    steps = {}
+    start = time.perf_counter()
+    frame = read_table(path)
+    steps["read_table"] = time.perf_counter() - start
+    start = time.perf_counter()
+    schema = merge_schemas([site_schema("s", frame, infer_kinds(frame))])
+    steps["kinds + schema"] = time.perf_counter() - start
+    start = time.perf_counter()
+    client = encode_site("s", frame, schema).client
+    steps["encode + ClientData"] = time.perf_counter() - start
+    start = time.perf_counter()
+    ClientData("again", client.rows)
+    steps["of which ClientData's checks"] = time.perf_counter() - start
+    return steps
 
 
 def memory(path: Path, which: str) -> dict[str, int]:
@@ -123,6 +151,8 @@ def main() -> None:
         ratio = read_ours / read_pandas
         print(f"pandas.read_csv {read_pandas:.2f} s, read_site {read_ours:.2f} s")
         print(f"ratio {ratio:.2f} (goal <= 1.5)")
+        for step, seconds in breakdown(path).items():
+            print(f"  {step}: {seconds:.2f} s")
         ref, ours = memory(path, "pandas"), memory(path, "site")
         frame = ref["frame"]
         for name, m in (("pandas.read_csv", ref), ("read_site", ours)):

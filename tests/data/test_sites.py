@@ -520,3 +520,25 @@ def test_infinite_values_name_the_file(tmp_path: Path) -> None:
     )
     with pytest.raises(DataError, match=exact(message)):
         read_site(path, missing="drop-rows")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a,b,c\n1,x,True\n2,y,False\n3,,True\n,z,True\n5,x,False\n",  # int then NaN: floats
+        "a,b\n1,\n2,\n3,x\n4,y\n5,\n",  # text with an all-missing chunk: read whole
+        "a,b\n1.5,x\n2,y\n3,x\n4,y\n5,z\n",  # floats, then integers
+        'a,b\n1,"x\ny"\n2,y\n3,"z"\n',  # quotes: one byte range (a field spans lines)
+        "a,b\n1,x\n2,y\n3,z\n4,w\n5,x\n6,y\n7,q\n",  # levels new in the second range
+    ],
+)
+def test_chunked_reading_equals_a_whole_read(tmp_path: Path, monkeypatch, text: str) -> None:
+    monkeypatch.setattr("fedstruct.data.sites._CHUNK_ROWS", 2)
+    monkeypatch.setattr("fedstruct.data.sites._SPLIT_BYTES", 0)  # two byte ranges
+    path = write(tmp_path / "s.csv", text)
+    frame, whole = read_table(path), pd.read_csv(path)
+    assert frame["a"].dtype == whole["a"].dtype
+    pd.testing.assert_frame_equal(frame.astype(str), whole.astype(str))
+    gz = tmp_path / "s.csv.gz"
+    whole.to_csv(gz, index=False)
+    pd.testing.assert_frame_equal(read_table(gz).astype(str), whole.astype(str))
