@@ -764,14 +764,8 @@ class _DotReader:
 
 
 def from_dot(text: str, source: str = "DOT text") -> WeightedGraph:
-    """Read DOT text: fedstruct's own files and plain ``digraph``/``graph`` files.
-
-    Parameters
-    ----------
-    text
-        The DOT text.
-    source
-        How to name the text in messages, e.g. ``"graph file 'g.dot'"``.
+    """Read DOT ``text``: fedstruct's own files and plain ``digraph``/``graph`` files
+    (``source`` names the text in messages, e.g. ``"graph file 'g.dot'"``).
 
     Raises
     ------
