@@ -30,7 +30,6 @@ import resource
 import statistics
 import sys
 import time
-from functools import partial
 from queue import Empty
 
 import numpy as np
@@ -39,7 +38,7 @@ from fedstruct.data import load_network
 from fedstruct.methods.fedcdnv.local.build import make_ci_test
 from fedstruct.methods.fedcdnv.local.evidence import Evidence
 from fedstruct.methods.fedcdnv.local.fci import fci
-from fedstruct.methods.fedcdnv.local.pds import available_workers, remove_by_possible_dsep
+from fedstruct.methods.fedcdnv.local.pds import available_workers
 from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search
 
 
@@ -57,14 +56,11 @@ def _clock() -> tuple[float, float]:
 def _ours(name: str, rows: int, adjacency_only: bool, workers: int = 1) -> dict:
     data = sample(name, rows)
     test = make_ci_test(data, "chi2", small_sample="none")
-    # fci() takes the phase's default worker count; set it for this run.
-    fci_module = sys.modules[fci.__module__]  # the package exports the function as `fci`
-    fci_module.remove_by_possible_dsep = partial(remove_by_possible_dsep, workers=workers)
     cpu, wall = _clock()
     if adjacency_only:
         skeleton = adjacency_search(Evidence(test, 0.05))
     else:
-        skeleton = fci(test, alpha=0.05).graph.marks != 0
+        skeleton = fci(test, alpha=0.05, workers=workers).graph.marks != 0
     cpu_end, wall_end = _clock()
     return {"cpu": cpu_end - cpu, "wall": wall_end - wall, "skeleton": skeleton.tolist(),
             "tests": test.n_tests}  # fmt: skip
