@@ -171,3 +171,21 @@ def test_fedavg_names_continuous_columns_and_the_fix(tmp_path):
                      "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 2
     assert "'age' is continuous" in text and "--set kinds.age=categorical" in text
+
+
+def test_missing_values_are_named_or_dropped_and_counted(tmp_path):
+    network, paths = asia_sites(tmp_path, rows=400)
+    frame = pd.read_csv(paths[0])
+    frame.loc[:6, "smoke"] = np.nan  # rows 0..6: seven missing values
+    frame.to_csv(paths[0], index=False)
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp",
+                     "--out", str(tmp_path / "x"))  # fmt: skip
+    assert code == 2
+    assert "7 missing values in column 'smoke'" in text and "missing=drop-rows" in text
+    out = tmp_path / "run"
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp", "--rounds", "2",
+                     "--set", "missing=drop-rows", "--out", str(out))  # fmt: skip
+    assert code == 0, text
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["dropped_rows_site-1"] == 7 and metrics["rows_site-1"] == 393
+    assert metrics["dropped_rows_site-2"] == 0

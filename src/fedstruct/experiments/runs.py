@@ -93,7 +93,8 @@ class FederationSettings:
         A graph file (graph.json, DOT, GraphML, BIF) to score a learned graph against.
     missing
         Missing values in a site's file: ``error`` (name the column and count) or
-        ``drop-rows`` (drop those rows; the counts per site go to metrics.json).
+        ``drop-rows`` (drop those rows; the counts per site go to metrics.json); empty:
+        the manifest's choice, else ``error``.
     kinds
         Kind of a site column, overriding the inferred one (``--set kinds.COL=ordinal``):
         categorical, ordinal or continuous.
@@ -115,7 +116,7 @@ class FederationSettings:
     sites: tuple[str, ...] = ()
     manifest: str | None = None
     truth: str | None = None
-    missing: str = "error"
+    missing: str | None = None
     kinds: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -171,7 +172,7 @@ class FederationSettings:
 _FEDERATION_CONSTRAINTS = {
     "clients": Interval(int, 1),
     "rounds": Interval(int, 1),
-    "missing": OneOf(MISSING),
+    "missing": OneOf(MISSING, allow_none=True),
 }
 
 

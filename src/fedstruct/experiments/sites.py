@@ -62,7 +62,8 @@ def site_federation(settings: Any, **roles: Any) -> SiteFederation:
     """Every site's client, encoded with one federation-wide codebook (cached per process).
 
     ``roles`` are the generic column roles the reader applies (``regime``,
-    ``supervised``); a manifest's own values win over them.
+    ``supervised``), over the manifest's; a slice reads its sites with the same roles
+    every time (one read per process).
     """
     source = settings.manifest or tuple(settings.sites)
     return _read(source, json.dumps(settings.kinds, sort_keys=True), settings.missing,
@@ -70,7 +71,9 @@ def site_federation(settings: Any, **roles: Any) -> SiteFederation:
 
 
 @lru_cache(maxsize=4)
-def _read(source: str | tuple[str, ...], kinds: str, missing: str, roles: str) -> SiteFederation:
+def _read(
+    source: str | tuple[str, ...], kinds: str, missing: str | None, roles: str
+) -> SiteFederation:
     given = {k: v for k, v in json.loads(roles).items() if v}
     return read_federation(
         source if isinstance(source, str) else list(source),
@@ -93,10 +96,9 @@ def aligned(truth: Graph, learned: Graph) -> tuple[Graph, Graph]:
     return truth.expand(names), learned.expand(names)
 
 
-def file_metrics(settings: Any) -> dict[str, float]:
+def file_metrics(federation: SiteFederation) -> dict[str, float]:
     """What a run on files reports about its data: rows per site, rows dropped for
     missing values (``missing = drop-rows``) and columns constant at a site."""
-    federation = site_federation(settings)
     metrics: dict[str, float] = {}
     for client in federation.clients:
         metrics[f"rows_{client.name}"] = float(client.n_rows)

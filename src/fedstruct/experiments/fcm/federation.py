@@ -33,7 +33,7 @@ from fedstruct.data.checks import fraction, integer_at_least
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.partition import balanced_sizes
-from fedstruct.data.sites import LEVELLED, require_kinds
+from fedstruct.data.sites import LEVELLED, SiteFederation, require_kinds
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
@@ -42,13 +42,14 @@ from fedstruct.graphs.graph import Graph, reachable
 
 __all__ = [
     "ConceptPartition",
+    "SiteData",
     "build_federation",
     "concept_clients",
     "concept_data",
     "dataset",
     "perturb_dag",
     "site_clients",
-    "site_roles_of",
+    "site_data",
 ]
 
 #: Tries of the rejection sampler of the new concepts before its fallback.
@@ -491,17 +492,26 @@ def build_federation(s: FCMRun) -> list[ClientData]:
     return concept_data(s)[1].clients
 
 
-@dataclass(frozen=True)
-class SiteRoles:
-    """Which columns of a user's sites are inputs, concepts and the task."""
+@dataclass(frozen=True, eq=False)
+class SiteData:
+    """A user's sites for F-CMs: which columns are inputs, concepts and the task, and
+    the sites read with the concepts and the task supervised (a missing value is a
+    missing label)."""
 
     inputs: tuple[str, ...]
     concepts: tuple[str, ...]
     task: str
+    federation: SiteFederation
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The concepts, then the task."""
+        return (*self.concepts, self.task)
 
 
-def site_roles_of(s: FCMRun) -> SiteRoles:
-    """The roles the settings or the manifest give (settings win).
+def site_data(s: FCMRun) -> SiteData:
+    """The roles the settings or the manifest give (settings win) and the sites read
+    with them.
 
     Raises
     ------
@@ -509,6 +519,8 @@ def site_roles_of(s: FCMRun) -> SiteRoles:
         If no task or no concept is named, or a role names a column twice.
     UnknownVariableError
         If a role names a column no site has.
+    DataError
+        If a concept or the task is continuous.
     """
     given = site_roles(s)
     task = s.task or given.get("task", "")
@@ -518,12 +530,10 @@ def site_roles_of(s: FCMRun) -> SiteRoles:
             "F-CMs on your files needs the task and the concept columns: "
             "--set task=COLUMN --set concepts=[A,B,...] (or task: / concepts: in the manifest)"
         )
-    variables = site_federation(s).schema.variables
-    inputs = tuple(
-        s.inputs
-        or given.get("inputs", ())
-        or [v for v in variables if v != task and v not in concepts]
-    )
+    federation = site_federation(s, supervised=[*concepts, task])
+    variables = federation.schema.variables
+    others = [v for v in variables if v != task and v not in concepts]
+    inputs = tuple(s.inputs or given.get("inputs", ()) or others)
     unknown = [v for v in (*inputs, *concepts, task) if v not in variables]
     if unknown:
         raise UnknownVariableError(
@@ -532,24 +542,22 @@ def site_roles_of(s: FCMRun) -> SiteRoles:
     both = set(inputs) & {*concepts, task}
     if both:
         raise ConfigError(f"columns {sorted(both)} are named both inputs and concepts or task")
-    return SiteRoles(inputs, concepts, task)
+    data = SiteData(inputs, concepts, task, federation)
+    require_kinds(federation.schema, LEVELLED, method="F-CMs (concepts, task)",
+                  variables=data.labels)  # fmt: skip
+    return data
 
 
 def site_clients(s: FCMRun) -> list[ClientData]:
     """The sites as F-CMs clients: inputs, then the concepts and the task each site has
-    (supervised, a missing value being a missing label), and the site's own concept
-    graph (``graph:`` in the manifest) restricted to what it supervises."""
-    roles = site_roles_of(s)
-    federation = site_federation(s, supervised=[*roles.concepts, roles.task])
-    labels_of = [*roles.concepts, roles.task]
-    require_kinds(
-        federation.schema, LEVELLED, method="F-CMs' concepts and task", variables=labels_of
-    )
+    (supervised), and the site's own concept graph (``graph:`` in the manifest)
+    restricted to what it supervises."""
+    data = site_data(s)
     graphs = {spec.name: spec.options.get("graph") for spec in site_specs(s)}
     clients = []
-    for client in federation.clients:
-        labels = [v for v in (*roles.concepts, roles.task) if v in client.variables]
-        inputs = [v for v in roles.inputs if v in client.variables]
+    for client in data.federation.clients:
+        labels = [v for v in data.labels if v in client.variables]
+        inputs = [v for v in data.inputs if v in client.variables]
         own = client.select([*inputs, *labels])
         graph, path = None, graphs.get(client.name)
         if path:

@@ -30,13 +30,13 @@ from fedstruct.experiments.fcm.federation import (
     ConceptPartition,
     concept_data,
     dataset,
-    site_roles_of,
+    site_data,
 )
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
+from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
 from fedstruct.fl import Participation
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs import Graph
@@ -75,14 +75,13 @@ def method(s: FCMRun) -> FCM:
     if config.regime not in FEDERATED_REGIMES:
         config = dataclasses.replace(config, regime="fcm")
     if s.from_files:
-        roles = site_roles_of(s)
-        schema = site_federation(s).schema
-        labels = [*roles.concepts, roles.task]
-        task, cardinalities = roles.task, {v: schema.cardinalities()[v] for v in labels}
+        data = site_data(s)
+        levels = data.federation.schema.cardinalities()
+        task, cardinalities = data.task, {v: levels[v] for v in data.labels}
         who = s.participation(s.client_names())
     else:
-        data = dataset(s)
-        task, cardinalities, who = data.task, data.cardinalities, participation(s)
+        concepts = dataset(s)
+        task, cardinalities, who = concepts.task, concepts.cardinalities, participation(s)
     return FCM(
         task=task,
         cardinalities=cardinalities,
@@ -198,7 +197,7 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[Any]) ->
             "best_round": float(model.best_round_),
             **edge_type_counts(model.graph_),
             **model.parameter_change_,
-            **file_metrics(s),
+            **file_metrics(site_data(s).federation),
         }
     )
     truth = truth_graph(s)

@@ -109,7 +109,7 @@ def _on_files(
         "rounds": len(model.history_),
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **model.traffic_.summary(),
-        **file_metrics(settings),
+        **file_metrics(site_federation(settings)),
     }
     figure = plot_history(
         model.history_,

@@ -20,7 +20,7 @@ from fedstruct.data.client import OBSERVATIONAL
 from fedstruct.data.discrete import UNIFORM
 from fedstruct.data.partition import Sampler, balanced_sizes, check_n_clients, client_names
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.data.sites import LEVELLED, require_kinds
+from fedstruct.data.sites import LEVELLED, SiteFederation, require_kinds
 from fedstruct.errors import ConfigError, PartitionError, UnknownVariableError
 from fedstruct.experiments.fedcd.settings import ER, FedCDRun
 from fedstruct.experiments.sites import site_federation, site_roles
@@ -31,6 +31,7 @@ __all__ = [
     "build_federation",
     "horizontal_interventions",
     "site_clients",
+    "site_data",
     "source",
     "vertical_interventions",
 ]
@@ -236,17 +237,13 @@ def build_federation(s: FedCDRun) -> list[ClientData]:
     return horizontal_interventions(sampler, s.clients, **common)  # type: ignore[arg-type]
 
 
-def site_clients(s: FedCDRun) -> list[ClientData]:
-    """The sites' files as FED-CD clients: the ``regime`` column gives each row's
-    intervened variable, and every site's columns come in the federation's order (FED-CD
-    assumes every client observes every variable, §5.2, and matches them by name).
+def site_data(s: FedCDRun) -> SiteFederation:
+    """The sites' files read with the ``regime`` column as each row's intervention.
 
     Raises
     ------
     ConfigError
-        If no ``regime`` column is named, or a variable is not categorical.
-    UnknownVariableError
-        If a site lacks one of the federation's variables.
+        If no ``regime`` column is named.
     """
     regime = s.regime or site_roles(s).get("regime")
     if not regime:
@@ -254,7 +251,22 @@ def site_clients(s: FedCDRun) -> list[ClientData]:
             "FED-CD learns from interventions: name the column that says which variable "
             "each row intervened on, with --set regime=COLUMN (or regime: in the manifest)"
         )
-    federation = site_federation(s, regime=regime)
+    return site_federation(s, regime=regime)
+
+
+def site_clients(s: FedCDRun) -> list[ClientData]:
+    """The sites' files as FED-CD clients (:func:`site_data`), every site's columns in
+    the federation's order (FED-CD assumes every client observes every variable, §5.2,
+    and matches them by name).
+
+    Raises
+    ------
+    DataError
+        If a variable is not categorical or ordinal.
+    UnknownVariableError
+        If a site lacks one of the federation's variables.
+    """
+    federation = site_data(s)
     require_kinds(federation.schema, LEVELLED, method="FED-CD (ENCO)")
     variables = federation.schema.variables
     for client in federation.clients:

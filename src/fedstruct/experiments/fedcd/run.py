@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData
-from fedstruct.experiments.fedcd.federation import source
+from fedstruct.experiments.fedcd.federation import site_data, source
 from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
@@ -119,7 +119,7 @@ def _on_files(s: FedCDRun, ctx: RunContext, model: FedCD) -> RunOutcome:
         **edge_type_counts(fed),
         "edge_entropy": float(history[-1].get("edge_entropy", np.nan)),
         "site_agreement": site_agreement(fed, model.client_graphs_[-1].values()),
-        **file_metrics(s),
+        **file_metrics(site_data(s)),
     }
     figures = []
     truth = truth_graph(s)

@@ -31,7 +31,7 @@ from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
+from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
 from fedstruct.graphs import Graph, graph_metrics, relation_fdr
 from fedstruct.graphs.metrics import edge_type_counts, site_agreement
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig
@@ -115,7 +115,7 @@ def _on_files(
         "n_variables": float(len(model.names_)),
         "tests": float(sum(h.get("tests", 0.0) for h in model.history_)),
         "site_agreement": site_agreement(model.graph_, model.local_graphs_.values()),
-        **file_metrics(s),
+        **file_metrics(site_federation(s)),
     }
     figures = []
     truth = truth_graph(s)

@@ -55,7 +55,7 @@ from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.plots import plot_bars
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
+from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.metrics import edge_scores, edge_type_counts
 from fedstruct.graphs.undirected import moral_graph, undirected
@@ -230,7 +230,7 @@ def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
     metrics: dict[str, float] = {
         "common_variables": float(len(model.schema_)),
         **edge_type_counts(model.graph_),
-        **file_metrics(s),
+        **file_metrics(site_federation(s)),
     }
     if glob is None:
         return RunOutcome(metrics, list(model.history_))
