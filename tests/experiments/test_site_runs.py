@@ -174,7 +174,7 @@ def test_fedavg_names_continuous_columns_and_the_fix(tmp_path):
 
 
 def test_missing_values_are_named_or_dropped_and_counted(tmp_path):
-    network, paths = asia_sites(tmp_path, rows=400)
+    _, paths = asia_sites(tmp_path, rows=400)
     frame = pd.read_csv(paths[0])
     frame.loc[:6, "smoke"] = np.nan  # rows 0..6: seven missing values
     frame.to_csv(paths[0], index=False)
