@@ -158,9 +158,10 @@ _CLICK_TYPES: dict[str, click.ParamType] = {
 def method_command(entry: Runnable) -> click.Command:
     """The ``fedstruct run METHOD`` command of ``entry``, built from its settings.
 
-    Its options are the common ``--clients``, ``--rounds``, ``--seed``, the method's
-    own (:attr:`Runnable.options`), typed and documented by their settings, and the
-    run options (``--out``, ``--config``, ``--set``, ``--backend``, ...); its help
+    Its options are the common settings (:data:`COMMON_SETTINGS`: ``--clients``,
+    ``--rounds``, ``--seed``, and a user's files: ``--site``, ``--sites``,
+    ``--truth``), the method's own (:attr:`Runnable.options`), each typed and
+    documented by its setting, and the run options (:data:`RUN_OPTIONS`); its help
     lists every setting with its type, default and documentation.
     """
     from fedstruct.experiments.settings import describe_settings
