@@ -2,50 +2,11 @@
 
 from __future__ import annotations
 
-import gzip
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from fedstruct.data.images import LABEL, ImageSet, from_rows, pixel_columns, to_rows
 from fedstruct.errors import DataError, UnknownVariableError
-
-
-def unit(x: np.ndarray) -> np.ndarray:
-    """The oracle for byte scaling: float32 division by 255."""
-    return x.astype(np.float32) / np.float32(255)
-
-
-def multiset(rows: np.ndarray) -> list[bytes]:
-    """Rows of a 2-D array as a sorted list of byte strings (order-free comparison)."""
-    return sorted(r.tobytes() for r in np.ascontiguousarray(rows))
-
-
-def idx_bytes(values: np.ndarray, magic: int | None = None) -> bytes:
-    magic = 0x800 + values.ndim if magic is None else magic
-    header = magic.to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in values.shape)
-    return header + values.astype(np.uint8).tobytes()
-
-
-def write_fmnist(folder: Path, n_train: int = 4, n_test: int = 3) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(5)
-    arrays = {
-        "train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
-        "train-labels-idx1-ubyte": np.array([9, 0, 3, 7][:n_train], dtype=np.uint8),
-        "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
-        "t10k-labels-idx1-ubyte": np.array([1, 8, 2][:n_test], dtype=np.uint8),
-    }
-    arrays["train-images-idx3-ubyte"][0] = 0
-    arrays["train-images-idx3-ubyte"][0, 2, 5] = 200  # row 2, column 5 only
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, values in arrays.items():
-        data = idx_bytes(values)
-        if name.startswith("train"):  # train files gzipped, test files plain
-            (folder / f"{name}.gz").write_bytes(gzip.compress(data))
-        else:
-            (folder / name).write_bytes(data)
-    return arrays
 
 
 def test_image_set_validates_and_is_read_only() -> None:
