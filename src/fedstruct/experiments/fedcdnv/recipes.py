@@ -88,14 +88,13 @@ def _synthetic(quick: bool, out: Path) -> RecipeReport:
             xlabel="|V| (variables of the DAG)",
             ylabel=metric.replace("_", " "),
         )
-    rows = comparison.rows(["f1_edge", "f1_orientation", "f1_arrowhead"])
-    table = write_results(
-        out,
-        rows,
-        ["f1_edge", "f1_orientation", "f1_arrowhead"],
-        f"FedCDnv Figure 5: synthetic data ({len(seeds)} seeds)",
-    )
-    return RecipeReport(table, out)
+    return _f1_report(comparison, out, f"FedCDnv Figure 5: synthetic data ({len(seeds)} seeds)")
+
+
+def _f1_report(comparison: Comparison, out: Path, title: str) -> RecipeReport:
+    """The table of edge, orientation and arrowhead F1 per method (Figures 5 and 6)."""
+    f1 = ["f1_edge", "f1_orientation", "f1_arrowhead"]
+    return RecipeReport(write_results(out, comparison.rows(f1), f1, title), out)
 
 
 def _benchmarks(quick: bool, out: Path) -> RecipeReport:
@@ -118,14 +117,7 @@ def _benchmarks(quick: bool, out: Path) -> RecipeReport:
             title=f"FedCDnv Figure 6: {metric}",
             ylabel=metric.replace("_", " "),
         )
-    rows = comparison.rows(["f1_edge", "f1_orientation", "f1_arrowhead"])
-    table = write_results(
-        out,
-        rows,
-        ["f1_edge", "f1_orientation", "f1_arrowhead"],
-        f"FedCDnv Figure 6: benchmark networks ({len(seeds)} seeds)",
-    )
-    return RecipeReport(table, out)
+    return _f1_report(comparison, out, f"FedCDnv Figure 6: benchmark networks ({len(seeds)} seeds)")
 
 
 def _fdr(quick: bool, out: Path) -> RecipeReport:
