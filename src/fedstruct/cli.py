@@ -121,6 +121,7 @@ COMMON_SETTINGS = {
     "seed": "seed",
     "site": "sites",
     "sites": "manifest",
+    "node-site": "node_sites",
     "truth": "truth",
 }
 
@@ -364,7 +365,19 @@ def flower_superlink(
 @flower_app.command("supernode")
 @_bad_input_exits_2
 def flower_supernode(
-    partition: Annotated[int, typer.Option(help="The partition (client) this node hosts.")],
+    partition: Annotated[
+        int | None, typer.Option(help="The partition of a built-in federation this node hosts.")
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(help="This site's own file (table, image folder or .npz); read only here."),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="With --data: the site's name (default: the file's stem).")
+    ] = None,
+    graph: Annotated[
+        Path | None, typer.Option(help="With --data: the site's own graph file (F-CMs).")
+    ] = None,
     superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
     root_certificates: Annotated[
         Path | None, typer.Option(help="CA certificate of a TLS SuperLink.")
@@ -381,15 +394,46 @@ def flower_supernode(
     ] = 60.0,
     home: Home = None,
 ) -> None:
-    """Start a SuperNode hosting one partition of the federation."""
+    """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
     from fedstruct.fl.flower.cluster import Link, default_home, supernode_command, wait_reachable
 
     if root_certificates is None and not insecure:
         raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
+    node_config = _site_node_config(partition, data, name, graph)
     link = Link(superlink, root_certificates)
-    cmd = supernode_command(partition, link, port=port or 9094 + partition, auth_key=auth_key)
+    cmd = supernode_command(
+        partition,
+        link,
+        port=port or 9094 + (partition or 0),
+        auth_key=auth_key,
+        node_config=node_config,
+    )
     wait_reachable(link, wait)
     _exec(cmd, home or default_home())
+
+
+def _site_node_config(
+    partition: int | None, data: Path | None, name: str | None, graph: Path | None
+) -> dict[str, str]:
+    """The node config of a site's own file (``data``, ``site``, ``graph``), checked here."""
+    if (partition is None) == (data is None):
+        raise ConfigError(
+            "give the node's data: --data FILE (the site's own file) or --partition K "
+            "(a built-in federation), one of them"
+        )
+    if data is None:
+        if name or graph:
+            raise ConfigError("--name and --graph describe a site's own file: add --data FILE")
+        return {}
+    for path, flag in ((data, "--data"), (graph, "--graph")):
+        if path is not None and not path.exists():
+            raise ConfigError(f"{flag} {path} does not exist; give the path of this site's file")
+    from fedstruct.data.sites import site_name
+
+    config = {"data": str(data.resolve()), "site": name or site_name(data)}
+    if graph is not None:
+        config["graph"] = str(graph.resolve())
+    return config
 
 
 @flower_app.command("register")

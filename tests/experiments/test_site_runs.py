@@ -153,8 +153,9 @@ def test_fcm_on_sites_with_a_manifest_and_site_graphs(tmp_path):
     [
         (["fedavg", "--site", "a.csv", "--clients", "5"], "--clients is the number of sites"),
         (["fedavg", "--site", "a.csv", "--network", "alarm"], "--network and --site/--sites"),
-        (["fedavg", "--site", "a.csv", "--sites", "m.yaml"], "by --site or by --sites"),
-        (["fedavg", "--site", "a.csv", "--backend", "flower"], "SuperNodes of a deployment"),
+        (["fedavg", "--site", "a.csv", "--sites", "m.yaml"], "one of --site, --sites MANIFEST"),
+        (["fedavg", "--site", "a.csv", "--backend", "flower"], "supernode --data FILE"),
+        (["fedavg", "--node-site", "a", "--set", "target=y"], "add --backend flower"),
     ],
 )
 def test_site_options_that_contradict_each_other(tmp_path, monkeypatch, args, message):

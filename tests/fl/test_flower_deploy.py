@@ -115,7 +115,7 @@ def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_pat
         cluster.stop("bad")
     assert proc.returncode == 2
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    assert lines[-1].startswith("error: partition 5 does not exist: the federation has 2 clients")
+    assert lines[-1].startswith("error: a SuperNode hosts partition 5, but the federation has 2")
     done = checkpoint_round(out)
     assert 1 <= done < 4  # the finished rounds are kept
     resumed = cluster.fedstruct("run", "fedavg", "--resume", str(out), "--quiet")

@@ -99,6 +99,8 @@ __all__ = [
     "SiteFederation",
     "SiteSchema",
     "SiteSpec",
+    "check_roles",
+    "describe_site",
     "encode_site",
     "infer_kinds",
     "merge_schemas",
@@ -108,6 +110,7 @@ __all__ = [
     "read_site",
     "read_table",
     "require_kinds",
+    "site_name",
     "site_schema",
 ]
 
@@ -413,7 +416,10 @@ def _table_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def _site_stem(path: Path) -> str:
+def site_name(path: str | Path) -> str:
+    """A site's default name: its file's stem, without a compression suffix
+    (``h1.csv.gz`` -> ``h1``; an image folder's name)."""
+    path = Path(path)
     name = path.name
     if path.suffix.lower() in _COMPRESSED:
         name = name[: -len(path.suffix)]
@@ -1323,7 +1329,7 @@ def read_site(
         Dropped rows (``missing="drop-rows"``) are logged at WARNING level.
     """
     path = Path(path)
-    site = name or _site_stem(path)
+    site = name or site_name(path)
     table = _site_table(site, read_table(path, delimiter=delimiter), path)
     if schema is None:
         kinds_of = _site_kinds(table, kinds, regime)
@@ -1445,7 +1451,7 @@ def _site_spec(entry: Any, index: int, folder: Path, manifest: Path) -> SiteSpec
     if not isinstance(entry.get("path"), str) or not entry["path"]:
         raise ConfigError(f"{what} needs a 'path' to its table file")
     file = _resolve(entry["path"], folder)
-    name = entry.get("name", _site_stem(file))
+    name = entry.get("name", site_name(file))
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{what}: 'name' must be a non-empty string")
     options = _options({k: v for k, v in entry.items() if k not in ("path", "name")}, what)
@@ -1529,7 +1535,7 @@ def parse_site_args(items: Sequence[str]) -> tuple[SiteSpec, ...]:
         if not rest.strip():
             raise ConfigError(f"--site {item!r} has no path; write NAME=PATH or PATH")
         path = Path(rest).expanduser()
-        specs.append(SiteSpec(name or _site_stem(path), path, {}))
+        specs.append(SiteSpec(name or site_name(path), path, {}))
     _check_site_names(specs)
     return tuple(specs)
 
@@ -1570,6 +1576,7 @@ def read_federation(
     regime: str | None = None,
     supervised: Sequence[str] = (),
     min_rows: int = 1,
+    schema: FederationSchema | None = None,
 ) -> SiteFederation:
     """Read every site's file and encode them with one federation codebook.
 
@@ -1588,6 +1595,10 @@ def read_federation(
         must exist at some site.
     min_rows
         The fewest rows a site may hold after dropping rows.
+    schema
+        The federation's codebook, merged elsewhere from every site's
+        :func:`describe_site` (a deployment, where each node reads only its own file):
+        ``source`` then names the sites read here, encoded with it.
 
     Raises
     ------
@@ -1605,10 +1616,16 @@ def read_federation(
         "supervised": tuple(supervised) or opts.get("supervised", ()),
     }
     tables = [_read_spec(spec, manifest, settings) for spec in manifest.sites]
-    schema = merge_schemas(
-        [t.schema(k) for t, k, _, _ in tables], _declared_kinds(manifest, settings["kinds"])
-    )
-    _check_everywhere(schema, settings, tables)
+    if schema is None:
+        schema = merge_schemas(
+            [t.schema(k) for t, k, _, _ in tables], _declared_kinds(manifest, settings["kinds"])
+        )
+        check_roles(
+            schema,
+            regime=settings["regime"],
+            regime_sites=[t.name for t, _, r, _ in tables if r == settings["regime"]],
+            supervised=settings["supervised"],
+        )
     clients, dropped, constant = [], {}, {}
     while tables:
         table, _, site_regime, site_supervised = tables.pop(0)
@@ -1676,20 +1693,74 @@ def _declared_kinds(manifest: Manifest, kinds: Mapping[str, str]) -> dict[str, s
     return {**out, **{c: k for c, k in kinds.items() if c not in out}}
 
 
-def _check_everywhere(
-    schema: FederationSchema, settings: Mapping[str, Any], tables: Sequence[tuple[Any, ...]]
+def check_roles(
+    schema: FederationSchema,
+    *,
+    regime: str | None,
+    regime_sites: Sequence[str],
+    supervised: Sequence[str],
 ) -> None:
-    regime = settings["regime"]
-    if regime is not None and not any(t[2] == regime for t in tables):
+    """Check that the roles given for every site name columns some site has.
+
+    Parameters
+    ----------
+    schema
+        The merged schema.
+    regime
+        The regime column named for every site, if any.
+    regime_sites
+        The sites whose files have it.
+    supervised
+        The columns named supervised at every site.
+
+    Raises
+    ------
+    UnknownVariableError
+        If no site has the regime column or a supervised column.
+    """
+    if regime is not None and not regime_sites:
         raise UnknownVariableError(
             f"no site has the regime column {regime!r}; fix its name (--set regime=...)"
         )
-    absent = [v for v in settings["supervised"] if v not in schema.kinds]
+    absent = [v for v in supervised if v not in schema.kinds]
     if absent:
         raise UnknownVariableError(
             f"supervised names {absent}, which no site has; the variables are "
             f"{list(schema.variables)}"
         )
+
+
+def describe_site(
+    spec: SiteSpec,
+    *,
+    kinds: Mapping[str, str] | None = None,
+    delimiter: str | None = None,
+    regime: str | None = None,
+) -> tuple[SiteSchema, str | None]:
+    """What one site reports of its file (the first pass of :func:`read_federation`,
+    run where the file lies): its schema, and its regime column.
+
+    Parameters
+    ----------
+    spec
+        The site (its name, file and per-site options).
+    kinds
+        Column -> kind for every site (those the file has apply).
+    delimiter
+        As for :func:`read_table`.
+    regime
+        The regime column named for every site (used if the file has it).
+
+    Returns
+    -------
+    tuple
+        The :class:`SiteSchema` (metadata only) and the regime column the site has
+        (``None`` if it has none).
+    """
+    settings = {"kinds": dict(kinds or {}), "delimiter": delimiter, "regime": regime,
+                "supervised": ()}  # fmt: skip
+    table, kinds_of, site_regime, _ = _read_spec(spec, Manifest((spec,)), settings)
+    return table.schema(kinds_of), site_regime
 
 
 def _spec_path(manifest: Manifest, site: str) -> Path | None:

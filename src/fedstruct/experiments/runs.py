@@ -35,7 +35,7 @@ from fedstruct.data.sites import MISSING
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
-from fedstruct.experiments.sites import site_specs
+from fedstruct.experiments.sites import TABLES, SiteFormat, site_specs
 from fedstruct.fl import (
     Backend,
     Federated,
@@ -98,6 +98,10 @@ class FederationSettings:
     kinds
         Kind of a site column, overriding the inferred one (``--set kinds.COL=ordinal``):
         categorical, ordinal or continuous.
+    node_sites
+        Sites whose files stay on their own SuperNodes (``--node-site NAME``, with
+        ``--backend flower``; each node started with ``fedstruct flower supernode
+        --data FILE --name NAME``), in client order.
     """
 
     clients: int = 4
@@ -118,11 +122,16 @@ class FederationSettings:
     truth: str | None = None
     missing: str | None = None
     kinds: dict[str, str] = field(default_factory=dict)
+    node_sites: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
-        if self.sites and self.manifest:
-            raise ConfigError("give the sites' files by --site or by --sites MANIFEST, not both")
+        if sum(map(bool, (self.sites, self.manifest, self.node_sites))) > 1:
+            raise ConfigError(
+                "give the sites by one of --site, --sites MANIFEST or --node-site, not several"
+            )
+        if len(set(self.node_sites)) != len(self.node_sites):
+            raise ConfigError(f"--node-site names a site twice: {list(self.node_sites)}")
         default_clients = type(self).__dataclass_fields__["clients"].default
         if self.from_files and self.clients != default_clients:
             raise ConfigError(
@@ -152,11 +161,14 @@ class FederationSettings:
 
     @property
     def from_files(self) -> bool:
-        """Whether the data come from a user's per-site files (``sites`` or ``manifest``)."""
-        return bool(self.sites or self.manifest)
+        """Whether the data come from a user's per-site files (``sites``, ``manifest``
+        or ``node_sites``)."""
+        return bool(self.sites or self.manifest or self.node_sites)
 
     def client_names(self) -> list[str]:
         """The clients' names: the sites' names, or ``client-1 .. client-K``."""
+        if self.node_sites:
+            return list(self.node_sites)
         if self.from_files:
             return [spec.name for spec in site_specs(self)]
         return client_names(self.clients)
@@ -222,6 +234,11 @@ class Runnable:
     #: The method's own ``fedstruct run`` options: flag (without ``--``) -> setting name,
     #: besides ``--clients``, ``--rounds`` and ``--seed``, which every method has.
     options: Mapping[str, str] = field(default_factory=dict)
+    #: ``roles(settings)``: the column roles every site's file is read with
+    #: (``regime``, ``supervised``; :func:`fedstruct.data.read_federation`).
+    roles: Callable[[Any], dict[str, Any]] = field(default=lambda settings: {})
+    #: How the method's site files take part in a deployment's schema handshake.
+    site_format: SiteFormat = TABLES
 
     def client_names(self, settings: Any) -> list[str]:
         """The clients' names: the sites' names, or ``client-1 .. client-K``."""
@@ -320,11 +337,17 @@ def execute(
         "backend": backend,
         "fedstruct_version": __version__,
     }
+    if settings.node_sites and backend != "flower":
+        raise ConfigError(
+            "--node-site names sites whose files stay on their own SuperNodes: add "
+            "--backend flower (for files on this machine use --site PATH)"
+        )
     if backend == "flower":
-        if settings.from_files:
+        if settings.sites or settings.manifest:
             raise ConfigError(
                 "--site/--sites name files on this machine, which the SuperNodes of a "
-                "deployment must not read; run on files with --backend local or flower-sim"
+                "deployment must not read; start each site's node with 'fedstruct flower "
+                "supernode --data FILE --name SITE' and name the sites with --node-site SITE"
             )
         deployment = deployment or DeploymentOptions()
         config["deployment"] = dataclasses.asdict(deployment)

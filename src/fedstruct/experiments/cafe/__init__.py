@@ -5,6 +5,7 @@ Importing it registers ``fedstruct run cafe`` and its recipes.
 
 from fedstruct.experiments.cafe import recipes as _recipes  # noqa: F401  (registers)
 from fedstruct.experiments.cafe.federation import (
+    IMAGES,
     ImageFederation,
     build_clients,
     federation,
@@ -31,6 +32,7 @@ register(
         summary="CAFE: causal drift-aware federated learning (and FedAvg, FedProx, MOON, FedProto)",
         settings=CafeRun,
         federation=build_clients,
+        site_format=IMAGES,
         method=method,
         run=run_cafe,
         quick={"clients": 4, "rounds": 3, "local_epochs": 1, "eval_every": 3, "report_rate": 0.5},

@@ -8,9 +8,12 @@ cut over the clients by ``Dir(alpha)`` (Hsu et al. 2019) with
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import pandas as pd
 
@@ -21,18 +24,21 @@ from fedstruct.data.images import (
     LABEL,
     ImageFederationSchema,
     ImageSet,
+    ImageSiteSchema,
     image_client,
     merge_image_schemas,
     read_image_site,
     to_rows,
 )
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
+from fedstruct.data.sites import SiteSpec
 from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
-from fedstruct.experiments.sites import site_specs
+from fedstruct.experiments.sites import SiteFormat, deployed_schema, site_specs
 from fedstruct.fl.client import holdout_split
 
 __all__ = [
+    "IMAGES",
     "ImageFederation",
     "ImageSites",
     "build_clients",
@@ -190,15 +196,22 @@ class ImageSites:
 
 
 def image_sites(s: CafeRun) -> ImageSites:
-    """The sites the settings name, read, coded with one class codebook and split."""
-    return _image_sites(tuple((spec.name, str(spec.path)) for spec in site_specs(s)),
-                        s.test_fraction, s.seed)  # fmt: skip
+    """The sites the settings name, read, coded with one class codebook and split
+    (with ``node_sites``: the sites this process reads, coded with the deployment's)."""
+    specs = tuple((spec.name, str(spec.path)) for spec in site_specs(s))
+    schema = json.dumps(dict(deployed_schema()), sort_keys=True) if s.node_sites else ""
+    return _image_sites(specs, s.test_fraction, s.seed, schema)
 
 
 @lru_cache(maxsize=2)
-def _image_sites(specs: tuple[tuple[str, str], ...], fraction: float, seed: int) -> ImageSites:
+def _image_sites(
+    specs: tuple[tuple[str, str], ...], fraction: float, seed: int, given: str
+) -> ImageSites:
     sites = [read_image_site(path, name=name) for name, path in specs]
-    schema = merge_image_schemas([site.schema() for site in sites])
+    if given:
+        schema = ImageFederationSchema.from_config(json.loads(given))
+    else:
+        schema = merge_image_schemas([site.schema() for site in sites])
     clients, held_out = [], {}
     for site in sites:
         rows = image_client(site, schema)
@@ -206,3 +219,18 @@ def _image_sites(specs: tuple[tuple[str, str], ...], fraction: float, seed: int)
         clients.append(dataclasses.replace(rows, rows=rows.rows.iloc[kept]))
         held_out[site.name] = rows.rows.iloc[held]
     return ImageSites(clients, held_out, schema)
+
+
+def _describe_images(spec: SiteSpec, settings: CafeRun, roles: Mapping[str, Any]) -> dict:
+    return dict(read_image_site(spec.path, name=spec.name).schema().to_config())
+
+
+def _merge_images(descriptions: Sequence[Mapping[str, Any]], settings: CafeRun,
+                  roles: Mapping[str, Any]) -> dict:  # fmt: skip
+    schema = merge_image_schemas([ImageSiteSchema.from_config(d) for d in descriptions])
+    return dict(schema.to_config())
+
+
+#: Image sites (folders ``SITE/CLASS/*.png`` or ``.npz``): a site describes its shape,
+#: class names and counts; the server merges the class codebook.
+IMAGES = SiteFormat(_describe_images, _merge_images, lambda settings, roles: {})

@@ -97,7 +97,8 @@ def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
 
 def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, clients: Sequence[Any]) -> RunOutcome:
     """A run on a user's image sites: the final model's accuracy on the images each
-    site kept out (``accuracy_<site>``, and over all of them ``accuracy``)."""
+    site kept out (``accuracy_<site>``, and over all of them ``accuracy``; scored here,
+    so not on a deployment whose sites keep their images on their nodes)."""
     with torch_threads(1):
         ctx.fit(model, clients)
     sites = image_sites(s)
@@ -106,12 +107,12 @@ def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, clients: Sequence[Any]) 
         "late_merged": float(sum(h["late_merged"] for h in history)),
         "mb_up": model.traffic_.total("up") / 1e6,
         "classes": float(len(sites.schema.classes)),
+        **{f"images_{site}": float(n) for site, n in sites.schema.sites.items()},
     }
     if model.model_ is not None:
         right, total = 0, 0
         for client in sites.clients:
             rows = sites.held_out[client.name]
-            metrics[f"images_{client.name}"] = float(client.n_rows + len(rows))
             if len(rows):
                 hits = model.predict(rows) == rows[LABEL].to_numpy()
                 metrics[f"accuracy_{client.name}"] = float(hits.mean())

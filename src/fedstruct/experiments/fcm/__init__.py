@@ -11,6 +11,7 @@ from fedstruct.experiments.fcm.federation import (
     concept_clients,
     concept_data,
     dataset,
+    site_roles_of,
 )
 from fedstruct.experiments.fcm.run import method, pooled, run_fcm
 from fedstruct.experiments.fcm.settings import FCMRun
@@ -37,6 +38,7 @@ register(
         summary="F-CMs: federated concept-based models with evolving concept spaces",
         settings=FCMRun,
         federation=build_federation,
+        roles=site_roles_of,
         method=method,
         run=run_fcm,
         quick={

@@ -50,6 +50,7 @@ __all__ = [
     "perturb_dag",
     "site_clients",
     "site_data",
+    "site_roles_of",
 ]
 
 #: Tries of the rejection sampler of the new concepts before its fallback.
@@ -509,6 +510,31 @@ class SiteData:
         return (*self.concepts, self.task)
 
 
+def _labels(s: FCMRun) -> tuple[str, tuple[str, ...]]:
+    given = site_roles(s)
+    task = s.task or given.get("task", "")
+    concepts = tuple(s.concepts or given.get("concepts", ()))
+    if not task or not concepts:
+        raise ConfigError(
+            "F-CMs on your files needs the task and the concept columns: "
+            "--set task=COLUMN --set concepts=[A,B,...] (or task: / concepts: in the manifest)"
+        )
+    return task, concepts
+
+
+def site_roles_of(s: FCMRun) -> dict[str, list[str]]:
+    """The columns every site's file is read with as supervised: the concepts and the
+    task (a missing value is a missing label).
+
+    Raises
+    ------
+    ConfigError
+        If no task or no concept is named.
+    """
+    task, concepts = _labels(s)
+    return {"supervised": [*concepts, task]}
+
+
 def site_data(s: FCMRun) -> SiteData:
     """The roles the settings or the manifest give (settings win) and the sites read
     with them.
@@ -523,14 +549,8 @@ def site_data(s: FCMRun) -> SiteData:
         If a concept or the task is continuous.
     """
     given = site_roles(s)
-    task = s.task or given.get("task", "")
-    concepts = tuple(s.concepts or given.get("concepts", ()))
-    if not task or not concepts:
-        raise ConfigError(
-            "F-CMs on your files needs the task and the concept columns: "
-            "--set task=COLUMN --set concepts=[A,B,...] (or task: / concepts: in the manifest)"
-        )
-    federation = site_federation(s, supervised=[*concepts, task])
+    task, concepts = _labels(s)
+    federation = site_federation(s, **site_roles_of(s))
     variables = federation.schema.variables
     others = [v for v in variables if v != task and v not in concepts]
     inputs = tuple(s.inputs or given.get("inputs", ()) or others)

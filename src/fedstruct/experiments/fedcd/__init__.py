@@ -7,6 +7,7 @@ from fedstruct.experiments.fedcd import recipes as _recipes  # noqa: F401  (regi
 from fedstruct.experiments.fedcd.federation import (
     build_federation,
     horizontal_interventions,
+    site_roles_of,
     source,
     vertical_interventions,
 )
@@ -31,6 +32,7 @@ register(
         summary="FED-CD: federated ENCO over observational + interventional data",
         settings=FedCDRun,
         federation=build_federation,
+        roles=site_roles_of,
         method=method,
         run=run_fedcd,
         quick={

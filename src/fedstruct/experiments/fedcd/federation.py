@@ -32,6 +32,7 @@ __all__ = [
     "horizontal_interventions",
     "site_clients",
     "site_data",
+    "site_roles_of",
     "source",
     "vertical_interventions",
 ]
@@ -237,8 +238,8 @@ def build_federation(s: FedCDRun) -> list[ClientData]:
     return horizontal_interventions(sampler, s.clients, **common)  # type: ignore[arg-type]
 
 
-def site_data(s: FedCDRun) -> SiteFederation:
-    """The sites' files read with the ``regime`` column as each row's intervention.
+def site_roles_of(s: FedCDRun) -> dict[str, str]:
+    """The ``regime`` column every site's file is read with (each row's intervention).
 
     Raises
     ------
@@ -251,7 +252,12 @@ def site_data(s: FedCDRun) -> SiteFederation:
             "FED-CD learns from interventions: name the column that says which variable "
             "each row intervened on, with --set regime=COLUMN (or regime: in the manifest)"
         )
-    return site_federation(s, regime=regime)
+    return {"regime": regime}
+
+
+def site_data(s: FedCDRun) -> SiteFederation:
+    """The sites' files read with the ``regime`` column as each row's intervention."""
+    return site_federation(s, **site_roles_of(s))
 
 
 def site_clients(s: FedCDRun) -> list[ClientData]:

@@ -236,6 +236,8 @@ def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
         return RunOutcome(metrics, list(model.history_))
     means = []
     for name, own in sorted(model.client_models_.items()):
+        if name not in split.held_out:  # a deployment's server holds no site's rows
+            continue
         test = split.held_out[name]
         shared = [v for v in glob.schema.names if v in own.schema.names and v in test.columns]
         ratios = [

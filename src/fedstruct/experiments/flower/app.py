@@ -4,9 +4,24 @@
 method's name, its resolved settings (JSON) and the results folder. The SuperLink
 starts :data:`server_app`, which runs
 :func:`~fedstruct.experiments.runs.run_resolved` with the deployment backend around
-Flower's grid. Every SuperNode answers with
-:data:`client_app`, which rebuilds its own partition of the federation from the same
-settings (deterministic in the seed) and hosts the method's client for it.
+Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two ways:
+
+- **Built-in data** (the node has a ``partition-id``): it rebuilds its partition of
+  the federation from the same settings (deterministic in the seed) and hosts the
+  method's client for it.
+- **The site's own file** (``fedstruct flower supernode --data FILE --name SITE``:
+  node config ``data``, ``site`` and optionally ``graph``; the run names its sites
+  with ``--node-site SITE``): before round 1 the ServerApp runs a schema handshake.
+  Every node describes its file (:data:`DESCRIBE_SITE`: the method's
+  :class:`~fedstruct.experiments.sites.SiteFormat` — column names, kinds, level
+  names, row count, or an image site's shape, class names and counts; never a row);
+  the server merges the descriptions into the federation schema and sends it
+  (:data:`FEDERATION_SCHEMA`); each node keeps it in its state, reads and encodes
+  its own file with it, builds its client (every check of the method's slice runs
+  there, on its own file) and reports what it dropped and found constant. The
+  server then runs the method with a
+  :class:`~fedstruct.experiments.sites.DeployedSites` view holding that schema and
+  those reports, and no file; each node builds its client from its own file only.
 """
 
 from __future__ import annotations
@@ -14,21 +29,33 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from flwr.app import Context
+from flwr.app import ConfigRecord, Context
 from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
-from fedstruct.data.client import ClientData
-from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.data.sites import SiteSpec, site_name
+from fedstruct.errors import ConfigError, FedstructError, ProtocolError
 from fedstruct.experiments.flower.contract import ERROR_FILE
-from fedstruct.experiments.runs import run_resolved, runnable
+from fedstruct.experiments.node_sites import build_own, describe, merge, node_view, server_view
+from fedstruct.experiments.runs import Runnable, run_resolved, runnable
 from fedstruct.experiments.settings import apply_settings
+from fedstruct.experiments.sites import DeployedSites, deployed_sites
 from fedstruct.fl.client import Client
-from fedstruct.fl.flower.client_app import make_client_app
+from fedstruct.fl.flower.client_app import make_client_app, partition_of
 from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
+from fedstruct.fl.flower.grid import FlowerGrid
+from fedstruct.fl.message import Message
 
-__all__ = ["client_app", "server_app"]
+__all__ = ["DESCRIBE_SITE", "FEDERATION_SCHEMA", "client_app", "server_app"]
+
+#: Asks a node to describe its own file (its answer: ``config["description"]``, JSON).
+DESCRIBE_SITE = "fedstruct.describe-site"
+#: Sends the merged federation schema (``config["schema"]``, JSON); the node answers
+#: with what it reports of its encoded file (``config["report"]``, JSON).
+FEDERATION_SCHEMA = "fedstruct.federation-schema"
+_SCHEMA_RECORD = "fedstruct.schema"
 
 server_app = ServerApp()
 
@@ -49,14 +76,13 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
         settings = apply_settings(
             entry.settings(), json.loads(str(cfg["settings"])), method=entry.name
         )
-        run_resolved(
-            entry,
-            settings,
-            out,
-            backend,
-            resume=bool(cfg["resume"]),
-            stop_after=int(cfg["stop-after"]) or None,
-        )
+        run = (entry, settings, out, backend)
+        options = {"resume": bool(cfg["resume"]), "stop_after": int(cfg["stop-after"]) or None}
+        if not settings.node_sites:
+            run_resolved(*run, **options)
+        else:
+            with deployed_sites(_handshake(backend, entry, settings)):
+                run_resolved(*run, **options)
     except FedstructError as exc:
         out.mkdir(parents=True, exist_ok=True)
         (out / ERROR_FILE).write_text(
@@ -65,23 +91,147 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
         raise
 
 
+def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any) -> DeployedSites:
+    """The schema handshake with every site's node (module docstring); the server's view.
+
+    Raises
+    ------
+    ProtocolError
+        If a site's node does not answer.
+    FedstructError
+        A node's own error about its file (same class and message), or the merge's.
+    """
+    sites = list(settings.node_sites)
+    grid = FlowerGrid(
+        backend.grid,
+        sites,
+        seed=settings.seed,
+        join_timeout=backend.join_timeout,
+        reply_timeout=backend.reply_timeout,
+        poll_interval=backend.poll_interval,
+    )
+
+    def ask(kind: str, key: str, **config: Any) -> list[dict[str, Any]]:
+        replies = grid.exchange_outside_rounds(
+            {k: Message(kind, config=config) for k in range(len(sites))}
+        )
+        silent = [sites[k] for k in range(len(sites)) if k not in replies]
+        if silent:
+            raise ProtocolError(
+                f"the nodes of sites {silent} did not answer the schema handshake within "
+                f"{backend.reply_timeout:.0f} s; check that they run and can reach the SuperLink"
+            )
+        return [json.loads(str(replies[k].config[key])) for k in range(len(sites))]
+
+    schema = merge(entry, settings, ask(DESCRIBE_SITE, "description"))
+    reports = ask(FEDERATION_SCHEMA, "report", schema=json.dumps(schema, sort_keys=True))
+    return server_view(schema, dict(zip(sites, reports, strict=True)))
+
+
+# ------------------------------------------------------------------ the nodes
 @cache
-def _federation(method: str, settings_json: str) -> tuple[object, list[ClientData]]:
+def _submitted(method: str, settings_json: str) -> tuple[Runnable, Any]:
     entry = runnable(method)
-    settings = apply_settings(entry.settings(), json.loads(settings_json), method=method)
+    return entry, apply_settings(entry.settings(), json.loads(settings_json), method=method)
+
+
+def _run_of(context: Context) -> tuple[Runnable, Any]:
+    return _submitted(str(context.run_config["method"]), str(context.run_config["settings"]))
+
+
+def own_site(context: Context) -> SiteSpec | None:
+    """The site whose file this SuperNode holds (node config ``data``, ``site``,
+    ``graph``), or ``None`` for a node hosting a built-in partition."""
+    config = context.node_config
+    if "data" not in config:
+        return None
+    path = Path(str(config["data"])).expanduser()
+    name = str(config.get("site") or site_name(path))
+    options = {"graph": str(config["graph"])} if config.get("graph") else {}
+    return SiteSpec(name, path, options)
+
+
+def _require_site(context: Context) -> SiteSpec:
+    spec = own_site(context)
+    if spec is None:
+        raise ConfigError(
+            "this run's sites keep their files on their nodes, but this SuperNode holds no "
+            "file; restart it with 'fedstruct flower supernode --data FILE --name SITE'"
+        )
+    return spec
+
+
+def _identify(context: Context) -> dict[str, int | str]:
+    spec = own_site(context)
+    return {"partition": partition_of(context)} if spec is None else {"site": spec.name}
+
+
+def _describe(message: Message, context: Context) -> Message:
+    """Handshake step 1: what this node reports of its own file."""
+    entry, settings = _run_of(context)
+    description = describe(entry, settings, _require_site(context))
+    return Message(DESCRIBE_SITE, config={"description": json.dumps(description)})
+
+
+def _take_schema(message: Message, context: Context) -> Message:
+    """Handshake step 3: keep the federation schema, build this node's client from its
+    own file with it (so its errors surface now), report to the server."""
+    spec = _require_site(context)
+    schema = str(message.config["schema"])
+    context.state[_SCHEMA_RECORD] = ConfigRecord({"schema": schema})
+    _, report = _site_client(
+        str(context.run_config["method"]), str(context.run_config["settings"]), _key(spec), schema
+    )
+    return Message(FEDERATION_SCHEMA, config={"report": json.dumps(report)})
+
+
+def _key(spec: SiteSpec) -> tuple[str, str, str]:
+    return spec.name, str(spec.path), str(spec.options.get("graph", ""))
+
+
+@cache
+def _site_client(
+    method: str, settings_json: str, site: tuple[str, str, str], schema: str
+) -> tuple[Client, dict[str, Any]]:
+    """This node's client, from its own file only, and its report (cached per process)."""
+    entry, settings = _submitted(method, settings_json)
+    name, path, graph = site
+    spec = SiteSpec(name, Path(path), {"graph": graph} if graph else {})
+    own, report = build_own(entry, settings, spec, json.loads(schema))
+    with deployed_sites(node_view(spec, json.loads(schema))):
+        model = entry.method(settings)
+    return model.make_client(own), report  # type: ignore[attr-defined]
+
+
+@cache
+def _partition_clients(method: str, settings_json: str) -> tuple[Any, list[Any]]:
+    entry, settings = _submitted(method, settings_json)
     return entry.method(settings), entry.build_clients(settings)
 
 
-def _client_for(partition: int, context: Context) -> Client:
-    model, clients = _federation(
-        str(context.run_config["method"]), str(context.run_config["settings"])
-    )
+def _client_for(context: Context) -> Client:
+    method, settings_json = str(context.run_config["method"]), str(context.run_config["settings"])
+    spec = own_site(context)
+    if spec is not None:
+        record = context.state.config_records.get(_SCHEMA_RECORD)
+        if record is None:
+            raise ProtocolError(
+                f"site {spec.name!r} got a method message before the schema handshake; "
+                "restart the run"
+            )
+        return _site_client(method, settings_json, _key(spec), str(record["schema"]))[0]
+    partition = partition_of(context)
+    model, clients = _partition_clients(method, settings_json)
     if not 0 <= partition < len(clients):
         raise ConfigError(
             f"partition {partition} does not exist: the federation has {len(clients)} clients "
             f"(partitions 0..{len(clients) - 1}); restart this SuperNode with a valid --partition"
         )
-    return model.make_client(clients[partition])  # type: ignore[attr-defined]
+    return model.make_client(clients[partition])
 
 
-client_app = make_client_app(_client_for)
+client_app = make_client_app(
+    _client_for,
+    identify=_identify,
+    handlers={DESCRIBE_SITE: _describe, FEDERATION_SCHEMA: _take_schema},
+)

@@ -1,7 +1,7 @@
 """A Flower ``ClientApp`` that hosts our :class:`~fedstruct.fl.Client`.
 
-Flower may run each message in a fresh process, so the app rebuilds the client for
-its partition on every message (the factory may cache it per process), restores
+Flower may run each message in a fresh process, so the app rebuilds the node's
+client on every message (the factory may cache it per process), restores
 the client's local state from the node's ``Context.state``, answers, and saves the
 state back. With :meth:`Client.get_state` / :meth:`Client.set_state` implemented
 faithfully, this behaves exactly like a client object that lives for the whole run.
@@ -10,7 +10,7 @@ faithfully, this behaves exactly like a client object that lives for the whole r
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from flwr.app import ConfigRecord, Context
 from flwr.app import Message as FlowerMessage
@@ -23,10 +23,16 @@ from fedstruct.fl.flower.records import error_records, from_records, to_records
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.message import Message
 
-__all__ = ["ClientFactory", "make_client_app", "partition_of"]
+__all__ = ["ClientFactory", "Handler", "Identify", "make_client_app", "partition_of"]
 
-#: ``factory(partition, context) -> Client``; raises a FedstructError for a bad partition.
-ClientFactory = Callable[[int, Context], Client]
+#: ``factory(context) -> Client``: the client this node hosts; raises a FedstructError
+#: for a bad node config.
+ClientFactory = Callable[[Context], Client]
+#: ``identify(context) -> config``: the node's answer to the grid's HELLO
+#: (``{"partition": k}`` or ``{"site": name}``).
+Identify = Callable[[Context], dict[str, int | str]]
+#: ``handler(message, context) -> reply`` for a message outside the method's protocol.
+Handler = Callable[[Message, Context], Message]
 
 _STATE_RECORD = "fedstruct.state"
 
@@ -48,28 +54,45 @@ def partition_of(context: Context) -> int:
     return int(value)
 
 
-def make_client_app(factory: ClientFactory, *, threads: int | None = 1) -> ClientApp:
+def _by_partition(context: Context) -> dict[str, int | str]:
+    return {"partition": partition_of(context)}
+
+
+def make_client_app(
+    factory: ClientFactory,
+    *,
+    identify: Identify = _by_partition,
+    handlers: Mapping[str, Handler] | None = None,
+    threads: int | None = 1,
+) -> ClientApp:
     """A ``ClientApp`` answering every fedstruct message with the factory's client.
 
     Parameters
     ----------
     factory
-        Builds the client of a partition.
+        Builds the node's client.
+    identify
+        The node's answer to the grid's HELLO (default: its ``partition-id``).
+    handlers
+        Message kind -> handler, for kinds the node answers without the method's
+        client (e.g. a deployment's schema handshake).
     threads
         Torch threads while the client computes (as ``LocalGrid``'s ``client_threads``,
         so results match the in-process grid).
     """
     app = ClientApp()
+    extra = dict(handlers or {})
 
     @app.query("fedstruct")
     def handle(message: FlowerMessage, context: Context) -> FlowerMessage:
         try:
             msg = from_records(message.content)
-            part = partition_of(context)
-            client = factory(part, context)
             if msg.kind == HELLO:
-                reply = Message(HELLO, config={"partition": part, "name": client.name})
+                reply = Message(HELLO, config=identify(context))
+            elif msg.kind in extra:
+                reply = extra[msg.kind](msg, context)
             else:
+                client = factory(context)
                 _restore(client, context)
                 with torch_threads(threads):
                     reply = client.handle(msg)

@@ -4,7 +4,8 @@
   ServerApp runtime on one host:port. It is always started with
   ``--disable-runtime-dependency-installation`` (no package downloads at run time).
 - A **SuperNode** (``flower-supernode``) hosts one partition (``partition-id`` in its
-  node config) and has a runtime port of its own (several may share a machine).
+  node config) or one site's own file (``data``, ``site``) and has a runtime port of
+  its own (several may share a machine).
 - Both start ``flower-superexec`` by name, so the environment puts this Python's
   ``bin`` directory first on ``PATH``.
 - The ``flwr`` CLI finds the SuperLink through a named connection in
@@ -177,24 +178,25 @@ def superlink_command(
 
 
 def supernode_command(
-    partition: int,
+    partition: int | None,
     link: Link,
     *,
     port: int,
     auth_key: Path | None = None,
     node_config: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """The ``flower-supernode`` command line for the node hosting ``partition``.
+    """The ``flower-supernode`` command line for the node hosting ``partition`` (or,
+    with ``partition=None``, what ``node_config`` names: e.g. a site's own file).
 
     Raises
     ------
     ConfigError
         For a negative partition, a missing key file, or a key without TLS.
     """
-    if partition < 0:
+    if partition is not None and partition < 0:
         raise ConfigError(f"--partition {partition} must be 0 or more")
     _require_file(auth_key, "--auth-key")
-    config = {"partition-id": partition, **(node_config or {})}
+    config = {**({} if partition is None else {"partition-id": partition}), **(node_config or {})}
     cmd = [
         "flower-supernode",
         "--superlink",

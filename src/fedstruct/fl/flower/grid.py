@@ -2,7 +2,8 @@
 
 Node ids stay the clients' positions ``0..K-1``: each Flower node is asked once
 which partition it hosts (a ``fedstruct.hello`` message answered from its
-``node_config["partition-id"]``), and messages are routed through that map. The
+``node_config["partition-id"]``, or with the name of the site whose file it holds),
+and messages are routed through that map. The
 participation model, round stamping and byte accounting are the base class's, so a
 server algorithm sees exactly what it sees on the in-process grid.
 
@@ -94,7 +95,8 @@ class FlowerGrid(Grid):
                 missing = [k for k in range(self.n_nodes) if k not in self._flower_id]
                 raise ProtocolError(
                     f"only {len(self._flower_id)} of {count} nodes connected within "
-                    f"{timeout:.0f} s; start the SuperNodes of partitions {missing}"
+                    f"{timeout:.0f} s; start the SuperNodes of partitions {missing} "
+                    f"(sites {[self.node_name(k) for k in missing]})"
                 )
             time.sleep(self.poll_interval)
 
@@ -107,25 +109,44 @@ class FlowerGrid(Grid):
             return
         hellos = {f: Message(HELLO) for f in new}
         for fid, reply in self._roundtrip(hellos, self.reply_timeout).items():
-            part = int(reply.config["partition"])
-            if not 0 <= part < self.n_nodes:
-                raise ConfigError(
-                    f"a SuperNode hosts partition {part}, but the federation has "
-                    f"{self.n_nodes} clients (partitions 0..{self.n_nodes - 1}); "
-                    "fix its --partition / node-config partition-id"
-                )
+            part = self._partition(reply.config)
             if part in self._flower_id:
                 raise ConfigError(
                     f"two SuperNodes host partition {part} ({self.node_name(part)!r}); "
-                    "give every SuperNode its own partition"
+                    "give every SuperNode its own partition (or site name)"
                 )
             self._flower_id[part] = fid
+
+    def _partition(self, hello: Mapping[str, object]) -> int:
+        """The node id of a node's HELLO answer: its partition, or its site's position."""
+        if "site" in hello:
+            site = str(hello["site"])
+            if site not in self._ids:
+                raise ConfigError(
+                    f"a SuperNode holds site {site!r}, which this run does not name; the "
+                    f"run's sites are {list(self._names)}: fix the node's --name or the "
+                    "run's --node-site"
+                )
+            return self._ids[site]
+        part = int(hello["partition"])  # type: ignore[call-overload]
+        if not 0 <= part < self.n_nodes:
+            raise ConfigError(
+                f"a SuperNode hosts partition {part}, but the federation has "
+                f"{self.n_nodes} clients (partitions 0..{self.n_nodes - 1}); "
+                "fix its --partition / node-config partition-id"
+            )
+        return part
 
     def _connected(self) -> list[int]:
         self._discover()
         return sorted(self._flower_id)
 
     # -------------------------------------------------------------- exchange
+    def exchange_outside_rounds(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+        """One exchange before the method's rounds (a deployment's handshake): no
+        participation model, no round stamp; the answers that came in time."""
+        return self._exchange(messages)
+
     def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
         by_flower = {self._flower_id[n]: m for n, m in messages.items() if n in self._flower_id}
         replies = self._roundtrip(by_flower, self.reply_timeout)

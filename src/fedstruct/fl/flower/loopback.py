@@ -66,12 +66,13 @@ class LoopbackCluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def start(self, name: str, *args: str) -> subprocess.Popen:
-        """Start ``fedstruct ARGS`` in its own session, output to ``root/NAME.log``."""
+    def start(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start ``fedstruct ARGS`` in its own session, output to ``root/NAME.log``
+        (``env``: variables added to the cluster's environment for this process)."""
         log = (self.root / f"{name}.log").open("w")
         proc = subprocess.Popen(
             [*FEDSTRUCT, *args],
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -84,9 +85,9 @@ class LoopbackCluster:
         """The output of process ``name`` so far."""
         return (self.root / f"{name}.log").read_text()
 
-    def superlink(self, *extra: str) -> None:
+    def superlink(self, *extra: str, env: dict[str, str] | None = None) -> None:
         """Start the SuperLink on :attr:`port` and wait until it accepts connections."""
-        self.start("superlink", "flower", "superlink", "--port", str(self.port), *extra)
+        self.start("superlink", "flower", "superlink", "--port", str(self.port), *extra, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -110,6 +111,28 @@ class LoopbackCluster:
             "--port",
             str(free_port()),
             *extra,
+        )
+        return name
+
+    def site_node(
+        self, data: Path, *extra: str, name: str, env: dict[str, str] | None = None
+    ) -> str:
+        """Start a SuperNode holding site ``name``'s own file ``data``; return its
+        process name (``name``)."""
+        self.start(
+            name,
+            "flower",
+            "supernode",
+            "--data",
+            str(data),
+            "--name",
+            name,
+            "--superlink",
+            self.address,
+            "--port",
+            str(free_port()),
+            *extra,
+            env=env,
         )
         return name
 

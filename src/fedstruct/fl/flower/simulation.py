@@ -21,7 +21,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError
 from fedstruct.fl.backend import Backend, Federated
 from fedstruct.fl.client import Client
-from fedstruct.fl.flower.client_app import make_client_app
+from fedstruct.fl.flower.client_app import make_client_app, partition_of
 from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
 from fedstruct.fl.grid import Grid
 from fedstruct.fl.participation import Participation
@@ -98,7 +98,8 @@ class FlowerSimBackend(Backend):
 
         cache: dict[int, Client] = {}
 
-        def factory(part: int, context: Context) -> Client:
+        def factory(context: Context) -> Client:
+            part = partition_of(context)
             if part not in cache:
                 if not 0 <= part < len(data):
                     raise ConfigError(

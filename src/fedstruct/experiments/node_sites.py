@@ -1,0 +1,72 @@
+"""Sites that keep their files on their own SuperNodes: the schema handshake's steps.
+
+A deployment run with ``node_sites`` never has one process read every file. Its
+handshake, without the transport (:mod:`fedstruct.experiments.flower.app` carries
+it over Flower; tests call the steps in one process):
+
+1. :func:`describe` — on each site's node: what the method's
+   :class:`~fedstruct.experiments.sites.SiteFormat` reports of the node's own file
+   (names, kinds, level names and row count; or shape, class names and counts);
+2. :func:`merge` — on the server: the federation schema from every description;
+3. :func:`build_own` — on each node: its client from its own file, encoded with that
+   schema (every check of the method's slice runs here), and its report to the
+   server (rows dropped, constant columns);
+4. the server runs the method inside :func:`~fedstruct.experiments.sites.deployed_sites`
+   with :func:`server_view`: the schema and the reports, no file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fedstruct.data.client import ClientData
+from fedstruct.data.sites import SiteSpec
+from fedstruct.errors import ProtocolError
+from fedstruct.experiments.runs import Runnable
+from fedstruct.experiments.sites import DeployedSites, deployed_sites
+
+__all__ = ["build_own", "describe", "merge", "node_view", "server_view"]
+
+
+def describe(entry: Runnable, settings: Any, spec: SiteSpec) -> dict[str, Any]:
+    """Step 1, on the site's node: the description of its own file (metadata only)."""
+    return entry.site_format.describe(spec, settings, entry.roles(settings))
+
+
+def merge(entry: Runnable, settings: Any, descriptions: Sequence[Mapping[str, Any]]) -> dict:
+    """Step 2, on the server: the federation schema from every site's description."""
+    return entry.site_format.merge(descriptions, settings, entry.roles(settings))
+
+
+def node_view(spec: SiteSpec, schema: Mapping[str, Any]) -> DeployedSites:
+    """What a site's node sees: its own file and the federation schema."""
+    return DeployedSites((spec,), schema)
+
+
+def server_view(
+    schema: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]
+) -> DeployedSites:
+    """What the server sees: the federation schema and every node's report, no file."""
+    return DeployedSites((), schema, reports)
+
+
+def build_own(
+    entry: Runnable, settings: Any, spec: SiteSpec, schema: Mapping[str, Any]
+) -> tuple[ClientData, dict[str, Any]]:
+    """Step 3, on the site's node: its client's data from its own file, and its report.
+
+    Raises
+    ------
+    FedstructError
+        Whatever the method's slice finds wrong with the file (missing values, a
+        text column where numbers are needed, ...), named by site and column.
+    """
+    with deployed_sites(node_view(spec, schema)):
+        clients = entry.federation(settings)
+        if [c.name for c in clients] != [spec.name]:
+            raise ProtocolError(
+                f"{entry.name}: site {spec.name!r}'s node built clients "
+                f"{[c.name for c in clients]} from its own file; expected just its own"
+            )
+        return clients[0], entry.site_format.report(settings, entry.roles(settings))
