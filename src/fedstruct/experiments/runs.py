@@ -33,6 +33,7 @@ from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
+from fedstruct.experiments.artifacts import write_graphs
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
 from fedstruct.experiments.sites import TABLES, SiteFormat, site_specs
@@ -197,6 +198,8 @@ class RunContext:
     progress: bool = False
     backend: Backend = field(default_factory=LocalBackend)
     stop_after: int | None = None
+    #: The estimators :meth:`fit` fitted, in order (the last one's graphs are saved).
+    fitted: list[FederatedEstimator] = field(default_factory=list)
 
     @property
     def checkpoint(self) -> Path:
@@ -208,6 +211,7 @@ class RunContext:
     ) -> FederatedEstimator:
         """``model.fit(clients, **data)`` on this context's backend, with its checkpoint,
         resume, progress and stop-after options (every method's run fits this way)."""
+        self.fitted.append(model)
         return model.fit(
             clients,
             backend=self.backend,
@@ -390,11 +394,13 @@ def run_resolved(
     _check_flat(entry.name, outcome.metrics)
     _write_json(out / "metrics.json", outcome.metrics)
     _write_json(out / "history.json", outcome.history)
+    artifacts = write_graphs(ctx.fitted[-1], out) if ctx.fitted else []
     _write_json(
         out / "run.json",
         {
             "seconds": round(time.perf_counter() - started, 3),
             "figures": [p.name for p in outcome.figures],
+            "artifacts": artifacts,
         },
     )
     return outcome

@@ -88,6 +88,14 @@ class FederatedEstimator(ABC):
 
         Raises a method's errors for a run that learned nothing."""
 
+    def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
+        """The graphs the fit learned, by file stem: ``stem -> (graph, confidence)``,
+        the confidence per edge (a mapping or an array over the graph's names, as
+        :func:`fedstruct.graphs.io.write_graph` takes it) or ``None``. By default the
+        ``graph_`` attribute, if the method has one, under ``"graph"``."""
+        graph = getattr(self, "graph_", None)
+        return {} if graph is None else {"graph": (graph, None)}
+
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:  # noqa: B027
         """Validate the clients before any round (an optional hook: nothing by default)."""
 

@@ -22,6 +22,8 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import FederatedEstimator
 from fedstruct.methods.fedcd.client import FedCDClient
@@ -95,3 +97,7 @@ class FedCD(
         self.beliefs_ = state.beliefs
         self.round_graphs_ = state.round_graphs
         self.client_graphs_ = state.client_graphs
+
+    def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
+        """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
+        return {"graph": (self.graph_, self.beliefs_.edge_probability)}

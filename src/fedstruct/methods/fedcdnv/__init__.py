@@ -23,6 +23,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,10 @@ class FedCDnv(
         self.initial_graph_ = state.g0
         self.local_graphs_ = {r.name: r.pag for r in state.reports.values()}
         self.decisions_ = dict(state.aggregation.decisions)
+
+    def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
+        """FedG (``graph``) and FeddG, its definite causal edges (``definite``)."""
+        return {"graph": (self.graph_, None), "definite": (self.definite_graph_, None)}
 
     @property
     def names_(self) -> tuple[str, ...]:
