@@ -8,7 +8,17 @@ Layers (imports only point down): ``graphs`` and ``data`` at the bottom, then
 method) and, on top, ``experiments`` and the command line (``fedstruct.cli``).
 """
 
+from typing import Any
+
 from fedstruct import errors
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "errors"]
+__all__ = ["__version__", "errors", "load"]
+
+
+def load(folder: Any) -> Any:
+    """The fitted estimator a run saved in ``folder`` (its ``--out``), as after ``fit``;
+    see :func:`fedstruct.experiments.artifacts.load` and docs/artifacts.md."""
+    from fedstruct.experiments.artifacts import load as load_run
+
+    return load_run(folder)

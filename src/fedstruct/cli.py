@@ -128,6 +128,8 @@ COMMON_SETTINGS = {
 #: Options of every method's ``run`` command that are not settings.
 RUN_OPTIONS = [
     click.Option(["--out"], type=click.Path(path_type=Path), help="Results folder."),
+    click.Option(["--overwrite"], is_flag=True,
+                 help="Replace the run already in --out (its files are deleted first)."),
     click.Option(["--config", "config_file"], type=click.Path(path_type=Path),
                  help="YAML/JSON file of settings."),
     click.Option(["--set", "assignments"], multiple=True, metavar="KEY=VALUE",
@@ -200,6 +202,7 @@ def _run_method(
     options: dict[str, Any],
     *,
     out: Path | None,
+    overwrite: bool,
     config_file: Path | None,
     assignments: Sequence[str],
     backend: str,
@@ -216,7 +219,8 @@ def _run_method(
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
     if resume is not None:
-        if options or config_file or assignments or (out is not None and out != resume):
+        given = options or config_file or assignments or overwrite
+        if given or (out is not None and out != resume):
             raise ConfigError(
                 "--resume takes every setting from the run's config.json; give no other settings"
             )
@@ -251,8 +255,147 @@ def _run_method(
         backend=backend,
         stop_after=stop_after,
         deployment=deployment,
+        overwrite=overwrite,
     )
     _print_metrics(method, outcome.metrics, out)
+
+
+RunFolder = Annotated[Path, typer.Argument(help="The --out folder of a fedstruct run.")]
+
+
+@app.command()
+@_bad_input_exits_2
+def show(
+    folder: RunFolder,
+    graph: Annotated[str, typer.Option(help="Which saved graph (e.g. definite).")] = "graph",
+    picture: Annotated[
+        Path | None, typer.Option(help="Where to draw it [default: FOLDER/GRAPH.png].")
+    ] = None,
+) -> None:
+    """Print a run's learned graph as a table of edges and draw it."""
+    from fedstruct.experiments.artifacts import graph_title, load
+    from fedstruct.experiments.graph_picture import draw_graph
+    from fedstruct.experiments.use import saved_graph, saved_graphs
+
+    model = load(folder)
+    if not saved_graphs(folder):
+        out_console.print(f"{folder}: a {model.method} run; it learned no graph (a classifier)")
+        return
+    learned, weights = saved_graph(folder, graph)
+    title = graph_title(model.method, graph, learned)
+    out_console.print(title)
+    table = Table()
+    for column in ("edge", *(["confidence"] if weights else [])):
+        table.add_column(column, justify="right" if column == "confidence" else "left")
+    for edge in learned.edges():
+        cells = [str(edge)]
+        if weights:
+            value = weights.get((edge.a, edge.b))
+            cells.append("" if value is None else f"{value:.3f}")
+        table.add_row(*cells)
+    out_console.print(table)
+    path = draw_graph(
+        learned, picture or folder / f"{graph}.png", title=title, weights=weights or None,
+    )  # fmt: skip
+    out_console.print(f"picture: [bold]{path}[/]")
+
+
+@app.command()
+@_bad_input_exits_2
+def predict(
+    folder: RunFolder,
+    data: Annotated[Path, typer.Option(help="Rows to predict (CSV, Parquet; images).")],
+    out: Annotated[Path, typer.Option(help="CSV file for the predictions.")],
+    target: Annotated[
+        list[str] | None, typer.Option(help="A variable to predict (repeatable).")
+    ] = None,
+) -> None:
+    """Predict with a run's saved model (FedAvg, CAFE, F-CMs, FedNGM)."""
+    from fedstruct.experiments.use import predict_file
+
+    table, unread = predict_file(folder, data, target or ())
+    _write_csv(table, out)
+    out_console.print(f"{len(table)} predictions of {_listed_columns(table)} written to {out}")
+    if unread:
+        out_console.print(f"not read (the model has no such variable): {', '.join(unread)}")
+
+
+@app.command()
+@_bad_input_exits_2
+def sample(
+    folder: RunFolder,
+    n: Annotated[int, typer.Option("-n", help="Rows to draw.")],
+    out: Annotated[Path, typer.Option(help="CSV file for the samples.")],
+    seed: Annotated[int, typer.Option(help="Seed of the sampler.")] = 0,
+) -> None:
+    """Draw rows from a FedNGM run's global model."""
+    from fedstruct.experiments.use import sample as draw
+
+    table = draw(folder, n, seed=seed)
+    _write_csv(table, out)
+    out_console.print(f"{len(table)} samples of {table.shape[1]} variables written to {out}")
+
+
+@app.command()
+@_bad_input_exits_2
+def query(
+    folder: RunFolder,
+    target: Annotated[str, typer.Option(help="The variable whose posterior to show.")],
+    given: Annotated[
+        list[str] | None, typer.Option(help="Evidence COL=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """The posterior of a variable given evidence, from a FedNGM run's model."""
+    from fedstruct.experiments.use import query as posterior
+
+    evidence = _evidence(given or ())
+    table = posterior(folder, evidence, target)
+    conditions = ", ".join(f"{k}={v}" for k, v in evidence.items()) or "no evidence"
+    out_console.print(f"posterior of {target} given {conditions}")
+    shown = Table()
+    for column in table.columns:
+        shown.add_column(str(column), justify="right")
+    for row in table.itertuples(index=False):
+        shown.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+    out_console.print(shown)
+
+
+@app.command()
+@_bad_input_exits_2
+def export(
+    folder: RunFolder,
+    format: Annotated[str, typer.Option(help="json, dot, graphml, csv or bif.")],
+    out: Annotated[Path | None, typer.Option(help="File [default: FOLDER/GRAPH.FORMAT].")] = None,
+    graph: Annotated[str, typer.Option(help="Which saved graph (e.g. definite).")] = "graph",
+) -> None:
+    """Write a run's learned graph in another format."""
+    from fedstruct.experiments.use import export_graph
+
+    path = export_graph(folder, format, out or folder / f"{graph}-export.{format}", graph)
+    out_console.print(f"written to [bold]{path}[/]")
+
+
+def _evidence(pairs: Sequence[str]) -> dict[str, str]:
+    evidence = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--given {pair!r} is not COL=VALUE")
+        evidence[name.strip()] = value.strip()
+    return evidence
+
+
+def _write_csv(table: Any, out: Path) -> None:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, index=False)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise ConfigError(f"cannot write {out} ({reason}); choose another --out") from exc
+
+
+def _listed_columns(table: Any) -> str:
+    return ", ".join(c for c in table.columns if not str(c).startswith("P(")) or "nothing"
 
 
 @app.command()
@@ -492,14 +635,38 @@ def flower_node_key(
     out_console.print(f"wrote {private} (keep it) and {public} (register it)")
 
 
+#: Above this many metrics, the screen shows those of the whole federation only.
+_SHORT = 30
+
+
 def _print_metrics(method: str, metrics: dict[str, float], out: Path) -> None:
+    shown = _headline(metrics, out)
     table = Table(title=f"{method}: metrics")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in metrics.items():
+    for key, value in shown.items():
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
     out_console.print(table)
+    if len(shown) < len(metrics):
+        out_console.print(
+            f"{len(metrics) - len(shown)} more (per site) in [bold]{out / 'metrics.json'}[/]"
+        )
     out_console.print(f"written to [bold]{out}[/]")
+
+
+def _headline(metrics: dict[str, float], out: Path) -> dict[str, float]:
+    """``metrics`` without the per-site ones (a name holding a client's name, e.g.
+    ``continuous_global_client-1_mae``) when there are more than :data:`_SHORT`."""
+    if len(metrics) <= _SHORT:
+        return metrics
+    from fedstruct.experiments.runs import read_config, runnable
+    from fedstruct.experiments.settings import apply_settings
+
+    config = read_config(out)
+    entry = runnable(config["method"])
+    settings = apply_settings(entry.settings(), config["settings"], method=config["method"])
+    names = entry.client_names(settings)
+    return {k: v for k, v in metrics.items() if not any(f"_{n}_" in f"_{k}_" for n in names)}
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "ArtifactError",
     "CheckpointError",
     "ConfigError",
     "CyclicGraphError",
@@ -86,6 +87,11 @@ class DeploymentError(FedstructError):
 
 class CheckpointError(FedstructError):
     """A checkpoint is missing, unreadable, or belongs to a different run."""
+
+
+class ArtifactError(FedstructError, ValueError):
+    """A run folder's saved model cannot be used: missing, from a newer fedstruct,
+    changed or truncated, or given input that does not match its schema."""
 
 
 def unknown_choice_message(what: str, value: object, valid: Iterable[object]) -> str:

@@ -13,6 +13,7 @@ from fedstruct.graphs import read_graph
 from fedstruct.graphs.io import read_graph_with_weights
 
 FOUR = ("graph.json", "graph.dot", "graph.graphml", "edges.csv")
+MODEL = ("model.safetensors", "model.json")
 
 
 def test_fedcdnv_saves_fedg_and_feddg_in_four_formats(tmp_path):
@@ -26,7 +27,8 @@ def test_fedcdnv_saves_fedg_and_feddg_in_four_formats(tmp_path):
     metrics = execute("fedcdnv", [{"sites": paths}], out).metrics
     artifacts = json.loads((out / "run.json").read_text())["artifacts"]
     definite = ("definite.json", "definite.dot", "definite.graphml", "definite-edges.csv")
-    assert artifacts == [*FOUR, *definite]
+    pictures = ["graph.png", "definite.png"]
+    assert artifacts == [*FOUR, pictures[0], *definite, pictures[1], *MODEL]
     fedg = read_graph(out / "graph.json")
     assert fedg.n_edges == metrics["edges"] > 0
     assert read_graph(out / "graph.dot") == fedg

@@ -145,3 +145,16 @@ def test_console_script_runs_as_a_subprocess(tmp_path):
     )
     assert result.returncode == 2
     assert "valid networks" in result.stderr
+
+
+def test_a_run_with_many_metrics_shows_the_federation_s_only(tmp_path):
+    from fedstruct.cli import _headline
+
+    (tmp_path / "config.json").write_text(json.dumps({"method": "fedngm", "settings": {}}))
+    metrics = {"common_variables": 5.0, "worst_own_ratio": 0.9}
+    for k in range(1, 4):  # FedNGM's defaults: client-1 .. client-3
+        metrics.update({f"continuous_global_client-{k}_{m}": 1.0 for m in range(12)})
+    shown = _headline(metrics, tmp_path)
+    assert shown == {"common_variables": 5.0, "worst_own_ratio": 0.9}
+    few = {"edges": 3.0, "client-1_rows": 10.0}
+    assert _headline(few, tmp_path) == few  # a short list is shown whole

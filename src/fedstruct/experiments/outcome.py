@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["RunOutcome"]
 
 
 @dataclass
 class RunOutcome:
-    """What a run produced."""
+    """What a run produced: its metrics, per-round history and figures, and (for a
+    run in this process) the fitted estimator whose artifacts it saved."""
 
     metrics: dict[str, float]
     history: list[dict[str, float]] = field(default_factory=list)
     figures: list[Path] = field(default_factory=list)
+    model: Any = None

@@ -12,6 +12,8 @@ from fedstruct.graphs import Graph
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["plot_bars", "plot_curves", "plot_graph_comparison", "plot_history"]
 
@@ -34,14 +36,31 @@ def plot_history(
         points = [(h["round"], h[metric]) for h in history if metric in h]
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3)
         ax.set_xlabel("round")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(metric.replace("_", " "))
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
+    return _save(fig, path)
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    """Write ``fig`` as a PNG (the whole figure, legends outside the axes included)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path
+
+
+def _legend_outside(ax: Axes) -> None:
+    """The legend to the right of the axes, so that it covers no line or bar."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
+def _whole_numbers(values: Sequence[float]) -> bool:
+    return all(float(v).is_integer() for v in values)
 
 
 def plot_curves(
@@ -52,20 +71,23 @@ def plot_curves(
     xlabel: str,
     ylabel: str,
 ) -> Path:
-    """Several labelled ``(x, y)`` curves on one axis (e.g. accuracy per round per variant)."""
+    """Several labelled ``(x, y)`` curves on one axis (e.g. accuracy per round per variant).
+
+    When every x is a whole number (rounds, counts) the x ticks are whole numbers too.
+    The legend sits to the right of the axes.
+    """
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for label, points in curves.items():
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, label=label)
+    if _whole_numbers([p[0] for points in curves.values() for p in points]):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_graph_comparison(truth: Graph, predicted: Graph, path: Path, *, title: str) -> Path:
@@ -97,16 +119,16 @@ def plot_graph_comparison(truth: Graph, predicted: Graph, path: Path, *, title: 
         ax.set_yticks(ticks, names, fontsize=fontsize)
     fig.suptitle(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_bars(
     groups: Mapping[str, Mapping[str, float]], path: Path, *, title: str, ylabel: str
 ) -> Path:
-    """Grouped bars: one group per key of ``groups``, one bar per inner key."""
+    """Grouped bars: one group per key of ``groups``, one bar per inner key.
+
+    The legend sits to the right of the axes.
+    """
     labels = list(groups)
     series = list(dict.fromkeys(k for g in groups.values() for k in g))
     width = 0.8 / max(1, len(series))
@@ -118,9 +140,6 @@ def plot_bars(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

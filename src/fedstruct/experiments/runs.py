@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
-from fedstruct.experiments.artifacts import write_graphs
+from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.settings import apply_settings, settings_dict, subset
 from fedstruct.experiments.sites import TABLES, SiteFormat, site_specs
@@ -55,6 +56,7 @@ __all__ = [
     "RunOutcome",
     "Runnable",
     "execute",
+    "prepare_out",
     "register",
     "run_resolved",
     "runnable",
@@ -303,11 +305,14 @@ def execute(
     backend: str = "local",
     stop_after: int | None = None,
     deployment: DeploymentOptions | None = None,
+    overwrite: bool = False,
 ) -> RunOutcome:
     """Run method ``name`` with settings layers applied over its defaults.
 
     Writes ``out/config.json`` first, then runs here (``local``, ``flower-sim``) or
-    submits the run to a SuperLink (``flower``, with ``deployment`` options).
+    submits the run to a SuperLink (``flower``, with ``deployment`` options). A
+    folder holding another run is refused unless ``overwrite`` (which empties it
+    first: files of two runs never mix).
     With ``resume=True`` the settings, backend and deployment options come from
     ``out/config.json`` and the run continues from its checkpoint. With
     ``stop_after=r`` the run stops after round ``r`` (its checkpoint can be resumed
@@ -316,8 +321,9 @@ def execute(
     Raises
     ------
     ConfigError
-        For an unknown method, setting or backend, or a resume folder without a
-        ``config.json`` of this method.
+        For an unknown method, setting or backend, a resume folder without a
+        ``config.json`` of this method, an ``out`` holding another run (without
+        ``overwrite``) or anything else, or an ``out`` that cannot be written.
     """
     entry = runnable(name)
     if backend not in backend_names():
@@ -334,7 +340,8 @@ def execute(
         if saved.get("deployment") is not None:
             deployment = DeploymentOptions(**saved["deployment"])
     settings = apply_settings(entry.settings(), *layers, method=name)
-    out.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        prepare_out(out, overwrite=overwrite)
     config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
@@ -386,24 +393,95 @@ def run_resolved(
     Flower grid (``config.json`` was written by the submitting side).
     """
     started = time.perf_counter()
-    clients = (
-        entry.build_clients(settings) if backend.needs_client_data else entry.client_names(settings)
-    )
-    ctx = RunContext(out, resume, progress, backend, stop_after)
-    outcome = entry.run(settings, ctx, entry.method(settings), clients)
-    _check_flat(entry.name, outcome.metrics)
-    _write_json(out / "metrics.json", outcome.metrics)
-    _write_json(out / "history.json", outcome.history)
-    artifacts = write_graphs(ctx.fitted[-1], out) if ctx.fitted else []
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / RUN_FILE, {"status": "running"})
+    try:
+        clients = (
+            entry.build_clients(settings)
+            if backend.needs_client_data
+            else entry.client_names(settings)
+        )
+        ctx = RunContext(out, resume, progress, backend, stop_after)
+        outcome = entry.run(settings, ctx, entry.method(settings), clients)
+        _check_flat(entry.name, outcome.metrics)
+        _write_json(out / "metrics.json", outcome.metrics)
+        _write_json(out / "history.json", outcome.history)
+        artifacts = (
+            write_artifacts(ctx.fitted[-1], out, data=_inputs(entry, settings))
+            if ctx.fitted and stop_after is None
+            else []
+        )
+    except BaseException as exc:
+        _write_json(out / RUN_FILE, {
+            "status": "stopped" if isinstance(exc, KeyboardInterrupt) else "failed",
+            "error": f"{type(exc).__name__}: {exc}",
+            "seconds": round(time.perf_counter() - started, 3),
+        })  # fmt: skip
+        raise
     _write_json(
-        out / "run.json",
+        out / RUN_FILE,
         {
+            "status": "finished" if stop_after is None else "stopped",
             "seconds": round(time.perf_counter() - started, 3),
             "figures": [p.name for p in outcome.figures],
             "artifacts": artifacts,
         },
     )
+    if ctx.fitted:
+        outcome.model = ctx.fitted[-1]
     return outcome
+
+
+def _inputs(entry: Runnable, settings: Any) -> dict[str, Any] | None:
+    """What the run's model reads, when it read a user's files (else ``None``)."""
+    if not (settings.sites or settings.manifest or settings.node_sites):
+        return None
+    return entry.site_format.inputs(settings, entry.roles(settings))
+
+
+#: The run's status and what it wrote (``running``, ``finished``, ``stopped``, ``failed``).
+RUN_FILE = "run.json"
+#: Files that mark a folder as holding a fedstruct run.
+_RUN_MARKERS = ("config.json", RUN_FILE, "metrics.json")
+
+
+def prepare_out(out: Path, *, overwrite: bool = False) -> None:
+    """Make ``out`` ready for a new run: created if absent; a folder holding another
+    run is refused, or emptied with ``overwrite``.
+
+    Raises
+    ------
+    ConfigError
+        If ``out`` holds another run (without ``overwrite``), holds files that are not
+        a fedstruct run's (never emptied, even with ``overwrite``), is a file, or
+        cannot be created or written.
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the run")
+    entries = list(out.iterdir()) if out.is_dir() else []
+    if entries:
+        if not any((out / marker).is_file() for marker in _RUN_MARKERS):
+            raise ConfigError(
+                f"--out {out} is not empty and holds no fedstruct run; choose a new or "
+                "empty folder (it is never emptied for you)"
+            )
+        if not overwrite:
+            raise ConfigError(
+                f"--out {out} holds another run; choose a new folder, or add --overwrite "
+                "to replace it"
+            )
+        for entry in entries:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".fedstruct-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the run into --out {out} ({exc.strerror or exc}); choose a "
+            "folder you can write to"
+        ) from exc
 
 
 def read_config(out: Path) -> dict[str, Any]:

@@ -192,11 +192,16 @@ class SiteFormat:
     report
         ``report(settings, roles)``, on a node whose client was built: what the server
         learns of its encoded file (JSON-able).
+    inputs
+        ``inputs(settings, roles)``: what a model learned from these sites reads, saved
+        with it (tables: the variables, their kinds and level names; images: the shape
+        and class names), so that new rows are encoded as the sites' were.
     """
 
     describe: Callable[[SiteSpec, Any, Mapping[str, Any]], dict[str, Any]]
     merge: Callable[[Sequence[Mapping[str, Any]], Any, Mapping[str, Any]], dict[str, Any]]
     report: Callable[[Any, Mapping[str, Any]], dict[str, Any]]
+    inputs: Callable[[Any, Mapping[str, Any]], dict[str, Any]]
 
 
 def _describe_table(spec: SiteSpec, settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,8 +231,17 @@ def _report_table(settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _table_inputs(settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
+    schema = site_federation(settings, **roles).schema
+    return {
+        "variables": list(schema.variables),
+        "kinds": dict(schema.kinds),
+        "levels": {v: list(levels) for v, levels in schema.levels.items()},
+    }
+
+
 #: Table files (CSV, TSV, Parquet): :mod:`fedstruct.data.sites`' two passes.
-TABLES = SiteFormat(_describe_table, _merge_tables, _report_table)
+TABLES = SiteFormat(_describe_table, _merge_tables, _report_table, _table_inputs)
 
 
 def truth_graph(settings: Any) -> Graph | None:

@@ -5,15 +5,48 @@ from __future__ import annotations
 import dataclasses
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NamedTuple, Self
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.errors import ConfigError, UnknownVariableError, unknown_choice_message
 from fedstruct.fl.backend import Backend, run_on_backend
 from fedstruct.fl.participation import Participation
 
-__all__ = ["FederatedEstimator"]
+__all__ = ["FederatedEstimator", "Prediction", "check_targets"]
+
+
+class Prediction(NamedTuple):
+    """What a predicting estimator says about some rows (:meth:`FederatedEstimator.prediction`).
+
+    Attributes
+    ----------
+    states
+        One column per predicted variable: its predicted state (a code, or a value
+        for a continuous variable), indexed like the rows.
+    probabilities
+        Predicted categorical variable -> its states' probabilities: a frame indexed
+        like the rows, one column per state (labelled by the state's code).
+    """
+
+    states: pd.DataFrame
+    probabilities: dict[str, pd.DataFrame]
+
+    @classmethod
+    def from_probabilities(
+        cls, probabilities: Mapping[str, NDArray[np.float64]], index: pd.Index
+    ) -> Prediction:
+        """The most probable state of each variable, from ``(rows, states)`` arrays
+        whose column ``k`` is the state coded ``k``."""
+        return cls(
+            pd.DataFrame({v: p.argmax(axis=1) for v, p in probabilities.items()}, index=index),
+            {v: pd.DataFrame(p, index=index) for v, p in probabilities.items()},
+        )
 
 
 class FederatedEstimator(ABC):
@@ -29,11 +62,16 @@ class FederatedEstimator(ABC):
     and provides :meth:`learn` (what to keep from the server's final
     state). ``__init__`` keeps ``config`` (a ``config_class`` of ``params``), ``seed``
     and ``participation``; a method with inputs of its own (a task, a schema) takes
-    them in its ``__init__`` and calls ``super().__init__``. :meth:`make_client` and
+    them in its ``__init__``, calls ``super().__init__`` and records them with
+    :meth:`_given` (so :meth:`get_params` returns them and ``sklearn.base.clone``
+    works). :meth:`make_client` and
     :meth:`make_server` build the classes from the config and the seed; a method
     whose client or server needs more overrides them. :meth:`fit` runs the
     federation and calls :meth:`learn`; a method with extra inputs (e.g. a
     server-held test set) overrides ``fit`` to take them and calls ``super().fit``.
+    :meth:`learned_state` and :meth:`restore` turn what ``fit`` learned into named
+    arrays plus JSON and back (the run folder's ``model.safetensors`` and
+    ``model.json``, :mod:`fedstruct.fl.artifact`).
     """
 
     #: The method's name (checkpoint identity and progress label).
@@ -73,6 +111,34 @@ class FederatedEstimator(ABC):
         self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
+        self._params: dict[str, Any] = {"seed": seed, "participation": participation, **params}
+
+    def _given(self, **params: Any) -> None:
+        """Record a subclass's own ``__init__`` arguments, as given (for :meth:`get_params`)."""
+        self._params.update(params)
+
+    # scikit-learn parameters --------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Every constructor parameter: the method's own inputs, ``seed``,
+        ``participation`` and every field of the config (scikit-learn's contract:
+        the objects given to ``__init__``, so ``sklearn.base.clone`` works)."""
+        fields = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(self.config)}
+        return {**fields, **self._params}
+
+    def set_params(self, **params: Any) -> Self:
+        """Change constructor parameters (validated as ``__init__`` validates them).
+
+        Raises
+        ------
+        ConfigError
+            For a name that is not a parameter (listing the valid ones).
+        """
+        valid = self.get_params()
+        unknown = [name for name in params if name not in valid]
+        if unknown:
+            raise ConfigError(unknown_choice_message(f"{self.method} parameter", unknown[0], valid))
+        self.__init__(**{**valid, **params})  # type: ignore[misc]
+        return self
 
     def make_client(self, data: ClientData) -> Any:
         """The client holding ``data``: ``client_class(data, config=..., seed=...)``."""
@@ -95,6 +161,37 @@ class FederatedEstimator(ABC):
         ``graph_`` attribute, if the method has one, under ``"graph"``."""
         graph = getattr(self, "graph_", None)
         return {} if graph is None else {"graph": (graph, None)}
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """What :meth:`fit` learned: named arrays (weights, matrices) and JSON-able
+        metadata (graphs, schemas, names), the input of :meth:`restore`. Call it
+        after :meth:`fit`."""
+        raise NotImplementedError(f"{self.method} does not save what it learned")
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        raise NotImplementedError(f"{self.method} does not load what it learned")
+
+    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+        """For :meth:`prediction`: the columns new rows must hold, and every variable
+        the model knows (any other column is not the model's; ``None``: other columns
+        are allowed, and not read)."""
+        raise ConfigError(
+            f"{self.method} learns a graph, not a model that predicts; look at it with "
+            "'fedstruct show DIR' or export it with 'fedstruct export DIR'"
+        )
+
+    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
+        """Predict ``targets`` (default: what the method predicts) for ``rows``, coded as
+        the training data were (a method that predicts overrides this).
+
+        Raises
+        ------
+        ConfigError
+            For a method that learns only a graph.
+        """
+        self.input_variables()  # raises for a graph-only method
+        raise NotImplementedError
 
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:  # noqa: B027
         """Validate the clients before any round (an optional hook: nothing by default)."""
@@ -164,3 +261,20 @@ class FederatedEstimator(ABC):
             },
             sort_keys=True,
         )
+
+
+def check_targets(targets: Sequence[str] | None, predicted: Sequence[str]) -> list[str]:
+    """``targets`` (default: every one of ``predicted``), checked to be predicted ones.
+
+    Raises
+    ------
+    UnknownVariableError
+        For a target the model does not predict (listing those it does).
+    """
+    chosen = list(predicted) if not targets else list(targets)
+    unknown = [t for t in chosen if t not in predicted]
+    if unknown:
+        raise UnknownVariableError(
+            f"the model does not predict {unknown[0]!r}; it predicts {list(predicted)}"
+        )
+    return chosen

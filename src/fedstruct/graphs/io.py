@@ -76,6 +76,8 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "WeightedGraph",
+    "Weights",
+    "edge_weights",
     "from_dot",
     "from_graph_json",
     "graph_kind",
@@ -178,17 +180,17 @@ def write_graph(
     """
     path = Path(path)
     fmt = _format_of(path, format)
-    edge_weights = _edge_weights(graph, weights)
+    numbers = edge_weights(graph, weights)
     kind = _writable_kind(graph, kind)
     if fmt == "graphml":
-        _write_graphml(graph, path, edge_weights, kind)
+        _write_graphml(graph, path, numbers, kind)
         return path
     if fmt == "json":
-        text = json.dumps(to_graph_json(graph, weights=edge_weights, kind=kind), indent=2) + "\n"
+        text = json.dumps(to_graph_json(graph, weights=numbers, kind=kind), indent=2) + "\n"
     elif fmt == "dot":
-        text = to_dot(graph, weights=edge_weights, kind=kind)
+        text = to_dot(graph, weights=numbers, kind=kind)
     else:
-        text = _edges_csv_text(graph, edge_weights)
+        text = _edges_csv_text(graph, numbers)
     try:
         path.write_text(text, encoding="utf-8", newline="")
     except OSError as exc:
@@ -312,8 +314,29 @@ def _writable_kind(graph: Graph, kind: str | None) -> str | None:
 
 
 # ===================================================================== weights
-def _edge_weights(graph: Graph, weights: Weights | None) -> dict[tuple[str, str], float]:
-    """The edges' numbers keyed as :meth:`Graph.edges` writes each pair."""
+def edge_weights(graph: Graph, weights: Weights | None) -> dict[tuple[str, str], float]:
+    """The edges' numbers keyed as :meth:`Graph.edges` writes each pair.
+
+    Parameters
+    ----------
+    graph
+        The graph the numbers belong to.
+    weights
+        ``None`` (no numbers), a mapping ``(a, b) -> float`` over adjacent pairs
+        (either order), or an ``(n, n)`` array over ``graph.names`` read at
+        ``[a, b]`` for the edge written from ``a`` to ``b`` (see :func:`write_graph`).
+
+    Returns
+    -------
+    dict
+        ``(a, b) -> float`` for the edges that have a number.
+
+    Raises
+    ------
+    GraphError
+        If a number is not finite, a key is not an edge of the graph, or the
+        matrix has the wrong shape.
+    """
     if weights is None:
         return {}
     keys = {frozenset((e.a, e.b)): (e.a, e.b) for e in graph.edges()}
@@ -421,7 +444,7 @@ def to_graph_json(
     kind
         As for :func:`write_graph`; the key is left out when no kind fits.
     """
-    edge_weights = _edge_weights(graph, weights)
+    numbers = edge_weights(graph, weights)
     kind = _writable_kind(graph, kind)
     edges = []
     for e in graph.edges():
@@ -431,8 +454,8 @@ def to_graph_json(
             "mark_from": MARK_NAMES[e.mark_a],
             "mark_to": MARK_NAMES[e.mark_b],
         }
-        if (e.a, e.b) in edge_weights:
-            edge["weight"] = edge_weights[(e.a, e.b)]
+        if (e.a, e.b) in numbers:
+            edge["weight"] = numbers[(e.a, e.b)]
         edges.append(edge)
     out: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if kind is not None:
@@ -525,7 +548,7 @@ def to_dot(
     GraphError
         If a variable name ends with a backslash (DOT cannot quote it).
     """
-    edge_weights = _edge_weights(graph, weights)
+    numbers = edge_weights(graph, weights)
     kind = _writable_kind(graph, kind)
     head = [f"fedstruct_version={VERSION}"] + ([f"kind={kind}"] if kind else [])
     lines = [
@@ -542,8 +565,8 @@ def to_dot(
             f"mark_from={MARK_NAMES[e.mark_a]}",
             f"mark_to={MARK_NAMES[e.mark_b]}",
         ]
-        if (e.a, e.b) in edge_weights:
-            attrs.append(f'confidence="{edge_weights[(e.a, e.b)]!r}"')
+        if (e.a, e.b) in numbers:
+            attrs.append(f'confidence="{numbers[(e.a, e.b)]!r}"')
         lines.append(f"  {_dot_id(e.a)} -> {_dot_id(e.b)} [{', '.join(attrs)}];")
     return "\n".join([*lines, "}", ""])
 

@@ -199,3 +199,22 @@ def test_dp_budget_is_accounted_across_rounds_and_never_exceeded(asia):
     assert [h["clients_out_of_budget"] for h in model.history_] == [0, 0, 4, 4]
     # The last two rounds change nothing: the parameters after round 2 are final.
     assert model.history_[2]["val_loss"] == model.history_[3]["val_loss"]
+
+
+def test_score_and_predict_need_no_true_graph(asia):
+    clients, test = asia
+    model = fcm(rounds=3).fit(clients)
+    with_truth = model.score(test, NET.graph)
+    without = model.score(test)  # a user's data: no true graph
+    assert set(without) == {"task_accuracy", "concept_accuracy"}
+    assert without["task_accuracy"] == with_truth["task_accuracy"]
+    # without the truth, concept accuracy averages over the concepts the test rows hold:
+    # here every concept of asia, as with the truth
+    assert without["concept_accuracy"] == pytest.approx(with_truth["concept_accuracy"])
+    predicted = model.predict(test)
+    assert predicted.shape == (len(test),)
+    assert np.mean(predicted == test["dysp"].to_numpy()) == with_truth["task_accuracy"]
+    states = model.prediction(test).states
+    assert list(states.columns) == list(model.spec_.nodes)
+    only_inputs = test[list(model.features_)]  # concepts are predicted from the inputs alone
+    assert model.prediction(only_inputs).states.equals(states)

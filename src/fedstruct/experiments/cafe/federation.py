@@ -233,4 +233,12 @@ def _merge_images(descriptions: Sequence[Mapping[str, Any]], settings: CafeRun,
 
 #: Image sites (folders ``SITE/CLASS/*.png`` or ``.npz``): a site describes its shape,
 #: class names and counts; the server merges the class codebook.
-IMAGES = SiteFormat(_describe_images, _merge_images, lambda settings, roles: {})
+IMAGES = SiteFormat(
+    _describe_images,
+    _merge_images,
+    lambda settings, roles: {},
+    lambda settings, roles: {
+        "shape": list(image_sites(settings).schema.shape),
+        "classes": list(image_sites(settings).schema.classes),
+    },
+)

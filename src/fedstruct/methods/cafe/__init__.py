@@ -22,18 +22,20 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
+from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
-from fedstruct.data.images import LABEL, from_rows
+from fedstruct.data.images import LABEL, from_rows, pixel_columns
 from fedstruct.errors import ConfigError
 from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.params import set_params
+from fedstruct.fl.estimator import Prediction, check_targets
+from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis, remove_drift
 from fedstruct.methods.cafe.client import CafeClient
 from fedstruct.methods.cafe.config import ALGORITHMS, BACKBONES, CafeConfig
@@ -109,6 +111,7 @@ class CAFE(
         self.shape = (int(shape[0]), int(shape[1]), int(shape[2]))
         self.n_classes = int(n_classes)
         super().__init__(seed=seed, participation=participation, **params)
+        self._given(shape=shape, n_classes=n_classes)
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def make_client(self, data: ClientData) -> CafeClient:
@@ -153,6 +156,27 @@ class CAFE(
             self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)
             set_params(self.model_, state.params)
 
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The global model's parameters (under ``model.``), ``d_g`` (``drift``) and
+        FedProto's prototypes (``prototypes``), each where the algorithm has it."""
+        arrays = {} if self.model_ is None else {
+            f"model.{k}": v for k, v in get_params(self.model_).items()
+        }  # fmt: skip
+        for key, value in (("drift", self.drift_), ("prototypes", self.prototypes_)):
+            if value is not None:
+                arrays[key] = np.asarray(value)
+        return arrays, {"global_model": self.model_ is not None}
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.drift_ = arrays.get("drift")
+        self.prototypes_ = arrays.get("prototypes")
+        self.model_ = None
+        if meta["global_model"]:
+            self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)
+            params = {k.removeprefix("model."): v for k, v in arrays.items() if k[:6] == "model."}
+            set_params(self.model_, params)
+
     def _tensors(self, rows: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
         if LABEL not in rows.columns:  # unlabelled rows to predict
             rows = rows.assign(**{LABEL: 0})
@@ -180,6 +204,18 @@ class CAFE(
     def predict(self, rows: pd.DataFrame) -> np.ndarray:
         """Predicted class codes."""
         return self.decision_function(rows).argmax(axis=1)
+
+    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+        """The pixel columns, and the pixels and the label."""
+        pixels = tuple(pixel_columns(self.shape))
+        return pixels, (*pixels, LABEL)
+
+    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
+        """The class (``label``) and class probabilities (softmax of the class scores)
+        of image rows."""
+        check_targets(targets, (LABEL,))
+        proba = torch.softmax(torch.as_tensor(self.decision_function(rows)), dim=1)
+        return Prediction.from_probabilities({LABEL: proba.double().numpy()}, rows.index)
 
     def score(self, rows: pd.DataFrame) -> float:
         """Accuracy on image rows (which must hold the label column)."""

@@ -20,19 +20,27 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl.estimator import Prediction, check_targets
 from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fcm.client import FCMClient, LocalConceptData
 from fedstruct.methods.fcm.config import ARCHITECTURES, FEDERATED_REGIMES, REGIMES, FCMConfig
-from fedstruct.methods.fcm.evaluate import accuracy_metrics, intervention_curve
+from fedstruct.methods.fcm.evaluate import (
+    accuracy_metrics,
+    intervention_curve,
+    node_probabilities,
+)
 from fedstruct.methods.fcm.model import ConceptModel, ModelSpec, adapt, parameter_change
 from fedstruct.methods.fcm.server import FCMServer, FCMState, aggregate_graphs
 from fedstruct.methods.fcm.standalone import StandaloneFit, fit_standalone
@@ -115,6 +123,7 @@ class FCM(
         self.task = task
         self.cardinalities = {str(k): int(v) for k, v in cardinalities.items()}
         super().__init__(seed=seed, participation=participation, **params)
+        self._given(task=task, cardinalities=cardinalities)
         if self.config.regime not in FEDERATED_REGIMES:
             raise ConfigError(
                 f"regime {self.config.regime!r} trains no federation; use fit_standalone "
@@ -165,8 +174,55 @@ class FCM(
             else {"params_growth": 0.0, "params_changed_fraction": 0.0}
         )
 
-    def score(self, test: pd.DataFrame, truth: Graph) -> dict[str, float]:
-        """Task accuracy, concept accuracy and coverage on fully labelled ``test`` rows
-        (see :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`)."""
-        x = test[list(self.features_)].to_numpy(dtype=np.float32)
-        return accuracy_metrics(self.model_, x, test, truth, self.cardinalities)
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The model's parameters as arrays; its architecture, the concept graph, the
+        concept set and the input columns as JSON."""
+        return self.model_.state_arrays(), {
+            "spec": json.loads(self.spec_.to_json()),
+            "graph": to_graph_json(self.graph_),
+            "concepts": list(self.concepts_),
+            "features": list(self.features_),
+            "best_round": self.best_round_,
+            "parameter_change": self.parameter_change_,
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.spec_ = ModelSpec.from_json(json.dumps(meta["spec"]))
+        self.model_ = ConceptModel(self.spec_)
+        self.model_.load_arrays(arrays)
+        self.graph_ = from_graph_json(meta["graph"]).graph
+        self.concepts_ = tuple(meta["concepts"])
+        self.features_ = tuple(meta["features"])
+        self.best_round_ = int(meta["best_round"])
+        self.parameter_change_ = dict(meta["parameter_change"])
+
+    def _inputs(self, rows: pd.DataFrame) -> NDArray[np.float32]:
+        missing = [f for f in self.features_ if f not in rows.columns]
+        if missing:
+            raise UnknownVariableError(
+                f"the rows lack input columns {missing[:5]} ({len(missing)} of "
+                f"{len(self.features_)}); the model reads {list(self.features_)[:5]}..."
+            )
+        return rows[list(self.features_)].to_numpy(dtype=np.float32)
+
+    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+        """The input columns, and the inputs, the concepts and the task."""
+        return self.features_, (*self.features_, *self.spec_.nodes)
+
+    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
+        """Every concept's and the task's state and probabilities for ``rows`` (only
+        the input columns ``features_`` are read), or those of ``targets``."""
+        chosen = check_targets(targets, self.spec_.nodes)
+        probabilities = node_probabilities(self.model_, self._inputs(rows))
+        return Prediction.from_probabilities({n: probabilities[n] for n in chosen}, rows.index)
+
+    def predict(self, rows: pd.DataFrame) -> NDArray[np.int64]:
+        """The predicted task state (code) for ``rows``."""
+        return self.prediction(rows, [self.task]).states[self.task].to_numpy()
+
+    def score(self, test: pd.DataFrame, truth: Graph | None = None) -> dict[str, float]:
+        """Task accuracy and concept accuracy on labelled ``test`` rows; with the true
+        graph ``truth``, concept coverage too (see
+        :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`)."""
+        return accuracy_metrics(self.model_, self._inputs(test), test, truth, self.cardinalities)

@@ -24,16 +24,23 @@ from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fcm.model import ConceptModel
 from fedstruct.methods.fcm.train import label_matrix
 
-__all__ = ["accuracy_metrics", "intervention_curve", "intervention_levels", "predict_states"]
+__all__ = [
+    "accuracy_metrics",
+    "intervention_curve",
+    "intervention_levels",
+    "node_probabilities",
+    "predict_states",
+]
 
 
-def predict_states(
+def node_probabilities(
     model: ConceptModel,
     x: np.ndarray,
     labels: pd.DataFrame | None = None,
     intervened: Collection[str] = (),
 ) -> dict[str, np.ndarray]:
-    """Each model node's predicted state (argmax), intervening on ``intervened``."""
+    """Each model node's state probabilities (softmax of its logits), intervening on
+    ``intervened`` (their labels replace the predictions the other modules read)."""
     spec = model.spec
     xt = torch.from_numpy(np.array(x, dtype=np.float32))
     truth = mask = None
@@ -45,7 +52,21 @@ def predict_states(
     model.eval()
     with torch.no_grad():
         logits = model(xt, truth, mask)
-    return {n: out.argmax(dim=-1).numpy() for n, out in zip(spec.nodes, logits, strict=True)}
+    return {
+        n: torch.softmax(out, dim=-1).double().numpy()
+        for n, out in zip(spec.nodes, logits, strict=True)
+    }
+
+
+def predict_states(
+    model: ConceptModel,
+    x: np.ndarray,
+    labels: pd.DataFrame | None = None,
+    intervened: Collection[str] = (),
+) -> dict[str, np.ndarray]:
+    """Each model node's predicted state (argmax), intervening on ``intervened``."""
+    probabilities = node_probabilities(model, x, labels, intervened)
+    return {n: p.argmax(axis=-1) for n, p in probabilities.items()}
 
 
 def _accuracy(states: Mapping[str, np.ndarray], labels: pd.DataFrame, node: str) -> float:
@@ -56,20 +77,23 @@ def accuracy_metrics(
     model: ConceptModel,
     x: np.ndarray,
     labels: pd.DataFrame,
-    truth: Graph,
+    truth: Graph | None,
     cardinalities: Mapping[str, int],
     predicted: Collection[str] | None = None,
 ) -> dict[str, float]:
-    """Task accuracy, concept accuracy and concept coverage on fully labelled rows.
+    """Task accuracy, concept accuracy and (with the true graph) concept coverage.
 
     Parameters
     ----------
     model
         The trained model.
     x, labels
-        Test inputs and the labels of every variable of ``truth``.
+        Test inputs and their labels: the task's, and every concept of ``truth`` (with
+        no true graph, the concepts that ``labels`` holds).
     truth
-        The true DAG (concepts and task).
+        The true DAG (concepts and task), or ``None`` when it is not known (a user's
+        own data): concept accuracy then averages over the concepts ``labels``
+        holds, and there is no coverage.
     cardinalities
         States per variable (for the random-guess accuracy ``1/k``).
     predicted
@@ -80,17 +104,22 @@ def accuracy_metrics(
     own = set(spec.nodes if predicted is None else predicted) & set(spec.nodes)
     states = predict_states(model, x)
     task = spec.task
-    concepts = [v for v in truth.names if v != task]
+    names = truth.names if truth is not None else [c for c in labels.columns if c in cardinalities]
+    concepts = [v for v in names if v != task]
 
     def score(node: str) -> float:
         return _accuracy(states, labels, node) if node in own else 1.0 / cardinalities[node]
 
-    relevant = [c for c in truth.ancestors(task) if c != task]
-    return {
+    metrics = {
         "task_accuracy": score(task),
         "concept_accuracy": float(np.mean([score(c) for c in concepts])) if concepts else 0.0,
-        "concept_coverage": (float(np.mean([c in own for c in relevant])) if relevant else 1.0),
     }
+    if truth is not None:
+        relevant = [c for c in truth.ancestors(task) if c != task]
+        metrics["concept_coverage"] = (
+            float(np.mean([c in own for c in relevant])) if relevant else 1.0
+        )
+    return metrics
 
 
 def intervention_levels(truth: Graph, task: str) -> list[list[str]]:

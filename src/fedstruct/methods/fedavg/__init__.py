@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl.estimator import Prediction, check_targets
 from fedstruct.fl.params import set_params
 from fedstruct.methods.fedavg.client import FedAvgClient
 from fedstruct.methods.fedavg.config import FedAvgConfig
@@ -78,6 +80,7 @@ class FedAvg(
     ) -> None:
         self.schema = TabularSchema(target, cardinalities)
         super().__init__(seed=seed, participation=participation, **params)
+        self._given(target=target, cardinalities=cardinalities)
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None
 
     # Federated protocol -----------------------------------------------------
@@ -119,6 +122,16 @@ class FedAvg(
         self.model_ = build_model(self.schema, self.config.hidden, self.seed)
         set_params(self.model_, self.params_)
 
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The global weights as arrays (nothing else is learned)."""
+        return dict(self.params_), {}
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the global weights and model from :meth:`learned_state`'s output."""
+        self.params_ = {k: np.asarray(v) for k, v in arrays.items()}
+        self.model_ = build_model(self.schema, self.config.hidden, self.seed)
+        set_params(self.model_, self.params_)
+
     @torch.no_grad()
     def predict_proba(self, rows: pd.DataFrame) -> np.ndarray:
         """Class probabilities for ``rows``."""
@@ -134,6 +147,16 @@ class FedAvg(
         """Accuracy on ``rows`` (which must hold the target column)."""
         y = rows[self.schema.target].to_numpy()
         return float(np.mean(self.predict(rows) == y))
+
+    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+        """The features, and the features and the target."""
+        return self.schema.features, (*self.schema.features, self.schema.target)
+
+    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
+        """The target's class and class probabilities for ``rows``."""
+        check_targets(targets, (self.schema.target,))
+        proba = self.predict_proba(rows).astype(np.float64)
+        return Prediction.from_probabilities({self.schema.target: proba}, rows.index)
 
 
 def _with_dummy_target(rows: pd.DataFrame, target: str) -> pd.DataFrame:

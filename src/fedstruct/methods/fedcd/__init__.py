@@ -22,10 +22,15 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import FederatedEstimator
+from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
@@ -101,3 +106,29 @@ class FedCD(
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
         return {"graph": (self.graph_, self.beliefs_.edge_probability)}
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The beliefs ``γ``, ``θ`` as arrays; the DAG and the per-round graphs as JSON."""
+        return {"gamma": self.beliefs_.gamma, "theta": self.beliefs_.theta}, {
+            "graph": to_graph_json(self.graph_),
+            "round_graphs": [None if g is None else to_graph_json(g) for g in self.round_graphs_],
+            "client_graphs": [
+                {name: to_graph_json(g) for name, g in graphs.items()}
+                for graphs in self.client_graphs_
+            ],
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.graph_ = from_graph_json(meta["graph"]).graph
+        self.beliefs_ = Beliefs(
+            np.asarray(arrays["gamma"], dtype=np.float64),
+            np.asarray(arrays["theta"], dtype=np.float64),
+        )
+        self.round_graphs_ = [
+            None if g is None else from_graph_json(g).graph for g in meta["round_graphs"]
+        ]
+        self.client_graphs_ = [
+            {name: from_graph_json(g).graph for name, g in graphs.items()}
+            for graphs in meta["client_graphs"]
+        ]

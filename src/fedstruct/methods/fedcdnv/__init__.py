@@ -22,14 +22,16 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl import FederatedEstimator
+from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcdnv.client import FedCDnvClient
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.server import (
@@ -107,6 +109,29 @@ class FedCDnv(
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """FedG (``graph``) and FeddG, its definite causal edges (``definite``)."""
         return {"graph": (self.graph_, None), "definite": (self.definite_graph_, None)}
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """FedG's status matrix as an array; FedG, G0, the local PAGs and TPSS's
+        decisions as JSON (FeddG and the definite pairs follow from FedG and status)."""
+        decisions = [[a, b, value] for (a, b), value in self.decisions_.items()]
+        return {"status": self.status_.to_numpy(dtype=np.int8)}, {
+            "graph": to_graph_json(self.graph_),
+            "initial_graph": to_graph_json(self.initial_graph_),
+            "local_graphs": {name: to_graph_json(g) for name, g in self.local_graphs_.items()},
+            "decisions": decisions,
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.graph_ = from_graph_json(meta["graph"]).graph
+        stat = np.asarray(arrays["status"], dtype=np.int8)
+        names = list(self.graph_.names)
+        self.definite_graph_ = definite_graph(self.graph_, stat)
+        self.status_ = pd.DataFrame(stat, index=names, columns=names)
+        self.definite_pairs_ = definite_pairs(stat, names)
+        self.initial_graph_ = from_graph_json(meta["initial_graph"]).graph
+        self.local_graphs_ = {n: from_graph_json(g).graph for n, g in meta["local_graphs"].items()}
+        self.decisions_ = {(a, b): value for a, b, value in meta["decisions"]}
 
     @property
     def names_(self) -> tuple[str, ...]:

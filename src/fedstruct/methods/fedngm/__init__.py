@@ -24,15 +24,19 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, PrivacyViolationError
 from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl.estimator import Prediction, check_targets
 from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.metrics import prediction_metrics, sample_fidelity
@@ -111,6 +115,7 @@ class FedNGM(
             raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
         self.kinds = {str(k): str(v) for k, v in kinds.items()}
         super().__init__(seed=seed, participation=participation, **params)
+        self._given(kinds=kinds, public=public)
         self.public = public
 
     def identity(self) -> dict[str, Any]:
@@ -149,3 +154,86 @@ class FedNGM(
         client = self.make_client(data)
         client.global_model = self.model_
         return client.personalise(graph)
+
+    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+        """No column is required (any of the global model's variables is evidence),
+        and any other column may be present (a site's own variables, which the global
+        model does not read: stitching, §2.4, is the site's)."""
+        self._global()
+        return (), None
+
+    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
+        """Each target's prediction from the evidence in ``rows`` (every column the
+        global model has), by the global model (§2.3): a categorical target's most
+        likely category and its probabilities, a continuous one's predictive mean.
+        By default the targets are the model's variables that ``rows`` lacks.
+
+        Raises
+        ------
+        ConfigError
+            If no global model was released, or ``rows`` hold every variable and no
+            ``targets`` are named.
+        UnknownVariableError
+            For a target the model does not have.
+        """
+        model = self._global()
+        absent = [v for v in model.names if v not in rows.columns]
+        if not targets and not absent:
+            raise ConfigError(
+                "the rows hold every variable of the model: name the variables to predict "
+                "(targets; --target COL)"
+            )
+        chosen = check_targets(targets or absent, model.names)
+        states, probabilities = {}, {}
+        for target in chosen:
+            spec = model.schema.spec(target)
+            if spec.is_categorical:
+                p = model.predict_proba(rows, target)
+                probabilities[target] = pd.DataFrame(p, index=rows.index, columns=spec.categories)
+                states[target] = np.asarray(spec.categories)[p.argmax(axis=1)]
+            else:
+                states[target] = model.predict(rows, target)
+        return Prediction(pd.DataFrame(states, index=rows.index), probabilities)
+
+    def _global(self) -> NGM:
+        if self.model_ is None:
+            raise ConfigError(
+                "FedNGM released no global model (too few clients took part): there is "
+                "nothing to predict, sample or query with"
+            )
+        return self.model_
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """Every NGM's weights, graph and residuals as arrays (the global model's under
+        ``global.``, client ``c``'s under ``client.c.``); their schemas, the shared
+        encoding and the merged graph as JSON."""
+        models = {f"client.{name}": m for name, m in self.client_models_.items()}
+        if self.model_ is not None:
+            models["global"] = self.model_
+        arrays = {f"{key}.{k}": v for key, m in models.items() for k, v in m.to_arrays().items()}
+        return arrays, {
+            "schema": None if self.schema_ is None else self.schema_.to_json(),
+            "graph": None if self.model_ is None else to_graph_json(self.graph_),
+            "models": {
+                key: {"schema": m.schema.to_json(), "n_rows": m.n_rows} for key, m in models.items()
+            },
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+
+        def model(key: str) -> NGM:
+            prefix = f"{key}."
+            own = {k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)}
+            saved = meta["models"][key]
+            return NGM.from_arrays(Schema.from_json(saved["schema"]), own, saved["n_rows"])
+
+        self.schema_ = None if meta["schema"] is None else Schema.from_json(meta["schema"])
+        self.client_models_ = {
+            key.removeprefix("client."): model(key)
+            for key in meta["models"]
+            if key.startswith("client.")
+        }
+        self.model_ = model("global") if "global" in meta["models"] else None
+        if meta["graph"] is not None:
+            self.graph_ = from_graph_json(meta["graph"]).graph

@@ -1,0 +1,295 @@
+"""Using what a run saved: predict, sample, query, show and export (docs/artifacts.md).
+
+Every function takes a run folder (the ``--out`` of ``fedstruct run``), loads the
+fitted estimator from its files (:func:`~fedstruct.experiments.artifacts.load`) and
+works with the names a user knows: a table is read with the codebook the run's sites
+were encoded with (``model.json``'s ``data``: level names in, level names out) and
+its columns are checked against the model's variables; images are read as a site's
+images are (a folder ``CLASS/*.png`` or an ``.npz``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedstruct.data.images import LABEL, read_image_site, to_rows
+from fedstruct.data.sites import FederationSchema, encode_site, read_table
+from fedstruct.errors import ArtifactError, ConfigError, DataError
+from fedstruct.experiments.artifacts import graph_files, load
+from fedstruct.fl import FederatedEstimator
+from fedstruct.fl.estimator import Prediction
+from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
+from fedstruct.methods.cafe import CAFE
+from fedstruct.methods.fedngm import FedNGM
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "export_graph",
+    "predict_file",
+    "query",
+    "sample",
+    "saved_graph",
+    "saved_graphs",
+]
+
+#: ``fedstruct export --format``: graph formats (``bif`` needs tables no method learns).
+EXPORT_FORMATS = ("json", "dot", "graphml", "csv", "bif")
+
+
+# ---------------------------------------------------------------- predict
+def predict_file(
+    folder: str | Path, data: str | Path, targets: Sequence[str] = ()
+) -> tuple[pd.DataFrame, list[str]]:
+    """The saved model's predictions for the rows of ``data``: one column per predicted
+    variable (its state, by level name where the run's files named levels) and, for
+    a categorical one, ``P(VAR=STATE)`` per state; for images, the file's own label
+    too (``label_given``). Also the columns of ``data`` the model does not read (a
+    FedNGM site's own variables), which were left out.
+
+    Raises
+    ------
+    ArtifactError
+        If the folder holds no model, the model only learned a graph, or ``data``'s
+        columns do not match the model's (naming the missing and the extra ones).
+    DataError
+        If ``data`` cannot be read or holds a level the run's files never had.
+    """
+    model = load(folder)
+    if isinstance(model, CAFE):
+        rows, given = _image_rows(model, Path(data))
+        table = _named(model, model.prediction(rows, list(targets) or None))
+        return table.assign(label_given=given), []
+    rows, unread = _table_rows(model, Path(data))
+    return _named(model, model.prediction(rows, list(targets) or None)), unread
+
+
+def _input_variables(model: FederatedEstimator) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        return model.input_variables()
+    except ConfigError as exc:
+        raise ArtifactError(str(exc)) from None
+
+
+def _table_rows(model: FederatedEstimator, path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """``path``'s table coded as the run's sites were, its columns checked; and the
+    columns left out because the model does not read them."""
+    required, known = _input_variables(model)
+    frame = read_table(path)
+    unread = []
+    if known is None:
+        schema = model._global().schema if isinstance(model, FedNGM) else None
+        unread = [c for c in frame.columns if schema is None or c not in schema]
+        frame = frame.drop(columns=unread)
+    missing = [c for c in required if c not in frame.columns]
+    extra = [c for c in frame.columns if known is not None and c not in known]
+    if missing or extra:
+        parts = [f"lacks {_few(missing)}" if missing else "", f"has {_few(extra)}, not "
+                 "the model's" if extra else ""]  # fmt: skip
+        raise ArtifactError(
+            f"{path}: its columns do not match the model: it {' and '.join(p for p in parts if p)}"
+            f"; the model reads {_few(required or known)}"
+        )
+    codebook = _codebook(model)
+    if codebook is None:
+        return frame, unread
+    return encode_site("input", frame, codebook, source=path).client.rows, unread
+
+
+def _codebook(model: FederatedEstimator) -> FederationSchema | None:
+    """The federation schema the run's sites were encoded with (``None`` for a run on
+    built-in data, whose rows are codes already)."""
+    data = getattr(model, "data_", None)
+    if not data or "variables" not in data:
+        return None
+    variables = tuple(data["variables"])
+    levels = {v: tuple(levels) for v, levels in data["levels"].items()}
+    return FederationSchema(variables, dict(data["kinds"]), levels, {}, {})
+
+
+def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray | None]:
+    site = read_image_site(path)
+    if site.shape != model.shape:
+        raise ArtifactError(
+            f"{path}: its images are {site.shape} (channels, height, width), the model's "
+            f"are {model.shape}; resize them as the run's sites were"
+        )
+    rows = to_rows(site.images, np.zeros(site.n_images, dtype=np.int64))
+    return rows.drop(columns=[LABEL]), np.asarray(site.labels)
+
+
+def _named(model: FederatedEstimator, prediction: Prediction) -> pd.DataFrame:
+    """The prediction as a table, states and probability columns by level name."""
+    columns: dict[str, Any] = {}
+    for variable in prediction.states.columns:
+        names = _level_names(model, variable)
+        states = prediction.states[variable]
+        columns[variable] = states.map(lambda s, n=names: _name(n, s)) if names else states
+        if variable in prediction.probabilities:
+            for state, p in prediction.probabilities[variable].items():
+                columns[f"P({variable}={_name(names, state)})"] = p.to_numpy()
+    return pd.DataFrame(columns, index=prediction.states.index)
+
+
+def _level_names(model: FederatedEstimator, variable: str) -> Sequence[str] | None:
+    data = getattr(model, "data_", None) or {}
+    if variable == LABEL and "classes" in data:
+        return data["classes"]
+    return data.get("levels", {}).get(variable)
+
+
+def _name(names: Sequence[str] | None, state: Any) -> Any:
+    if names is None:
+        return state
+    code = int(state)
+    return names[code] if 0 <= code < len(names) else state
+
+
+def _few(names: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in list(names)[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)})"
+
+
+# ------------------------------------------------------------ sample, query
+def _fedngm(folder: str | Path, what: str) -> FedNGM:
+    model = load(folder)
+    if not isinstance(model, FedNGM):
+        raise ArtifactError(
+            f"{folder} holds a {model.method} model; {what} needs a FedNGM run (a model of "
+            "the joint distribution)"
+        )
+    return model
+
+
+def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
+    """``n`` rows drawn from a FedNGM run's global model (Gibbs sampling, §2.3), with
+    level names where the run's files named levels.
+
+    Raises
+    ------
+    ArtifactError
+        If the folder holds no FedNGM model.
+    ConfigError
+        If ``n`` is not positive or no global model was released.
+    """
+    if n < 1:
+        raise ConfigError(f"-n must be a positive number of rows, got {n}")
+    model = _fedngm(folder, "sample")
+    rows = model._global().sample(n, seed=seed)
+    for variable in rows.columns:
+        names = _level_names(model, variable)
+        if names:
+            rows[variable] = rows[variable].map(lambda s, n=names: _name(n, s))
+    return rows
+
+
+def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataFrame:
+    """The posterior of ``target`` given evidence ``VAR=VALUE`` (FedNGM's conditional
+    inference, §2.3): a categorical target's probability per state, a continuous
+    one's predictive mean and median.
+
+    Raises
+    ------
+    ArtifactError
+        If the folder holds no FedNGM model.
+    UnknownVariableError
+        For a target or evidence variable the model does not have.
+    DataError
+        For an evidence level the run's files never had, or a non-number for a
+        continuous variable.
+    """
+    model = _fedngm(folder, "query")
+    ngm = model._global()
+    for variable in (*given, target):
+        if variable not in ngm.names:
+            raise ArtifactError(
+                f"the model has no variable {variable!r}; its variables are {list(ngm.names)}"
+            )
+    if target in given:
+        raise ConfigError(f"{target!r} is both the target and given; drop --given {target}=...")
+    row = pd.DataFrame({v: [_evidence_value(model, v, value)] for v, value in given.items()})
+    spec = ngm.schema.spec(target)
+    if spec.is_categorical:
+        p = ngm.predict_proba(row, target)[0]
+        names = _level_names(model, target)
+        return pd.DataFrame({target: [_name(names, c) for c in spec.categories], "probability": p})
+    return pd.DataFrame(
+        {
+            "target": [target],
+            "mean": ngm.predict(row, target, point="mean"),
+            "median": ngm.predict(row, target, point="median"),
+        }
+    )
+
+
+def _evidence_value(model: FedNGM, variable: str, value: str) -> float | int:
+    """``value`` as the model's data hold it: a level's code, or a number."""
+    names = _level_names(model, variable)
+    if names:
+        if value not in names:
+            raise DataError(
+                f"--given {variable}={value}: {variable!r} has no level {value!r}; its levels "
+                f"are {list(names)}"
+            )
+        return list(names).index(value)
+    try:
+        number = float(value)
+    except ValueError:
+        raise DataError(
+            f"--given {variable}={value}: {variable!r} takes numbers, not {value!r}"
+        ) from None
+    return int(number) if number.is_integer() else number
+
+
+# ------------------------------------------------------------ show, export
+def saved_graphs(folder: str | Path) -> list[str]:
+    """The stems of the graphs the run saved (``graph``, and e.g. ``definite``)."""
+    folder = Path(folder)
+    load(folder)  # the folder must hold a valid run (a clear error otherwise)
+    return sorted(p.stem for p in folder.glob("*.json") if (folder / f"{p.stem}.graphml").is_file())
+
+
+def saved_graph(folder: str | Path, stem: str = "graph") -> WeightedGraph:
+    """The graph the run saved as ``STEM.json``, with its edges' confidences.
+
+    Raises
+    ------
+    ArtifactError
+        If the run saved no such graph (naming those it saved).
+    """
+    stems = saved_graphs(folder)
+    if stem not in stems:
+        method = load(folder).method
+        raise ArtifactError(
+            f"{folder}: this {method} run saved no graph {stem!r}"
+            + (f"; it saved {stems}" if stems else f" ({method} learns no graph)")
+        )
+    return read_graph_with_weights(Path(folder) / graph_files(stem)["json"])
+
+
+def export_graph(folder: str | Path, format: str, out: Path, stem: str = "graph") -> Path:
+    """Write the run's graph ``stem`` to ``out`` in ``format`` (:data:`EXPORT_FORMATS`).
+
+    Raises
+    ------
+    ArtifactError
+        For BIF (no method of fedstruct learns conditional probability tables with its
+        DAG), or a graph the run did not save.
+    ConfigError
+        For an unknown format.
+    """
+    if format not in EXPORT_FORMATS:
+        raise ConfigError(f"unknown format {format!r}; use one of {list(EXPORT_FORMATS)}")
+    graph, weights = saved_graph(folder, stem)
+    if format == "bif":
+        raise ArtifactError(
+            "BIF holds a DAG with a conditional probability table per variable; this run "
+            "learned a graph without tables (FED-CD's and F-CMs' conditionals are neural "
+            "networks); export json, dot or graphml"
+        )
+    write_graph(graph, out, format=format, weights=weights or None)
+    return out

@@ -1,0 +1,117 @@
+"""Saved models: safetensors + JSON, checked on read; scikit-learn parameters."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from fedstruct.data import horizontal, load_network
+from fedstruct.errors import ArtifactError, ConfigError
+from fedstruct.experiments.artifacts import load, write_artifacts
+from fedstruct.fl.artifact import MODEL_JSON, MODEL_WEIGHTS, read_model
+from fedstruct.methods.cafe import CAFE
+from fedstruct.methods.fcm import FCM
+from fedstruct.methods.fedavg import FedAvg
+from fedstruct.methods.fedcd import FedCD
+from fedstruct.methods.fedcdnv import FedCDnv
+from fedstruct.methods.fedngm import FedNGM
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A FedAvg run's model, saved; its fitted estimator and test rows."""
+    net = load_network("asia")
+    model = FedAvg("dysp", net.cardinalities, rounds=2).fit(
+        horizontal(net.sample(800, seed=0), n_clients=2, seed=0)
+    )
+    folder = tmp_path_factory.mktemp("run")
+    write_artifacts(model, folder)
+    return folder, model, net.sample(200, seed=1)
+
+
+def copy_of(folder, tmp_path):
+    for name in (MODEL_JSON, MODEL_WEIGHTS):
+        (tmp_path / name).write_bytes((folder / name).read_bytes())
+    return tmp_path
+
+
+def test_a_loaded_model_predicts_exactly_as_the_fitted_one(saved):
+    folder, model, rows = saved
+    loaded = load(folder)
+    assert loaded.get_params()["target"] == "dysp" and loaded.config == model.config
+    np.testing.assert_array_equal(loaded.predict_proba(rows), model.predict_proba(rows))
+    document = json.loads((folder / MODEL_JSON).read_text())
+    assert document["method"] == "fedavg" and document["not_saved"] == {}
+    assert len(document["weights"]["sha256"]) == 64
+
+
+def test_a_changed_weights_file_is_refused(saved, tmp_path):
+    folder = copy_of(saved[0], tmp_path)
+    data = bytearray((folder / MODEL_WEIGHTS).read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    (folder / MODEL_WEIGHTS).write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="changed or truncated"):
+        load(folder)
+
+
+def test_a_truncated_weights_file_is_refused(saved, tmp_path):
+    folder = copy_of(saved[0], tmp_path)
+    data = (folder / MODEL_WEIGHTS).read_bytes()
+    (folder / MODEL_WEIGHTS).write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArtifactError, match="changed or truncated"):
+        read_model(folder)
+
+
+def test_a_model_of_a_newer_fedstruct_is_refused(saved, tmp_path):
+    folder = copy_of(saved[0], tmp_path)
+    document = json.loads((folder / MODEL_JSON).read_text())
+    document["fedstruct"] = "9.0.0"
+    (folder / MODEL_JSON).write_text(json.dumps(document))
+    with pytest.raises(ArtifactError, match=r"written by fedstruct 9\.0\.0, newer than"):
+        load(folder)
+
+
+def test_a_folder_without_a_model_is_named(tmp_path):
+    with pytest.raises(ArtifactError, match="holds no saved model"):
+        load(tmp_path)
+    with pytest.raises(ArtifactError, match="is not a folder"):
+        load(tmp_path / "absent")
+    (tmp_path / MODEL_JSON).write_text("{not json")
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        load(tmp_path)
+
+
+def test_missing_weights_are_named(saved, tmp_path):
+    folder = copy_of(saved[0], tmp_path)
+    (folder / MODEL_WEIGHTS).unlink()
+    with pytest.raises(ArtifactError, match=r"model\.safetensors is missing"):
+        load(folder)
+
+
+ESTIMATORS = [
+    FedCDnv(alpha=0.05),
+    FedCD(rounds=3, seed=2),
+    FCM(task="y", cardinalities={"a": 2, "y": 3}, rounds=4),
+    FedNGM(kinds={"a": "real", "b": "binary"}, epochs=3),
+    CAFE((1, 8, 8), 10, rounds=2),
+    FedAvg("y", {"a": 2, "y": 2}, hidden=8),
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.method)
+def test_every_estimator_clones_with_scikit_learn(estimator):
+    copy = clone(estimator)
+    assert copy is not estimator and type(copy) is type(estimator)
+    assert copy.get_params() == estimator.get_params() and copy.config == estimator.config
+
+
+def test_set_params_validates_as_the_constructor_does():
+    model = FedCDnv(alpha=0.05).set_params(alpha=0.06)
+    assert model.config.alpha == 0.06 and model.get_params()["alpha"] == 0.06
+    with pytest.raises(ConfigError, match="unknown fedcdnv parameter 'alpah'"):
+        model.set_params(alpah=1)
+    with pytest.raises(ConfigError, match="theta1"):
+        model.set_params(alpha=0.01)  # theta1 = 0.049 must lie below alpha
