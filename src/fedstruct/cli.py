@@ -395,7 +395,8 @@ def _write_csv(table: Any, out: Path) -> None:
 
 
 def _listed_columns(table: Any) -> str:
-    return ", ".join(c for c in table.columns if not str(c).startswith("P(")) or "nothing"
+    predicted = [c for c in table.columns if not str(c).startswith("P(") and c != "label_given"]
+    return ", ".join(predicted) or "nothing"
 
 
 @app.command()

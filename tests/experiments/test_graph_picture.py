@@ -264,3 +264,18 @@ def test_sixty_variables_draw(tmp_path):
     assert len(_circle_marks(fig)) == circles
     assert _boxes_overlap(graph_layout(graph)) == []
     assert draw_graph(graph, tmp_path / "pag60.png", title="60 variables").stat().st_size > 0
+
+
+def test_history_plots_count_rounds_and_counts_in_whole_numbers(monkeypatch, tmp_path):
+    from fedstruct.experiments import plots
+
+    kept = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: kept.append(fig) or path)
+    history = [{"round": r, "concepts": 7.0, "loss": 1.0 / r} for r in range(1, 24)]
+    plots.plot_history(history, ["concepts", "loss"], tmp_path / "h.png", "t")
+    counts, loss = kept[0].axes
+    kept[0].canvas.draw()
+    for ax in (counts, loss):
+        assert all(float(t).is_integer() for t in ax.get_xticks())  # rounds
+    assert all(float(t).is_integer() for t in counts.get_yticks())  # a count
+    assert not all(float(t).is_integer() for t in loss.get_yticks())  # a loss is not

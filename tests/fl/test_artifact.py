@@ -115,3 +115,16 @@ def test_set_params_validates_as_the_constructor_does():
         model.set_params(alpah=1)
     with pytest.raises(ConfigError, match="theta1"):
         model.set_params(alpha=0.01)  # theta1 = 0.049 must lie below alpha
+
+
+def test_a_model_json_that_does_not_fit_its_weights_is_refused(saved, tmp_path):
+    folder = copy_of(saved[0], tmp_path)
+    document = json.loads((folder / MODEL_JSON).read_text())
+    document["params"]["hidden"] = 3  # weights of another architecture
+    (folder / MODEL_JSON).write_text(json.dumps(document))
+    with pytest.raises(ArtifactError, match="do not fit together"):
+        load(folder)
+    document["params"]["no_such_parameter"] = 1
+    (folder / MODEL_JSON).write_text(json.dumps(document))
+    with pytest.raises(ArtifactError, match="do not fit together"):
+        load(folder)

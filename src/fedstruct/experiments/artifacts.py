@@ -109,8 +109,8 @@ def load(folder: str | Path) -> FederatedEstimator:
         raise ArtifactError(
             f"{folder}: " + unknown_choice_message("method", saved.method, ESTIMATORS)
         )
-    estimator = ESTIMATORS[saved.method](**saved.params)
     try:
+        estimator = ESTIMATORS[saved.method](**saved.params)
         estimator.restore(saved.arrays, saved.learned)
     except (KeyError, ValueError, TypeError) as exc:
         raise ArtifactError(

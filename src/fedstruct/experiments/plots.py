@@ -22,6 +22,7 @@ def plot_history(
     history: Sequence[Mapping[str, float]], metrics: Sequence[str], path: Path, title: str
 ) -> Path | None:
     """One panel per metric against the round; metrics absent from the history are skipped.
+    Rounds, and a metric whose values are all whole numbers (a count), get integer ticks.
 
     Returns
     -------
@@ -37,6 +38,11 @@ def plot_history(
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3)
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        values = [float(p[1]) for p in points]
+        if all(v.is_integer() for v in values):  # a count: whole-number ticks
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            if max(values) - min(values) < 2:  # room for more than one whole number
+                ax.set_ylim(min(values) - 1, max(values) + 1)
         ax.set_title(metric.replace("_", " "))
         ax.grid(alpha=0.3)
     fig.suptitle(title)

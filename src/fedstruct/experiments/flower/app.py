@@ -139,7 +139,7 @@ def _run_of(context: Context) -> tuple[Runnable, Any]:
     return _submitted(str(context.run_config["method"]), str(context.run_config["settings"]))
 
 
-def own_site(context: Context) -> SiteSpec | None:
+def _own_site(context: Context) -> SiteSpec | None:
     """The site whose file this SuperNode holds (node config ``data``, ``site``,
     ``graph``), or ``None`` for a node hosting a built-in partition."""
     config = context.node_config
@@ -152,7 +152,7 @@ def own_site(context: Context) -> SiteSpec | None:
 
 
 def _require_site(context: Context) -> SiteSpec:
-    spec = own_site(context)
+    spec = _own_site(context)
     if spec is None:
         raise ConfigError(
             "this run's sites keep their files on their nodes, but this SuperNode holds no "
@@ -162,7 +162,7 @@ def _require_site(context: Context) -> SiteSpec:
 
 
 def _identify(context: Context) -> dict[str, int | str]:
-    spec = own_site(context)
+    spec = _own_site(context)
     return {"partition": partition_of(context)} if spec is None else {"site": spec.name}
 
 
@@ -211,7 +211,7 @@ def _partition_clients(method: str, settings_json: str) -> tuple[Any, list[Any]]
 
 def _client_for(context: Context) -> Client:
     method, settings_json = str(context.run_config["method"]), str(context.run_config["settings"])
-    spec = own_site(context)
+    spec = _own_site(context)
     if spec is not None:
         record = context.state.config_records.get(_SCHEMA_RECORD)
         if record is None:
@@ -220,14 +220,9 @@ def _client_for(context: Context) -> Client:
                 "restart the run"
             )
         return _site_client(method, settings_json, _key(spec), str(record["schema"]))[0]
-    partition = partition_of(context)
     model, clients = _partition_clients(method, settings_json)
-    if not 0 <= partition < len(clients):
-        raise ConfigError(
-            f"partition {partition} does not exist: the federation has {len(clients)} clients "
-            f"(partitions 0..{len(clients) - 1}); restart this SuperNode with a valid --partition"
-        )
-    return model.make_client(clients[partition])
+    # the grid refused a partition outside 0..K-1 at HELLO, before any method message
+    return model.make_client(clients[partition_of(context)])
 
 
 client_app = make_client_app(
