@@ -68,7 +68,9 @@ def predict_file(
     return _named(model, model.prediction(rows, list(targets) or None)), unread
 
 
-def _input_variables(model: FederatedEstimator) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _input_variables(
+    model: FederatedEstimator,
+) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
     try:
         return model.input_variables()
     except ConfigError as exc:
@@ -82,7 +84,7 @@ def _table_rows(model: FederatedEstimator, path: Path) -> tuple[pd.DataFrame, li
     frame = read_table(path)
     unread = []
     if known is None:
-        schema = model._global().schema if isinstance(model, FedNGM) else None
+        schema = model.released().schema if isinstance(model, FedNGM) else None
         unread = [c for c in frame.columns if schema is None or c not in schema]
         frame = frame.drop(columns=unread)
     missing = [c for c in required if c not in frame.columns]
@@ -111,7 +113,7 @@ def _codebook(model: FederatedEstimator) -> FederationSchema | None:
     return FederationSchema(variables, dict(data["kinds"]), levels, {}, {})
 
 
-def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray | None]:
+def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray]:
     site = read_image_site(path)
     if site.shape != model.shape:
         raise ArtifactError(
@@ -179,7 +181,7 @@ def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     if n < 1:
         raise ConfigError(f"-n must be a positive number of rows, got {n}")
     model = _fedngm(folder, "sample")
-    rows = model._global().sample(n, seed=seed)
+    rows = model.released().sample(n, seed=seed)
     for variable in rows.columns:
         names = _level_names(model, variable)
         if names:
@@ -203,7 +205,7 @@ def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataF
         continuous variable.
     """
     model = _fedngm(folder, "query")
-    ngm = model._global()
+    ngm = model.released()
     for variable in (*given, target):
         if variable not in ngm.names:
             raise ArtifactError(

@@ -159,7 +159,7 @@ class FedNGM(
         """No column is required (any of the global model's variables is evidence),
         and any other column may be present (a site's own variables, which the global
         model does not read: stitching, §2.4, is the site's)."""
-        self._global()
+        self.released()
         return (), None
 
     def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
@@ -176,7 +176,7 @@ class FedNGM(
         UnknownVariableError
             For a target the model does not have.
         """
-        model = self._global()
+        model = self.released()
         absent = [v for v in model.names if v not in rows.columns]
         if not targets and not absent:
             raise ConfigError(
@@ -195,7 +195,14 @@ class FedNGM(
                 states[target] = model.predict(rows, target)
         return Prediction(pd.DataFrame(states, index=rows.index), probabilities)
 
-    def _global(self) -> NGM:
+    def released(self) -> NGM:
+        """The released global NGM (``model_``).
+
+        Raises
+        ------
+        ConfigError
+            If none was released (too few clients took part).
+        """
         if self.model_ is None:
             raise ConfigError(
                 "FedNGM released no global model (too few clients took part): there is "
