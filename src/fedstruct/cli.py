@@ -281,7 +281,7 @@ def show(
     if not saved_graphs(folder):
         out_console.print(f"{folder}: a {model.method} run; it learned no graph (a classifier)")
         return
-    learned, weights = saved_graph(folder, graph)
+    learned, weights = saved_graph(model, folder, graph)
     title = graph_title(model.method, graph, learned)
     out_console.print(title)
     table = Table()

@@ -68,33 +68,25 @@ def predict_file(
     return _named(model, model.prediction(rows, list(targets) or None)), unread
 
 
-def _input_variables(
-    model: FederatedEstimator,
-) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-    try:
-        return model.input_variables()
-    except ConfigError as exc:
-        raise ArtifactError(str(exc)) from None
-
-
 def _table_rows(model: FederatedEstimator, path: Path) -> tuple[pd.DataFrame, list[str]]:
     """``path``'s table coded as the run's sites were, its columns checked; and the
     columns left out because the model does not read them."""
-    required, known = _input_variables(model)
+    try:
+        columns = model.input_columns()
+    except ConfigError as exc:
+        raise ArtifactError(str(exc)) from None
     frame = read_table(path)
-    unread = []
-    if known is None:
-        schema = model.released().schema if isinstance(model, FedNGM) else None
-        unread = [c for c in frame.columns if schema is None or c not in schema]
-        frame = frame.drop(columns=unread)
-    missing = [c for c in required if c not in frame.columns]
-    extra = [c for c in frame.columns if known is not None and c not in known]
+    other = [c for c in frame.columns if c not in columns.read]
+    unread = other if columns.others_allowed else []
+    frame = frame.drop(columns=unread)
+    missing = [c for c in columns.required if c not in frame.columns]
+    extra = [] if columns.others_allowed else other
     if missing or extra:
         parts = [f"lacks {_few(missing)}" if missing else "", f"has {_few(extra)}, not "
                  "the model's" if extra else ""]  # fmt: skip
         raise ArtifactError(
             f"{path}: its columns do not match the model: it {' and '.join(p for p in parts if p)}"
-            f"; the model reads {_few(required or known)}"
+            f"; the model reads {_few(columns.required or columns.read)}"
         )
     codebook = _codebook(model)
     if codebook is None:
@@ -249,14 +241,17 @@ def _evidence_value(model: FedNGM, variable: str, value: str) -> float | int:
 
 # ------------------------------------------------------------ show, export
 def saved_graphs(folder: str | Path) -> list[str]:
-    """The stems of the graphs the run saved (``graph``, and e.g. ``definite``)."""
+    """The stems of the graphs the run in ``folder`` saved (``graph``, and e.g.
+    ``definite``): the ``STEM.json`` files with their GraphML beside them."""
     folder = Path(folder)
-    load(folder)  # the folder must hold a valid run (a clear error otherwise)
     return sorted(p.stem for p in folder.glob("*.json") if (folder / f"{p.stem}.graphml").is_file())
 
 
-def saved_graph(folder: str | Path, stem: str = "graph") -> WeightedGraph:
-    """The graph the run saved as ``STEM.json``, with its edges' confidences.
+def saved_graph(
+    model: FederatedEstimator, folder: str | Path, stem: str = "graph"
+) -> WeightedGraph:
+    """The graph the run of ``model`` (loaded from ``folder``) saved as ``STEM.json``,
+    with its edges' confidences.
 
     Raises
     ------
@@ -265,10 +260,9 @@ def saved_graph(folder: str | Path, stem: str = "graph") -> WeightedGraph:
     """
     stems = saved_graphs(folder)
     if stem not in stems:
-        method = load(folder).method
         raise ArtifactError(
-            f"{folder}: this {method} run saved no graph {stem!r}"
-            + (f"; it saved {stems}" if stems else f" ({method} learns no graph)")
+            f"{folder}: this {model.method} run saved no graph {stem!r}"
+            + (f"; it saved {stems}" if stems else f" ({model.method} learns no graph)")
         )
     return read_graph_with_weights(Path(folder) / graph_files(stem)["json"])
 
@@ -286,7 +280,7 @@ def export_graph(folder: str | Path, format: str, out: Path, stem: str = "graph"
     """
     if format not in EXPORT_FORMATS:
         raise ConfigError(f"unknown format {format!r}; use one of {list(EXPORT_FORMATS)}")
-    graph, weights = saved_graph(folder, stem)
+    graph, weights = saved_graph(load(folder), folder, stem)
     if format == "bif":
         raise ArtifactError(
             "BIF holds a DAG with a conditional probability table per variable; this run "

@@ -18,7 +18,28 @@ from fedstruct.errors import ConfigError, UnknownVariableError, unknown_choice_m
 from fedstruct.fl.backend import Backend, run_on_backend
 from fedstruct.fl.participation import Participation
 
-__all__ = ["FederatedEstimator", "Prediction", "check_targets"]
+__all__ = ["FederatedEstimator", "InputColumns", "Prediction", "check_targets"]
+
+
+class InputColumns(NamedTuple):
+    """The columns a predicting estimator reads (:meth:`FederatedEstimator.input_columns`).
+
+    Attributes
+    ----------
+    required
+        Columns new rows must hold.
+    read
+        Every column the model reads (the required ones, the labels it predicts,
+        evidence it may use).
+    others_allowed
+        Whether rows may hold columns outside ``read`` (left out, and named): a
+        FedNGM site's own variables, which the global model does not read. Otherwise
+        such a column is an error.
+    """
+
+    required: tuple[str, ...]
+    read: tuple[str, ...]
+    others_allowed: bool = False
 
 
 class Prediction(NamedTuple):
@@ -162,24 +183,26 @@ class FederatedEstimator(ABC):
         graph = getattr(self, "graph_", None)
         return {} if graph is None else {"graph": (graph, None)}
 
+    @abstractmethod
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
         """What :meth:`fit` learned: named arrays (weights, matrices) and JSON-able
         metadata (graphs, schemas, names), the input of :meth:`restore`. Call it
         after :meth:`fit`."""
-        raise NotImplementedError(f"{self.method} does not save what it learned")
 
+    @abstractmethod
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
         """Set the learned attributes from :meth:`learned_state`'s output."""
-        raise NotImplementedError(f"{self.method} does not load what it learned")
 
-    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-        """For :meth:`prediction`: the columns new rows must hold, and every variable
-        the model knows (any other column is not the model's; ``None``: other columns
-        are allowed, and not read)."""
-        raise ConfigError(
-            f"{self.method} learns a graph, not a model that predicts; look at it with "
-            "'fedstruct show DIR' or export it with 'fedstruct export DIR'"
-        )
+    def input_columns(self) -> InputColumns:
+        """For :meth:`prediction`: which columns new rows must and may hold (a method
+        that predicts overrides this).
+
+        Raises
+        ------
+        ConfigError
+            For a method that learns only a graph.
+        """
+        raise self._not_a_predictor()
 
     def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
         """Predict ``targets`` (default: what the method predicts) for ``rows``, coded as
@@ -190,8 +213,13 @@ class FederatedEstimator(ABC):
         ConfigError
             For a method that learns only a graph.
         """
-        self.input_variables()  # raises for a graph-only method
-        raise NotImplementedError
+        raise self._not_a_predictor()
+
+    def _not_a_predictor(self) -> ConfigError:
+        return ConfigError(
+            f"{self.method} learns a graph, not a model that predicts; look at it with "
+            "'fedstruct show DIR' or export it with 'fedstruct export DIR'"
+        )
 
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:  # noqa: B027
         """Validate the clients before any round (an optional hook: nothing by default)."""

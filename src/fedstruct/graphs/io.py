@@ -359,6 +359,16 @@ def edge_weights(graph: Graph, weights: Weights | None) -> dict[tuple[str, str],
     }
 
 
+def _read_weight(value: Any, key: tuple[str, str], where: str) -> float | None:
+    """A read edge's number (``None`` if it has none), checked finite; errors name ``where``."""
+    if value is None:
+        return None
+    try:
+        return _finite(value, key)
+    except GraphError as exc:
+        raise GraphError(f"{where}: {exc}") from None
+
+
 def _finite(value: Any, key: tuple[str, str]) -> float:
     try:
         number = float(value)
@@ -518,12 +528,7 @@ def _json_row(edge: Any, k: int, source: str) -> _Row:
     a, b = edge["from"], edge["to"]
     if not isinstance(a, str) or not isinstance(b, str):
         raise DataError(f'{where}: "from" and "to" must be variable names (strings)')
-    weight = edge.get("weight")
-    if weight is not None:
-        try:
-            weight = _finite(weight, (a, b))
-        except GraphError as exc:
-            raise GraphError(f"{where}: {exc}") from None
+    weight = _read_weight(edge.get("weight"), (a, b), where)
     return _Row(
         a,
         b,
@@ -849,12 +854,7 @@ def _read_graphml(path: Path) -> WeightedGraph:
             )
         else:
             marks = (TAIL, ARROW) if g.is_directed() else (TAIL, TAIL)
-        weight = data.get("weight")
-        if weight is not None:
-            try:
-                weight = _finite(weight, (u, v))
-            except GraphError as exc:
-                raise GraphError(f"{where}: {exc}") from None
+        weight = _read_weight(data.get("weight"), (u, v), where)
         rows.append(_Row(u, v, *marks, weight, f"edge {u!r}->{v!r}"))
     result = _assemble([str(n) for n in g.nodes], rows, source)
     if "kind" in g.graph:

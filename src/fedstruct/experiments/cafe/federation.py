@@ -233,12 +233,9 @@ def _merge_images(descriptions: Sequence[Mapping[str, Any]], settings: CafeRun,
 
 #: Image sites (folders ``SITE/CLASS/*.png`` or ``.npz``): a site describes its shape,
 #: class names and counts; the server merges the class codebook.
-IMAGES = SiteFormat(
-    _describe_images,
-    _merge_images,
-    lambda settings, roles: {},
-    lambda settings, roles: {
-        "shape": list(image_sites(settings).schema.shape),
-        "classes": list(image_sites(settings).schema.classes),
-    },
-)
+def _image_inputs(settings: CafeRun, roles: Mapping[str, Any]) -> dict:
+    schema = image_sites(settings).schema
+    return {"shape": list(schema.shape), "classes": list(schema.classes)}
+
+
+IMAGES = SiteFormat(_describe_images, _merge_images, lambda settings, roles: {}, _image_inputs)

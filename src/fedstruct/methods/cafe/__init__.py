@@ -34,7 +34,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.images import LABEL, from_rows, pixel_columns
 from fedstruct.errors import ConfigError
 from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.estimator import Prediction, check_targets
+from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis, remove_drift
 from fedstruct.methods.cafe.client import CafeClient
@@ -205,10 +205,10 @@ class CAFE(
         """Predicted class codes."""
         return self.decision_function(rows).argmax(axis=1)
 
-    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-        """The pixel columns, and the pixels and the label."""
+    def input_columns(self) -> InputColumns:
+        """The pixel columns are required; the label may be present."""
         pixels = tuple(pixel_columns(self.shape))
-        return pixels, (*pixels, LABEL)
+        return InputColumns(pixels, (*pixels, LABEL))
 
     def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
         """The class (``label``) and class probabilities (softmax of the class scores)

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.estimator import Prediction, check_targets
+from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fcm.client import FCMClient, LocalConceptData
@@ -206,9 +206,9 @@ class FCM(
             )
         return rows[list(self.features_)].to_numpy(dtype=np.float32)
 
-    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-        """The input columns, and the inputs, the concepts and the task."""
-        return self.features_, (*self.features_, *self.spec_.nodes)
+    def input_columns(self) -> InputColumns:
+        """The input columns are required; the concepts' and task's labels may be present."""
+        return InputColumns(self.features_, (*self.features_, *self.spec_.nodes))
 
     def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
         """Every concept's and the task's state and probabilities for ``rows`` (only

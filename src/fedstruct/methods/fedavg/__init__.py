@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.estimator import Prediction, check_targets
+from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.fl.params import set_params
 from fedstruct.methods.fedavg.client import FedAvgClient
 from fedstruct.methods.fedavg.config import FedAvgConfig
@@ -148,9 +148,9 @@ class FedAvg(
         y = rows[self.schema.target].to_numpy()
         return float(np.mean(self.predict(rows) == y))
 
-    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-        """The features, and the features and the target."""
-        return self.schema.features, (*self.schema.features, self.schema.target)
+    def input_columns(self) -> InputColumns:
+        """The features are required; the target may be present."""
+        return InputColumns(self.schema.features, (*self.schema.features, self.schema.target))
 
     def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
         """The target's class and class probabilities for ``rows``."""

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError, PrivacyViolationError
 from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.estimator import Prediction, check_targets
+from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
@@ -155,12 +155,11 @@ class FedNGM(
         client.global_model = self.model_
         return client.personalise(graph)
 
-    def input_variables(self) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    def input_columns(self) -> InputColumns:
         """No column is required (any of the global model's variables is evidence),
         and any other column may be present (a site's own variables, which the global
         model does not read: stitching, §2.4, is the site's)."""
-        self.released()
-        return (), None
+        return InputColumns((), self.released().names, others_allowed=True)
 
     def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
         """Each target's prediction from the evidence in ``rows`` (every column the
