@@ -5,7 +5,9 @@ Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [
 1. Speed: one CSV of ``N`` rows x ``C`` columns (3/5 continuous, 1/5 integer codes
    0..4, 1/5 text levels), written to a temporary folder. ``read_site`` (read +
    validate + encode + ``ClientData``) against pandas' own ``read_csv`` of the same
-   file, alternating, median of ``R`` runs each (goal: ratio <= 1.5).
+   file, alternating, median of ``R`` runs each (goal: ratio <= 1.5); with the
+   median CPU time (user + system, all threads) of each path and the load average
+   before and after, since both paths use every core and the machine may be shared.
    A breakdown of one run by step follows.
 2. Memory: each path in a fresh child process; the peak resident set (``VmHWM`` of
    ``/proc/self/status``, which starts afresh at ``exec``; ``ru_maxrss`` does not: it
@@ -19,11 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,17 +79,27 @@ def write_table(path: Path, rows: int, columns: int, seed: int = 0) -> None:
     pd.DataFrame(data).to_csv(path, index=False)
 
 
-def speed(path: Path, repeats: int) -> tuple[float, float]:
-    """Median seconds of pandas.read_csv and of read_site, alternating."""
-    pandas_times, site_times = [], []
+def timed(run: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU (user + system, every thread) seconds of one call."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    run()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
+
+
+def speed(path: Path, repeats: int) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU seconds of pandas.read_csv and of read_site, alternating."""
+    runs: dict[str, list[tuple[float, float]]] = {"pandas.read_csv": [], "read_site": []}
     for _ in range(repeats):
-        start = time.perf_counter()
-        pd.read_csv(path)
-        pandas_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        read_site(path)
-        site_times.append(time.perf_counter() - start)
-    return statistics.median(pandas_times), statistics.median(site_times)
+        runs["pandas.read_csv"].append(timed(lambda: pd.read_csv(path)))
+        runs["read_site"].append(timed(lambda: read_site(path)))
+    return {
+        name: (statistics.median(w for w, _ in times), statistics.median(c for _, c in times))
+        for name, times in runs.items()
+    }
 
 
 def breakdown(path: Path) -> dict[str, float]:
@@ -147,10 +162,13 @@ def main() -> None:
         print(
             f"file: {args.rows:,} rows x {args.columns} columns, {path.stat().st_size / 1e6:.0f} MB"
         )
-        read_pandas, read_ours = speed(path, args.repeats)
-        ratio = read_ours / read_pandas
-        print(f"pandas.read_csv {read_pandas:.2f} s, read_site {read_ours:.2f} s")
+        print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+        times = speed(path, args.repeats)
+        for name, (wall, cpu) in times.items():
+            print(f"{name}: {wall:.2f} s (CPU {cpu:.2f} s)")
+        ratio = times["read_site"][0] / times["pandas.read_csv"][0]
         print(f"ratio {ratio:.2f} (goal <= 1.5)")
+        print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         for step, seconds in breakdown(path).items():
             print(f"  {step}: {seconds:.2f} s")
         ref, ours = memory(path, "pandas"), memory(path, "site")

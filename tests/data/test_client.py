@@ -51,6 +51,19 @@ def test_non_finite_values_name_the_column_and_count() -> None:
         ClientData("site-1", data)
 
 
+def test_non_finite_values_are_found_in_float_columns_only(monkeypatch) -> None:
+    monkeypatch.setattr("fedstruct.data.client._CHECK_CELLS", 4)  # a column or two at a time
+    data = rows().assign(flag=[True, False, True, True, False])
+    data["D"] = np.array([1, 2, np.inf, 4, -np.inf], dtype=np.float32)
+    with pytest.raises(NonFiniteDataError, match="column 'D' has 2 NaN or infinite values"):
+        ClientData("site-1", data)
+    wide = pd.DataFrame(np.zeros((3, 40)), columns=[f"p{j}" for j in range(40)])
+    wide.iloc[1, 33] = np.nan
+    with pytest.raises(NonFiniteDataError, match="column 'p33' has 1 NaN or infinite values"):
+        ClientData("site-1", wide.assign(label=[0, 1, 0]))
+    ClientData("site-1", pd.DataFrame({"huge": [1e308, 1e308], "n": [1, 2]}))  # sum overflows
+
+
 # ------------------------------------------------------------------- views
 def test_views_without_interventions() -> None:
     c = ClientData("site-1", rows(), supervised=["B"])

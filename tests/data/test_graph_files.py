@@ -47,7 +47,7 @@ def test_other_files_go_to_graph_io(tmp_path: Path):
 
 
 def test_missing_files_are_named(tmp_path: Path):
-    with pytest.raises(DataError, match=r"cannot read BIF file '.*nope\.bif'"):
+    with pytest.raises(DataError, match=r"graph file '.*nope\.bif' does not exist"):
         read_graph_file(tmp_path / "nope.bif")
     with pytest.raises(DataError, match=r"graph file '.*nope\.dot' does not exist"):
         read_graph_file(tmp_path / "nope.dot")

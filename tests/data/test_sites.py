@@ -526,18 +526,32 @@ def test_infinite_values_name_the_file(tmp_path: Path) -> None:
     "text",
     [
         "a,b,c\n1,x,True\n2,y,False\n3,,True\n,z,True\n5,x,False\n",  # int then NaN: floats
-        "a,b\n1,\n2,\n3,x\n4,y\n5,\n",  # text with an all-missing chunk: read whole
+        "a,b\n1,\n2,\n3,x\n4,y\n5,\n",  # text after a block without any
         "a,b\n1.5,x\n2,y\n3,x\n4,y\n5,z\n",  # floats, then integers
-        'a,b\n1,"x\ny"\n2,y\n3,"z"\n',  # quotes: one byte range (a field spans lines)
-        "a,b\n1,x\n2,y\n3,z\n4,w\n5,x\n6,y\n7,q\n",  # levels new in the second range
+        "a,b\n1,x\n2,y\n3,x\n4.5,y\n5,z\n",  # integers, then a float further down
+        "a,b\n1,x\n2,y\n3,x\nfour,y\n5,z\n",  # integers, then a word further down
+        'a,b\n1,"x\ny"\n2,y\n3,"z"\n',  # quotes: a field spans lines
+        "a,b\n1,x\n2,y\n3,z\n4,w\n5,x\n6,y\n7,q\n",  # levels new in later blocks
+        "a,b\n1,2020-01-01\n2,2020-02-01\n3,\n",  # dates stay text
+        "a,b,c\n1,+1,0.5\n2,-1,+1.5\n3,+2,2\n",  # pandas: +1 is an integer
+        "a,b\n1,NAN\n2,1.5\n3,nan\n",  # pandas: NAN is text (nan is missing)
+        "a,b\n1,tRUE\n2,False\n3,true\n",  # pandas: booleans in any case
+        "a,b\nTrue,1\n,2\nFalse,3\n",  # booleans with a missing value
+        "a,b\n1, 2\n2,3 \n3,NA\n",  # numbers with spaces; NA missing
+        "a,b\n1,\n2,NULL\n",  # a column all missing
+        "a,b\n1,2\n3\n",  # a short row: pandas fills NaN
+        "a\n1\n  \n2\n",  # pandas skips a line of spaces
+        "a,b\n1,x\n\n\n\n\n\n\n2,y\n",  # a piece of blank lines types nothing
+        "\ufeffa,b\n1,x\n2,y\n",  # a byte order mark
     ],
 )
-def test_chunked_reading_equals_a_whole_read(tmp_path: Path, monkeypatch, text: str) -> None:
-    monkeypatch.setattr("fedstruct.data.sites._CHUNK_ROWS", 2)
-    monkeypatch.setattr("fedstruct.data.sites._SPLIT_BYTES", 0)  # two byte ranges
+def test_reading_equals_pandas(tmp_path: Path, monkeypatch, text: str) -> None:
+    monkeypatch.setattr("fedstruct.data.sites._PIECE_BYTES", 6)  # pieces of ~2 rows
     path = write(tmp_path / "s.csv", text)
     frame, whole = read_table(path), pd.read_csv(path)
-    assert frame["a"].dtype == whole["a"].dtype
+    for col in whole.columns:
+        if whole[col].dtype.kind in "biuf":
+            assert frame[col].dtype == whole[col].dtype, col
     pd.testing.assert_frame_equal(frame.astype(str), whole.astype(str))
     gz = tmp_path / "s.csv.gz"
     whole.to_csv(gz, index=False)

@@ -79,6 +79,14 @@ def test_resume_reaches_the_same_metrics(tmp_path):
         (["run", "fedavg", "--set", "samples=-5", "--out", "X"], "-5"),
         (["run", "fedavg", "--config", "missing.yaml", "--out", "X"], "config file missing.yaml"),
         (["reproduce", "nosuch"], "unknown recipe 'nosuch'"),
+        (
+            ["run", "fcm", "--rounds", "1", "--graph", "nowhere.json", "--out", "X"],
+            "graph file 'nowhere.json' does not exist; check the path",
+        ),
+        (
+            ["run", "fcm", "--regime", "local", "--graph", "g.json", "--out", "X"],
+            "--graph replaces the federation's aggregated graph; regime 'local'",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, monkeypatch, args, message):
@@ -158,3 +166,26 @@ def test_a_run_with_many_metrics_shows_the_federation_s_only(tmp_path):
     assert shown == {"common_variables": 5.0, "worst_own_ratio": 0.9}
     few = {"edges": 3.0, "client-1_rows": 10.0}
     assert _headline(few, tmp_path) == few  # a short list is shown whole
+
+
+def test_a_discovered_graph_feeds_fcm_by_its_run_folder(tmp_path):
+    """fedcdnv's run folder as fcm's --graph: the concept model is built on that PAG's
+    DAG member over the concepts the federation has."""
+    from fedstruct.graphs.io import read_graph
+    from fedstruct.graphs.pag import dag_member
+
+    found = tmp_path / "found"
+    args = ["--network", "asia", "--clients", "3", "--quiet"]
+    assert invoke("run", "fedcdnv", *args, "--out", str(found)).exit_code == 0
+    out = tmp_path / "fcm"
+    result = invoke("run", "fcm", "--network", "asia", "--rounds", "2", "--graph", str(found),
+                    "--set", "initial_clients=20", "--quiet", "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    expected = dag_member(read_graph(found / "graph.json"))
+    used = read_graph(out / "graph.json")
+    both = [v for v in used.names if v in expected.names]
+    assert expected.restrict(both).n_edges == used.n_edges > 0  # nothing added or lost
+    for edge in used.edges():
+        assert expected.edge(edge.a, edge.b) == edge
+    for v in set(used.names) - set(both):  # a variable the discovery did not see
+        assert not used.neighbors(v)

@@ -60,6 +60,18 @@ def test_dropouts_give_no_answer_and_do_not_compute():
     assert grid.lost_answers == len(plan.dropped) > 0
 
 
+def test_outside_rounds_every_node_answers_whatever_the_participation_model():
+    clients = make_clients(6)
+    grid = LocalGrid(clients, Participation(dropout=0.5), seed=3)
+    grid.begin_round(2)
+    assert grid.participation.plan([c.name for c in clients], 2, 3).dropped  # some drop out
+    replies = grid.exchange_outside_rounds({n: Message("echo.ask") for n in grid.connected_ids()})
+    assert sorted(replies) == list(range(6))
+    assert all(r.metrics["round"] == 2 for r in replies.values())
+    assert grid.traffic.per_client()["c5"] == {"down": 8, "up": 32}
+    assert grid.late_replies() == [] and grid.lost_answers == 0
+
+
 def test_late_reporters_deliver_later_with_staleness():
     clients = make_clients(6)
     grid = LocalGrid(clients, Participation(report_rate=0.3), seed=11)

@@ -8,15 +8,17 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from fedstruct.errors import CyclicGraphError, GraphError, UnknownVariableError
+from fedstruct.errors import ConfigError, CyclicGraphError, GraphError, UnknownVariableError
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph
 from fedstruct.graphs.orientation import RULES, apply_rules, orient_colliders
 from fedstruct.graphs.pag import (
+    dag_member,
     dag_to_mag,
     dag_to_pag,
     is_ancestral,
     is_maximal,
     mag_to_pag,
+    pag_to_mag,
     require_mag,
 )
 from fedstruct.graphs.separation import SeparationOracle, ancestor_matrix
@@ -390,3 +392,51 @@ def test_textbook_rule_examples_match_brute_force(dag_edges: list, latent: list)
     mag = dag_to_mag(Graph.from_edges(names, dag_edges), latent)
     expected, _ = _expected_pag_marks(mag)
     assert np.array_equal(mag_to_pag(mag).marks, expected)
+
+
+@pytest.mark.parametrize("network", ["asia", "sachs", "alarm", "insurance", "child"])
+def test_pag_to_mag_gives_a_member_of_the_class(network):
+    """Zhang (2008) Theorem 2: the MAG built from the PAG has the same PAG."""
+    from fedstruct.data import load_network
+
+    dag = load_network(network).graph
+    parents_of_two = [dag.names[i] for i in np.flatnonzero(dag.directed().sum(axis=1) >= 2)]
+    for latent in ((), parents_of_two[:4]):
+        pag = dag_to_pag(dag, latent)
+        mag = pag_to_mag(pag)
+        assert is_ancestral(mag) and is_maximal(mag)
+        assert np.array_equal(mag_to_pag(mag).marks, pag.marks)
+        for rule in ("drop", "orient"):
+            member = dag_member(pag, rule)
+            assert member.is_dag()
+            kept = member.adjacency() & pag.adjacency()
+            assert np.array_equal(kept, member.adjacency())  # no new adjacency
+            bidirected = (mag.marks == ARROW) & (mag.marks.T == ARROW)
+            expected = pag.adjacency() & ~bidirected if rule == "drop" else pag.adjacency()
+            assert np.array_equal(member.adjacency(), expected)
+
+
+def test_dag_member_of_small_graphs():
+    chain = Graph.from_edges(["a", "b", "c"], ["a o-o b", "b o-o c"])
+    member = dag_member(chain)
+    assert member.is_dag() and len(member.edges()) == 2
+    assert not ({"a", "c"} <= set(member.parents("b")))  # no new collider at b
+    collider = Graph.from_edges(["a", "b", "c"], ["a o-> b", "c o-> b"])
+    assert set(dag_member(collider).parents("b")) == {"a", "c"}
+    confounded = Graph.from_edges(["a", "b", "c"], ["a <-> b", "b o-> c", "a o-> c"])
+    assert not dag_member(confounded, "drop").is_adjacent("a", "b")
+    oriented = dag_member(confounded, "orient")
+    assert oriented.is_dag() and oriented.is_adjacent("a", "b")
+    cpdag = Graph.from_edges(["a", "b", "c"], ["a --- b", "b --> c"])
+    assert dag_member(cpdag).is_dag()
+    dag = Graph.from_edges(["a", "b"], ["a --> b"])
+    assert np.array_equal(dag_member(dag).marks, dag.marks)
+    with pytest.raises(ConfigError, match="bidirected"):
+        dag_member(dag, "latent")
+    cyclic = Graph.from_edges(["a", "b", "c"], ["a --> b", "b --> c", "c --> a"])
+    with pytest.raises(GraphError, match="no MAG"):
+        pag_to_mag(cyclic)
+    member = dag_member(cyclic)  # e.g. a merged graph: the cycle is broken at one edge
+    assert member.is_dag() and member.n_edges == 2
+    merged = Graph.from_edges(["a", "b", "c"], ["a --> b", "b --> c", "a <-> c"])
+    assert dag_member(merged, "orient").is_dag()  # not ancestral, still a DAG out

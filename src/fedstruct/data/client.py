@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ __all__ = ["OBSERVATIONAL", "ClientData", "check_federation"]
 
 #: Value of :attr:`ClientData.intervention` for a row sampled without intervention.
 OBSERVATIONAL = -1
+#: Most float values :class:`ClientData` checks for NaN and inf at a time.
+_CHECK_CELLS = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,16 +79,7 @@ class ClientData:
                     f"client {self.name!r}: column {col!r} has dtype {dtype}; "
                     "encode categorical values as integer codes 0..k-1"
                 )
-        values = rows.to_numpy()
-        if values.dtype.kind == "f":
-            bad = ~np.isfinite(values)
-            if bad.any():
-                counts = bad.sum(axis=0)
-                j = int(np.flatnonzero(counts)[0])
-                raise NonFiniteDataError(
-                    f"client {self.name!r}: column {cols[j]!r} has {int(counts[j])} NaN or "
-                    "infinite values; impute or drop those rows before federating"
-                )
+        _check_finite(self.name, rows)
         object.__setattr__(self, "supervised", tuple(self.supervised))
         for var in self.supervised:
             if var not in rows.columns:
@@ -198,6 +192,58 @@ class ClientData:
             if self.graph is None
             else self.graph.restrict([v for v in self.graph.names if v in variables]),
         )
+
+
+def _check_finite(name: str, rows: pd.DataFrame) -> None:
+    """Raise for the first float column (in column order) holding NaN or inf values.
+
+    Integer and boolean columns cannot hold either, so only float columns are read:
+    runs of adjacent columns of one float dtype, at most ``_CHECK_CELLS`` values at a
+    time (a view of the frame's block when the run is one block, e.g. image pixels;
+    else a copy that small), not a float64 copy of the whole table.
+
+    Raises
+    ------
+    NonFiniteDataError
+        Naming the column and its number of NaN or infinite values.
+    """
+    step = max(1, _CHECK_CELLS // len(rows))
+    for start, stop, dtype in _float_runs(list(rows.dtypes)):
+        for first in range(start, stop, step):
+            part = rows.iloc[:, first : min(first + step, stop)]
+            if isinstance(dtype, np.dtype):
+                values = part.to_numpy()
+            else:  # a nullable or pyarrow float column: a missing value is NaN
+                values = part.to_numpy(dtype=np.float64, na_value=np.nan)
+            if _all_finite(values):
+                continue
+            counts = (~np.isfinite(values)).sum(axis=0)
+            j = int(np.flatnonzero(counts)[0])
+            raise NonFiniteDataError(
+                f"client {name!r}: column {part.columns[j]!r} has {int(counts[j])} NaN or "
+                "infinite values; impute or drop those rows before federating"
+            )
+
+
+def _float_runs(dtypes: Sequence[Any]) -> list[tuple[int, int, Any]]:
+    """(start, stop, dtype) of each run of adjacent columns of one float dtype."""
+    runs: list[tuple[int, int, Any]] = []
+    for j, dtype in enumerate(dtypes):
+        if dtype.kind != "f":
+            continue
+        if runs and runs[-1][1] == j and runs[-1][2] == dtype:
+            runs[-1] = (runs[-1][0], j + 1, dtype)
+        else:
+            runs.append((j, j + 1, dtype))
+    return runs
+
+
+def _all_finite(values: NDArray[np.floating]) -> bool:
+    """Whether every value is finite: their sum is, unless it overflows (then check all)."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(values.sum()):
+            return True
+    return bool(np.isfinite(values).all())
 
 
 def check_federation(clients: Iterable[ClientData], variables: Sequence[str] | None = None) -> None:

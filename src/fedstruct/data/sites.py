@@ -67,15 +67,16 @@ from __future__ import annotations
 import bz2
 import csv
 import ctypes
+import functools
 import gzip
 import io
-import itertools
 import logging
 import lzma
 import math
-import mmap
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,9 +137,15 @@ _DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "p
 _OBSERVATIONAL_MARKS = ("", "obs")
 _HEAD_BYTES = 1 << 16
 _HEAD_LINES = 50
-_CHUNK_ROWS = 100_000
-_THREADS = 2
-_SPLIT_BYTES = 8 << 20
+#: Bytes of rows one thread parses at a time (pandas' own parallel reading: 4 MB),
+#: for up to ``_PIECE_COLUMNS`` columns; wider files get proportionally larger pieces,
+#: so the work per column and piece stays a small part of the parsing.
+_PIECE_BYTES = 4 << 20
+_PIECE_COLUMNS = 50
+#: Threads parsing pieces (pandas' C parser releases the GIL while it parses).
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+#: Pieces handed to the threads ahead of the one being stored.
+_AHEAD = 4 * _THREADS
 
 
 # ------------------------------------------------------------------ schemas
@@ -369,11 +376,18 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        The rows, with pandas' type inference (missing values as NaN). Text files are
-        read 100,000 rows at a time (a large one as two byte ranges in two threads):
-        numbers into one array per column, text and booleans as a ``category`` column
-        (a file whose chunks disagree on a column's type, numbers in one and text in
-        another, is read whole instead).
+        The rows, typed as ``pandas.read_csv`` types them over the whole file (missing
+        values as NaN): integers (floats if a value is missing), floats, booleans (a
+        ``category`` if a value is missing) and text as a ``category``. Text files are
+        cut at line breaks into pieces of about 4 MB (more for more than 50 columns)
+        that pandas' C parser reads in ``_THREADS`` threads (it releases the GIL while
+        it parses), each piece copied into one array per column as soon as those before
+        it are, so memory stays near the size of the result (pandas' own reader holds
+        every piece and their concatenation: 2.4 x). A column with numbers in some
+        pieces and text in others is text to pandas: the file is then read again with
+        that column as text. pandas reads the whole file itself when a piece does not
+        parse on its own: a row pandas rejects or reads otherwise (more fields than the
+        header), or a cut inside a quoted field that spans lines.
 
     Raises
     ------
@@ -445,7 +459,10 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
     header = next(csv.reader([lines[0]], delimiter=sep))
     _check_header(header, path)
     try:
-        frame = _read_chunked(path, sep, header)
+        frame = _read_pieces(path, sep, header)
+    except _PIECE_ERRORS:  # pandas reading the whole file decides (and names the error)
+        frame = None
+    try:
         return pd.read_csv(path, sep=sep) if frame is None else frame
     except UnicodeDecodeError as exc:
         raise DataError(f"file {path} is not UTF-8 text; save it as UTF-8 CSV") from exc
@@ -460,197 +477,280 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
         ) from exc
 
 
-def _read_chunked(path: Path, sep: str, header: list[str]) -> pd.DataFrame | None:
-    """Read ``_CHUNK_ROWS`` rows at a time into one array per column.
+class _PieceError(Exception):
+    """A piece that pandas reads otherwise on its own than within the whole file."""
 
-    Numbers go into one array per column, sized from a bound on the rows; other
-    values (text, booleans) are coded per chunk and come back as a pandas
-    ``category`` column. Peak memory stays near the size of the result (pandas'
-    whole-file reader holds its chunks, their concatenation and the text as strings).
-    A large uncompressed file without quote characters is cut at line breaks into
-    ``_THREADS`` byte ranges read in parallel (the C parser releases the GIL), as
-    pandas does for a whole file. ``None`` when the chunks disagree on a column's
-    type (numbers in one, text in another): the caller then reads the file whole, as
-    pandas infers types over all rows.
+
+#: Errors reading pieces after which pandas reads the whole file: its parse errors,
+#: UnicodeDecodeError and EmptyDataError (all ValueError), a bad compressed stream.
+_PIECE_ERRORS = (_PieceError, ValueError, OSError, EOFError)
+
+
+def _read_pieces(path: Path, sep: str, header: list[str]) -> pd.DataFrame:
+    """The file's rows, parsed in pieces by ``_THREADS`` threads, typed over all of them.
+
+    A column with numbers in some pieces and text in others is text to pandas, which
+    types a column over the whole file: the file is then read again with that column
+    as text.
+
+    Raises
+    ------
+    _PieceError, pandas.errors.ParserError, UnicodeDecodeError, ...
+        When pandas must read the whole file instead (``_PIECE_ERRORS``).
     """
-    ranges = _byte_ranges(path, len(header))
-    if ranges == []:  # a header alone
-        return pd.DataFrame(columns=header)
-    if ranges is None:  # compressed: one stream, read with its header
-        parts = [_read_stream(path, sep, {"header": 0}, 0)]
-    else:
-        names = {"header": None, "names": header}
-        with ThreadPoolExecutor(len(ranges)) as pool:
-            futures = [
-                pool.submit(_read_stream, _ByteRange.open(path, a, b), sep, names, lines)
-                for a, b, lines in ranges
-            ]
-            parts = [f.result() for f in futures]
-    complete = [p for p in parts if p is not None]
-    frame = _join_parts(complete) if len(complete) == len(parts) else None
-    _release_freed_memory()
-    return frame
-
-
-def _read_stream(
-    source: Any, sep: str, header: dict[str, Any], capacity: int
-) -> tuple[dict[str, _ChunkedColumn], int] | None:
-    """One stream's columns and row count (None if its chunks disagree on a type)."""
-    columns: dict[str, _ChunkedColumn] = {}
-    n_rows = 0
-    with pd.read_csv(source, sep=sep, chunksize=_CHUNK_ROWS, **header) as reader:
-        for chunk in reader:
-            capacity = max(capacity, n_rows + len(chunk))
-            for col in chunk.columns:
-                column = columns.setdefault(col, _ChunkedColumn())
-                if not column.add(chunk[col], n_rows, capacity):
-                    return None
-            n_rows += len(chunk)
-    return columns, n_rows
-
-
-def _join_parts(parts: list[tuple[dict[str, _ChunkedColumn], int]]) -> pd.DataFrame | None:
-    """The parts' columns, one part after the other (None if their types disagree)."""
-    out: dict[str, Any] = {}
-    for col in list(parts[0][0]):
-        joined = _join_column([(columns.pop(col), n) for columns, n in parts])
-        if joined is None:
-            return None
-        out[col] = joined
+    columns, n_rows = _gather_pieces(path, sep, header, frozenset())
+    mixed = frozenset(name for name, column in zip(header, columns, strict=True) if column.mixed)
+    if mixed:
+        del columns
+        columns, n_rows = _gather_pieces(path, sep, header, mixed)
+    out = {name: column.result(n_rows) for name, column in zip(header, columns, strict=True)}
     return pd.DataFrame(out, copy=False)
 
 
-def _join_column(pieces: list[tuple[_ChunkedColumn, int]]) -> Any:
-    if len(pieces) == 1:
-        return pieces[0][0].result(pieces[0][1])
-    values = [p.values[:n] for p, n in pieces if p.values is not None]
-    if len(values) == len(pieces):
-        return np.concatenate(values)
-    if any(p.codes is None for p, _ in pieces):
-        return None
-    base = pieces[0][0]
-    codes = []
-    for piece, n in pieces:
-        lookup = [base.levels.setdefault(v, len(base.levels)) for v in piece.levels]
-        codes.append(np.array([*lookup, -1], dtype=np.int32)[piece.codes[:n]])
-    return pd.Categorical.from_codes(np.concatenate(codes), categories=list(base.levels))
-
-
-def _byte_ranges(path: Path, n_columns: int) -> list[tuple[int, int, int]] | None:
-    """(start, stop, most rows) of the data's byte ranges; None for a compressed file.
-
-    One range unless the file is large (``_SPLIT_BYTES``) and holds no quote
-    character (a quoted field may span lines, so a cut could fall inside it). A row
-    takes at least ``n_columns`` bytes (its delimiters and line break) and at least 2,
-    which bounds the rows of a range; arrays sized by the bound are not resident
-    beyond the rows written.
-    """
-    if path.suffix.lower() in _COMPRESSED:
-        return None
-    size = path.stat().st_size
-    with path.open("rb") as stream:
-        data_start = len(stream.readline())
-        cuts = [data_start]
-        if size >= _SPLIT_BYTES and not _has_quotes(stream):
-            for k in range(1, _THREADS):
-                stream.seek(data_start + (size - data_start) * k // _THREADS)
-                stream.readline()
-                cuts.append(stream.tell())
-        cuts.append(size)
-    cuts = sorted(set(cuts))
-    return [(a, b, (b - a) // max(n_columns, 2) + 1) for a, b in itertools.pairwise(cuts)]
-
-
-def _has_quotes(stream: Any) -> bool:
-    with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        return view.find(b'"') >= 0
-
-
-class _ByteRange(io.RawIOBase):
-    """A file's bytes from ``start`` to ``stop``, as a readable stream."""
-
-    def __init__(self, path: Path, start: int, stop: int) -> None:
-        super().__init__()
-        self._file = path.open("rb")
-        self._file.seek(start)
-        self._left = stop - start
-
-    @classmethod
-    def open(cls, path: Path, start: int, stop: int) -> io.BufferedReader:
-        return io.BufferedReader(cls(path, start, stop), 1 << 20)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")[: self._left]
-        n = self._file.readinto(view) or 0
-        self._left -= n
-        return n
-
-    def close(self) -> None:
-        self._file.close()
-        super().close()
-
-
-def _release_freed_memory() -> None:
-    """Give freed buffers back to the system (glibc keeps them for reuse).
-
-    Called after reading (the parser's chunk buffers) and after a site's table is
-    freed, before ``ClientData`` makes its one full copy of the rows. Measured on the
-    benchmark file (1,000,000 x 50): 136 MB and 158 MB returned, ~1 ms each. A no-op
-    where the C library has no ``malloc_trim``.
-    """
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (AttributeError, OSError):
-        pass
+def _gather_pieces(
+    path: Path, sep: str, header: list[str], text: frozenset[str]
+) -> tuple[list[_Gathered], int]:
+    """Each column gathered over the pieces (``text`` columns read as text), and the
+    number of rows. At most ``_AHEAD`` pieces are parsed or held at a time, enough
+    that no thread waits while this one stores the oldest."""
+    table = _Table(path, [_Gathered() for _ in header])
+    with ThreadPoolExecutor(_THREADS) as pool:
+        pending: deque[tuple[Future[list[_Piece]], int]] = deque()
+        for k, (piece, n_bytes) in enumerate(_pieces(path, _piece_bytes(len(header)))):
+            pending.append((pool.submit(_parse_piece, piece, sep, header, text, k == 0), n_bytes))
+            if len(pending) >= _AHEAD:
+                table.add(*pending.popleft())
+        while pending:
+            table.add(*pending.popleft())
+    return table.columns, table.n_rows
 
 
 @dataclass
-class _ChunkedColumn:
-    """One column gathered chunk by chunk: numbers in place, anything else as codes."""
+class _Table:
+    """The columns gathered so far, piece after piece, in file order."""
+
+    path: Path
+    columns: list[_Gathered]
+    n_rows: int = 0
+    capacity: int = 0
+
+    def add(self, parsed: Future[list[_Piece]], n_bytes: int) -> None:
+        """Store the next piece's columns (of ``n_bytes`` bytes of the file)."""
+        piece = parsed.result()
+        stop = self.n_rows + (piece[0].n if piece else 0)
+        if not self.capacity:
+            self.capacity = _row_estimate(self.path, n_bytes, stop)
+        for column, values in zip(self.columns, piece, strict=True):
+            column.add(values, self.n_rows, max(self.capacity, stop))
+        self.n_rows = stop
+
+
+def _row_estimate(path: Path, n_bytes: int, n_rows: int) -> int:
+    """An uncompressed file's rows estimated from its first piece, plus a quarter (0
+    if compressed). Arrays grow past it if needed; their room beyond the rows written
+    is not resident."""
+    if path.suffix.lower() in _COMPRESSED or not n_bytes:
+        return 0
+    return int(path.stat().st_size / n_bytes * n_rows * 1.25) + 1
+
+
+def _piece_bytes(n_columns: int) -> int:
+    """The size of a piece for a file of ``n_columns`` columns."""
+    return max(_PIECE_BYTES, _PIECE_BYTES * n_columns // _PIECE_COLUMNS)
+
+
+def _pieces(path: Path, size: int) -> Iterator[tuple[Callable[[], io.BytesIO], int]]:
+    """The file in pieces of about ``size`` bytes cut at line breaks, the first with
+    the header; each a function reading it (called in the thread that parses it) and
+    its size.
+
+    A cut inside a quoted field that spans lines ends its piece inside a string,
+    which pandas rejects: the whole file is then read by pandas.
+    """
+    opener = _COMPRESSED.get(path.suffix.lower())
+    if opener is not None:  # one stream: read here, piece by piece
+        with opener(path, "rb") as stream:
+            for data in _cut_stream(stream, size):
+                yield functools.partial(io.BytesIO, data), len(data)
+        return
+    end = path.stat().st_size
+    with path.open("rb") as stream:
+        start = 0
+        while start < end:
+            stream.seek(start + size)
+            stream.readline()
+            stop = min(stream.tell(), end)
+            yield functools.partial(_read_range, path, start, stop), stop - start
+            start = stop
+
+
+def _cut_stream(stream: Any, size: int) -> Iterator[bytes]:
+    """A stream's bytes in pieces of about ``size`` bytes ending at a line break."""
+    rest = b""
+    while block := stream.read(size):
+        data = rest + block
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        rest = data[cut:]
+    if rest:
+        yield rest
+
+
+def _read_range(path: Path, start: int, stop: int) -> io.BytesIO:
+    """A file's bytes from ``start`` to ``stop``."""
+    with path.open("rb") as stream:
+        stream.seek(start)
+        return io.BytesIO(stream.read(stop - start))
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One column of a piece: numbers, codes into ``levels`` (text, booleans), or
+    ``n`` missing values."""
+
+    n: int
+    numbers: NDArray[Any] | None = None
+    codes: NDArray[np.intp] | None = None
+    levels: tuple[Any, ...] = ()
+
+
+def _parse_piece(
+    piece: Callable[[], io.BytesIO],
+    sep: str,
+    names: list[str],
+    text: frozenset[str],
+    first: bool,
+) -> list[_Piece]:
+    """A piece's columns as pandas reads them (run in a worker thread); the first
+    piece holds the header, whose names must be ``names``."""
+    with piece() as stream:
+        frame = pd.read_csv(
+            stream,
+            sep=sep,
+            header=0 if first else None,
+            names=None if first else names,
+            dtype=dict.fromkeys(text, str) or None,
+            low_memory=False,
+        )
+    if list(frame.columns) != names:
+        raise _PieceError("a header pandas reads otherwise")
+    if not frame.index.equals(pd.RangeIndex(len(frame))):  # rows longer than the header
+        raise _PieceError("rows longer than the header")
+    return [_piece_column(column) for _, column in frame.items()]
+
+
+def _piece_column(column: pd.Series) -> _Piece:
+    """A piece's column: its numbers, or codes into its distinct values, or missing."""
+    dtype = column.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "iuf":
+        values = column.to_numpy()
+        if dtype.kind == "f" and len(values) and np.isnan(values[0]) and np.isnan(values).all():
+            return _Piece(len(values))  # pandas reads a piece without values as floats
+        return _Piece(len(values), numbers=values)
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    if len(uniques) == 0:
+        return _Piece(len(codes))
+    return _Piece(len(codes), codes=codes, levels=tuple(uniques))
+
+
+@dataclass
+class _Gathered:
+    """One column gathered piece by piece into one array.
+
+    Numbers in place (integers become floats when a piece has a missing value or a
+    decimal, as pandas reads such a column); text and booleans as codes into
+    ``levels`` (-1: missing). ``mixed`` once numbers and text met: pandas reads
+    that column as text.
+    """
 
     values: NDArray[Any] | None = None
-    codes: NDArray[np.int32] | None = None
     levels: dict[Any, int] = field(default_factory=dict)
+    coded: bool = False
+    mixed: bool = False
 
-    def add(self, column: pd.Series, start: int, capacity: int) -> bool:
-        """Store a chunk's values from row ``start``; False if its type does not fit."""
-        numeric = column.dtype.kind in "iuf"
-        if (numeric and self.codes is not None) or (not numeric and self.values is not None):
-            return False
-        stop = start + len(column)
-        if numeric:
-            values = column.to_numpy()
-            dtype = values.dtype
-            if self.values is not None:
-                dtype = np.result_type(dtype, self.values.dtype)
-            self.values = _room(self.values, capacity, dtype, start)
-            self.values[start:stop] = values
-        else:
-            codes, uniques = pd.factorize(column, use_na_sentinel=True)
-            lookup = [self.levels.setdefault(v, len(self.levels)) for v in uniques]
-            self.codes = _room(self.codes, capacity, np.dtype(np.int32), start)
-            self.codes[start:stop] = np.array([*lookup, -1], dtype=np.int32)[codes]
-        return True
+    def add(self, piece: _Piece, start: int, capacity: int) -> None:
+        """Store a piece's values from row ``start``."""
+        if self.mixed or not piece.n:  # a piece of blank lines types nothing
+            return
+        if piece.numbers is not None:
+            if self.coded:
+                self.mixed = True
+                return
+            self._put(piece.numbers, start, capacity)
+        elif piece.codes is not None:
+            if self.values is not None and not self.coded:
+                self.mixed = True
+                return
+            self.coded = True
+            lookup = [self.levels.setdefault(v, len(self.levels)) for v in piece.levels]
+            self._put(np.array([*lookup, -1], dtype=np.int32)[piece.codes], start, capacity)
+        elif self.coded:
+            self._put(np.full(piece.n, -1, dtype=np.int32), start, capacity)
+        elif self.values is not None:  # integers become floats, as pandas reads them
+            self._put(np.full(piece.n, np.nan), start, capacity)
+
+    def _put(self, values: NDArray[Any], start: int, capacity: int) -> None:
+        """Write ``values`` from row ``start``, growing or widening the array first if
+        needed (rows before a first value are missing: NaN, or code -1)."""
+        stop = start + len(values)
+        if (
+            self.values is not None
+            and self.values.dtype == values.dtype
+            and len(self.values) >= stop
+        ):
+            # a plain copy that keeps the GIL: numpy's releases it and then queues
+            # for it behind the parsing threads, once per column and piece
+            size = values.itemsize
+            target = memoryview(self.values).cast("B")[start * size : stop * size]
+            target[:] = memoryview(np.ascontiguousarray(values)).cast("B")
+            return
+        dtype = values.dtype
+        if self.values is not None:
+            dtype = np.result_type(dtype, self.values.dtype)
+        elif start:  # the rows before were all missing
+            dtype = np.dtype(np.int32) if values.dtype == np.int32 else np.dtype(np.float64)
+        fresh = self.values is None
+        self.values = _room(self.values, capacity, dtype, start)
+        if fresh and start:
+            self.values[:start] = -1 if dtype == np.int32 else np.nan
+        self.values[start : start + len(values)] = values
 
     def result(self, n_rows: int) -> Any:
-        if self.values is not None:
-            return self.values[:n_rows]
-        assert self.codes is not None
-        return pd.Categorical.from_codes(self.codes[:n_rows], categories=list(self.levels))
+        """The column: numbers, booleans, a ``category`` of the levels, or floats if
+        every value is missing."""
+        if self.values is None:
+            return np.full(n_rows, np.nan)
+        values = self.values[:n_rows]
+        if not self.coded:
+            return values
+        levels = list(self.levels)
+        if all(isinstance(v, bool | np.bool_) for v in levels) and values.min() >= 0:
+            return np.array(levels, dtype=bool)[values]
+        return pd.Categorical.from_codes(values, categories=levels)
 
 
 def _room(array: NDArray[Any] | None, capacity: int, dtype: np.dtype, filled: int) -> NDArray[Any]:
     """``array`` with room for ``capacity`` rows of ``dtype`` (its ``filled`` rows kept)."""
     if array is not None and len(array) >= capacity and array.dtype == dtype:
         return array
-    size = max(capacity, 2 * len(array)) if array is not None else capacity
+    size = capacity if array is None else max(capacity, min(2 * len(array), 2 * capacity))
     grown = np.empty(size, dtype)
     if array is not None:
         grown[:filled] = array[:filled]
     return grown
+
+
+def _release_freed_memory() -> None:
+    """Give freed buffers back to the system (glibc keeps them for reuse).
+
+    Called after a site's table is freed, before its encoded rows become a
+    ``ClientData``. A no-op where the C library has no ``malloc_trim``.
+    """
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
 
 
 def _head_lines(path: Path) -> list[str]:

@@ -103,6 +103,13 @@ class Client:
         """The message kinds this client answers."""
         return tuple(sorted(cls._handlers))
 
+    @classmethod
+    def graph_arrays(cls, kind: str) -> frozenset[str]:
+        """The reply arrays of ``kind`` that are endpoint-mark matrices (none for a
+        kind this client does not answer)."""
+        spec = cls._handlers.get(kind)
+        return spec.graph_arrays if spec is not None else frozenset()
+
     def handle(self, message: Message) -> Message:
         """Answer ``message`` with the handler of its kind, audited.
 

@@ -6,7 +6,10 @@ A server algorithm sees only a :class:`Grid`:
 - :meth:`Grid.send_and_receive` — one message per node in, the answers that
   arrived on time out (a missing answer is a dropout, a straggler past the
   deadline, or a node that reports late);
-- :meth:`Grid.late_replies` — answers computed in earlier rounds that arrive now.
+- :meth:`Grid.late_replies` — answers computed in earlier rounds that arrive now;
+- :meth:`Grid.exchange_outside_rounds` — one message per connected node
+  (:meth:`Grid.connected_ids`) outside the participation model, for what it does not
+  simulate: a deployment's handshake, each site scoring the final model.
 
 Node ids are the clients' positions ``0..K-1`` in the federation, on every backend,
 so server code that iterates ``sorted(replies)`` sums in the same order everywhere.
@@ -154,6 +157,29 @@ class Grid(ABC):
     def late_replies(self) -> list[LateReply]:
         """Answers from earlier rounds delivered at the start of this round."""
         return list(self._late)
+
+    def connected_ids(self) -> list[int]:
+        """The nodes reachable now, whatever the participation model draws."""
+        return self._connected()
+
+    def exchange_outside_rounds(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+        """Send one message per node outside the participation model; return the
+        answers of the nodes that are there (none reports late).
+
+        For exchanges the participation model does not simulate: a deployment's
+        schema handshake before round 1, or every site scoring the final model on
+        the rows it kept out. The current round is stamped and the bytes counted.
+        """
+        stamped = {
+            node: Message(msg.kind, msg.arrays, {**msg.config, "round": self._round}, msg.metrics)
+            for node, msg in sorted(messages.items())
+        }
+        for node, msg in stamped.items():
+            self.traffic.add(self._round, self._names[node], "down", msg.nbytes())
+        replies = self._exchange(stamped)
+        for node, reply in sorted(replies.items()):
+            self.traffic.add(self._round, self._names[node], "up", reply.nbytes())
+        return replies
 
     @abstractmethod
     def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:

@@ -14,6 +14,8 @@ No selection bias is assumed, so MAGs have ``->`` and ``<->`` edges only.
   ``An_MAG({x, y}) \\ {x, y}`` of every non-adjacent pair (Richardson & Spirtes 2002,
   Section 3.7; Zhang 2008, Section 2), then rules R1-R4 and R8-R10
   (:mod:`fedstruct.graphs.orientation`).
+- :func:`pag_to_mag`: back from a PAG to one MAG of its class (Zhang 2008, AIJ 172,
+  Theorem 2), and :func:`dag_member`, a DAG for models that need one.
 """
 
 from __future__ import annotations
@@ -21,20 +23,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import NDArray
 
-from fedstruct.errors import GraphError, UnknownVariableError
+from fedstruct.errors import ConfigError, GraphError, UnknownVariableError, unknown_choice_message
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph, find_cycle
 from fedstruct.graphs.orientation import apply_rules, orient_colliders
+from fedstruct.graphs.projection import project_to_dag
 from fedstruct.graphs.separation import SeparationOracle, ancestor_matrix
 
 __all__ = [
+    "BIDIRECTED_RULES",
+    "dag_member",
     "dag_to_mag",
     "dag_to_pag",
     "is_ancestral",
     "is_maximal",
     "mag_to_pag",
+    "pag_to_mag",
     "require_mag",
 ]
+
+#: What :func:`dag_member` does with a bidirected edge ``x <-> y`` (a latent common
+#: cause, neither an ancestor of the other): ``drop`` it, or ``orient`` it along one
+#: topological order of the rest (keeps the dependence, invents a direction).
+BIDIRECTED_RULES = ("drop", "orient")
 
 
 def _mixed_only(graph: Graph) -> tuple[int, int] | None:
@@ -251,3 +263,97 @@ def dag_to_pag(dag: Graph, latent: Iterable[str] = ()) -> Graph:
         If a latent name is not in the DAG.
     """
     return mag_to_pag(dag_to_mag(dag, latent), validate=False)
+
+
+def _mcs_order(adjacent: NDArray[np.bool_]) -> list[int]:
+    """A maximum cardinality search order of an undirected graph (Tarjan & Yannakakis
+    1984): each step takes the unvisited vertex with most visited neighbours (ties
+    by position). On a chordal graph, orienting every edge from the earlier vertex
+    to the later one gives a DAG without unshielded colliders."""
+    n = len(adjacent)
+    weight = np.zeros(n, dtype=np.int64)
+    visited = np.zeros(n, dtype=bool)
+    order = []
+    for _ in range(n):
+        candidates = np.where(visited, -1, weight)
+        v = int(np.argmax(candidates))
+        order.append(v)
+        visited[v] = True
+        weight += adjacent[v]
+    return order
+
+
+def _zhang_orientation(pag: Graph) -> NDArray[np.int8]:
+    """The marks of Zhang's construction (see :func:`pag_to_mag`), unchecked."""
+    m = pag.marks.copy()
+    partial = (m == ARROW) & (m.T == CIRCLE)  # [i, j]: i o-> j
+    m[partial.T] = TAIL
+    tail_circle = (m == CIRCLE) & (m.T == TAIL)  # [i, j]: i -o j
+    m[tail_circle] = ARROW
+    component = ((m == CIRCLE) & (m.T == CIRCLE)) | ((m == TAIL) & (m.T == TAIL))
+    rank = np.empty(len(m), dtype=np.int64)
+    rank[_mcs_order(component)] = np.arange(len(m))
+    forward = component & (rank[:, None] < rank[None, :])
+    m[forward] = ARROW
+    m[forward.T] = TAIL
+    return m
+
+
+def pag_to_mag(pag: Graph) -> Graph:
+    """One MAG of the PAG's Markov equivalence class (Zhang 2008, AIJ 172, Theorem 2).
+
+    Zhang's construction: every partially directed edge ``x o-> y`` becomes
+    ``x -> y``, and the circle component (the ``o-o`` edges; it is chordal in a PAG)
+    is oriented into a DAG without unshielded colliders, here along a maximum
+    cardinality search order. Also accepted: ``x -o y`` (a tail at ``x``) becomes
+    ``x -> y``, and undirected ``x --- y`` edges (a CPDAG's) join the circle
+    component; directed and bidirected edges are kept. A DAG comes back unchanged.
+
+    Raises
+    ------
+    GraphError
+        If the result is not ancestral (the graph is not a PAG: e.g. a directed
+        cycle, or ``x <-> y`` with ``x`` an ancestor of ``y``).
+    """
+    mag = Graph(pag.names, _zhang_orientation(pag))
+    problem = _ancestral_violation(mag)
+    if problem is not None:
+        raise GraphError(f"the graph has no MAG of its class: {problem}; give a PAG")
+    return mag
+
+
+def dag_member(graph: Graph, bidirected: str = "drop") -> Graph:
+    """A DAG for a model that needs one, from a DAG, CPDAG, PAG or merged graph.
+
+    Zhang's orientation (:func:`pag_to_mag`: no new unshielded colliders); a
+    bidirected edge ``x <-> y`` is then dropped or oriented (:data:`BIDIRECTED_RULES`),
+    the latter along one topological order of the directed edges. A graph that is
+    not a valid PAG, such as one merged from several clients' PAGs (FedCDnv's FedG
+    takes each mark from some client), can leave a directed cycle: each is broken
+    at one edge (:func:`~fedstruct.graphs.projection.project_to_dag`, equal
+    strengths: its tie-break by position decides), before the bidirected edges are
+    oriented. For a valid PAG the result is a DAG of its class (bidirected edges
+    aside).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown ``bidirected`` rule.
+    """
+    if bidirected not in BIDIRECTED_RULES:
+        raise ConfigError(unknown_choice_message("bidirected", bidirected, BIDIRECTED_RULES))
+    m = _zhang_orientation(graph)
+    both = (m == ARROW) & (m.T == ARROW)
+    m[both] = NONE
+    directed = Graph(graph.names, m)
+    if not directed.is_acyclic():
+        directed = project_to_dag(directed, np.ones(m.shape))
+    if bidirected == "drop":
+        return directed
+    m = directed.marks.copy()
+    rank = np.empty(len(m), dtype=np.int64)
+    rank[directed.indices(directed.topological_order())] = np.arange(len(m))
+    later = both & (rank[:, None] < rank[None, :])
+    m[later] = ARROW
+    m[later.T] = TAIL
+    return Graph(graph.names, m)

@@ -12,6 +12,9 @@ graph is the conditional-independence graph of data sampled from a DAG model: a
 variable is independent of all others given its neighbours there (its Markov blanket
 in the DAG: parents, children and the children's other parents; Pearl 1988,
 *Probabilistic Reasoning in Intelligent Systems*, §3.2.1).
+
+:func:`dependency_graph` turns any graph a run learned (a DAG, CPDAG or PAG) into
+the undirected graph a dependency model needs, by one of :data:`DEPENDENCY_RULES`.
 """
 
 from __future__ import annotations
@@ -21,10 +24,23 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedstruct.errors import GraphError
+from fedstruct.errors import ConfigError, GraphError, unknown_choice_message
 from fedstruct.graphs.graph import NONE, TAIL, Graph
+from fedstruct.graphs.pag import dag_member
 
-__all__ = ["moral_graph", "undirected", "undirected_adjacency"]
+__all__ = [
+    "DEPENDENCY_RULES",
+    "dependency_graph",
+    "moral_graph",
+    "undirected",
+    "undirected_adjacency",
+]
+
+#: How :func:`dependency_graph` makes an undirected graph: ``moral`` — the moral
+#: graph of one DAG of the class (:func:`~fedstruct.graphs.pag.dag_member`, a
+#: bidirected edge oriented, not dropped: the dependence is real), whose neighbours
+#: are the Markov blankets; ``skeleton`` — the adjacencies as they are (no spouses).
+DEPENDENCY_RULES = ("moral", "skeleton")
 
 
 def undirected(names: Sequence[str], adjacency: ArrayLike) -> Graph:
@@ -118,3 +134,28 @@ def moral_graph(dag: Graph) -> Graph:
     adj = (d > 0) | (d.T > 0) | married
     np.fill_diagonal(adj, False)
     return undirected(dag.names, adj)
+
+
+def dependency_graph(graph: Graph, rule: str = "moral") -> Graph:
+    """The undirected dependency graph of a DAG, CPDAG or PAG (:data:`DEPENDENCY_RULES`).
+
+    ``moral``: ``moral_graph(dag_member(graph, "orient"))``. Markov-equivalent DAGs
+    share their skeleton and unshielded colliders, hence their moral graph, so for a
+    DAG or CPDAG (or a PAG without bidirected edges) this is the moral graph of every
+    member; a bidirected edge, oriented along one order, can add spouse edges that
+    another orientation would not. ``skeleton``: every adjacency, undirected. A graph
+    that is undirected already (every edge ``---``) is its own dependency graph.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown rule.
+    GraphError
+        If the graph has no MAG (``moral``).
+    """
+    if rule not in DEPENDENCY_RULES:
+        raise ConfigError(unknown_choice_message("graph rule", rule, DEPENDENCY_RULES))
+    adjacency = graph.adjacency()
+    if rule == "skeleton" or np.all(graph.marks[adjacency] == TAIL):
+        return undirected(graph.names, adjacency)
+    return moral_graph(dag_member(graph, "orient"))

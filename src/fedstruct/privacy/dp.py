@@ -16,28 +16,38 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from opacus.accountants import RDPAccountant
-from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
-from opacus.accountants.utils import get_noise_multiplier
 
 from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 
 __all__ = ["DPBudget", "PrivacyLedger"]
 
-#: Rényi orders of the accountant (Opacus' defaults).
-_ORDERS = tuple(RDPAccountant.DEFAULT_ALPHAS)
+# Opacus (and the torch.distributed it pulls in, ~1.5 s) is imported where it is
+# used: most runs train without DP, and every process of a Flower deployment pays
+# the import time of this module.
+
+
+@lru_cache(maxsize=1)
+def _orders() -> tuple[float, ...]:
+    """Rényi orders of the accountant (Opacus' defaults)."""
+    from opacus.accountants import RDPAccountant
+
+    return tuple(RDPAccountant.DEFAULT_ALPHAS)
 
 
 @lru_cache(maxsize=1024)
 def _rdp_per_step(noise_multiplier: float, sample_rate: float) -> tuple[float, ...]:
     """RDP of one subsampled-Gaussian step at every order (composition adds them)."""
-    rdp = compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=_ORDERS)
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    rdp = compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=_orders())
     return tuple(float(v) for v in np.atleast_1d(rdp))
 
 
 @lru_cache(maxsize=256)
 def _calibrate(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+    from opacus.accountants.utils import get_noise_multiplier
+
     return float(
         get_noise_multiplier(
             target_epsilon=epsilon,
@@ -109,8 +119,10 @@ class PrivacyLedger:
         entries = self.history + ([extra] if extra is not None else [])
         if not entries:
             return 0.0
+        from opacus.accountants.analysis.rdp import get_privacy_spent
+
         rdp = sum(n * np.asarray(_rdp_per_step(s, q)) for s, q, n in entries)
-        eps, _ = get_privacy_spent(orders=list(_ORDERS), rdp=rdp, delta=delta)
+        eps, _ = get_privacy_spent(orders=list(_orders()), rdp=rdp, delta=delta)
         return float(eps)
 
     def allows(

@@ -175,3 +175,23 @@ def test_unlabelled_rows_can_be_predicted(digits_fed):
     rows = fed.test.drop(columns=["label"])
     assert est.predict(rows).shape == (len(rows),)
     assert torch.get_num_threads() >= 1
+
+
+@pytest.mark.parametrize("algorithm", ["cafe", "fedproto"])
+def test_every_site_scores_the_final_model_on_its_held_out_images(digits_fed, algorithm):
+    from fedstruct.fl import holdout_split
+
+    digits, fed = digits_fed
+    clients = fed.clients[:3]
+    part = Participation(report_rate=0.3, always_report=0.0)  # scoring ignores it
+    est = CAFE(digits.shape, 10, algorithm=algorithm, rounds=2, local_epochs=1, seed=0,
+               test_fraction=0.3, participation=part).fit(clients)  # fmt: skip
+    assert sorted(est.site_scores_) == sorted(c.name for c in clients)
+    for client in clients:
+        _, held = holdout_split(client.n_rows, 0.3, 0, client.name)
+        score = est.site_scores_[client.name]
+        assert score["n"] == len(held) > 0
+        if algorithm == "cafe":  # the global model, drift-free, as the estimator predicts
+            rows = client.rows.iloc[held]
+            right = int((est.predict(rows) == rows["label"].to_numpy()).sum())
+            assert score["correct"] == right

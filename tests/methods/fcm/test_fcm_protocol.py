@@ -218,3 +218,34 @@ def test_score_and_predict_need_no_true_graph(asia):
     assert list(states.columns) == list(model.spec_.nodes)
     only_inputs = test[list(model.features_)]  # concepts are predicted from the inputs alone
     assert model.prediction(only_inputs).states.equals(states)
+
+
+def test_a_given_graph_replaces_the_aggregated_one(asia, tmp_path):
+    from fedstruct.graphs.io import write_graph
+    from fedstruct.graphs.pag import dag_to_pag
+
+    def arcs(graph):
+        rows, cols = np.nonzero(graph.directed())
+        return {(graph.names[i], graph.names[j]) for i, j in zip(rows, cols, strict=True)}
+
+    def pairs(graph):
+        return {frozenset(pair) for pair in arcs(graph)}
+
+    clients, _ = asia
+    bare = [ClientData(c.name, c.rows, c.supervised) for c in clients]  # no own graphs
+    assert fcm(rounds=1).fit(bare).graph_.n_edges == 0
+    write_graph(NET.graph, tmp_path / "truth.json")
+    for given in (NET.graph, tmp_path / "truth.json", str(tmp_path)):
+        if given == str(tmp_path):
+            (tmp_path / "truth.json").rename(tmp_path / "graph.json")  # a run folder
+        model = fcm(rounds=1, graph=given).fit(bare)
+        assert arcs(model.graph_) == arcs(NET.graph)
+    pag = fcm(rounds=1, graph=dag_to_pag(NET.graph)).fit(bare).graph_
+    assert pag.is_dag() and pairs(pag) == pairs(NET.graph)
+    confounded = Graph.from_edges(NET.graph.names, [  # smoke hidden: lung <-> bronc
+        "asia --> tub", "tub --> either", "lung --> either", "either --> xray",
+        "either --> dysp", "bronc --> dysp", "lung <-> bronc",
+    ])  # fmt: skip
+    dropped = fcm(rounds=1, graph=confounded).fit(bare).graph_
+    oriented = fcm(rounds=1, graph=confounded, bidirected="orient").fit(bare).graph_
+    assert not dropped.is_adjacent("lung", "bronc") and oriented.is_adjacent("lung", "bronc")

@@ -92,3 +92,42 @@ def test_bad_kinds_are_named():
         FedNGM(kinds={**KINDS, "a": "number"})
     with pytest.raises(UnknownVariableError, match=r"client 'h1' has variables \['p'\]"):
         FedNGM(kinds={k: v for k, v in KINDS.items() if k != "p"}, epochs=1).fit(_clients())
+
+
+def test_held_out_rows_are_scored_at_each_client_with_the_release():
+    from fedstruct.fl import holdout_split
+    from fedstruct.methods.fedngm.metrics import global_own_ratio
+
+    clients = _clients()
+    est = FedNGM(kinds=KINDS, epochs=5, burn_in=5, seed=0, test_fraction=0.2).fit(clients)
+    assert sorted(est.site_scores_) == ["h1", "h2", "h3"]
+    for client in clients:
+        kept, held = holdout_split(client.n_rows, 0.2, 0, client.name)
+        assert est.client_models_[client.name].n_rows == len(kept) == 1200  # trained on 80 %
+        test = client.rows.iloc[held]
+        expected = global_own_ratio(est.model_, est.client_models_[client.name], test)
+        score = est.site_scores_[client.name]
+        assert score["held_out"] == len(held) == 300
+        assert score["global_own_ratio"] == pytest.approx(expected, rel=1e-9)
+    assert FedNGM(kinds=KINDS, epochs=1, seed=0).fit(clients).site_scores_ == {}
+
+
+def test_a_given_graph_replaces_the_graph_round():
+    from fedstruct.graphs.graph import Graph
+    from fedstruct.graphs.pag import dag_to_pag
+
+    truth = Graph.from_edges(list("abcdp"), ["a --> b", "b --> c", "c --> d", "d --> p"])
+    chain = {("a", "b"), ("b", "c"), ("c", "d")}
+    for given in (truth, dag_to_pag(truth)):  # the DAG, or the PAG discovery would give
+        est = FedNGM(kinds=KINDS, epochs=2, burn_in=5, seed=0, graph=given).fit(_clients())
+        assert [h["phase"] for h in est.history_] == ["describe", "train", "release"]
+        assert {tuple(sorted((e.a, e.b))) for e in est.graph_.edges()} == chain
+        assert est.model_.adjacency.sum() == 2 * len(chain)
+    collider = Graph.from_edges(list("abcd"), ["a --> c", "b --> c"])
+    skeleton = FedNGM(kinds=KINDS, graph=collider, graph_rule="skeleton", epochs=1, burn_in=5,
+                      seed=0).fit(_clients())  # fmt: skip
+    assert not skeleton.graph_.is_adjacent("a", "b")  # the moral graph would marry a and b
+    with pytest.raises(ConfigError, match=r"lacks the common variables \['d'\]"):
+        FedNGM(kinds=KINDS, graph=truth.restrict("abc"), epochs=1).fit(_clients())
+    with pytest.raises(ConfigError, match="NGR variant learns no graph"):
+        FedNGM(kinds=KINDS, graph=truth, variant="ngr")

@@ -7,7 +7,6 @@ cut over the clients by ``Dir(alpha)`` (Hsu et al. 2019) with
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -35,7 +34,6 @@ from fedstruct.data.sites import SiteSpec
 from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.sites import SiteFormat, deployed_schema, site_specs
-from fedstruct.fl.client import holdout_split
 
 __all__ = [
     "IMAGES",
@@ -169,7 +167,7 @@ def federation(s: CafeRun) -> ImageFederation:
 
 
 def build_clients(s: CafeRun) -> list[ClientData]:
-    """The clients' training images, as rows (a user's image sites, or the paper's split)."""
+    """The clients' images, as rows (a user's image sites, or the paper's split)."""
     if s.from_files:
         return image_sites(s).clients
     return list(federation(s).clients)
@@ -182,43 +180,33 @@ class ImageSites:
     Attributes
     ----------
     clients
-        Every site's training images, as rows labelled by the federation's class codebook.
-    held_out
-        Site name -> the image rows it keeps out of training (``test_fraction``, drawn
-        with the seed and the site's name) to score the final model on.
+        Every site's images, as rows labelled by the federation's class codebook
+        (each client keeps ``test_fraction`` of them out of training itself,
+        :class:`~fedstruct.methods.cafe.CafeClient`).
     schema
         The shape and the class codebook (the union of the sites' class names).
     """
 
     clients: list[ClientData]
-    held_out: dict[str, pd.DataFrame]
     schema: ImageFederationSchema
 
 
 def image_sites(s: CafeRun) -> ImageSites:
-    """The sites the settings name, read, coded with one class codebook and split
-    (with ``node_sites``: the sites this process reads, coded with the deployment's)."""
+    """The sites the settings name, read and coded with one class codebook (with
+    ``node_sites``: the sites this process reads, coded with the deployment's)."""
     specs = tuple((spec.name, str(spec.path)) for spec in site_specs(s))
     schema = json.dumps(dict(deployed_schema()), sort_keys=True) if s.node_sites else ""
-    return _image_sites(specs, s.test_fraction, s.seed, schema)
+    return _image_sites(specs, schema)
 
 
 @lru_cache(maxsize=2)
-def _image_sites(
-    specs: tuple[tuple[str, str], ...], fraction: float, seed: int, given: str
-) -> ImageSites:
+def _image_sites(specs: tuple[tuple[str, str], ...], given: str) -> ImageSites:
     sites = [read_image_site(path, name=name) for name, path in specs]
     if given:
         schema = ImageFederationSchema.from_config(json.loads(given))
     else:
         schema = merge_image_schemas([site.schema() for site in sites])
-    clients, held_out = [], {}
-    for site in sites:
-        rows = image_client(site, schema)
-        kept, held = holdout_split(rows.n_rows, fraction, seed, site.name)
-        clients.append(dataclasses.replace(rows, rows=rows.rows.iloc[kept]))
-        held_out[site.name] = rows.rows.iloc[held]
-    return ImageSites(clients, held_out, schema)
+    return ImageSites([image_client(site, schema) for site in sites], schema)
 
 
 def _describe_images(spec: SiteSpec, settings: CafeRun, roles: Mapping[str, Any]) -> dict:

@@ -42,7 +42,9 @@ __all__ = ["class_groups", "method", "run_cafe"]
 
 
 def method(s: CafeRun) -> CAFE:
-    """The estimator for the settings' algorithm."""
+    """The estimator for the settings' algorithm (on a user's image sites, each client
+    keeps ``test_fraction`` of its images out to score the final model on; the
+    paper's split has a server-side test set)."""
     if s.from_files:
         schema = image_sites(s).schema
         shape, n_classes = schema.shape, len(schema.classes)
@@ -54,7 +56,9 @@ def method(s: CafeRun) -> CAFE:
         n_classes,
         seed=s.seed,
         participation=s.participation(s.client_names()),
-        **dataclasses.asdict(subset(s, CafeConfig)),
+        **dataclasses.asdict(
+            subset(s, CafeConfig, test_fraction=s.test_fraction if s.from_files else 0.0)
+        ),
     )
 
 
@@ -97,28 +101,24 @@ def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
 
 def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, clients: Sequence[Any]) -> RunOutcome:
     """A run on a user's image sites: the final model's accuracy on the images each
-    site kept out (``accuracy_<site>``, and over all of them ``accuracy``; scored here,
-    so not on a deployment whose sites keep their images on their nodes)."""
+    site kept out (``accuracy_<site>``, and over all of them ``accuracy``), scored by
+    each site where its images lie (on every backend, a deployment too)."""
     with torch_threads(1):
         ctx.fit(model, clients)
-    sites = image_sites(s)
+    schema = image_sites(s).schema
     history = [dict(h) for h in model.history_]
     metrics: dict[str, float] = {
         "late_merged": float(sum(h["late_merged"] for h in history)),
         "mb_up": model.traffic_.total("up") / 1e6,
-        "classes": float(len(sites.schema.classes)),
-        **{f"images_{site}": float(n) for site, n in sites.schema.sites.items()},
+        "classes": float(len(schema.classes)),
+        **{f"images_{site}": float(n) for site, n in schema.sites.items()},
     }
-    if model.model_ is not None:
-        right, total = 0, 0
-        for client in sites.clients:
-            rows = sites.held_out[client.name]
-            if len(rows):
-                hits = model.predict(rows) == rows[LABEL].to_numpy()
-                metrics[f"accuracy_{client.name}"] = float(hits.mean())
-                right, total = right + int(hits.sum()), total + len(rows)
-        if total:
-            metrics["accuracy"] = right / total
+    scores = model.site_scores_
+    for site, score in sorted(scores.items()):
+        metrics[f"accuracy_{site}"] = score["correct"] / score["n"]
+    if scores:
+        total = sum(score["n"] for score in scores.values())
+        metrics["accuracy"] = sum(score["correct"] for score in scores.values()) / total
     figure = plot_history(
         history, ["train_loss"], Path(ctx.out) / "cafe_accuracy.png",
         f"{s.algorithm} on your image sites",

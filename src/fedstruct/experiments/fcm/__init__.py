@@ -51,6 +51,6 @@ register(
             "samples": 2000,
             "autoencoder_epochs": 5,
         },
-        options={"network": "network", "model": "model", "regime": "regime"},
+        options={"network": "network", "model": "model", "regime": "regime", "graph": "graph"},
     )
 )

@@ -39,6 +39,8 @@ from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_data
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.sites import site_federation, site_roles, site_specs
 from fedstruct.graphs.graph import Graph, reachable
+from fedstruct.graphs.pag import dag_member
+from fedstruct.methods.fedcdnv.local.fci import fci
 
 __all__ = [
     "ConceptPartition",
@@ -490,7 +492,22 @@ def build_federation(s: FCMRun) -> list[ClientData]:
     files (:func:`site_clients`)."""
     if s.from_files:
         return site_clients(s)
-    return concept_data(s)[1].clients
+    clients = concept_data(s)[1].clients
+    if s.client_graphs == "fci":
+        return [dataclasses.replace(c, graph=own_fci_graph(c)) for c in clients]
+    return clients
+
+
+def own_fci_graph(client: ClientData) -> Graph:
+    """The graph a client learns alone from its supervised columns (concepts, task):
+    its FCI PAG (G² test, α = 0.05) as one DAG of its class
+    (:func:`~fedstruct.graphs.pag.dag_member`, bidirected edges dropped). A column
+    constant at the client says nothing about dependence: it is left isolated."""
+    rows = client.rows[list(client.supervised)]
+    varying = [c for c in rows.columns if rows[c].nunique() > 1]
+    if not varying:
+        return Graph.empty(client.supervised)
+    return dag_member(fci(rows[varying].reset_index(drop=True)).graph).expand(client.supervised)
 
 
 @dataclass(frozen=True, eq=False)

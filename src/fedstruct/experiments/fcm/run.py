@@ -87,6 +87,7 @@ def method(s: FCMRun) -> FCM:
         cardinalities=cardinalities,
         seed=s.seed,
         participation=who,
+        graph=s.graph,
         **dataclasses.asdict(config),
     )
 

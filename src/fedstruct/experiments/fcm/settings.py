@@ -53,6 +53,11 @@ class FCMRun(FederationSettings, FCMConfig):
         Share of the clients whose graph is perturbed (App. E.6).
     perturbed_edges
         Share of a perturbed client's edges that are modified.
+    client_graphs
+        The graph each client proposes: ``given`` (the paper's: its true sub-graph,
+        perturbed as ``perturbed_clients`` says) or ``fci`` (what it learns alone from
+        its own concept and task columns: its FCI PAG, α = 0.05, as one DAG of its
+        class, bidirected edges dropped; the "local graphs" of a composition).
     max_epochs
         Epochs of the ``local`` and ``central`` regimes (trained alone).
     inputs
@@ -63,6 +68,11 @@ class FCMRun(FederationSettings, FCMConfig):
         it has, a missing value is a missing label).
     task
         With a user's files: the task column (categorical).
+    graph
+        A concept graph to build the model on instead of aggregating the clients'
+        graphs (``--graph``): a graph file (graph.json, DOT, GraphML, BIF) or the
+        folder of a run that learned one (e.g. FedCDnv on the same concept and task
+        columns); a PAG becomes one DAG of its class (``bidirected``).
     """
 
     network: str = "asia"
@@ -81,10 +91,12 @@ class FCMRun(FederationSettings, FCMConfig):
     new_concept_fraction: float = 0.3
     perturbed_clients: float = 0.0
     perturbed_edges: float = 0.0
+    client_graphs: str = "given"
     max_epochs: int = 200
     inputs: tuple[str, ...] = ()
     concepts: tuple[str, ...] = ()
     task: str = ""
+    graph: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -94,6 +106,16 @@ class FCMRun(FederationSettings, FCMConfig):
             raise ConfigError(
                 f"regime {self.regime!r} pools or isolates the sites' rows for a benchmark; "
                 "on a user's files use fcm, sfcm or sfcm-reinit"
+            )
+        if self.from_files and self.client_graphs != "given":
+            raise ConfigError(
+                "client_graphs = fci learns each benchmark client's graph from its concept "
+                "columns; on your files give a site's graph in the manifest, or --graph"
+            )
+        if self.graph and self.regime not in ("fcm", "sfcm", "sfcm-reinit"):
+            raise ConfigError(
+                f"--graph replaces the federation's aggregated graph; regime {self.regime!r} "
+                "trains no federation: use fcm, sfcm or sfcm-reinit"
             )
         if self.initial_clients > self.clients:
             raise ConfigError(
@@ -121,5 +143,6 @@ _CONSTRAINTS = {
     "new_concept_fraction": Interval(float, 0, 1),
     "perturbed_clients": Interval(float, 0, 1),
     "perturbed_edges": Interval(float, 0, 1),
+    "client_graphs": OneOf(("given", "fci")),
     "max_epochs": Interval(int, 1),
 }

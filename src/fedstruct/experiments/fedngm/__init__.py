@@ -36,6 +36,6 @@ register(
             "burn_in": 5,
             "fidelity_samples": 500,
         },
-        options={"dataset": "dataset"},
+        options={"dataset": "dataset", "graph": "graph"},
     )
 )

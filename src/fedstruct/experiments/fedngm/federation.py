@@ -11,7 +11,6 @@ mixed data set with a known graph (:func:`fedstruct.data.mixed.make_mixed_data`)
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,18 +28,16 @@ from fedstruct.data.mixed import CATEGORICAL_KINDS, MixedDataset, make_mixed_dat
 from fedstruct.errors import PartitionError, UnknownVariableError
 from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.sites import site_federation
-from fedstruct.fl.client import holdout_split
 
 __all__ = [
     "HEALTH_SHARES",
     "HEALTH_TARGETS",
     "Segment",
-    "SiteSplit",
     "SubpopulationFederation",
     "build_clients",
     "federation",
     "health_insurance_federation",
-    "site_split",
+    "site_kinds",
     "subpopulation_clients",
     "synthetic_federation",
     "targets",
@@ -641,41 +638,14 @@ def targets(fed: SubpopulationFederation) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class SiteSplit:
-    """A user's sites as FedNGM clients, each keeping a share of its rows for scoring.
-
-    Attributes
-    ----------
-    clients
-        Every site's training rows.
-    held_out
-        Site name -> the rows it keeps out of training (``test_fraction``, drawn with
-        the seed and the site's name); they never leave the site's process.
-    kinds
-        FedNGM's kind of every variable: a categorical column with two levels is
-        ``binary``, other categorical ones ``categorical``, ordinal ``ordinal``,
-        continuous ``real``.
-    """
-
-    clients: list[ClientData]
-    held_out: dict[str, pd.DataFrame]
-    kinds: dict[str, str]
-
-
-def site_split(s: FedNGMRun) -> SiteSplit:
-    """The sites' files split into training and held-out rows (see :class:`SiteSplit`)."""
-    federation = site_federation(s)
-    schema = federation.schema
-    kinds = {
+def site_kinds(s: FedNGMRun) -> dict[str, str]:
+    """FedNGM's kind of every variable of the sites' files: a categorical column with
+    two levels is ``binary``, other categorical ones ``categorical``, ordinal
+    ``ordinal``, continuous ``real``."""
+    schema = site_federation(s).schema
+    return {
         v: _fedngm_kind(schema.kinds[v], len(schema.levels.get(v, ()))) for v in schema.variables
     }
-    clients, held_out = [], {}
-    for client in federation.clients:
-        kept, held = holdout_split(client.n_rows, s.test_fraction, s.seed, client.name)
-        clients.append(dataclasses.replace(client, rows=client.rows.iloc[kept]))
-        held_out[client.name] = client.rows.iloc[held]
-    return SiteSplit(clients, held_out, kinds)
 
 
 def _fedngm_kind(kind: str, n_levels: int) -> str:
@@ -685,7 +655,9 @@ def _fedngm_kind(kind: str, n_levels: int) -> str:
 
 
 def build_clients(s: FedNGMRun) -> list[ClientData]:
-    """The clients' training rows (the sites' files, or the paper's federation)."""
+    """The clients' rows: the sites' files (each client keeps ``test_fraction`` of its
+    rows out itself, :class:`~fedstruct.methods.fedngm.FedNGMClient`), or the paper's
+    federation's training rows."""
     if s.from_files:
-        return site_split(s).clients
+        return list(site_federation(s).clients)
     return list(federation(s).clients)

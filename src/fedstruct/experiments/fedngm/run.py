@@ -48,7 +48,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.experiments.fedngm.federation import (
     SubpopulationFederation,
     federation,
-    site_split,
+    site_kinds,
     targets,
 )
 from fedstruct.experiments.fedngm.settings import FedNGMRun
@@ -60,7 +60,11 @@ from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.metrics import edge_scores, edge_type_counts
 from fedstruct.graphs.undirected import moral_graph, undirected
 from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
-from fedstruct.methods.fedngm.metrics import headline_prediction, win_probability
+from fedstruct.methods.fedngm.metrics import (
+    headline_prediction,
+    shortfall_ratio,
+    win_probability,
+)
 
 __all__ = ["CLEAR_LOSS", "method", "run_fedngm"]
 
@@ -70,21 +74,15 @@ CLEAR_LOSS = 0.05
 
 def method(s: FedNGMRun) -> FedNGM:
     """The estimator (the master holds the public training rows, used by eq. 3; a
-    user's sites have no public rows)."""
-    config = dataclasses.asdict(subset(s, FedNGMConfig))
+    user's sites have no public rows, and their clients keep ``test_fraction`` of
+    their rows out to score the released model on; the paper's federation has its
+    own test rows)."""
+    held_out = s.test_fraction if s.from_files else 0.0
+    config = dataclasses.asdict(subset(s, FedNGMConfig, test_fraction=held_out))
     if s.from_files:
-        return FedNGM(kinds=site_split(s).kinds, seed=s.seed, public=None, **config)
+        return FedNGM(kinds=site_kinds(s), seed=s.seed, public=None, graph=s.graph, **config)
     fed = federation(s)
-    return FedNGM(kinds=fed.dataset.kinds, seed=s.seed, public=fed.public, **config)
-
-
-def _shortfall_ratio(glob: dict, own: dict) -> float:
-    """Global error over own error (MAE; or 1 - AUC, 1 - macro recall)."""
-    for key, worse_is_higher in (("mae", True), ("auc", False), ("recall_macro", False)):
-        if key in glob:
-            g, o = (glob[key], own[key]) if worse_is_higher else (1 - glob[key], 1 - own[key])
-            return float(g / o) if o > 0 else float("inf") if g > 0 else 1.0
-    raise KeyError("no comparable metric")
+    return FedNGM(kinds=fed.dataset.kinds, seed=s.seed, public=fed.public, graph=s.graph, **config)
 
 
 def run_fedngm(
@@ -125,8 +123,8 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
             ):
                 for key, value in values.items():
                     metrics[f"{kind}_{label}_{key}"] = value
-            ratios.append(_shortfall_ratio(g, o))
-            wins.append(_shortfall_ratio(pub_g, pub_o) < 1.0)
+            ratios.append(shortfall_ratio(g, o))
+            wins.append(shortfall_ratio(pub_g, pub_o) < 1.0)
             chance = win_probability(spec, y_public, glob_public,
                                      headline_prediction(own, fed.public_test, target),
                                      seed=s.seed)  # fmt: skip
@@ -216,39 +214,31 @@ def _graph_recovery(fed: SubpopulationFederation, model: FedNGM) -> dict[str, fl
 
 
 def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
-    """A run on a user's files: every model scored on each site's held-out rows.
+    """A run on a user's files: every site scores the released model on its held-out
+    rows, where they lie (on every backend, a deployment too).
 
-    For each site and each variable both the global model and the site's own model
-    know, the ratio of the global model's headline error to the own model's
-    (:func:`_shortfall_ratio`: MAE, or the shortfalls of AUC and macro recall);
-    ``global_own_ratio_<site>`` is its mean over the variables, ``worst_own_ratio``
-    the largest mean. The merged graph's edges, and with ``--truth`` their scores
-    against the truth's skeleton (its moral graph for a DAG).
+    ``global_own_ratio_<site>``: for each variable both the global model and the
+    site's own model know, the global model's headline error over the own model's
+    (:func:`~fedstruct.methods.fedngm.metrics.global_own_ratio`: MAE, or the
+    shortfalls of AUC and macro recall), averaged; ``worst_own_ratio`` the largest.
+    The merged graph's edges, and with ``--truth`` their scores against the truth's
+    skeleton (its moral graph for a DAG).
     """
-    split = site_split(s)
-    glob = model.model_
     metrics: dict[str, float] = {
         "common_variables": float(len(model.schema_)),
         **edge_type_counts(model.graph_),
         **file_metrics(site_federation(s)),
     }
-    if glob is None:
+    if model.model_ is None:
         return RunOutcome(metrics, list(model.history_))
-    means = []
-    for name, own in sorted(model.client_models_.items()):
-        if name not in split.held_out:  # a deployment's server holds no site's rows
-            continue
-        test = split.held_out[name]
-        shared = [v for v in glob.schema.names if v in own.schema.names and v in test.columns]
-        ratios = [
-            _shortfall_ratio(prediction_metrics(glob, test, v), prediction_metrics(own, test, v))
-            for v in shared
-        ]
-        if ratios:
-            metrics[f"global_own_ratio_{name}"] = float(np.mean(ratios))
-            means.append(metrics[f"global_own_ratio_{name}"])
-    if means:
-        metrics["worst_own_ratio"] = float(max(means))
+    ratios = {
+        name: score["global_own_ratio"]
+        for name, score in sorted(model.site_scores_.items())
+        if "global_own_ratio" in score
+    }
+    metrics.update({f"global_own_ratio_{name}": r for name, r in ratios.items()})
+    if ratios:
+        metrics["worst_own_ratio"] = float(max(ratios.values()))
     truth = truth_graph(s)
     if truth is not None:
         skeleton = (

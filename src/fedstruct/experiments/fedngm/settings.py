@@ -33,6 +33,11 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
     test_fraction
         With a user's files: share of each site's rows kept out of training to score
         the global and the site's own model on.
+    graph
+        A graph to constrain the NGMs by instead of merging the clients' local graphs
+        (``--graph``): a graph file (graph.json, DOT, GraphML, BIF) or the folder of a
+        run that learned one (e.g. FedCDnv on the same columns); made undirected by
+        ``graph_rule``.
     """
 
     dataset: str = "health"
@@ -42,6 +47,7 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
     samples: int = 50_000
     fidelity_samples: int = 5000
     test_fraction: float = 0.2
+    graph: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

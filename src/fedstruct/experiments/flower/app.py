@@ -8,7 +8,11 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
 
 - **Built-in data** (the node has a ``partition-id``): it rebuilds its partition of
   the federation from the same settings (deterministic in the seed) and hosts the
-  method's client for it.
+  method's client for it. The built-in data sets are simulations drawn from the seed
+  or public tables shipped in the package, so every node has them whole; which rows
+  are a partition's depends on all of them (a label-skew split draws over every
+  row's label), so the node draws the federation, keeps its own client's rows and
+  lets the others go before its client exists.
 - **The site's own file** (``fedstruct flower supernode --data FILE --name SITE``:
   node config ``data``, ``site`` and optionally ``graph``; the run names its sites
   with ``--node-site SITE``): before round 1 the ServerApp runs a schema handshake.
@@ -35,6 +39,7 @@ from flwr.app import ConfigRecord, Context
 from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
+from fedstruct.data.client import ClientData
 from fedstruct.data.sites import SiteSpec, site_name
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
 from fedstruct.experiments.flower.contract import ERROR_FILE
@@ -204,9 +209,11 @@ def _site_client(
 
 
 @cache
-def _partition_clients(method: str, settings_json: str) -> tuple[Any, list[Any]]:
+def _partition(method: str, settings_json: str, partition: int) -> tuple[Any, ClientData]:
+    """The method and built-in partition ``partition``'s data, nothing of the other
+    partitions (module docstring; cached per process)."""
     entry, settings = _submitted(method, settings_json)
-    return entry.method(settings), entry.build_clients(settings)
+    return entry.method(settings), entry.build_clients(settings)[partition]
 
 
 def _client_for(context: Context) -> Client:
@@ -220,9 +227,9 @@ def _client_for(context: Context) -> Client:
                 "restart the run"
             )
         return _site_client(method, settings_json, _key(spec), str(record["schema"]))[0]
-    model, clients = _partition_clients(method, settings_json)
     # the grid refused a partition outside 0..K-1 at HELLO, before any method message
-    return model.make_client(clients[partition_of(context)])
+    model, own = _partition(method, settings_json, partition_of(context))
+    return model.make_client(own)
 
 
 client_app = make_client_app(

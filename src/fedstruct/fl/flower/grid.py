@@ -142,11 +142,6 @@ class FlowerGrid(Grid):
         return sorted(self._flower_id)
 
     # -------------------------------------------------------------- exchange
-    def exchange_outside_rounds(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-        """One exchange before the method's rounds (a deployment's handshake): no
-        participation model, no round stamp; the answers that came in time."""
-        return self._exchange(messages)
-
     def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
         by_flower = {self._flower_id[n]: m for n, m in messages.items() if n in self._flower_id}
         replies = self._roundtrip(by_flower, self.reply_timeout)

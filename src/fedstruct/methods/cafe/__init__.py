@@ -89,6 +89,9 @@ class CAFE(
         CAFE's global drift direction ``d_g``.
     prototypes_ : numpy.ndarray or None
         FedProto's global class prototypes.
+    site_scores_ : dict
+        Client name -> ``n`` images it kept out of training and ``correct``
+        predictions of the final model on them (``test_fraction > 0``).
     history_ : list of dict
         Per-round records (clients asked/answered, late updates, loss, accuracy).
     traffic_ : fedstruct.fl.Traffic
@@ -151,6 +154,7 @@ class CAFE(
         """The global model (none for FedProto), ``d_g`` and the prototypes."""
         self.drift_ = state.drift_global
         self.prototypes_ = state.prototypes
+        self.site_scores_ = state.site_scores
         self.model_: DriftNet | None = None
         if self.config.algorithm != "fedproto":
             self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)
@@ -165,12 +169,13 @@ class CAFE(
         for key, value in (("drift", self.drift_), ("prototypes", self.prototypes_)):
             if value is not None:
                 arrays[key] = np.asarray(value)
-        return arrays, {"global_model": self.model_ is not None}
+        return arrays, {"global_model": self.model_ is not None, "site_scores": self.site_scores_}
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
         """Set the learned attributes from :meth:`learned_state`'s output."""
         self.drift_ = arrays.get("drift")
         self.prototypes_ = arrays.get("prototypes")
+        self.site_scores_ = dict(meta.get("site_scores", {}))
         self.model_ = None
         if meta["global_model"]:
             self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)

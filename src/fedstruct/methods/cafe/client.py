@@ -11,6 +11,10 @@ Messages (``config["round"]`` is stamped by the grid):
 * ``cafe.evaluate`` (FedProto only, whose models stay on the clients) — server sends
   its test images and labels with the global prototypes; the client answers the
   number of correct nearest-prototype predictions.
+* ``cafe.score`` (after the last round, with ``test_fraction > 0``) — server sends
+  what ``cafe.fit`` carries, of the final model; the client answers how many of the
+  images it kept out of training it classifies right (drift-free inference; FedProto:
+  its own model and the prototypes) and how many it kept out.
 
 State kept between rounds: CAFE's local drift ``d_l``, MOON's previous local model,
 FedProto's own model. Nothing derived from single rows leaves the client: weights,
@@ -27,7 +31,7 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.data.images import from_rows
 from fedstruct.errors import DataError, ProtocolError
-from fedstruct.fl import Client, Message, handles
+from fedstruct.fl import Client, Message, handles, holdout_split
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import (
@@ -38,10 +42,11 @@ from fedstruct.methods.cafe.local import (
 )
 from fedstruct.methods.cafe.networks import DriftNet
 
-__all__ = ["EVALUATE", "FIT", "CafeClient", "prefixed", "unprefixed"]
+__all__ = ["EVALUATE", "FIT", "SCORE", "CafeClient", "prefixed", "unprefixed"]
 
 FIT = "cafe.fit"
 EVALUATE = "cafe.evaluate"
+SCORE = "cafe.score"
 
 
 def prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -60,7 +65,8 @@ class CafeClient(Client):
     Parameters
     ----------
     data
-        Image rows (:func:`fedstruct.data.images.to_rows`).
+        Image rows (:func:`fedstruct.data.images.to_rows`); ``config.test_fraction``
+        of them are kept out of training for ``cafe.score``.
     shape
         ``(C, H, W)`` of the images.
     n_classes
@@ -87,8 +93,11 @@ class CafeClient(Client):
                 f"client {data.name!r} has labels outside 0..{n_classes - 1}; encode the "
                 "classes as codes 0..n_classes-1"
             )
-        self.images = torch.tensor(images)
-        self.labels = torch.tensor(labels)
+        kept, held = holdout_split(len(labels), config.test_fraction, seed, data.name)
+        self.images = torch.tensor(images[kept])
+        self.labels = torch.tensor(labels[kept])
+        self.held_images = torch.tensor(images[held])
+        self.held_labels = torch.tensor(labels[held])
         self.n_classes = n_classes
         self.config = config
         self.net = DriftNet(shape, n_classes, config, seed)
@@ -169,6 +178,27 @@ class CafeClient(Client):
         labels = torch.as_tensor(msg.arrays["labels"])
         correct = int((scores.argmax(dim=1) == labels).sum())
         return Message(EVALUATE, metrics={"n": len(labels), "correct": correct})
+
+    @handles(SCORE, max_entries=2)
+    def score(self, msg: Message) -> Message:
+        """Right predictions of the final model on the images kept out of training:
+        the global weights with drift-free inference (``drift_global``, CAFE), or for
+        FedProto the client's own model against the global prototypes."""
+        if self.config.algorithm == "fedproto":
+            assert self.own is not None
+            set_params(self.net, self.own)
+            counts = torch.as_tensor(msg.arrays["prototype_counts"])
+            options: dict[str, Any] = {
+                "prototypes": torch.as_tensor(msg.arrays["prototypes"]),
+                "prototype_mask": counts > 0,
+            }
+        else:
+            set_params(self.net, unprefixed("param:", msg.arrays))
+            drift = msg.arrays.get("drift_global")
+            options = {"drift_global": None if drift is None else torch.as_tensor(drift)}
+        scores = predict_logits(self.net, self.held_images, self.config, **options)
+        correct = int((scores.argmax(dim=1) == self.held_labels).sum())
+        return Message(SCORE, metrics={"n": len(self.held_labels), "correct": correct})
 
     def get_state(self) -> dict[str, Any]:
         """``d_l``, MOON's previous model and FedProto's own model."""

@@ -81,6 +81,13 @@ class CafeConfig:
         late (communication frequency, METHODS.md); ``None`` ignores late updates.
     eval_every
         Evaluate on the server's test set every this many rounds (and at the end).
+    test_fraction
+        Share of each client's images it keeps out of training (drawn with the seed
+        and its name, :func:`~fedstruct.fl.holdout_split`); after the last round the
+        server sends the final model (FedProto: the prototypes, for the client's own
+        model) and every available client answers how many of those images it
+        classifies right (``CAFE.site_scores_``; scored where the images lie). 0
+        (the paper's protocol, with a server-side test set): no site scoring.
     """
 
     algorithm: str = "cafe"
@@ -112,6 +119,7 @@ class CafeConfig:
     proto_lambda: float = 1.0
     staleness_exponent: float | None = 0.5
     eval_every: int = 10
+    test_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "cafe")
@@ -165,4 +173,5 @@ _CONSTRAINTS = {
         Interval(float, 0),
     ),
     "staleness_exponent": Interval(float, 0, allow_none=True),
+    "test_fraction": Interval(float, 0, 1, closed="left"),
 }

@@ -18,7 +18,10 @@ Each round (METHODS.md § CAFE; Algorithm 1 of the paper):
 5. every ``eval_every`` rounds and in the last round, the test accuracy: on the
    server's test set with the global model, or for FedProto, whose models stay on
    the clients, the mean accuracy of the round's clients' own models on it (all
-   available clients in the last round).
+   available clients in the last round);
+6. after the last round, with ``test_fraction > 0``: every connected client scores
+   the final model on the images it kept out of training (``cafe.score``,
+   :attr:`CafeState.site_scores`), where they lie.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from numpy.typing import NDArray
 from fedstruct.fl import Grid, Message, ServerAlgorithm
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.params import get_params, set_params
-from fedstruct.methods.cafe.client import EVALUATE, FIT, prefixed, unprefixed
+from fedstruct.methods.cafe.client import EVALUATE, FIT, SCORE, prefixed, unprefixed
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import predict_logits
 from fedstruct.methods.cafe.networks import DriftNet
@@ -53,6 +56,9 @@ class CafeState:
     prototypes: NDArray[np.float32] | None = None
     prototype_counts: NDArray[np.float32] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    #: Client name -> ``n`` images it kept out and ``correct`` predictions of the
+    #: final model on them (``test_fraction > 0``; after the last round).
+    site_scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class CafeServer(ServerAlgorithm[CafeState]):
@@ -140,8 +146,24 @@ class CafeServer(ServerAlgorithm[CafeState]):
             accuracy = self._evaluate(grid, new, nodes)
             if accuracy is not None:
                 record["test_accuracy"] = accuracy
+        if c.test_fraction > 0 and rnd == self.rounds:
+            new.site_scores = self._score_sites(grid, new)
         new.history.append(record)
         return new
+
+    def _score_sites(self, grid: Grid, state: CafeState) -> dict[str, dict[str, float]]:
+        """Every connected client's score of the final model on the images it kept
+        out (``cafe.score``, outside the participation model: a measurement, not a
+        round; clients that kept none are left out)."""
+        payload = self._broadcast(state)
+        replies = grid.exchange_outside_rounds(
+            {n: Message(SCORE, arrays=payload) for n in grid.connected_ids()}
+        )
+        return {
+            grid.node_name(k): dict(r.metrics)
+            for k, r in sorted(replies.items())
+            if r.metrics["n"] > 0
+        }
 
     def _step(self, state: CafeState, answers: list[tuple[Message, float]]) -> None:
         """Steps 3 (weighted delta, history-aware average, server step)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,11 +30,13 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.graphs.pag import dag_member
 from fedstruct.methods.fcm.client import FCMClient, LocalConceptData
 from fedstruct.methods.fcm.config import ARCHITECTURES, FEDERATED_REGIMES, REGIMES, FCMConfig
 from fedstruct.methods.fcm.evaluate import (
@@ -85,6 +88,15 @@ class FCM(
     participation
         Joins, leaves and dropouts (default: everyone every round); the server then
         samples ``clients_per_round`` of the available clients.
+    graph
+        A concept graph to use instead of aggregating the clients' own graphs, e.g.
+        one a causal discovery run learned on the clients' concept and task columns
+        (DAG, CPDAG or PAG: turned into one DAG of its class by
+        :func:`~fedstruct.graphs.pag.dag_member` with ``bidirected``). Every round the
+        server builds the architecture from its restriction to the federation's
+        concept set (variables it lacks are isolated). A :class:`Graph`, or a graph
+        file or run folder (:func:`~fedstruct.data.graph_files.given_graph`; read by
+        the server only).
     **params
         Fields of :class:`FCMConfig` (``model``, ``regime``, ``rounds``, ...).
 
@@ -114,6 +126,7 @@ class FCM(
         cardinalities: Mapping[str, int],
         seed: int = 0,
         participation: Participation | None = None,
+        graph: Graph | str | Path | None = None,
         **params: Any,
     ) -> None:
         if task not in cardinalities:
@@ -123,7 +136,8 @@ class FCM(
         self.task = task
         self.cardinalities = {str(k): int(v) for k, v in cardinalities.items()}
         super().__init__(seed=seed, participation=participation, **params)
-        self._given(task=task, cardinalities=cardinalities)
+        self._given(task=task, cardinalities=cardinalities, graph=graph)
+        self.graph = graph
         if self.config.regime not in FEDERATED_REGIMES:
             raise ConfigError(
                 f"regime {self.config.regime!r} trains no federation; use fit_standalone "
@@ -131,8 +145,13 @@ class FCM(
             )
 
     def identity(self) -> dict[str, Any]:
-        """The task and the schema change the result."""
-        return {"task": self.task, "cardinalities": self.cardinalities}
+        """The task, the schema and a given graph change the result."""
+        given = given_graph(self.graph)
+        return {
+            "task": self.task,
+            "cardinalities": self.cardinalities,
+            "graph": None if given is None else given.to_dict(),
+        }
 
     def make_client(self, data: ClientData) -> FCMClient:
         """The client holding ``data``."""
@@ -142,8 +161,11 @@ class FCM(
         )  # fmt: skip
 
     def make_server(self) -> FCMServer:
-        """A fresh server algorithm."""
-        return FCMServer(self.config, self.task, self.cardinalities, self.seed)
+        """A fresh server algorithm (with the given graph as a DAG, if any)."""
+        given = given_graph(self.graph)
+        if given is not None:
+            given = dag_member(given, self.config.bidirected)
+        return FCMServer(self.config, self.task, self.cardinalities, self.seed, given)
 
     def learn(self, state: FCMState) -> None:
         """The best model (by the early-stopping criterion), graph and concept space.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
 
 __all__ = ["ARCHITECTURES", "FEDERATED_REGIMES", "GRAPH_BASED", "REGIMES", "FCMConfig"]
@@ -59,6 +60,13 @@ class FCMConfig:
         ``"all"``: aggregate the latest graph of every client seen so far (the
         monotone federation of §4.2.2); ``"round"``: only the round's participants
         (§4.2.1 read literally).
+    bidirected
+        With a graph given to the estimator (``FCM(graph=...)``, e.g. a PAG from
+        causal discovery): what happens to a bidirected edge ``x <-> y`` (a latent
+        common cause) in the DAG the concept model is built on
+        (:data:`~fedstruct.graphs.pag.BIDIRECTED_RULES`): ``drop`` it (default: a
+        concept model has no unsupervised nodes, so the latent cannot be kept as a
+        node), or ``orient`` it along a topological order.
     freeze_unsupervised
         Freeze modules a client cannot supervise (§4.2.3, App. E.5.2).
     encoder_hidden
@@ -92,6 +100,7 @@ class FCMConfig:
     patience: int = 10
     validation_fraction: float = 0.125
     graph_memory: str = "all"
+    bidirected: str = "drop"
     freeze_unsupervised: bool = True
     encoder_hidden: int = 64
     concept_hidden: int | None = None
@@ -127,6 +136,7 @@ _CONSTRAINTS = {
     "model": OneOf(ARCHITECTURES),
     "regime": OneOf(REGIMES),
     "graph_memory": OneOf(("all", "round")),
+    "bidirected": OneOf(BIDIRECTED_RULES),
     **{
         name: Interval(int, 1)
         for name in (

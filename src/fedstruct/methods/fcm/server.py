@@ -129,15 +129,24 @@ class FCMServer(ServerAlgorithm[FCMState]):
         Number of states of every concept and the task.
     seed
         The run's seed (client sampling, new modules, tie-breaks).
+    graph
+        A DAG given instead of the strength vote over the clients' graphs: each
+        round's graph is its restriction to the concept set and the task.
     """
 
     def __init__(
-        self, config: FCMConfig, task: str, cardinalities: Mapping[str, int], seed: int
+        self,
+        config: FCMConfig,
+        task: str,
+        cardinalities: Mapping[str, int],
+        seed: int,
+        graph: Graph | None = None,
     ) -> None:
         self.config = config
         self.task = task
         self.cardinalities = dict(cardinalities)
         self.seed = int(seed)
+        self.graph = graph
         self.rounds = config.rounds
 
     def init_state(self) -> FCMState:
@@ -196,7 +205,10 @@ class FCMServer(ServerAlgorithm[FCMState]):
         if not features:
             return state
         nodes = (*concepts, self.task)
-        graph = aggregate_graphs(reports, nodes, self.seed * 1000 + rnd)
+        if self.graph is None:
+            graph = aggregate_graphs(reports, nodes, self.seed * 1000 + rnd)
+        else:
+            graph = self.graph.restrict([v for v in nodes if v in self.graph]).expand(nodes)
         spec = ModelSpec.build(
             self.config, self.task, concepts, self.cardinalities, len(features), graph
         )

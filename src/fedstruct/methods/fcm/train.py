@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
-from opacus import PrivacyEngine
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -166,6 +165,8 @@ def train_local(
         # Opacus: "secure RNG turned off"; backward hooks on constant inputs.
         warnings.simplefilter("ignore", UserWarning)
         if private is not None:
+            from opacus import PrivacyEngine  # only with DP (its import costs ~1.5 s)
+
             forward, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
                 module=model,
                 optimizer=optimiser,

@@ -12,6 +12,7 @@ Examples
 --------
 >>> import numpy as np, pandas as pd
 >>> from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import given_graph
 >>> rng = np.random.default_rng(0)
 >>> a = rng.standard_normal(600); b = a + 0.3 * rng.standard_normal(600)
 >>> c = (b > 0).astype(int)
@@ -25,6 +26,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,11 +34,13 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import ConfigError, PrivacyViolationError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.graphs.undirected import dependency_graph
 from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.metrics import prediction_metrics, sample_fidelity
@@ -83,6 +87,14 @@ class FedNGM(
         Joins, leaves and dropouts (default: everyone every round).
     public
         Public data the master holds (eq. 3, used when ``public_weight > 0``).
+    graph
+        A graph over (at least) the common variables, e.g. one a causal discovery
+        run learned (DAG, CPDAG or PAG), to use instead of merging the clients' local
+        graphs: the master skips the graph round and constrains every NGM by its
+        undirected form (``graph_rule``) restricted to the common variables. A
+        :class:`Graph`, or a graph file or run folder
+        (:func:`~fedstruct.data.graph_files.given_graph`; read by the master only).
+        Not for the NGR variant, which learns no graph.
     **params
         Fields of :class:`FedNGMConfig`.
 
@@ -96,6 +108,11 @@ class FedNGM(
         The common variables and their shared encoding.
     client_models_ : dict
         Client name -> the NGM it trained and sent.
+    site_scores_ : dict
+        Client name -> what it answered with the release when ``test_fraction > 0``:
+        ``held_out`` (rows kept out) and ``global_own_ratio`` (the global model's
+        error relative to the client's own model on them, below 1: the federation
+        helped; :func:`~fedstruct.methods.fedngm.metrics.global_own_ratio`).
     history_ : list of dict
         One record per phase.
     """
@@ -107,6 +124,7 @@ class FedNGM(
         seed: int = 0,
         participation: Participation | None = None,
         public: pd.DataFrame | None = None,
+        graph: Graph | str | Path | None = None,
         **params: Any,
     ) -> None:
         bad = {k: v for k, v in kinds.items() if v not in KINDS}
@@ -115,20 +133,34 @@ class FedNGM(
             raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
         self.kinds = {str(k): str(v) for k, v in kinds.items()}
         super().__init__(seed=seed, participation=participation, **params)
-        self._given(kinds=kinds, public=public)
+        self._given(kinds=kinds, public=public, graph=graph)
         self.public = public
+        self.graph = graph
+        if graph is not None and self.config.variant != "ngm":
+            raise ConfigError(
+                "the NGR variant learns no graph, so it takes none; drop graph= or use "
+                "variant='ngm'"
+            )
 
     def identity(self) -> dict[str, Any]:
         """The data dictionary and whether public data are used change the result."""
-        return {"kinds": self.kinds, "public_rows": 0 if self.public is None else len(self.public)}
+        given = given_graph(self.graph)
+        return {
+            "kinds": self.kinds,
+            "public_rows": 0 if self.public is None else len(self.public),
+            "graph": None if given is None else given.to_dict(),
+        }
 
     def make_client(self, data: ClientData) -> FedNGMClient:
         """The client holding ``data``."""
         return FedNGMClient(data, kinds=self.kinds, config=self.config, seed=self.seed)
 
     def make_server(self) -> FedNGMServer:
-        """A fresh master."""
-        return FedNGMServer(self.config, self.seed, self.public)
+        """A fresh master (with the given graph's undirected form, if any)."""
+        given = given_graph(self.graph)
+        if given is not None:
+            given = dependency_graph(given, self.config.graph_rule)
+        return FedNGMServer(self.config, self.seed, self.public, given)
 
     def learn(self, state: FedNGMState) -> None:
         """The global NGM and graph, the client models and the shared encoding.
@@ -141,6 +173,7 @@ class FedNGM(
             variable with the others, naming it, or fewer than two are common.)
         """
         self.client_models_ = state.client_models
+        self.site_scores_ = state.site_scores
         self.schema_ = state.schema
         if state.refused:
             raise PrivacyViolationError(state.refused)
@@ -212,7 +245,7 @@ class FedNGM(
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
         """Every NGM's weights, graph and residuals as arrays (the global model's under
         ``global.``, client ``c``'s under ``client.c.``); their schemas, the shared
-        encoding and the merged graph as JSON."""
+        encoding, the merged graph and the sites' held-out scores as JSON."""
         models = {f"client.{name}": m for name, m in self.client_models_.items()}
         if self.model_ is not None:
             models["global"] = self.model_
@@ -223,6 +256,7 @@ class FedNGM(
             "models": {
                 key: {"schema": m.schema.to_json(), "n_rows": m.n_rows} for key, m in models.items()
             },
+            "site_scores": self.site_scores_,
         }
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
@@ -235,6 +269,7 @@ class FedNGM(
             return NGM.from_arrays(Schema.from_json(saved["schema"]), own, saved["n_rows"])
 
         self.schema_ = None if meta["schema"] is None else Schema.from_json(meta["schema"])
+        self.site_scores_ = dict(meta.get("site_scores", {}))
         self.client_models_ = {
             key.removeprefix("client."): model(key)
             for key in meta["models"]

@@ -1,5 +1,7 @@
 """The FedNGM client: summarises its variables, recovers its graph, trains its NGM,
-receives the released global model and personalises it (stitching, §2.4).
+receives the released global model and personalises it (stitching, §2.4). With
+``test_fraction`` it keeps a share of its rows out of all of this and scores the
+released model against its own on them when the release arrives.
 
 Nothing it sends is a row: variable names and kinds, per-variable aggregates (count,
 mean, squared deviations; category codes and counts; ordinal levels), a graph over
@@ -8,6 +10,7 @@ the common variables, and model weights with per-column residual deviations.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
@@ -15,10 +18,11 @@ import pandas as pd
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError, UnknownVariableError
-from fedstruct.fl import Client, Message, handles
+from fedstruct.fl import Client, Message, handles, holdout_split
 from fedstruct.fl.message import config_entries, from_json_bytes
 from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
+from fedstruct.methods.fedngm.metrics import global_own_ratio
 from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
 from fedstruct.methods.fedngm.schema import KINDS, Schema, pool_summaries, summarise
 from fedstruct.methods.fedngm.structure import glasso_graph
@@ -99,7 +103,9 @@ class FedNGMClient(Client):
     ----------
     data
         The client's rows (real/ordinal columns as numbers, binary/categorical as
-        integer codes).
+        integer codes). With ``config.test_fraction`` a share of them is kept out
+        (:attr:`held_out`) and everything else uses :attr:`train` only; the audit
+        guards all of them.
     kinds
         Kind of every variable of the federation (:data:`~fedstruct.methods.fedngm.schema.KINDS`).
     config, seed
@@ -123,7 +129,13 @@ class FedNGMClient(Client):
             )
         self.config = config
         self.kinds = {v: kinds[v] for v in data.variables}
-        summary = summarise(data.rows, self.kinds)
+        kept, held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
+        if len(held):
+            self.train = dataclasses.replace(data, rows=data.rows.iloc[kept])
+        else:
+            self.train = data
+        self.held_out = data.rows.iloc[held]
+        summary = summarise(self.train.rows, self.kinds)
         self._describe_arrays, self._describe_config = summary_arrays(summary)
         self.describe_bound = (
             sum(a.size for a in self._describe_arrays.values())
@@ -145,7 +157,7 @@ class FedNGMClient(Client):
             DESCRIBE,
             arrays=self._describe_arrays,
             config=self._describe_config,
-            metrics={"n": self.data.n_rows},
+            metrics={"n": self.train.n_rows},
         )
 
     @handles(GRAPH, max_entries=lambda c, m: len(c.data.variables) ** 2, graph_arrays=("graph",))
@@ -155,12 +167,12 @@ class FedNGMClient(Client):
         over the common ones only (``"common"``)."""
         common = self._schema(msg)
         if self.config.graph_scope == "all":
-            private = [v for v in self.data.variables if v not in common]
+            private = [v for v in self.train.variables if v not in common]
             schema = common.extend(self.own_schema.restrict(private))
-            graph = local_graph(self.data.rows, schema, self.config, self.seed)
+            graph = local_graph(self.train.rows, schema, self.config, self.seed)
             graph = graph.restrict(common.names)
         else:
-            graph = local_graph(self.data.rows, common, self.config, self.seed)
+            graph = local_graph(self.train.rows, common, self.config, self.seed)
         return Message(GRAPH, arrays={"graph": graph.marks})
 
     @handles(TRAIN, max_entries=lambda c, m: c.train_bound(m))
@@ -169,7 +181,7 @@ class FedNGMClient(Client):
         (eq. 5, no graph)."""
         schema = self._schema(msg)
         adjacency = msg.arrays["adjacency"].astype(bool) if "adjacency" in msg.arrays else None
-        x = schema.encode(self.data.rows, schema.names)
+        x = schema.encode(self.train.rows, schema.names)
         model, info = fit_ngm(schema, [(x, 1.0)], adjacency, self.config, self.seed)
         return Message(TRAIN, arrays=model.to_arrays(), metrics={"n": len(x), **info})
 
@@ -183,13 +195,27 @@ class FedNGMClient(Client):
         quantiles = (PREDICTION_BINS * (len(QUANTILE_LEVELS) + 1) - 1) * d  # and bin edges
         return (d * h + h) + (h * d + d) + v * v + d + quantiles + 5
 
-    @handles(RELEASE, max_entries=0)
+    @handles(RELEASE, max_entries=2)
     def release(self, msg: Message) -> Message:
-        """Keep the released global model and graph (§2.6) for personalisation."""
+        """Keep the released global model and graph (§2.6) for personalisation.
+
+        If the message also carries this client's own model (arrays ``own:*``, sent
+        when ``test_fraction > 0``) and it kept rows out, answer with the global
+        model's error relative to its own on them
+        (:func:`~fedstruct.methods.fedngm.metrics.global_own_ratio`) and their count.
+        """
         schema = self._schema(msg)
-        self.global_model = NGM.from_arrays(schema, msg.arrays)
+        glob = {k: v for k, v in msg.arrays.items() if not k.startswith("own:")}
+        own = {k[4:]: v for k, v in msg.arrays.items() if k.startswith("own:")}
+        self.global_model = NGM.from_arrays(schema, glob)
         self.global_graph = self.global_model.graph
-        return Message(RELEASE)
+        if not own or self.held_out.empty:
+            return Message(RELEASE)
+        ratio = global_own_ratio(self.global_model, NGM.from_arrays(schema, own), self.held_out)
+        metrics = {"held_out": len(self.held_out)}
+        if ratio is not None:
+            metrics["global_own_ratio"] = ratio
+        return Message(RELEASE, metrics=metrics)
 
     # ---------------------------------------------------------- personalising
     def personalise(self, graph: Graph | None = None) -> NGM:
@@ -211,7 +237,7 @@ class FedNGMClient(Client):
                 "the federation first (and meet the release threshold)"
             )
         base = self.global_model.schema
-        private = [v for v in self.data.variables if v not in base]
+        private = [v for v in self.train.variables if v not in base]
         if not private:
             raise ProtocolError(
                 f"client {self.name!r} has no variable outside the global model; nothing to stitch"
@@ -219,13 +245,13 @@ class FedNGMClient(Client):
         extra = self.own_schema.restrict(private)
         schema = base.extend(extra)
         if graph is None:
-            graph = local_graph(self.data.rows, schema, self.config, self.seed)
+            graph = local_graph(self.train.rows, schema, self.config, self.seed)
         own = graph.restrict(schema.names).adjacency()
         adjacency = np.zeros((len(schema), len(schema)), dtype=bool)
         v = len(base)
         adjacency[:v, :v] = self.global_model.adjacency
         adjacency[v:, :] = own[v:, :]
         adjacency[:, v:] = own[:, v:]
-        x = schema.encode(self.data.rows)
+        x = schema.encode(self.train.rows)
         model, _ = stitch(self.global_model, extra, x, adjacency, self.config, self.seed)
         return model

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.graphs.undirected import DEPENDENCY_RULES
 
 __all__ = [
     "ALLOCATIONS",
@@ -74,6 +75,11 @@ class FedNGMConfig:
         Adam training of every NGM (clients, global, stitching).
     graph_method, graph_scope
         Local graph recovery (:data:`GRAPH_METHODS`, :data:`GRAPH_SCOPES`).
+    graph_rule
+        How a graph given to the estimator (``FedNGM(graph=...)``: a DAG, CPDAG or a
+        PAG learned by causal discovery) becomes the undirected graph an NGM is
+        constrained by (:data:`~fedstruct.graphs.undirected.DEPENDENCY_RULES`:
+        ``moral``, the Markov blankets of one DAG of its class; ``skeleton``).
     glasso_cv, graph_max_rows
         Folds of GraphicalLassoCV and the largest number of rows (a seeded subsample)
         it is fitted on (10,000: every row of a synthetic client; the edge test
@@ -117,6 +123,13 @@ class FedNGMConfig:
         incoming weights of new units.
     validation_fraction
         Share of rows each trainer holds out to pick its best epoch.
+    test_fraction
+        Share of each client's rows it keeps out of the whole protocol (drawn with the
+        seed and its name, :func:`~fedstruct.fl.holdout_split`). With the release the
+        master sends each client its own model too, and the client answers with the
+        global model's error relative to its own on those rows (a held-out score of
+        each site, computed where its rows lie; ``FedNGM.site_scores_``). 0 (the
+        paper's protocol, whose test rows are separate): no scoring.
     log_skew
         A continuous variable that is non-negative at every client, whose pooled
         skewness exceeds this and whose ``log(1 + x)`` is skewed less than this is
@@ -140,6 +153,7 @@ class FedNGMConfig:
     learning_rate: float = 3e-3
     graph_method: str = "glasso"
     graph_scope: str = "all"
+    graph_rule: str = "moral"
     glasso_cv: int = 3
     graph_max_rows: int = 10_000
     edge_level: float | None = 0.2
@@ -156,6 +170,7 @@ class FedNGMConfig:
     stitch_hidden: int = 8
     stitch_init: float = 0.05
     validation_fraction: float = 0.1
+    test_fraction: float = 0.0
     log_skew: float | None = 2.0
 
     def __post_init__(self) -> None:
@@ -167,6 +182,7 @@ _CONSTRAINTS = {
     "constraint": OneOf(CONSTRAINTS),
     "graph_method": OneOf(GRAPH_METHODS),
     "graph_scope": OneOf(GRAPH_SCOPES),
+    "graph_rule": OneOf(DEPENDENCY_RULES),
     "allocation": OneOf(ALLOCATIONS),
     "sampler": OneOf(SAMPLERS),
     "inference": OneOf(INFERENCE_METHODS),
@@ -195,4 +211,5 @@ _CONSTRAINTS = {
     "edge_level": Interval(float, 0, 1, closed="neither", allow_none=True),
     "ngr_threshold": Interval(float, 0, 1, closed="neither"),
     "validation_fraction": Interval(float, 0, 0.5, closed="left"),
+    "test_fraction": Interval(float, 0, 1, closed="left"),
 }

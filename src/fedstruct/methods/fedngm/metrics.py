@@ -33,10 +33,12 @@ from fedstruct.methods.fedngm.schema import Schema, VariableSpec
 
 __all__ = [
     "covariance_error",
+    "global_own_ratio",
     "headline_error",
     "headline_prediction",
     "prediction_metrics",
     "sample_fidelity",
+    "shortfall_ratio",
     "win_probability",
 ]
 
@@ -98,6 +100,30 @@ def prediction_metrics(
             recall_score(y, pred, labels=cats, average=avg, zero_division=0)
         )
     return out
+
+
+def shortfall_ratio(glob: dict[str, float], own: dict[str, float]) -> float:
+    """One model's error over another's, from two :func:`prediction_metrics` results:
+    MAE, or the shortfalls ``1 - AUC`` and ``1 - macro recall`` (inf when only the
+    second is perfect, 1 when both are)."""
+    for key, worse_is_higher in (("mae", True), ("auc", False), ("recall_macro", False)):
+        if key in glob:
+            g, o = (glob[key], own[key]) if worse_is_higher else (1 - glob[key], 1 - own[key])
+            return float(g / o) if o > 0 else float("inf") if g > 0 else 1.0
+    raise KeyError("no comparable metric")
+
+
+def global_own_ratio(glob: NGM, own: NGM, test: pd.DataFrame) -> float | None:
+    """The global model's error relative to a client's own model on the client's rows
+    ``test``: the mean :func:`shortfall_ratio` over the variables both models know and
+    ``test`` holds, each predicted from all the others (``None`` if there are none).
+    Below 1 the federation helped the client."""
+    shared = [v for v in glob.schema.names if v in own.schema.names and v in test.columns]
+    ratios = [
+        shortfall_ratio(prediction_metrics(glob, test, v), prediction_metrics(own, test, v))
+        for v in shared
+    ]
+    return float(np.mean(ratios)) if ratios else None
 
 
 def headline_prediction(model: NGM, test: pd.DataFrame, target: str, **kwargs) -> NDArray:

@@ -5,7 +5,9 @@ common variables and the shared encoding; 2 ``graph`` — local graphs merged (n
 intersection, edges: union); 3 ``train`` — every client trains its NGM under the
 merged graph; the master samples from each client model and trains the global NGM on
 the samples (eq. 2), plus public data if it has any (eq. 3); 4 ``release`` — the
-global model goes to the clients. NGR variant (§2.5): no graph round; clients and
+global model goes to the clients (with ``test_fraction``, each client also gets its
+own model back and answers with its held-out score of the global model against it:
+``site_scores``). NGR variant (§2.5): no graph round; clients and
 master train NGRs (eq. 5). Release threshold (§2.6): the merged graph and the global
 model are released only when built from at least ``T`` clients; otherwise the run
 ends without a global model.
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fedstruct.errors import ProtocolError
+from fedstruct.errors import ConfigError, ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm
 from fedstruct.fl.message import json_bytes
 from fedstruct.graphs.graph import Graph
@@ -51,6 +53,7 @@ class FedNGMState:
     global_model: NGM | None = None
     released: bool = False
     refused: str = ""
+    site_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     history: list[dict] = field(default_factory=list)
 
 
@@ -109,14 +112,24 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         The run's seed (sampling and the global model's initialisation).
     public
         Public data the master may use in eq. (3) (``config.public_weight > 0``).
+    graph
+        An undirected graph given instead of the merged local graphs: no graph round;
+        its restriction to the common variables constrains every NGM.
     """
 
-    def __init__(self, config: FedNGMConfig, seed: int, public: pd.DataFrame | None = None) -> None:
+    def __init__(
+        self,
+        config: FedNGMConfig,
+        seed: int,
+        public: pd.DataFrame | None = None,
+        graph: Graph | None = None,
+    ) -> None:
         self.config = config
         self.seed = int(seed)
         self.public = public
+        self.graph = graph
         self.threshold = ReleaseThreshold(config.release_threshold)
-        self.rounds = 4 if config.variant == "ngm" else 3
+        self.rounds = 4 if config.variant == "ngm" and graph is None else 3
 
     def init_state(self) -> FedNGMState:
         """Nothing known yet."""
@@ -155,7 +168,26 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         state.history.append({"round": rnd, "phase": "describe", "clients": len(replies),
                               "common": len(common)})  # fmt: skip
         state.phase = "graph" if self.config.variant == "ngm" else "train"
+        if self.graph is not None:
+            state.graph, state.phase = self._given_graph(common), "train"
         return state
+
+    def _given_graph(self, common: list[str]) -> Graph:
+        """The given graph over the common variables.
+
+        Raises
+        ------
+        ConfigError
+            If it lacks common variables (named).
+        """
+        assert self.graph is not None
+        missing = [v for v in common if v not in self.graph.names]
+        if missing:
+            raise ConfigError(
+                f"the given graph lacks the common variables {missing}; give a graph over "
+                "every variable the clients share (e.g. one learned on the same columns)"
+            )
+        return self.graph.restrict(common)
 
     def _graph(self, grid: Grid, state: FedNGMState, rnd: int) -> FedNGMState:
         config = self._schema_config(state, rnd)
@@ -235,9 +267,16 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         assert state.global_model is not None
         config = self._schema_config(state, rnd)
         arrays = state.global_model.to_arrays()
-        replies = grid.send_and_receive(
-            {n: Message(RELEASE, arrays=arrays, config=config) for n in grid.node_ids()}
-        )
+        messages = {}
+        for n in grid.node_ids():
+            own = state.client_models.get(grid.node_name(n))
+            scored = self.config.test_fraction > 0 and own is not None
+            extra = {f"own:{k}": v for k, v in own.to_arrays().items()} if scored else {}
+            messages[n] = Message(RELEASE, arrays={**arrays, **extra}, config=config)
+        replies = grid.send_and_receive(messages)
+        state.site_scores = {
+            grid.node_name(k): dict(r.metrics) for k, r in sorted(replies.items()) if r.metrics
+        }
         state.released = True
         state.history.append({"round": rnd, "phase": "release", "clients": len(replies)})
         state.phase = "done"

@@ -1,0 +1,216 @@
+"""Compositions: a graph discovered across the federation feeds a structured model.
+
+Two recipes (issue 21). Each runs FedCDnv on the very clients of a structured model's
+federation, on their own columns only (non-identical variable sets, the setting
+FedCDnv is made for; a column constant at a client is treated as unobserved there),
+then runs the model on the same clients (the seed fixes them) under several graphs:
+
+``discover-then-fcm``, on F-CMs' concept federation (App. D.1: each client supervises
+a few concepts, some the task). The discovery sees the clients' concept and task
+columns (no inputs). F-CMs (the settings' model, C2BM) then runs with
+
+* ``true graph``: the benchmark's DAG, given (``--graph``);
+* ``client sub-graphs``: the paper's setting, each client proposing its true
+  sub-graph and the server voting;
+* ``discovered``: FedCDnv's PAG, given (one DAG of its class, bidirected edges
+  dropped: :func:`~fedstruct.graphs.pag.dag_member`);
+* ``local graphs``: each client proposing what it learns alone (its FCI PAG on its
+  own columns, ``client_graphs = fci``) and the server voting;
+* ``no graph``: the flat CBM.
+
+Columns: task accuracy, concept accuracy, task accuracy after intervening on the
+concepts of levels 1 and 2 (``task_accuracy_level_k``).
+
+``discover-then-fedngm``, on FedNGM's synthetic federation (a mixed-type SCM with a
+known graph; clients over-represent sub-populations and keep private variables).
+The discovery sees each client's training rows with the Fisher-z test (categorical
+codes read as numbers: an approximation for the mixed columns). FedNGM then runs with
+the ``true graph`` and the ``discovered`` one given (their moral graphs,
+``graph_rule = moral``), its own ``graphical lasso`` graphs merged (the paper), and
+the ``complete graph`` (no structure). Columns: the worst ratio of the global model's
+error to a client's own on the client's rows, the global model's public-test error
+per target kind, its samples' covariance error, the mean stitching gain.
+
+Both tables add the discovered graph's SHD to the truth over the variables it covers
+(``discovered_shd``): to the true DAG's PAG (F-CMs' networks), or, between
+dependency graphs, to the true conditional-independence graph (FedNGM's synthetic
+data keep that one). :data:`QUICK` sizes finish in about a minute each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedstruct.data.client import ClientData
+from fedstruct.experiments.compare import Comparison, compare_variants, write_results
+from fedstruct.experiments.fcm.federation import concept_data
+from fedstruct.experiments.fcm.settings import FCMRun
+from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
+from fedstruct.experiments.fedngm.settings import FedNGMRun
+from fedstruct.experiments.outcome import RunOutcome
+from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.io import write_graph
+from fedstruct.graphs.metrics import shd
+from fedstruct.graphs.pag import dag_to_pag
+from fedstruct.graphs.undirected import dependency_graph, undirected
+from fedstruct.methods.fedcdnv import FedCDnv
+
+__all__ = ["FCM_GRAPHS", "FEDNGM_GRAPHS", "QUICK", "discover", "discovery_clients"]
+
+#: Per recipe, the settings of ``--quick`` runs (one case, one seed).
+QUICK: dict[str, dict[str, Any]] = {
+    "fcm": {"samples": 4000, "rounds": 20, "max_epochs": 20},
+    "fedngm": {"variables": 12, "samples": 6000, "epochs": 15, "fidelity_samples": 1000},
+}
+#: F-CMs' graphs (module docstring); ``{truth}`` and ``{found}`` name the case's files.
+FCM_GRAPHS: dict[str, dict[str, str]] = {
+    "true graph": {"graph": "{truth}"},
+    "client sub-graphs": {},
+    "discovered": {"graph": "{found}"},
+    "local graphs": {"client_graphs": "fci"},
+    "no graph": {"model": "cbm"},
+}
+#: FedNGM's graphs (module docstring); ``{complete}``: the complete graph's file.
+FEDNGM_GRAPHS: dict[str, dict[str, str]] = {
+    "true graph": {"graph": "{truth}"},
+    "discovered": {"graph": "{found}"},
+    "graphical lasso": {},
+    "complete graph": {"graph": "{complete}"},
+}
+_FCM_METRICS = ["task_accuracy", "concept_accuracy", "task_accuracy_level_1",
+                "task_accuracy_level_2"]  # fmt: skip
+_FEDNGM_METRICS = ["worst_own_ratio", "continuous_global_public_mae",
+                   "binary_global_public_auc", "fidelity_global", "stitch_gain"]  # fmt: skip
+
+
+def discovery_clients(
+    clients: Sequence[ClientData], columns: str = "supervised"
+) -> list[ClientData]:
+    """What the discovery sees of each client: its ``supervised`` columns (F-CMs:
+    concepts and task, no inputs) or ``all`` of them (FedNGM)."""
+    return [
+        ClientData(c.name, c.rows[list(c.supervised)].reset_index(drop=True))
+        if columns == "supervised"
+        else ClientData(c.name, c.rows.reset_index(drop=True))
+        for c in clients
+    ]
+
+
+def discover(
+    clients: Sequence[ClientData], truth: Graph, folder: Path, *, seed: int, ci_test: str = "g2"
+) -> dict[str, Any]:
+    """Run FedCDnv on ``clients``; write the truth, the discovered PAG and the complete
+    graph over the truth's variables as graph.json files into ``folder``.
+
+    Returns
+    -------
+    dict
+        ``truth``, ``found``, ``complete`` (the files) and ``shd`` over the variables
+        the discovery saw: to the truth's PAG for a DAG truth, else (an undirected
+        truth) between the discovered PAG's dependency graph and the truth.
+    """
+    found = FedCDnv(seed=seed, ci_test=ci_test, constant_columns="exclude").fit(clients)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"truth": folder / "truth.json", "found": folder / "graph.json",
+             "complete": folder / "complete.json"}  # fmt: skip
+    write_graph(truth, files["truth"])
+    write_graph(found.graph_, files["found"])
+    n = len(truth.names)
+    write_graph(undirected(truth.names, ~np.eye(n, dtype=bool)), files["complete"])
+    names = [v for v in truth.names if v in found.graph_.names]
+    if truth.is_dag():
+        distance = shd(dag_to_pag(truth).restrict(names), found.graph_.restrict(names))
+    else:
+        distance = shd(truth.restrict(names), dependency_graph(found.graph_).restrict(names))
+    return {**files, "shd": float(distance)}
+
+
+def _fcm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    dataset, partition = concept_data(FCMRun(**settings))
+    return discover(discovery_clients(partition.clients), dataset.graph, folder,
+                    seed=int(settings["seed"]))  # fmt: skip
+
+
+def _fedngm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    fed = fedngm_federation(FedNGMRun(**settings))
+    return discover(discovery_clients(fed.clients, "all"), fed.dataset.graph, folder,
+                    seed=int(settings["seed"]), ci_test="fisherz")  # fmt: skip
+
+
+def _compose(
+    method: str,
+    cases: Mapping[str, Mapping[str, Any]],
+    seeds: Sequence[int],
+    graphs: Mapping[str, Mapping[str, str]],
+    discover_case: Callable[[Mapping[str, Any], Path], dict[str, Any]],
+    out: Path,
+) -> Comparison:
+    """For every case and seed: the discovery, then ``method`` under every graph."""
+    runs: dict[str, list[RunOutcome]] = {}
+    for case, settings in cases.items():
+        for seed in seeds:
+            found = discover_case({**settings, "seed": seed}, out / case / f"discovery-{seed}")
+            variants = {
+                f"{case}: {label}": {k: v.format(**found) for k, v in changes.items()}
+                for label, changes in graphs.items()
+            }
+            comparison = compare_variants(method, variants, [seed], out / case,
+                                          common=dict(settings), progress=False)  # fmt: skip
+            for label, outcomes in comparison.runs.items():
+                for outcome in outcomes:
+                    outcome.metrics["discovered_shd"] = found["shd"]
+                runs.setdefault(label, []).extend(outcomes)
+    return Comparison(method, runs)
+
+
+def _title(what: str, seeds: Sequence[int]) -> str:
+    return f"{what} ({len(seeds)} seed{'s' * (len(seeds) > 1)})"
+
+
+def _discover_then_fcm(quick: bool, out: Path) -> RecipeReport:
+    """F-CMs on discovered graphs (module docstring): asia, sachs, alarm, insurance."""
+    networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
+    seeds = range(1) if quick else range(3)
+    extra = QUICK["fcm"] if quick else {}
+    cases = {n: {"network": n, **extra} for n in networks}
+    comparison = _compose("fcm", cases, seeds, FCM_GRAPHS, _fcm_case, out)
+    metrics = [*_FCM_METRICS, "discovered_shd"]
+    table = write_results(out, comparison.rows(metrics), metrics,
+                          _title("F-CMs on discovered graphs", seeds))  # fmt: skip
+    return RecipeReport(table, out)
+
+
+def _discover_then_fedngm(quick: bool, out: Path) -> RecipeReport:
+    """FedNGM on discovered graphs (module docstring): the synthetic federation."""
+    seeds = range(1) if quick else range(3)
+    cases = {"synthetic": {"dataset": "synthetic", **(QUICK["fedngm"] if quick else {})}}
+    comparison = _compose("fedngm", cases, seeds, FEDNGM_GRAPHS, _fedngm_case, out)
+    for outcomes in comparison.runs.values():
+        for outcome in outcomes:
+            gains = [v for k, v in outcome.metrics.items()
+                     if k.startswith("stitch_gain_client-") and k.count("_") == 2]  # fmt: skip
+            outcome.metrics["stitch_gain"] = float(np.mean(gains)) if gains else float("nan")
+    metrics = [*_FEDNGM_METRICS, "discovered_shd"]
+    table = write_results(out, comparison.rows(metrics), metrics,
+                          _title("FedNGM on discovered graphs", seeds))  # fmt: skip
+    return RecipeReport(table, out)
+
+
+for _recipe in (
+    Recipe(
+        "discover-then-fcm",
+        "FedCDnv's graph feeds F-CMs: true, client, discovered, local and no graph",
+        _discover_then_fcm,
+    ),
+    Recipe(
+        "discover-then-fedngm",
+        "FedCDnv's graph feeds FedNGM: true, discovered, graphical-lasso, complete graph",
+        _discover_then_fedngm,
+    ),
+):
+    register_recipe(_recipe)
