@@ -13,7 +13,8 @@ columns (no inputs). F-CMs (the settings' model, C2BM) then runs with
 * ``client sub-graphs``: the paper's setting, each client proposing its true
   sub-graph and the server voting;
 * ``discovered``: FedCDnv's PAG, given (one DAG of its class, bidirected edges
-  dropped: :func:`~fedstruct.graphs.pag.dag_member`);
+  dropped: :func:`~fedstruct.graphs.pag.dag_member`), and ``discovered, oriented``:
+  the same with the bidirected edges oriented (``bidirected = orient``);
 * ``local graphs``: each client proposing what it learns alone (its FCI PAG on its
   own columns, ``client_graphs = fci``) and the server voting;
 * ``no graph``: the flat CBM.
@@ -24,12 +25,15 @@ concepts of levels 1 and 2 (``task_accuracy_level_k``).
 ``discover-then-fedngm``, on FedNGM's synthetic federation (a mixed-type SCM with a
 known graph; clients over-represent sub-populations and keep private variables).
 The discovery sees each client's training rows with the Fisher-z test (categorical
-codes read as numbers: an approximation for the mixed columns). FedNGM then runs with
-the ``true graph`` and the ``discovered`` one given (their moral graphs,
-``graph_rule = moral``), its own ``graphical lasso`` graphs merged (the paper), and
-the ``complete graph`` (no structure). Columns: the worst ratio of the global model's
-error to a client's own on the client's rows, the global model's public-test error
-per target kind, its samples' covariance error, the mean stitching gain.
+codes read as numbers: an approximation for the mixed columns), once on all of each
+client's columns and once on the common ones only (the clients' private variables
+then act as latent variables of the common ones, as they do for FedNGM). FedNGM then
+runs with the ``true graph``, the ``discovered`` and the ``discovered on common``
+graphs given (their moral graphs, ``graph_rule = moral``), its own ``graphical
+lasso`` graphs merged (the paper), and the ``complete graph`` (no structure).
+Columns: the worst ratio of the global model's error to a client's own on the
+client's rows, the global model's public-test error per target kind, its samples'
+covariance error, the mean stitching gain.
 
 Both tables add the discovered graph's SHD to the truth over the variables it covers
 (``discovered_shd``): to the true DAG's PAG (F-CMs' networks), or, between
@@ -72,6 +76,7 @@ FCM_GRAPHS: dict[str, dict[str, str]] = {
     "true graph": {"graph": "{truth}"},
     "client sub-graphs": {},
     "discovered": {"graph": "{found}"},
+    "discovered, oriented": {"graph": "{found}", "bidirected": "orient"},
     "local graphs": {"client_graphs": "fci"},
     "no graph": {"model": "cbm"},
 }
@@ -79,6 +84,7 @@ FCM_GRAPHS: dict[str, dict[str, str]] = {
 FEDNGM_GRAPHS: dict[str, dict[str, str]] = {
     "true graph": {"graph": "{truth}"},
     "discovered": {"graph": "{found}"},
+    "discovered on common": {"graph": "{found_common}"},
     "graphical lasso": {},
     "complete graph": {"graph": "{complete}"},
 }
@@ -111,8 +117,8 @@ def discover(
     -------
     dict
         ``truth``, ``found``, ``complete`` (the files) and ``shd`` over the variables
-        the discovery saw: to the truth's PAG for a DAG truth, else (an undirected
-        truth) between the discovered PAG's dependency graph and the truth.
+        the discovery saw: to the PAG of a DAG truth with the others latent, else (an
+        undirected truth) between the discovered PAG's dependency graph and the truth.
     """
     found = FedCDnv(seed=seed, ci_test=ci_test, constant_columns="exclude").fit(clients)
     folder.mkdir(parents=True, exist_ok=True)
@@ -123,8 +129,9 @@ def discover(
     n = len(truth.names)
     write_graph(undirected(truth.names, ~np.eye(n, dtype=bool)), files["complete"])
     names = [v for v in truth.names if v in found.graph_.names]
-    if truth.is_dag():
-        distance = shd(dag_to_pag(truth).restrict(names), found.graph_.restrict(names))
+    if truth.is_dag():  # the PAG of the truth's marginal over the variables seen
+        unseen = [v for v in truth.names if v not in names]
+        distance = shd(dag_to_pag(truth, unseen), found.graph_.restrict(names))
     else:
         distance = shd(truth.restrict(names), dependency_graph(found.graph_).restrict(names))
     return {**files, "shd": float(distance)}
@@ -138,8 +145,12 @@ def _fcm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
 
 def _fedngm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     fed = fedngm_federation(FedNGMRun(**settings))
-    return discover(discovery_clients(fed.clients, "all"), fed.dataset.graph, folder,
-                    seed=int(settings["seed"]), ci_test="fisherz")  # fmt: skip
+    seed, truth = int(settings["seed"]), fed.dataset.graph
+    seen = discovery_clients(fed.clients, "all")
+    found = discover(seen, truth, folder / "all", seed=seed, ci_test="fisherz")
+    common = [ClientData(c.name, c.rows[list(fed.common)]) for c in seen]
+    on_common = discover(common, truth, folder / "common", seed=seed, ci_test="fisherz")
+    return {**found, "found_common": on_common["found"]}
 
 
 def _compose(
