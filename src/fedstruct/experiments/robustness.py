@@ -52,40 +52,34 @@ from fedstruct.graphs.graph import ARROW, TAIL, Graph
 from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.perturb import perturb_graph
 
-__all__ = ["AGGREGATORS", "AdversarialBackend", "AdversarialClient"]
+__all__ = ["AGGREGATORS", "BENCHMARKS", "AdversarialBackend", "AdversarialClient"]
 
 #: Edge belief of an adversary's FED-CD reply where its perturbed graph has an edge
 #: (and one minus it where it has none).
 BELIEF = 0.9
 
-#: Aggregator label -> (method, settings of its six-client benchmark run).
+#: Aggregator label -> (method, the settings that choose the aggregator).
 AGGREGATORS: dict[str, tuple[str, dict[str, Any]]] = {
-    "FedCDnv tpss": ("fedcdnv", {"network": "sachs", "reference": False}),
-    "FedCDnv vote": ("fedcdnv", {"network": "sachs", "reference": False, "strategy": "vote"}),
-    "FED-CD proximity": ("fedcd", {"network": "asia", "alone": "none"}),
-    "FED-CD vote": ("fedcd", {"network": "asia", "alone": "none", "aggregation": "vote"}),
-    "F-CMs strength vote": (
-        "fcm",
-        {"network": "asia", "initial_clients": 6, "clients_per_round": 6, "rounds": 2},
-    ),
-    "FedNGM merge": (
-        "fedngm",
-        {"dataset": "synthetic", "variables": 20, "samples": 20_000, "epochs": 3},
-    ),
+    "FedCDnv tpss": ("fedcdnv", {"strategy": "tpss"}),
+    "FedCDnv vote": ("fedcdnv", {"strategy": "vote"}),
+    "FED-CD proximity": ("fedcd", {"aggregation": "proximity"}),
+    "FED-CD vote": ("fedcd", {"aggregation": "vote"}),
+    "F-CMs strength vote": ("fcm", {}),
+    "FedNGM merge": ("fedngm", {}),
 }
-#: Per method, what ``--quick`` changes (smaller data, shorter training).
-QUICK: dict[str, dict[str, Any]] = {
-    "fedcdnv": {"max_samples": 800},
-    "fedcd": {
-        "rounds": 2,
-        "epochs_per_round": 1,
-        "model_steps": 60,
-        "graph_steps": 10,
-        "samples": 1000,
-        "samples_per_intervention": 50,
-    },
-    "fcm": {"samples": 2000, "autoencoder_epochs": 5},
-    "fedngm": {"samples": 6000},
+#: Per method, its six-client benchmark at full size.
+BENCHMARKS: dict[str, dict[str, Any]] = {
+    "fedcdnv": {"network": "sachs", "reference": False},
+    "fedcd": {"network": "asia", "alone": "none"},
+    "fcm": {"network": "asia", "initial_clients": 6, "clients_per_round": 6, "rounds": 2},
+    "fedngm": {"dataset": "synthetic", "variables": 20, "samples": 20_000, "epochs": 3},
+}
+#: What ``--quick`` keeps of a benchmark over the method's own quick settings
+#: (:attr:`~fedstruct.experiments.runs.Runnable.quick`, a run of seconds): six
+#: clients there from round 1, enough variables for six FedNGM sub-populations.
+_QUICK_KEEPS: dict[str, dict[str, Any]] = {
+    "fcm": {"initial_clients": 6, "clients_per_round": 6, "arrival_round": 0},
+    "fedngm": {"variables": 20, "samples": 6000},
 }
 
 
@@ -220,8 +214,10 @@ def robustness_runs(
         entry = runnable(method)
         for k in adversaries:
             for seed in seeds:
-                smaller = QUICK[method] if quick else {}
-                layer = {**changes, **smaller, "clients": 6, "seed": seed}
+                layer = dict(BENCHMARKS[method])
+                if quick:
+                    layer.update({**entry.quick, **_QUICK_KEEPS.get(method, {})})
+                layer.update({**changes, "clients": 6, "seed": seed})
                 settings = apply_settings(entry.settings(), layer, method=method)
                 model = entry.method(settings)
                 liars = entry.client_names(settings)[:k]
@@ -244,7 +240,8 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
         {"name": label, "federated_shd": float(np.mean(v)), "federated_shd_std": float(np.std(v))}
         for label, v in results.items()
     ]
-    title = f"SHD of the federated graph, 0-2 of 6 clients lying ({len(seeds)} seeds)"
+    plural = "s" * (len(seeds) > 1)
+    title = f"SHD of the federated graph, 0-2 of 6 clients lying ({len(seeds)} seed{plural})"
     table = write_results(out, rows, ["federated_shd"], title)
     return RecipeReport(table, out)
 
