@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from fedstruct.data.client import ClientData
 from fedstruct.experiments.compare import write_results
@@ -48,9 +47,10 @@ from fedstruct.fl.client import Client
 from fedstruct.fl.grid import Grid, LocalGrid, torch_threads
 from fedstruct.fl.message import Message
 from fedstruct.fl.participation import Participation
-from fedstruct.graphs.graph import ARROW, TAIL, Graph
+from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.perturb import perturb_graph
+from fedstruct.methods.fedcd.learner import Beliefs
 
 __all__ = ["AGGREGATORS", "BENCHMARKS", "AdversarialBackend", "AdversarialClient"]
 
@@ -121,17 +121,17 @@ class AdversarialClient:
         return Message(reply.kind, arrays, reply.config, reply.metrics)
 
     def _beliefs(self, gamma: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """FED-CD's beliefs with the graph they imply (edge belief
-        ``σ(γ_ij) σ(θ_ij) > 0.5``) perturbed: an edge the lie adds or reverses gets
-        belief :data:`BELIEF` (γ and θ), an edge it removes ``1 - BELIEF`` (γ); every
-        other belief stays the client's own."""
-        edges = expit(gamma) * expit(theta) > 0.5
-        np.fill_diagonal(edges, False)
+        """FED-CD's beliefs with the graph they imply (ENCO's final graph,
+        :meth:`~fedstruct.methods.fedcd.learner.Beliefs.adjacency`) perturbed: an edge
+        the lie adds or reverses gets belief :data:`BELIEF` (γ and θ), an edge it
+        removes ``1 - BELIEF`` (γ); every other belief stays the client's own."""
+        edges = Beliefs(gamma, theta).adjacency()  # θ is antisymmetric: no two-cycle
         names = [str(k) for k in range(len(edges))]
-        lied = perturb_graph(Graph(names, _dag_marks(edges)), self.rate, self.rng).directed()
+        lied = perturb_graph(Graph.from_dag_matrix(names, edges), self.rate, self.rng)
+        lied_edges = lied.directed()
         logit = float(np.log(BELIEF / (1 - BELIEF)))
         gamma, theta = gamma.copy(), theta.copy()
-        added, removed = lied & ~edges, edges & ~lied
+        added, removed = lied_edges & ~edges, edges & ~lied_edges
         gamma[added], theta[added], theta[added.T] = logit, logit, -logit
         gamma[removed] = -logit
         return gamma, theta
@@ -143,15 +143,6 @@ class AdversarialClient:
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore the honest client's state."""
         self.inner.set_state(state)
-
-
-def _dag_marks(edges: np.ndarray) -> np.ndarray:
-    """Endpoint marks of the directed edges ``edges[i, j]`` (``i -> j``; a pair with
-    both directions keeps them both as arrowheads: ``i <-> j``)."""
-    marks = np.zeros(edges.shape, dtype=np.int8)
-    marks[edges] = ARROW
-    marks[edges.T & ~edges] = TAIL
-    return marks
 
 
 class AdversarialBackend(LocalBackend):
