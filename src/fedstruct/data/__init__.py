@@ -7,7 +7,7 @@ with a package, and readers of standard files a user already has, are in
 that method's slice, ``fedstruct.experiments.<method>.federation``.
 """
 
-from fedstruct.data.client import OBSERVATIONAL, ClientData, check_federation
+from fedstruct.data.client import OBSERVATIONAL, ClientData, ClientsOnDemand, check_federation
 from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.images import (
@@ -64,6 +64,7 @@ __all__ = [
     "UNIFORM",
     "CategoricalSCM",
     "ClientData",
+    "ClientsOnDemand",
     "ColumnSchema",
     "DiscreteNetwork",
     "EncodedSite",

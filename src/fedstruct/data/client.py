@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from numpy.typing import NDArray
 from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
 
-__all__ = ["OBSERVATIONAL", "ClientData", "check_federation"]
+__all__ = ["OBSERVATIONAL", "ClientData", "ClientsOnDemand", "check_federation"]
 
 #: Value of :attr:`ClientData.intervention` for a row sampled without intervention.
 OBSERVATIONAL = -1
@@ -192,6 +193,67 @@ class ClientData:
             if self.graph is None
             else self.graph.restrict([v for v in self.graph.names if v in variables]),
         )
+
+
+class ClientsOnDemand(Sequence[ClientData]):
+    """A federation's clients, each built the first time it is read.
+
+    The built-in federations decide for every client at once which rows and variables
+    it gets (a split draws over all of them), then build client ``k``'s
+    :class:`ClientData` only when ``clients[k]`` is read. A deployment's node that
+    hosts built-in partition ``k`` reads ``clients[k]`` only, so no other client's
+    data is built in its process, and a simulation that draws each client's rows on
+    their own (FedCDnv) never draws the others'.
+
+    Parameters
+    ----------
+    names
+        The clients' names, in order (known without building any client).
+    build
+        ``build(k)``: client ``k``'s data, called at most once per client (kept).
+
+    Raises
+    ------
+    DataError
+        When a built client's name is not ``names[k]``.
+    """
+
+    def __init__(self, names: Sequence[str], build: Callable[[int], ClientData]) -> None:
+        self.names = tuple(names)
+        self._build = build
+        self._built: dict[int, ClientData] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> ClientData: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ClientData]: ...
+
+    def __getitem__(self, index: int | slice) -> ClientData | list[ClientData]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        k = operator.index(index)
+        k = k + len(self) if k < 0 else k
+        if not 0 <= k < len(self):
+            raise IndexError(f"client index {index} out of range for {len(self)} clients")
+        if k not in self._built:
+            client = self._build(k)
+            if client.name != self.names[k]:
+                raise DataError(
+                    f"client {k} was built as {client.name!r}, expected {self.names[k]!r}"
+                )
+            self._built[k] = client
+        return self._built[k]
+
+    def map(self, change: Callable[[ClientData], ClientData]) -> ClientsOnDemand:
+        """These clients with ``change`` applied to each when it is built."""
+        return ClientsOnDemand(self.names, lambda k: change(self[k]))
+
+    def __repr__(self) -> str:
+        return f"ClientsOnDemand({list(self.names)}, built={sorted(self._built)})"
 
 
 def _check_finite(name: str, rows: pd.DataFrame) -> None:

@@ -27,7 +27,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from fedstruct.data._shared import SeedLike, make_rng
-from fedstruct.data.client import ClientData
+from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.errors import PartitionError, unknown_choice_message
 
 __all__ = [
@@ -145,8 +145,11 @@ def horizontal(
     intervention: ArrayLike | None = None,
     supervised: Sequence[str] = (),
     names: Sequence[str] | None = None,
-) -> list[ClientData]:
+) -> ClientsOnDemand:
     """Split rows IID over clients: a random permutation cut into consecutive blocks.
+
+    The split is drawn at once; each client's :class:`ClientData` is built when it is
+    first read (:class:`~fedstruct.data.client.ClientsOnDemand`).
 
     Parameters
     ----------
@@ -181,19 +184,18 @@ def horizontal(
     if codes is not None and codes.shape != (n,):
         raise PartitionError(f"intervention must have one code per row ({n}), got {codes.shape}")
     cuts = np.cumsum(_split_sizes(n, k, sizes, proportions, "rows"))[:-1]
-    perm = make_rng(seed).permutation(n)
-    out = []
-    for name, part in zip(names, np.split(perm, cuts), strict=True):
-        idx = np.sort(part)
-        out.append(
-            ClientData(
-                name,
-                rows.iloc[idx],
-                supervised=tuple(supervised),
-                intervention=None if codes is None else codes[idx],
-            )
+    parts = [np.sort(part) for part in np.split(make_rng(seed).permutation(n), cuts)]
+
+    def build(c: int) -> ClientData:
+        idx = parts[c]
+        return ClientData(
+            names[c],
+            rows.iloc[idx],
+            supervised=tuple(supervised),
+            intervention=None if codes is None else codes[idx],
         )
-    return out
+
+    return ClientsOnDemand(names, build)
 
 
 # --------------------------------------------------------------- label skew

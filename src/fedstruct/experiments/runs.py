@@ -4,7 +4,9 @@ Every runnable method registers a :class:`Runnable` with three pieces, so that t
 same run works in one process and across machines:
 
 - ``federation(settings)``: every client's data, named ``client-1 .. client-K``
-  (deterministic in the settings, so a SuperNode rebuilds exactly its own share);
+  (deterministic in the settings, so a SuperNode rebuilds exactly its own share;
+  built-in federations build each client when it is read,
+  :class:`~fedstruct.data.ClientsOnDemand`);
 - ``method(settings)``: the estimator (its ``make_client`` builds a node's client);
 - ``run(settings, ctx, method, clients)``: the server side — fit on the backend and
   compute metrics and plots. ``clients`` is the data on in-process backends and
@@ -29,7 +31,7 @@ from typing import Any
 
 from fedstruct import __version__
 from fedstruct.constraints import Interval, OneOf, check_fields
-from fedstruct.data.client import ClientData
+from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
@@ -232,7 +234,7 @@ class Runnable:
     name: str
     summary: str
     settings: type
-    federation: Callable[[Any], list[ClientData]]
+    federation: Callable[[Any], Sequence[ClientData]]
     method: Callable[[Any], Federated]
     run: Callable[[Any, RunContext, Any, Sequence[ClientData] | Sequence[str]], RunOutcome]
     #: Settings of a small run that finishes in seconds (backend-equivalence tests).
@@ -250,8 +252,12 @@ class Runnable:
         """The clients' names: the sites' names, or ``client-1 .. client-K``."""
         return settings.client_names()
 
-    def build_clients(self, settings: Any) -> list[ClientData]:
+    def build_clients(self, settings: Any) -> Sequence[ClientData]:
         """:attr:`federation` checked to hold the expected clients in order.
+
+        A built-in federation's clients come :class:`~fedstruct.data.ClientsOnDemand`:
+        their names are checked without building any, and a deployment's node that
+        reads its own client builds none of the others.
 
         Raises
         ------
@@ -259,11 +265,15 @@ class Runnable:
             If the federation's clients are not ``client-1 .. client-K``.
         """
         clients = self.federation(settings)
+        found = (
+            list(clients.names)
+            if isinstance(clients, ClientsOnDemand)
+            else [c.name for c in clients]
+        )
         expected = self.client_names(settings)
-        if [c.name for c in clients] != expected:
+        if found != expected:
             raise DataError(
-                f"{self.name}: the federation's clients are {[c.name for c in clients]}, "
-                f"expected {expected}"
+                f"{self.name}: the federation's clients are {found}, expected {expected}"
             )
         return clients
 

@@ -75,7 +75,7 @@ def test_fedcdnv_rounds_and_sources_are_checked():
 def test_a_constant_column_is_named_unless_excluded():
     net = load_network("asia")
     split = variable_subsets(net.names, 2, seed=0, overlap=1.0)
-    clients = variable_subset_clients(net, split, seed=0, n_range=(200, 200))
+    clients = list(variable_subset_clients(net, split, seed=0, n_range=(200, 200)))
     rows = clients[0].rows.copy()
     rows["asia"] = 0
     clients[0] = type(clients[0])(clients[0].name, rows)

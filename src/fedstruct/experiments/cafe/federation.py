@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from fedstruct.data._shared import SeedLike
-from fedstruct.data.client import ClientData
+from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.datasets.images import load_images
 from fedstruct.data.images import (
     LABEL,
@@ -55,8 +55,8 @@ class ImageFederation:
     Attributes
     ----------
     clients
-        One :class:`ClientData` per client: rows from :func:`to_rows`, supervising
-        ``"label"``.
+        One :class:`ClientData` per client, built when first read: rows from
+        :func:`to_rows`, supervising ``"label"``.
     split
         The :class:`LabelSkewSplit` (indices into the image set's training data).
     test
@@ -69,7 +69,7 @@ class ImageFederation:
         Class names, by code.
     """
 
-    clients: tuple[ClientData, ...]
+    clients: ClientsOnDemand
     split: LabelSkewSplit
     test: pd.DataFrame
     shape: tuple[int, int, int]
@@ -127,16 +127,14 @@ def image_clients(
             min_per_client,
         )
     names = client_names(len(split.clients))
-    clients = tuple(
-        ClientData(
-            name,
-            to_rows(images.train_images[idx], images.train_labels[idx]),
-            supervised=(LABEL,),
-        )
-        for name, idx in zip(names, split.clients, strict=True)
-    )
+
+    def build(k: int) -> ClientData:
+        idx = split.clients[k]
+        rows = to_rows(images.train_images[idx], images.train_labels[idx])
+        return ClientData(names[k], rows, supervised=(LABEL,))
+
     return ImageFederation(
-        clients=clients,
+        clients=ClientsOnDemand(names, build),
         split=split,
         test=to_rows(images.test_images, images.test_labels),
         shape=images.shape,
@@ -166,11 +164,11 @@ def federation(s: CafeRun) -> ImageFederation:
                        s.min_per_client, s.seed)  # fmt: skip
 
 
-def build_clients(s: CafeRun) -> list[ClientData]:
+def build_clients(s: CafeRun) -> Sequence[ClientData]:
     """The clients' images, as rows (a user's image sites, or the paper's split)."""
     if s.from_files:
         return image_sites(s).clients
-    return list(federation(s).clients)
+    return federation(s).clients
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data._shared import make_rng, round_half_up
 from fedstruct.data.checks import fraction, integer_at_least
-from fedstruct.data.client import ClientData
+from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.partition import balanced_sizes
 from fedstruct.data.sites import LEVELLED, SiteFederation, require_kinds
@@ -82,7 +82,7 @@ class ConceptPartition:
         The data set's test rows: features and every label (fully labelled).
     """
 
-    clients: list[ClientData]
+    clients: ClientsOnDemand
     cohort: dict[str, int]
     new_concepts: tuple[str, ...]
     true_graphs: dict[str, Graph]
@@ -314,10 +314,10 @@ def concept_clients(
     features = dataset.features
     feats = pd.DataFrame(np.asarray(dataset.x), columns=list(features))
     codes = dataset.labels.to_numpy(dtype=np.int64)
-    clients = []
-    for k, part in enumerate(np.split(perm, cuts)):
-        idx = np.sort(part)
-        own = np.flatnonzero(nodes[k])
+    parts = [np.sort(part) for part in np.split(perm, cuts)]
+
+    def build(k: int) -> ClientData:
+        idx, own = parts[k], np.flatnonzero(nodes[k])
         rows = pd.concat(
             [
                 feats.iloc[idx].set_axis(idx, axis=0),
@@ -326,16 +326,11 @@ def concept_clients(
             axis=1,
         )
         name = client_names[k]
-        clients.append(
-            ClientData(
-                name,
-                rows,
-                supervised=tuple(names[v] for v in own),
-                graph=client_graphs[name],
-            )
-        )
+        supervised = tuple(names[v] for v in own)
+        return ClientData(name, rows, supervised=supervised, graph=client_graphs[name])
+
     return ConceptPartition(
-        clients=clients,
+        clients=ClientsOnDemand(client_names, build),
         cohort={client_names[k]: cohorts[k] for k in range(n_clients)},
         new_concepts=tuple(names[v] for v in np.flatnonzero(new)),
         true_graphs=true_graphs,
@@ -487,14 +482,14 @@ def concept_data(s: FCMRun) -> tuple[ConceptDataset, ConceptPartition]:
     return data, part
 
 
-def build_federation(s: FCMRun) -> list[ClientData]:
+def build_federation(s: FCMRun) -> Sequence[ClientData]:
     """The clients (App. D.1): initial cohort first, then the late one; or the sites'
     files (:func:`site_clients`)."""
     if s.from_files:
         return site_clients(s)
     clients = concept_data(s)[1].clients
     if s.client_graphs == "fci":
-        return [dataclasses.replace(c, graph=own_fci_graph(c)) for c in clients]
+        return clients.map(lambda c: dataclasses.replace(c, graph=own_fci_graph(c)))
     return clients
 
 

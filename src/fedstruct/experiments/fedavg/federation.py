@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from fedstruct.data import ClientData, load_network
+from fedstruct.data import ClientData, ClientsOnDemand, load_network
 from fedstruct.data.partition import client_names, horizontal, label_skew
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 from fedstruct.experiments.sites import site_federation
@@ -12,7 +14,7 @@ from fedstruct.experiments.sites import site_federation
 __all__ = ["federation"]
 
 
-def federation(settings: FedAvgRun) -> list[ClientData]:
+def federation(settings: FedAvgRun) -> Sequence[ClientData]:
     """Sample the training rows and split them over ``client-1 .. client-K``, or read
     the sites' files (every column categorical: FedAvg's classifier one-hot codes them)."""
     if settings.from_files:
@@ -30,7 +32,8 @@ def federation(settings: FedAvgRun) -> list[ClientData]:
         min_per_client=settings.min_per_client,
         seed=settings.seed,
     )
-    return [
-        ClientData(name, rows.iloc[np.sort(idx)].reset_index(drop=True))
-        for name, idx in zip(client_names(settings.clients), split.clients, strict=True)
-    ]
+    names = client_names(settings.clients)
+    return ClientsOnDemand(
+        names,
+        lambda k: ClientData(names[k], rows.iloc[np.sort(split.clients[k])].reset_index(drop=True)),
+    )

@@ -8,13 +8,15 @@ sets (§6.4). :func:`build_federation` builds the run's clients from its setting
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
-from fedstruct.data import ClientData, load_network
+from fedstruct.data import ClientData, ClientsOnDemand, load_network
 from fedstruct.data._shared import SeedLike, check_sample_size, child_seed, make_rng
 from fedstruct.data.client import OBSERVATIONAL
 from fedstruct.data.discrete import UNIFORM
@@ -45,11 +47,14 @@ def _draw_interventional(
     targets: Sequence[str] | None,
     seed: SeedLike,
     value: Any,
-) -> tuple[list[str], pd.DataFrame, dict[str, pd.DataFrame]]:
+) -> tuple[list[str], pd.DataFrame, list[str], Callable[[str], pd.DataFrame]]:
     """The global data set ``D = D_obs ∪ D_int``: one seed stream per part and target.
 
-    Target ``t`` is sampled with seed ``(seed, 1, position of t among the columns)``, so
-    the global data set does not depend on how it is later split.
+    Returns the columns, the observational rows, the targets and ``rows_of(t)``, the
+    rows under ``do(t = value)``, drawn the first time they are asked for (a client
+    holding some targets only draws theirs). Target ``t`` is sampled with seed
+    ``(seed, 1, position of t among the columns)``, so the global data set does not
+    depend on how it is later split.
     """
     if n_observational != 0:
         check_sample_size(n_observational, "n_observational")
@@ -66,13 +71,13 @@ def _draw_interventional(
         )
     if len(set(chosen)) != len(chosen):
         raise PartitionError(f"intervention targets repeat: {chosen}")
-    inter = {
-        t: sampler.sample(
-            n_per_intervention, seed=child_seed(seed, 1, columns.index(t)), interventions={t: value}
-        )
-        for t in chosen
-    }
-    return columns, obs, inter
+
+    @cache
+    def rows_of(target: str) -> pd.DataFrame:
+        seed_t = child_seed(seed, 1, columns.index(target))
+        return sampler.sample(n_per_intervention, seed=seed_t, interventions={target: value})
+
+    return columns, obs, chosen, rows_of
 
 
 def _client(
@@ -97,7 +102,7 @@ def vertical_interventions(
     targets: Sequence[str] | None = None,
     value: Any = UNIFORM,
     names: Sequence[str] | None = None,
-) -> list[ClientData]:
+) -> ClientsOnDemand:
     """Disjoint intervention targets per client (FED-CD §5.2 and §6.4, "vertical" split).
 
     The global data set has ``n_observational`` observational rows and
@@ -120,10 +125,9 @@ def vertical_interventions(
     """
     k = check_n_clients(n_clients)
     names = client_names(k, names)
-    columns, obs, inter = _draw_interventional(
+    columns, obs, chosen, rows_of = _draw_interventional(
         sampler, n_observational, n_per_intervention, targets, seed, value
     )
-    chosen = list(inter)
     if targets_per_client is None:
         sizes = balanced_sizes(len(chosen), k)
     else:
@@ -135,31 +139,34 @@ def vertical_interventions(
             )
     order = make_rng(child_seed(seed, 2)).permutation(len(chosen))
     groups = np.split(order, np.cumsum(sizes)[:-1])
-    obs_parts = _observational_shares(obs, k, seed)
-    out = []
-    for c, name in enumerate(names):
-        mine = sorted((chosen[i] for i in groups[c]), key=columns.index)
-        if not mine and len(obs_parts[c]) == 0:
+    obs_parts = _observational_shares(len(obs), k, seed)
+    own_targets = [sorted((chosen[i] for i in group), key=columns.index) for group in groups]
+    for name, mine, obs_part in zip(names, own_targets, obs_parts, strict=True):
+        if not mine and obs_part.size == 0:
             raise PartitionError(
                 f"client {name!r} would get no rows (no targets, no observational rows); "
                 "give it targets or more observational rows"
             )
-        out.append(_client(name, columns, obs_parts[c], [(t, inter[t]) for t in mine]))
-    return out
+
+    def build(c: int) -> ClientData:
+        parts = [(t, rows_of(t)) for t in own_targets[c]]
+        return _client(names[c], columns, obs.iloc[obs_parts[c]], parts)
+
+    return ClientsOnDemand(names, build)
 
 
-def _observational_shares(obs: pd.DataFrame, k: int, seed: SeedLike) -> list[pd.DataFrame]:
-    """Observational rows split IID in balanced shares (none if there are none)."""
-    n = len(obs)
+def _observational_shares(n: int, k: int, seed: SeedLike) -> list[NDArray[np.int64]]:
+    """Positions of the ``n`` observational rows split IID in ``k`` balanced shares
+    (all empty if there are none)."""
     if n == 0:
-        return [obs] * k
+        return [np.zeros(0, dtype=np.int64)] * k
     if n < k:
         raise PartitionError(
             f"{n} observational rows cannot be shared by {k} clients; "
             "give at least one per client or none"
         )
     perm = make_rng(child_seed(seed, 3)).permutation(n)
-    return [obs.iloc[np.sort(p)] for p in np.split(perm, np.cumsum(balanced_sizes(n, k))[:-1])]
+    return [np.sort(p) for p in np.split(perm, np.cumsum(balanced_sizes(n, k))[:-1])]
 
 
 def horizontal_interventions(
@@ -172,7 +179,7 @@ def horizontal_interventions(
     targets: Sequence[str] | None = None,
     value: Any = UNIFORM,
     names: Sequence[str] | None = None,
-) -> list[ClientData]:
+) -> ClientsOnDemand:
     """Every client gets rows of every target (FED-CD §5.1 and §6.2, "horizontal" split).
 
     The same global data set as :func:`vertical_interventions` (same seed, same rows);
@@ -194,16 +201,22 @@ def horizontal_interventions(
             f"{n_per_intervention} rows per target cannot give each of {k} clients one; "
             "raise n_per_intervention"
         )
-    columns, obs, inter = _draw_interventional(
+    columns, obs, chosen, rows_of = _draw_interventional(
         sampler, n_observational, n_per_intervention, targets, seed, value
     )
-    obs_parts = _observational_shares(obs, k, seed)
-    shares: list[list[tuple[str, pd.DataFrame]]] = [[] for _ in range(k)]
-    for t, frame in inter.items():
-        perm = make_rng(child_seed(seed, 4, columns.index(t))).permutation(len(frame))
-        for c, p in enumerate(np.split(perm, np.cumsum(balanced_sizes(len(frame), k))[:-1])):
-            shares[c].append((t, frame.iloc[np.sort(p)]))
-    return [_client(names[c], columns, obs_parts[c], shares[c]) for c in range(k)]
+    obs_parts = _observational_shares(len(obs), k, seed)
+    cuts = np.cumsum(balanced_sizes(n_per_intervention, k))[:-1]
+    shares: list[list[tuple[str, NDArray[np.int64]]]] = [[] for _ in range(k)]
+    for t in chosen:
+        perm = make_rng(child_seed(seed, 4, columns.index(t))).permutation(n_per_intervention)
+        for c, p in enumerate(np.split(perm, cuts)):
+            shares[c].append((t, np.sort(p)))
+
+    def build(c: int) -> ClientData:
+        parts = [(t, rows_of(t).iloc[p]) for t, p in shares[c]]
+        return _client(names[c], columns, obs.iloc[obs_parts[c]], parts)
+
+    return ClientsOnDemand(names, build)
 
 
 def source(s: FedCDRun) -> tuple[Graph, object]:
@@ -217,7 +230,7 @@ def source(s: FedCDRun) -> tuple[Graph, object]:
     return net.graph, net
 
 
-def build_federation(s: FedCDRun) -> list[ClientData]:
+def build_federation(s: FedCDRun) -> Sequence[ClientData]:
     """Every client's observational share and interventional rows (§6.1, §9.5), or the
     sites' files (:func:`site_clients`)."""
     if s.from_files:

@@ -19,7 +19,7 @@ from numbers import Real
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.data import ClientData, load_network, random_discrete_network
+from fedstruct.data import ClientData, ClientsOnDemand, load_network, random_discrete_network
 from fedstruct.data._shared import SeedLike, check_sample_size, child_seed, make_rng, round_half_up
 from fedstruct.data.datasets.sachs import RowSampler, load_sachs_data, sachs_ground_truth
 from fedstruct.data.partition import Sampler, check_n_clients, client_names
@@ -207,12 +207,13 @@ def variable_subset_clients(
     seed: SeedLike,
     n_range: tuple[int, int] = (100, 2000),
     names: Sequence[str] | None = None,
-) -> list[ClientData]:
+) -> ClientsOnDemand:
     """Each client's own data set: ``n_k`` fresh rows of its variables (FedCDnv §4.1).
 
     ``n_k`` is drawn uniformly from the integers in ``[n_min, n_max]`` (FedCDnv's default
     ``[100, 2000]``); client ``k``'s rows are an independent sample from ``sampler``,
-    restricted to ``split.clients[k]``.
+    restricted to ``split.clients[k]``, drawn when client ``k`` is first read (a node
+    hosting one client draws only its rows).
 
     Raises
     ------
@@ -230,16 +231,18 @@ def variable_subset_clients(
     names = client_names(k, names)
     rng = make_rng(child_seed(seed, 0))
     sizes = rng.integers(lo, hi + 1, size=k)
-    out = []
-    for c, (name, variables) in enumerate(zip(names, split.clients, strict=True)):
+
+    def draw(c: int) -> ClientData:
         frame = sampler.sample(int(sizes[c]), seed=child_seed(seed, 1, c))
+        variables = list(split.clients[c])
         missing = [v for v in variables if v not in frame.columns]
         if missing:
             raise UnknownVariableError(
-                f"client {name!r} observes {missing}, which the sampler does not return"
+                f"client {names[c]!r} observes {missing}, which the sampler does not return"
             )
-        out.append(ClientData(name, frame.loc[:, list(variables)].reset_index(drop=True)))
-    return out
+        return ClientData(names[c], frame.loc[:, variables].reset_index(drop=True))
+
+    return ClientsOnDemand(names, draw)
 
 
 @dataclass(frozen=True)
@@ -282,7 +285,7 @@ def build_setting(s: FedCDnvRun) -> Setting:
     return Setting(sampler, dag.names, split, truth)
 
 
-def federation(s: FedCDnvRun) -> list[ClientData]:
+def federation(s: FedCDnvRun) -> Sequence[ClientData]:
     """Every client's rows over its own variables: the sites' files, or the paper's split."""
     if s.from_files:
         return site_federation(s).clients

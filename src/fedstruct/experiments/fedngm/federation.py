@@ -11,7 +11,7 @@ mixed data set with a known graph (:func:`fedstruct.data.mixed.make_mixed_data`)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data._shared import SeedLike, child_seed, make_rng, round_half_up
 from fedstruct.data.checks import fraction
-from fedstruct.data.client import ClientData
+from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.mixed import CATEGORICAL_KINDS, MixedDataset, make_mixed_data
 from fedstruct.errors import PartitionError, UnknownVariableError
@@ -148,10 +148,10 @@ class SubpopulationFederation:
         Held-out public rows (all columns): the "public data" test set (§3.3, Table 4).
     clients
         One :class:`ClientData` per client with its *training* rows and its columns:
-        the common variables plus its private ones.
+        the common variables plus its private ones (each built when first read).
     client_test
         Each client's held-out rows, from the same distribution as its training rows,
-        with the same columns.
+        with the same columns (each built when first read).
     private
         Client name -> the variables only that client keeps.
     common
@@ -163,8 +163,8 @@ class SubpopulationFederation:
     dataset: MixedDataset
     public: pd.DataFrame
     public_test: pd.DataFrame
-    clients: list[ClientData]
-    client_test: dict[str, pd.DataFrame]
+    clients: ClientsOnDemand
+    client_test: Mapping[str, pd.DataFrame]
     private: dict[str, tuple[str, ...]]
     common: tuple[str, ...]
     segments: dict[str, Segment] = field(default_factory=dict)
@@ -172,20 +172,38 @@ class SubpopulationFederation:
     @property
     def client_names(self) -> tuple[str, ...]:
         """The clients' names, in order."""
-        return tuple(c.name for c in self.clients)
+        return self.clients.names
 
     def client(self, name: str) -> ClientData:
-        """The client called ``name``.
+        """The client called ``name`` (built if it is not yet).
 
         Raises
         ------
         UnknownVariableError
             If there is no such client.
         """
-        for c in self.clients:
-            if c.name == name:
-                return c
-        raise UnknownVariableError(f"no client {name!r}; clients are {list(self.client_names)}")
+        if name not in self.client_names:
+            raise UnknownVariableError(f"no client {name!r}; clients are {list(self.client_names)}")
+        return self.clients[self.client_names.index(name)]
+
+
+class _FramesOnDemand(Mapping[str, pd.DataFrame]):
+    """Name -> a frame built the first time it is read (and kept)."""
+
+    def __init__(self, build: Mapping[str, Callable[[], pd.DataFrame]]) -> None:
+        self._build = dict(build)
+        self._built: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._built:
+            self._built[name] = self._build[name]()
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._build)
+
+    def __len__(self) -> int:
+        return len(self._build)
 
 
 def _open_fraction(value: object, what: str) -> float:
@@ -407,7 +425,7 @@ def subpopulation_clients(
     common = tuple(v for v in dataset.names if v not in private_vars)
     size = round_half_up(client_fraction * pool.size)
     frame = dataset.frame
-    clients, client_test = [], {}
+    train_rows, test_rows = [], {}
     for name, seg, mask in zip(names, segments, masks, strict=True):
         inside, outside = pool[mask[pool]], pool[~mask[pool]]
         n_in = round_half_up(seg.share * size)
@@ -431,15 +449,24 @@ def subpopulation_clients(
                 f"client {name!r} would have {train.size} training and {test.size} test rows; "
                 "raise client_fraction or change test_fraction"
             )
-        columns = [v for v in dataset.names if v in set(common) or v in owned[name]]
-        clients.append(ClientData(name=name, rows=frame.loc[train, columns]))
-        client_test[name] = frame.loc[test, columns]
+        train_rows.append(train)
+        test_rows[name] = test
+
+    def columns(name: str) -> list[str]:
+        return [v for v in dataset.names if v in set(common) or v in owned[name]]
+
+    def training_client(k: int) -> ClientData:
+        return ClientData(names[k], frame.loc[train_rows[k], columns(names[k])])
+
+    def test_frame(name: str) -> Callable[[], pd.DataFrame]:
+        return lambda: frame.loc[test_rows[name], columns(name)]
+
     return SubpopulationFederation(
         dataset=dataset,
         public=frame.loc[public],
         public_test=frame.loc[public_test],
-        clients=clients,
-        client_test=client_test,
+        clients=ClientsOnDemand(names, training_client),
+        client_test=_FramesOnDemand({name: test_frame(name) for name in names}),
         private=owned,
         common=common,
         segments=dict(zip(names, segments, strict=True)),
@@ -654,10 +681,10 @@ def _fedngm_kind(kind: str, n_levels: int) -> str:
     return "ordinal" if kind == "ordinal" else "real"
 
 
-def build_clients(s: FedNGMRun) -> list[ClientData]:
+def build_clients(s: FedNGMRun) -> Sequence[ClientData]:
     """The clients' rows: the sites' files (each client keeps ``test_fraction`` of its
     rows out itself, :class:`~fedstruct.methods.fedngm.FedNGMClient`), or the paper's
     federation's training rows."""
     if s.from_files:
         return list(site_federation(s).clients)
-    return list(federation(s).clients)
+    return federation(s).clients

@@ -9,10 +9,12 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
 - **Built-in data** (the node has a ``partition-id``): it rebuilds its partition of
   the federation from the same settings (deterministic in the seed) and hosts the
   method's client for it. The built-in data sets are simulations drawn from the seed
-  or public tables shipped in the package, so every node has them whole; which rows
-  are a partition's depends on all of them (a label-skew split draws over every
-  row's label), so the node draws the federation, keeps its own client's rows and
-  lets the others go before its client exists.
+  or public tables shipped in the package, so every node has their source whole;
+  which rows are a partition's depends on all of them (a label-skew split draws over
+  every row's label), so the node draws the split for every client, then builds the
+  data of its own client only (:class:`~fedstruct.data.ClientsOnDemand`). A
+  simulation that draws each client's rows on their own (FedCDnv's clients, FED-CD's
+  interventional rows in the vertical split) draws the node's rows only.
 - **The site's own file** (``fedstruct flower supernode --data FILE --name SITE``:
   node config ``data``, ``site`` and optionally ``graph``; the run names its sites
   with ``--node-site SITE``): before round 1 the ServerApp runs a schema handshake.
