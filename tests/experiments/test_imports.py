@@ -23,3 +23,15 @@ def test_a_local_run_imports_no_flower_code(tmp_path):
     assert (tmp_path / "run" / "metrics.json").is_file()
     # only the registry package and the process-command helpers, no Flower module
     assert set(modules.split(",")) <= {"fedstruct.fl.flower", "fedstruct.fl.flower.cluster"}
+
+
+def test_a_deployments_client_app_loads_no_plotting_code():
+    """Every Flower message starts a ClientApp process: it draws nothing, so it must
+    not pay for matplotlib or networkx (about a second of its start-up)."""
+    script = (
+        "import sys; import fedstruct.experiments.flower.app; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'networkx'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=300)  # fmt: skip
+    assert out.stdout.strip() == "[]"

@@ -22,7 +22,6 @@ from typing import Any
 import pandas as pd
 
 from fedstruct.errors import ArtifactError, unknown_choice_message
-from fedstruct.experiments.graph_picture import draw_graph
 from fedstruct.fl import FederatedEstimator
 from fedstruct.fl.artifact import read_model, save_model
 from fedstruct.graphs.io import write_graph
@@ -65,6 +64,8 @@ def graph_title(method: str, stem: str, graph: Any) -> str:
 def write_graphs(model: Any, out: Path) -> list[str]:
     """Write every graph ``model`` learned into ``out``, and its picture ``STEM.png``
     (:func:`~fedstruct.experiments.graph_picture.draw_graph`); return the files' names."""
+    from fedstruct.experiments.graph_picture import draw_graph  # matplotlib: when drawing
+
     written = []
     for stem, (graph, confidence) in model.learned_graphs().items():
         for fmt, name in graph_files(stem).items():

@@ -4,18 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
 
 from fedstruct.graphs import Graph
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.axes import Axes
-from matplotlib.ticker import MaxNLocator
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
 __all__ = ["plot_bars", "plot_curves", "plot_graph_comparison", "plot_history"]
+
+
+def _pyplot() -> ModuleType:
+    """matplotlib's pyplot on the file-only Agg backend, imported at the first plot (a
+    process that draws nothing, like a deployment's ClientApp, never loads it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def plot_history(
@@ -32,15 +44,17 @@ def plot_history(
     present = [m for m in metrics if any(m in h for h in history)]
     if not present:
         return None
-    fig, axes = plt.subplots(1, len(present), figsize=(4.2 * len(present), 3.2), squeeze=False)
+    fig, axes = _pyplot().subplots(
+        1, len(present), figsize=(4.2 * len(present), 3.2), squeeze=False
+    )
     for ax, metric in zip(axes[0], present, strict=True):
         points = [(h["round"], h[metric]) for h in history if metric in h]
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3)
         ax.set_xlabel("round")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(_integer_ticks())
         values = [float(p[1]) for p in points]
         if all(v.is_integer() for v in values):  # a count: whole-number ticks
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(_integer_ticks())
             if max(values) - min(values) < 2:  # room for more than one whole number
                 ax.set_ylim(min(values) - 1, max(values) + 1)
         ax.set_title(metric.replace("_", " "))
@@ -50,14 +64,21 @@ def plot_history(
     return _save(fig, path)
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     """Write ``fig`` as a PNG (the whole figure, legends outside the axes included)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fig.savefig(path, dpi=120, bbox_inches="tight")
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
     return path
+
+
+def _integer_ticks() -> MaxNLocator:
+    """A tick locator that puts ticks on whole numbers only."""
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
 
 
 def _legend_outside(ax: Axes) -> None:
@@ -82,11 +103,11 @@ def plot_curves(
     When every x is a whole number (rounds, counts) the x ticks are whole numbers too.
     The legend sits to the right of the axes.
     """
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, ax = _pyplot().subplots(figsize=(6.0, 4.0))
     for label, points in curves.items():
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, label=label)
     if _whole_numbers([p[0] for points in curves.values() for p in points]):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(_integer_ticks())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -112,7 +133,7 @@ def plot_graph_comparison(truth: Graph, predicted: Graph, path: Path, *, title: 
     outcome[t & p] = (0.20, 0.63, 0.17)
     outcome[~t & p] = (0.84, 0.15, 0.16)
     outcome[t & ~p] = (0.65, 0.65, 0.65)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2))
+    fig, axes = _pyplot().subplots(1, 2, figsize=(11, 5.2))
     axes[0].imshow(np.where(t, 0.25, 1.0), cmap="gray", vmin=0, vmax=1)
     axes[0].set_title(f"truth ({truth.n_edges} edges)")
     axes[1].imshow(outcome)
@@ -138,7 +159,7 @@ def plot_bars(
     labels = list(groups)
     series = list(dict.fromkeys(k for g in groups.values() for k in g))
     width = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(labels) * len(series) / 2), 4.0))
+    fig, ax = _pyplot().subplots(figsize=(max(6.0, 1.2 * len(labels) * len(series) / 2), 4.0))
     for k, name in enumerate(series):
         xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(labels))]
         ax.bar(xs, [groups[g].get(name, np.nan) for g in labels], width, label=name)

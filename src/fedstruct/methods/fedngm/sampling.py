@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections import deque
 
-import networkx as nx
 import numpy as np
 import torch
 from numpy.typing import NDArray
@@ -43,6 +42,8 @@ __all__ = ["colour_classes", "gibbs_sample", "ordering_sample"]
 def colour_classes(adjacency: NDArray[np.bool_]) -> list[list[int]]:
     """Variables grouped so that no two in a group are adjacent (greedy colouring,
     largest degree first; networkx)."""
+    import networkx as nx  # here: a client that never samples does not load it
+
     a = np.asarray(adjacency, dtype=bool)
     graph = nx.from_numpy_array((a | a.T).astype(int))
     colours = nx.greedy_color(graph, strategy="largest_first")

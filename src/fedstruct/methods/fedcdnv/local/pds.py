@@ -41,7 +41,6 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations, compress
 
-import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -135,6 +134,8 @@ def possible_dsep(marks: NDArray[np.int8], x: int, max_path_length: int | None =
 
 def _biconnected_members(adj: NDArray[np.bool_]) -> dict[tuple[int, int], set[int]]:
     """For every edge ``(i, j)``, ``i < j``: the nodes of its biconnected component."""
+    import networkx as nx  # here: a client that never needs it does not load it
+
     g = nx.Graph()
     g.add_nodes_from(range(adj.shape[0]))
     g.add_edges_from(zip(*np.nonzero(np.triu(adj, 1)), strict=True))
