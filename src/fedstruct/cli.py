@@ -412,6 +412,13 @@ def reproduce(
     data_dir: Annotated[
         Path | None, typer.Option(help="Folder with the data set's files (fmnist, cifar).")
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            help="Runs at a time, one CPU thread each (discover-then-* recipes; "
+            "default: one per CPU)."
+        ),
+    ] = None,
 ) -> None:
     """Reproduce a paper's table or figure with a named recipe."""
     from fedstruct.experiments.recipes import recipe_list, run_recipe
@@ -425,7 +432,9 @@ def reproduce(
         out_console.print(table)
         return
     folder = out or Path("results") / (recipe + ("-quick" if quick else ""))
-    report = run_recipe(recipe, quick=quick, out=folder, dataset=dataset, data_dir=data_dir)
+    report = run_recipe(
+        recipe, quick=quick, out=folder, dataset=dataset, data_dir=data_dir, jobs=jobs
+    )
     out_console.print(report.table)
     out_console.print(f"results in [bold]{folder}[/]")
 

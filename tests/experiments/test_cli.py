@@ -79,6 +79,8 @@ def test_resume_reaches_the_same_metrics(tmp_path):
         (["run", "fedavg", "--set", "samples=-5", "--out", "X"], "-5"),
         (["run", "fedavg", "--config", "missing.yaml", "--out", "X"], "config file missing.yaml"),
         (["reproduce", "nosuch"], "unknown recipe 'nosuch'"),
+        (["reproduce", "discover-then-fcm", "--jobs", "0"], "jobs is 0; give an integer >= 1"),
+        (["reproduce", "fcm-dp", "--jobs", "2"], "recipe 'fcm-dp' takes no --jobs option"),
         (
             ["run", "fcm", "--rounds", "1", "--graph", "nowhere.json", "--out", "X"],
             "graph file 'nowhere.json' does not exist; check the path",

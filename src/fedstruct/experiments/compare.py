@@ -8,18 +8,29 @@ table of means and standard deviations plus a curve per variant.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rich.table import Table
 
+from fedstruct.data.checks import integer_at_least
 from fedstruct.experiments.plots import plot_curves
 from fedstruct.experiments.runs import RunOutcome, execute
 
-__all__ = ["Comparison", "compare_variants", "sweep_label", "write_results"]
+__all__ = [
+    "Comparison",
+    "compare_variants",
+    "execute_all",
+    "sweep_label",
+    "variant_folder",
+    "write_results",
+]
 
 
 @dataclass
@@ -144,6 +155,7 @@ def compare_variants(
     *,
     common: Mapping[str, Any] | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> Comparison:
     """Run ``method`` for every variant and seed into ``out/<variant>/seed-<s>``.
 
@@ -160,21 +172,79 @@ def compare_variants(
     common
         Settings shared by every variant.
     progress
-        Show progress bars.
+        Show progress bars (one run at a time only).
+    jobs
+        Runs at a time (:func:`execute_all`).
     """
-    runs: dict[str, list[RunOutcome]] = {}
-    for label, settings in variants.items():
-        folder = out / _slug(label)
-        runs[label] = [
-            execute(
-                method,
-                [dict(common or {}), dict(settings), {"seed": seed}],
-                folder / f"seed-{seed}",
-                progress=progress,
-            )
-            for seed in seeds
-        ]
-    return Comparison(method, runs)
+    runs = [
+        (label, [dict(common or {}), dict(settings), {"seed": seed}],
+         variant_folder(out, label, seed))
+        for label, settings in variants.items()
+        for seed in seeds
+    ]  # fmt: skip
+    outcomes = execute_all(method, [(layers, folder) for _, layers, folder in runs],
+                           jobs=jobs, progress=progress)  # fmt: skip
+    by_variant: dict[str, list[RunOutcome]] = {label: [] for label in variants}
+    for (label, _, _), outcome in zip(runs, outcomes, strict=True):
+        by_variant[label].append(outcome)
+    return Comparison(method, by_variant)
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (the default number of jobs of a recipe that
+    runs several at a time)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def execute_all(
+    method: str,
+    runs: Sequence[tuple[Sequence[Mapping[str, Any]], Path]],
+    *,
+    jobs: int = 1,
+    progress: bool = True,
+) -> list[RunOutcome]:
+    """:func:`~fedstruct.experiments.runs.execute` every ``(layers, folder)`` run, in order.
+
+    Parameters
+    ----------
+    method
+        A runnable method name.
+    runs
+        Each run's settings layers and results folder.
+    jobs
+        Runs at a time, each in its own process on one CPU thread (torch's thread
+        pool gains little on small models: two one-thread F-CMs runs side by side
+        took as long as one two-thread run, docs/benchmarks.md). Their outcomes
+        carry no fitted model (its files are in the run's folder).
+    progress
+        Show progress bars (one run at a time only).
+
+    Raises
+    ------
+    ConfigError
+        If ``jobs`` is not a positive integer.
+    """
+    jobs = integer_at_least(jobs, "jobs")
+    if jobs == 1:
+        return [execute(method, layers, folder, progress=progress) for layers, folder in runs]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        started = [pool.submit(_run_alone, method, layers, folder) for layers, folder in runs]
+        return [run.result() for run in started]
+
+
+def _run_alone(method: str, layers: Sequence[Mapping[str, Any]], folder: Path) -> RunOutcome:
+    """One run of :func:`execute_all` in a worker process, on one CPU thread."""
+    import torch
+
+    torch.set_num_threads(1)
+    return replace(execute(method, layers, folder, progress=False), model=None)
+
+
+def variant_folder(out: Path, label: str, seed: int) -> Path:
+    """Where :func:`compare_variants` writes variant ``label``'s run with ``seed``."""
+    return out / _slug(label) / f"seed-{seed}"
 
 
 def sweep_label(label: str, value: object) -> str:

@@ -38,7 +38,9 @@ covariance error, the mean stitching gain.
 Both tables add the discovered graph's SHD to the truth over the variables it covers
 (``discovered_shd``): to the true DAG's PAG (F-CMs' networks), or, between
 dependency graphs, to the true conditional-independence graph (FedNGM's synthetic
-data keep that one). :data:`QUICK` sizes finish in about a minute each.
+data keep that one). :data:`QUICK` sizes finish in about a minute each. The
+discoveries run first, then every model run, one per available CPU at a time
+(``--jobs``, :func:`~fedstruct.experiments.compare.execute_all`).
 """
 
 from __future__ import annotations
@@ -49,13 +51,19 @@ from typing import Any
 
 import numpy as np
 
+from fedstruct.data.checks import integer_at_least
 from fedstruct.data.client import ClientData
-from fedstruct.experiments.compare import Comparison, compare_variants, write_results
+from fedstruct.experiments.compare import (
+    Comparison,
+    available_cpus,
+    execute_all,
+    variant_folder,
+    write_results,
+)
 from fedstruct.experiments.fcm.federation import concept_data
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
 from fedstruct.experiments.fedngm.settings import FedNGMRun
-from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import write_graph
@@ -160,47 +168,53 @@ def _compose(
     graphs: Mapping[str, Mapping[str, str]],
     discover_case: Callable[[Mapping[str, Any], Path], dict[str, Any]],
     out: Path,
+    jobs: int | None,
 ) -> Comparison:
-    """For every case and seed: the discovery, then ``method`` under every graph."""
-    runs: dict[str, list[RunOutcome]] = {}
+    """For every case and seed: the discovery, then ``method`` under every graph
+    (all the method's runs ``jobs`` at a time; default: one per available CPU)."""
+    jobs = available_cpus() if jobs is None else integer_at_least(jobs, "jobs")
+    planned = []  # (label, discovered SHD, settings layers, folder) of every run
     for case, settings in cases.items():
         for seed in seeds:
             found = discover_case({**settings, "seed": seed}, out / case / f"discovery-{seed}")
-            variants = {
-                f"{case}: {label}": {k: v.format(**found) for k, v in changes.items()}
-                for label, changes in graphs.items()
-            }
-            comparison = compare_variants(method, variants, [seed], out / case,
-                                          common=dict(settings), progress=False)  # fmt: skip
-            for label, outcomes in comparison.runs.items():
-                for outcome in outcomes:
-                    outcome.metrics["discovered_shd"] = found["shd"]
-                runs.setdefault(label, []).extend(outcomes)
-    return Comparison(method, runs)
+            for graph, changes in graphs.items():
+                label = f"{case}: {graph}"
+                given = {k: v.format(**found) for k, v in changes.items()}
+                folder = variant_folder(out / case, label, seed)
+                planned.append(
+                    (label, found["shd"], [dict(settings), given, {"seed": seed}], folder)
+                )
+    outcomes = execute_all(method, [(layers, folder) for _, _, layers, folder in planned],
+                           jobs=jobs, progress=False)  # fmt: skip
+    comparison = Comparison(method, {})
+    for (label, distance, _, _), outcome in zip(planned, outcomes, strict=True):
+        outcome.metrics["discovered_shd"] = distance
+        comparison.runs.setdefault(label, []).append(outcome)
+    return comparison
 
 
 def _title(what: str, seeds: Sequence[int]) -> str:
     return f"{what} ({len(seeds)} seed{'s' * (len(seeds) > 1)})"
 
 
-def _discover_then_fcm(quick: bool, out: Path) -> RecipeReport:
+def _discover_then_fcm(quick: bool, out: Path, jobs: int | None = None) -> RecipeReport:
     """F-CMs on discovered graphs (module docstring): asia, sachs, alarm, insurance."""
     networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
     seeds = range(1) if quick else range(3)
     extra = QUICK["fcm"] if quick else {}
     cases = {n: {"network": n, **extra} for n in networks}
-    comparison = _compose("fcm", cases, seeds, FCM_GRAPHS, _fcm_case, out)
+    comparison = _compose("fcm", cases, seeds, FCM_GRAPHS, _fcm_case, out, jobs)
     metrics = [*_FCM_METRICS, "discovered_shd"]
     table = write_results(out, comparison.rows(metrics), metrics,
                           _title("F-CMs on discovered graphs", seeds))  # fmt: skip
     return RecipeReport(table, out)
 
 
-def _discover_then_fedngm(quick: bool, out: Path) -> RecipeReport:
+def _discover_then_fedngm(quick: bool, out: Path, jobs: int | None = None) -> RecipeReport:
     """FedNGM on discovered graphs (module docstring): the synthetic federation."""
     seeds = range(1) if quick else range(3)
     cases = {"synthetic": {"dataset": "synthetic", **(QUICK["fedngm"] if quick else {})}}
-    comparison = _compose("fedngm", cases, seeds, FEDNGM_GRAPHS, _fedngm_case, out)
+    comparison = _compose("fedngm", cases, seeds, FEDNGM_GRAPHS, _fedngm_case, out, jobs)
     for outcomes in comparison.runs.values():
         for outcome in outcomes:
             gains = [v for k, v in outcome.metrics.items()
@@ -217,11 +231,13 @@ for _recipe in (
         "discover-then-fcm",
         "FedCDnv's graph feeds F-CMs: true, client, discovered, local and no graph",
         _discover_then_fcm,
+        options=("jobs",),
     ),
     Recipe(
         "discover-then-fedngm",
         "FedCDnv's graph feeds FedNGM: true, discovered, graphical-lasso, complete graph",
         _discover_then_fedngm,
+        options=("jobs",),
     ),
 ):
     register_recipe(_recipe)

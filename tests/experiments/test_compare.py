@@ -1,0 +1,27 @@
+"""Runs of a comparison, one at a time or several at a time in worker processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.compare import execute_all
+from fedstruct.experiments.runs import runnable
+
+
+def test_runs_in_workers_give_the_runs_of_this_process(tmp_path):
+    quick = dict(runnable("fedavg").quick)
+    runs = [([quick, {"seed": seed}], tmp_path / mode / f"seed-{seed}")
+            for mode in ("here", "workers") for seed in (0, 1)]  # fmt: skip
+    here = execute_all("fedavg", runs[:2], progress=False)
+    workers = execute_all("fedavg", runs[2:], jobs=2)
+    assert [o.metrics for o in workers] == [o.metrics for o in here]
+    assert here[0].metrics != here[1].metrics  # the seeds differ: the order is kept
+    assert here[0].model is not None and workers[0].model is None
+    assert all((folder / "metrics.json").is_file() for _, folder in runs)
+
+
+@pytest.mark.parametrize("jobs", [0, 1.5, True])
+def test_jobs_must_be_a_positive_integer(tmp_path, jobs):
+    with pytest.raises(ConfigError, match=f"jobs is {jobs!r}; give an integer >= 1"):
+        execute_all("fedavg", [], jobs=jobs)
