@@ -419,6 +419,13 @@ def reproduce(
             "default: one per CPU)."
         ),
     ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            help="Share of its graph's edges a lying client perturbs "
+            "(aggregator-robustness; default 0.3)."
+        ),
+    ] = None,
 ) -> None:
     """Reproduce a paper's table or figure with a named recipe."""
     from fedstruct.experiments.recipes import recipe_list, run_recipe
@@ -433,7 +440,7 @@ def reproduce(
         return
     folder = out or Path("results") / (recipe + ("-quick" if quick else ""))
     report = run_recipe(
-        recipe, quick=quick, out=folder, dataset=dataset, data_dir=data_dir, jobs=jobs
+        recipe, quick=quick, out=folder, dataset=dataset, data_dir=data_dir, jobs=jobs, rate=rate
     )
     out_console.print(report.table)
     out_console.print(f"results in [bold]{folder}[/]")

@@ -82,6 +82,14 @@ def test_resume_reaches_the_same_metrics(tmp_path):
         (["reproduce", "discover-then-fcm", "--jobs", "0"], "jobs is 0; give an integer >= 1"),
         (["reproduce", "fcm-dp", "--jobs", "2"], "recipe 'fcm-dp' takes no --jobs option"),
         (
+            ["reproduce", "aggregator-robustness", "--rate", "1.5"],
+            "rate is 1.5; give a number in [0, 1]",
+        ),
+        (
+            ["reproduce", "discover-then-fcm", "--rate", "0.2"],
+            "takes no --rate option (it takes: --jobs)",
+        ),
+        (
             ["run", "fcm", "--rounds", "1", "--graph", "nowhere.json", "--out", "X"],
             "graph file 'nowhere.json' does not exist; check the path",
         ),

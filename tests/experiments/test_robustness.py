@@ -111,3 +111,20 @@ def test_the_harness_scores_every_aggregator(monkeypatch):
     assert all(v >= 0 for v in shds.values())
     # the union merge has no defence: two liars add edges the honest merge lacks
     assert shds["FedNGM merge, 2 of 6 lying (independent)"] > shds["FedNGM merge, 0 of 6 lying"]
+
+
+def test_the_recipe_passes_its_rate_to_every_run(monkeypatch, tmp_path):
+    import fedstruct.experiments.robustness as harness
+    from fedstruct.experiments.recipes import run_recipe
+
+    asked = []
+
+    def runs(adversaries, rate, seeds, quick):
+        asked.append((tuple(adversaries), rate, list(seeds), quick))
+        return {"x, 0 of 6 lying": {c: [1.0] for c in harness.COLUMNS}}
+
+    monkeypatch.setattr(harness, "robustness_runs", runs)
+    run_recipe("aggregator-robustness", quick=True, out=tmp_path / "a", rate=0.5)
+    run_recipe("aggregator-robustness", quick=True, out=tmp_path / "b")
+    assert asked == [((0, 1, 2), 0.5, [0], True), ((0, 1, 2), harness.RATE, [0], True)]
+    assert "50% of edges" in (tmp_path / "a" / "results.md").read_text()

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from fedstruct.data.checks import fraction
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.compare import write_results
@@ -69,6 +70,7 @@ __all__ = [
     "BENCHMARKS",
     "COLUMNS",
     "MODES",
+    "RATE",
     "AdversarialBackend",
     "AdversarialClient",
     "Collusion",
@@ -89,6 +91,8 @@ AGGREGATORS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 #: How the adversaries lie: each on its own, or all the same lie (:class:`Collusion`).
 MODES = ("independent", "colluding")
+#: Share of its graph's edges an adversary perturbs, unless the recipe is given ``rate``.
+RATE = 0.3
 #: The table's columns: the SHD (pairs whose marks differ) and the adjacency errors
 #: (pairs adjacent in one graph only). Where the federated graph has most true edges
 #: with a wrong mark (FedCDnv's PAGs), a lie that removes one trades one SHD error
@@ -368,11 +372,12 @@ def robustness_runs(
     return results
 
 
-def _robustness(quick: bool, out: Path) -> RecipeReport:
+def _robustness(quick: bool, out: Path, rate: float = RATE) -> RecipeReport:
     """The harness (module docstring): 0, 1, 2 adversaries of 6, independent or
-    colluding, 30 % of edges."""
+    colluding, each perturbing a share ``rate`` of its graph's edges."""
+    rate = fraction(rate, "rate")
     seeds = range(1) if quick else range(3)
-    results = robustness_runs((0, 1, 2), 0.3, seeds, quick)
+    results = robustness_runs((0, 1, 2), rate, seeds, quick)
     rows = [
         {"name": label}
         | {c: float(np.mean(v)) for c, v in scores.items()}
@@ -380,7 +385,10 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
         for label, scores in results.items()
     ]
     plural = "s" * (len(seeds) > 1)
-    title = f"Federated graph vs truth, 0-2 of 6 clients lying ({len(seeds)} seed{plural})"
+    title = (
+        f"Federated graph vs truth, 0-2 of 6 clients lying, {rate:.0%} of edges "
+        f"({len(seeds)} seed{plural})"
+    )
     table = write_results(out, rows, COLUMNS, title)
     return RecipeReport(table, out)
 
@@ -391,5 +399,6 @@ register_recipe(
         "Every graph aggregator with 0, 1, 2 of 6 clients sending perturbed graphs, "
         "independently or colluding: SHD",
         _robustness,
+        options=("rate",),
     )
 )
