@@ -9,12 +9,13 @@ from fedstruct.experiments.compare import execute_all
 from fedstruct.experiments.runs import runnable
 
 
-def test_runs_in_workers_give_the_runs_of_this_process(tmp_path):
+def test_runs_in_workers_give_the_runs_of_this_process(tmp_path, capsys):
     quick = dict(runnable("fedavg").quick)
     runs = [([quick, {"seed": seed}], tmp_path / mode / f"seed-{seed}")
             for mode in ("here", "workers") for seed in (0, 1)]  # fmt: skip
     here = execute_all("fedavg", runs[:2], progress=False)
     workers = execute_all("fedavg", runs[2:], jobs=2)
+    assert "fedavg runs, 2 at a time" in capsys.readouterr().err  # the runs done, shown
     assert [o.metrics for o in workers] == [o.metrics for o in here]
     assert here[0].metrics != here[1].metrics  # the seeds differ: the order is kept
     assert here[0].model is not None and workers[0].model is None

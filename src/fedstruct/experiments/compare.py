@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fedstruct.data.checks import integer_at_least
@@ -26,6 +29,7 @@ from fedstruct.experiments.runs import RunOutcome, execute
 __all__ = [
     "Comparison",
     "compare_variants",
+    "count_done",
     "execute_all",
     "sweep_label",
     "variant_folder",
@@ -172,7 +176,7 @@ def compare_variants(
     common
         Settings shared by every variant.
     progress
-        Show progress bars (one run at a time only).
+        Show progress: each run's rounds (one run at a time), or the runs done.
     jobs
         Runs at a time (:func:`execute_all`).
     """
@@ -219,7 +223,7 @@ def execute_all(
         took as long as one two-thread run, docs/benchmarks.md). Their outcomes
         carry no fitted model (its files are in the run's folder).
     progress
-        Show progress bars (one run at a time only).
+        Show progress: each run's rounds (one run at a time), or the runs done.
 
     Raises
     ------
@@ -229,9 +233,33 @@ def execute_all(
     jobs = integer_at_least(jobs, "jobs")
     if jobs == 1:
         return [execute(method, layers, folder, progress=progress) for layers, folder in runs]
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with (
+        count_done(f"{method} runs, {jobs} at a time", len(runs), enabled=progress) as done,
+        ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool,
+    ):
         started = [pool.submit(_run_alone, method, layers, folder) for layers, folder in runs]
+        for _ in as_completed(started):
+            done()
         return [run.result() for run in started]
+
+
+@contextmanager
+def count_done(label: str, total: int, *, enabled: bool = True) -> Iterator[Callable[[], None]]:
+    """A progress bar of ``total`` pieces of work (on stderr); yields the function to
+    call when one is done. Recipes whose work is not a federated run's rounds (runs in
+    worker processes, discoveries, the robustness harness's fits) show their progress
+    with it."""
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
+    with bar:
+        task = bar.add_task(label, total=total)
+        yield lambda: bar.advance(task)
 
 
 def _run_alone(method: str, layers: Sequence[Mapping[str, Any]], folder: Path) -> RunOutcome:

@@ -56,6 +56,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.experiments.compare import (
     Comparison,
     available_cpus,
+    count_done,
     execute_all,
     variant_folder,
     write_results,
@@ -174,18 +175,21 @@ def _compose(
     (all the method's runs ``jobs`` at a time; default: one per available CPU)."""
     jobs = available_cpus() if jobs is None else integer_at_least(jobs, "jobs")
     planned = []  # (label, discovered SHD, settings layers, folder) of every run
-    for case, settings in cases.items():
-        for seed in seeds:
-            found = discover_case({**settings, "seed": seed}, out / case / f"discovery-{seed}")
-            for graph, changes in graphs.items():
-                label = f"{case}: {graph}"
-                given = {k: v.format(**found) for k, v in changes.items()}
-                folder = variant_folder(out / case, label, seed)
-                planned.append(
-                    (label, found["shd"], [dict(settings), given, {"seed": seed}], folder)
-                )
+    with count_done("discoveries", len(cases) * len(seeds)) as discovered:
+        for case, settings in cases.items():
+            for seed in seeds:
+                folder = out / case / f"discovery-{seed}"
+                found = discover_case({**settings, "seed": seed}, folder)
+                discovered()
+                for graph, changes in graphs.items():
+                    label = f"{case}: {graph}"
+                    given = {k: v.format(**found) for k, v in changes.items()}
+                    layers = [dict(settings), given, {"seed": seed}]
+                    planned.append(
+                        (label, found["shd"], layers, variant_folder(out / case, label, seed))
+                    )
     outcomes = execute_all(method, [(layers, folder) for _, _, layers, folder in planned],
-                           jobs=jobs, progress=False)  # fmt: skip
+                           jobs=jobs)  # fmt: skip
     comparison = Comparison(method, {})
     for (label, distance, _, _), outcome in zip(planned, outcomes, strict=True):
         outcome.metrics["discovered_shd"] = distance

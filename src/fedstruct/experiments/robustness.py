@@ -45,7 +45,7 @@ import numpy as np
 from fedstruct.data.checks import fraction
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
-from fedstruct.experiments.compare import write_results
+from fedstruct.experiments.compare import count_done, write_results
 from fedstruct.experiments.fcm.federation import concept_data
 from fedstruct.experiments.fedcd.federation import source
 from fedstruct.experiments.fedcdnv.federation import build_setting
@@ -336,40 +336,61 @@ def robustness_runs(
     seeds: Sequence[int],
     quick: bool = False,
     modes: Sequence[str] = MODES,
+    progress: bool = True,
 ) -> dict[str, dict[str, list[float]]]:
     """Every aggregator with each number of adversaries (the first clients), lying in
     each of ``modes`` (:data:`MODES`; once with no adversary): per row, the
     :data:`COLUMNS` of the federated graph against the truth, per seed (variables the
     federated graph lacks count as isolated in it). Rows: ``"<aggregator>, 0 of 6
-    lying"`` and ``"<aggregator>, <k> of 6 lying (<mode>)"``."""
+    lying"`` and ``"<aggregator>, <k> of 6 lying (<mode>)"``. ``progress``: show the
+    fits done."""
     results: dict[str, dict[str, list[float]]] = {}
-    for label, (method, changes) in AGGREGATORS.items():
-        entry = runnable(method)
-        for k in adversaries:
-            for mode in modes if k else modes[:1]:
-                row = results.setdefault(
-                    f"{label}, {k} of 6 lying" + (f" ({mode})" if k else ""),
-                    {column: [] for column in COLUMNS},
-                )
-                for seed in seeds:
-                    layer = dict(BENCHMARKS[method])
-                    if quick:
-                        layer.update({**entry.quick, **_QUICK_KEEPS.get(method, {})})
-                    layer.update({**changes, "clients": 6, "seed": seed})
-                    settings = apply_settings(entry.settings(), layer, method=method)
-                    model = entry.method(settings)
-                    liars = entry.client_names(settings)[:k]
-                    backend = AdversarialBackend(liars, rate, seed, collude=mode == "colluding")
-                    with torch_threads(1):
-                        model.fit(entry.build_clients(settings), backend=backend)
-                    truth = truth_of(method, settings)
-                    if method == "fedngm":  # the merge is over the common variables only
-                        truth = truth.restrict(model.graph_.names)
-                    truth, graph = aligned(truth, model.graph_)
-                    wrong = np.triu(truth.adjacency() != graph.adjacency(), 1)
-                    row["federated_shd"].append(float(shd(truth, graph)))
-                    row["adjacency_errors"].append(float(wrong.sum()))
+    rows_per_aggregator = sum(len(modes) if k else 1 for k in adversaries)
+    total = len(AGGREGATORS) * rows_per_aggregator * len(seeds)
+    with count_done("robustness fits", total, enabled=progress) as done:
+        for label, (method, changes) in AGGREGATORS.items():
+            for k in adversaries:
+                for mode in modes if k else modes[:1]:
+                    row = results.setdefault(
+                        f"{label}, {k} of 6 lying" + (f" ({mode})" if k else ""),
+                        {column: [] for column in COLUMNS},
+                    )
+                    for seed in seeds:
+                        scores = _scores(method, changes, k, mode == "colluding", rate, seed, quick)
+                        for column, value in zip(COLUMNS, scores, strict=True):
+                            row[column].append(value)
+                        done()
     return results
+
+
+def _scores(
+    method: str,
+    changes: dict[str, Any],
+    liars: int,
+    collude: bool,
+    rate: float,
+    seed: int,
+    quick: bool,
+) -> tuple[float, float]:
+    """One fit of :func:`robustness_runs`: ``method``'s benchmark with its first
+    ``liars`` clients lying; the federated graph's :data:`COLUMNS` against the truth."""
+    entry = runnable(method)
+    layer = dict(BENCHMARKS[method])
+    if quick:
+        layer.update({**entry.quick, **_QUICK_KEEPS.get(method, {})})
+    layer.update({**changes, "clients": 6, "seed": seed})
+    settings = apply_settings(entry.settings(), layer, method=method)
+    model = entry.method(settings)
+    names = entry.client_names(settings)[:liars]
+    with torch_threads(1):
+        model.fit(entry.build_clients(settings),
+                  backend=AdversarialBackend(names, rate, seed, collude=collude))  # fmt: skip
+    truth = truth_of(method, settings)
+    if method == "fedngm":  # the merge is over the common variables only
+        truth = truth.restrict(model.graph_.names)
+    truth, graph = aligned(truth, model.graph_)
+    wrong = np.triu(truth.adjacency() != graph.adjacency(), 1)
+    return float(shd(truth, graph)), float(wrong.sum())
 
 
 def _robustness(quick: bool, out: Path, rate: float = RATE) -> RecipeReport:
