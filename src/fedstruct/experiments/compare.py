@@ -220,7 +220,7 @@ def execute_all(
     jobs
         Runs at a time, each in its own process on one CPU thread (torch's thread
         pool gains little on small models: two one-thread F-CMs runs side by side
-        took as long as one two-thread run, docs/benchmarks.md). Their outcomes
+        took as long as one two-thread run, docs/cli.md). Their outcomes
         carry no fitted model (its files are in the run's folder).
     progress
         Show progress: each run's rounds (one run at a time), or the runs done.
