@@ -60,7 +60,7 @@ from fedstruct.fl.grid import Grid, LocalGrid, torch_threads
 from fedstruct.fl.message import Message, from_json_bytes
 from fedstruct.fl.participation import Participation
 from fedstruct.graphs.graph import Graph
-from fedstruct.graphs.metrics import shd
+from fedstruct.graphs.metrics import edge_scores, shd
 from fedstruct.graphs.perturb import perturb_graph
 from fedstruct.methods.fedcd.learner import Beliefs
 from fedstruct.methods.fedngm.schema import Schema
@@ -389,8 +389,8 @@ def _scores(
     if method == "fedngm":  # the merge is over the common variables only
         truth = truth.restrict(model.graph_.names)
     truth, graph = aligned(truth, model.graph_)
-    wrong = np.triu(truth.adjacency() != graph.adjacency(), 1)
-    return float(shd(truth, graph)), float(wrong.sum())
+    pairs = edge_scores(truth, graph)  # adjacencies in one graph only: the rest of both
+    return float(shd(truth, graph)), float(pairs.n_true + pairs.n_pred - 2 * pairs.n_correct)
 
 
 def _robustness(quick: bool, out: Path, rate: float = RATE) -> RecipeReport:
