@@ -20,7 +20,6 @@ import pytest
 from fedstruct.data.images import LABEL, from_rows
 from fedstruct.experiments import runnable
 from fedstruct.experiments.runs import execute
-from fedstruct.experiments.use import _named
 from fedstruct.graphs.io import read_graph_with_weights
 
 #: Runs each command line given as a JSON list, one after the other, in one process.
@@ -151,7 +150,7 @@ def used(tmp_path_factory) -> dict[str, Used]:
 def test_fedavg_predictions_from_the_saved_model(used):
     folder, model, rows, (predict,) = used["fedavg"]
     assert predict.returncode == 0, predict.stderr
-    same_table(pd.read_csv(folder / "preds.csv"), _named(model, model.prediction(rows)))
+    same_table(pd.read_csv(folder / "preds.csv"), model.prediction(rows).table())
 
 
 def test_fcm_concept_and_task_predictions_from_the_saved_model(used):
@@ -159,14 +158,14 @@ def test_fcm_concept_and_task_predictions_from_the_saved_model(used):
     assert predict.returncode == 0, predict.stderr
     got = pd.read_csv(folder / "preds.csv")
     assert set(model.spec_.nodes) <= set(got.columns)  # every concept and the task
-    same_table(got, _named(model, model.prediction(rows)))
+    same_table(got, model.prediction(rows).table())
 
 
 def test_cafe_predictions_of_an_image_file(used):
     folder, model, rows, (predict,) = used["cafe"]
     assert predict.returncode == 0, predict.stderr
     got = pd.read_csv(folder / "preds.csv")
-    expected = _named(model, model.prediction(rows.drop(columns=[LABEL])))
+    expected = model.prediction(rows.drop(columns=[LABEL])).table()
     same_table(got.drop(columns=["label_given"]), expected)
     _, labels = from_rows(rows, model.shape)
     assert got["label_given"].astype(str).tolist() == labels.astype(str).tolist()
@@ -177,7 +176,7 @@ def test_fedngm_predict_sample_and_query_from_the_saved_model(used):
     assert predict.returncode == sample.returncode == query.returncode == 0, predict.stderr
     names = model.model_.names
     target = names[0]
-    expected = _named(model, model.prediction(rows.drop(columns=[target]), [target]))
+    expected = model.prediction(rows.drop(columns=[target]), [target]).table()
     same_table(pd.read_csv(folder / "preds.csv"), expected)
     # a site's own variable, which the global model does not read, is named and left out
     own = [c for c in rows.columns if c not in names]

@@ -18,11 +18,10 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data.images import LABEL, read_image_site, to_rows
-from fedstruct.data.sites import FederationSchema, encode_site, read_table
+from fedstruct.data.sites import read_table
 from fedstruct.errors import ArtifactError, ConfigError, DataError
 from fedstruct.experiments.artifacts import graph_files, load
 from fedstruct.fl import FederatedEstimator
-from fedstruct.fl.estimator import Prediction
 from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
 from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.fedngm import FedNGM
@@ -62,47 +61,15 @@ def predict_file(
     model = load(folder)
     if isinstance(model, CAFE):
         rows, given = _image_rows(model, Path(data))
-        table = _named(model, model.prediction(rows, list(targets) or None))
+        table = model.prediction(rows, list(targets) or None).table()
         return table.assign(label_given=given), []
-    rows, unread = _table_rows(model, Path(data))
-    return _named(model, model.prediction(rows, list(targets) or None)), unread
-
-
-def _table_rows(model: FederatedEstimator, path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """``path``'s table coded as the run's sites were, its columns checked; and the
-    columns left out because the model does not read them."""
     try:
         columns = model.input_columns()
     except ConfigError as exc:
         raise ArtifactError(str(exc)) from None
-    frame = read_table(path)
-    other = [c for c in frame.columns if c not in columns.read]
-    unread = other if columns.others_allowed else []
-    frame = frame.drop(columns=unread)
-    missing = [c for c in columns.required if c not in frame.columns]
-    extra = [] if columns.others_allowed else other
-    if missing or extra:
-        parts = [f"lacks {_few(missing)}" if missing else "", f"has {_few(extra)}, not "
-                 "the model's" if extra else ""]  # fmt: skip
-        raise ArtifactError(
-            f"{path}: its columns do not match the model: it {' and '.join(p for p in parts if p)}"
-            f"; the model reads {_few(columns.required or columns.read)}"
-        )
-    codebook = _codebook(model)
-    if codebook is None:
-        return frame, unread
-    return encode_site("input", frame, codebook, source=path).client.rows, unread
-
-
-def _codebook(model: FederatedEstimator) -> FederationSchema | None:
-    """The federation schema the run's sites were encoded with (``None`` for a run on
-    built-in data, whose rows are codes already)."""
-    data = getattr(model, "data_", None)
-    if not data or "variables" not in data:
-        return None
-    variables = tuple(data["variables"])
-    levels = {v: tuple(levels) for v, levels in data["levels"].items()}
-    return FederationSchema(variables, dict(data["kinds"]), levels, {}, {})
+    frame = read_table(data)
+    prediction = model.prediction(frame, list(targets) or None, source=Path(data))
+    return prediction.table(), columns.unread(list(frame.columns))
 
 
 def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray]:
@@ -116,24 +83,9 @@ def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray]:
     return rows.drop(columns=[LABEL]), np.asarray(site.labels)
 
 
-def _named(model: FederatedEstimator, prediction: Prediction) -> pd.DataFrame:
-    """The prediction as a table, states and probability columns by level name."""
-    columns: dict[str, Any] = {}
-    for variable in prediction.states.columns:
-        names = _level_names(model, variable)
-        states = prediction.states[variable]
-        columns[variable] = states.map(lambda s, n=names: _name(n, s)) if names else states
-        if variable in prediction.probabilities:
-            for state, p in prediction.probabilities[variable].items():
-                columns[f"P({variable}={_name(names, state)})"] = p.to_numpy()
-    return pd.DataFrame(columns, index=prediction.states.index)
-
-
 def _level_names(model: FederatedEstimator, variable: str) -> Sequence[str] | None:
-    data = getattr(model, "data_", None) or {}
-    if variable == LABEL and "classes" in data:
-        return data["classes"]
-    return data.get("levels", {}).get(variable)
+    codebook = model.codebook()
+    return None if codebook is None else codebook.levels(variable)
 
 
 def _name(names: Sequence[str] | None, state: Any) -> Any:
@@ -141,11 +93,6 @@ def _name(names: Sequence[str] | None, state: Any) -> Any:
         return state
     code = int(state)
     return names[code] if 0 <= code < len(names) else state
-
-
-def _few(names: Sequence[str], limit: int = 8) -> str:
-    shown = ", ".join(repr(n) for n in list(names)[:limit])
-    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)})"
 
 
 # ------------------------------------------------------------ sample, query

@@ -14,8 +14,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
-from fedstruct.errors import ConfigError, UnknownVariableError, unknown_choice_message
+from fedstruct.errors import (
+    ArtifactError,
+    ConfigError,
+    UnknownVariableError,
+    unknown_choice_message,
+)
 from fedstruct.fl.backend import Backend, run_on_backend
+from fedstruct.fl.codebook import Codebook
 from fedstruct.fl.participation import Participation
 
 __all__ = ["FederatedEstimator", "InputColumns", "Prediction", "check_targets"]
@@ -35,11 +41,46 @@ class InputColumns(NamedTuple):
         Whether rows may hold columns outside ``read`` (left out, and named): a
         FedNGM site's own variables, which the global model does not read. Otherwise
         such a column is an error.
+    labels
+        Columns of ``read`` that are only labels the model predicts (never its
+        input): a missing value there is a label the rows do not give.
     """
 
     required: tuple[str, ...]
     read: tuple[str, ...]
     others_allowed: bool = False
+    labels: tuple[str, ...] = ()
+
+    def unread(self, columns: Sequence[str]) -> list[str]:
+        """The columns of ``columns`` the model does not read and leaves out (only
+        where others are allowed; otherwise they are an error, :meth:`check`)."""
+        return [c for c in columns if c not in self.read] if self.others_allowed else []
+
+    def check(self, columns: Sequence[str], where: str) -> None:
+        """Check that rows with ``columns`` fit the model.
+
+        Raises
+        ------
+        ArtifactError
+            Naming the required columns missing and the unknown ones present (where
+            others are not allowed), and what the model reads.
+        """
+        missing = [c for c in self.required if c not in columns]
+        extra = [] if self.others_allowed else [c for c in columns if c not in self.read]
+        if not (missing or extra):
+            return
+        parts = [f"lacks {_few(missing)}" if missing else "",
+                 f"has {_few(extra)}, not the model's" if extra else ""]  # fmt: skip
+        raise ArtifactError(
+            f"{where}: its columns do not match the model: it "
+            f"{' and '.join(p for p in parts if p)}; the model reads "
+            f"{_few(self.required or self.read)}"
+        )
+
+
+def _few(names: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in list(names)[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)})"
 
 
 class Prediction(NamedTuple):
@@ -48,11 +89,12 @@ class Prediction(NamedTuple):
     Attributes
     ----------
     states
-        One column per predicted variable: its predicted state (a code, or a value
-        for a continuous variable), indexed like the rows.
+        One column per predicted variable: its predicted state (a level name where
+        the run's files named levels, else a code; a value for a continuous
+        variable), indexed like the rows.
     probabilities
         Predicted categorical variable -> its states' probabilities: a frame indexed
-        like the rows, one column per state (labelled by the state's code).
+        like the rows, one column per state (labelled as ``states`` names states).
     """
 
     states: pd.DataFrame
@@ -68,6 +110,31 @@ class Prediction(NamedTuple):
             pd.DataFrame({v: p.argmax(axis=1) for v, p in probabilities.items()}, index=index),
             {v: pd.DataFrame(p, index=index) for v, p in probabilities.items()},
         )
+
+    def named(self, codebook: Codebook | None) -> Prediction:
+        """States and probability columns by the level names of ``codebook`` (as
+        they are without one)."""
+        if codebook is None:
+            return self
+        states = pd.DataFrame(
+            {v: codebook.names(v, s.to_numpy()) for v, s in self.states.items()},
+            index=self.states.index,
+        )
+        probabilities = {
+            v: p.set_axis(list(codebook.names(v, p.columns.to_numpy())), axis=1)
+            for v, p in self.probabilities.items()
+        }
+        return Prediction(states, probabilities)
+
+    def table(self) -> pd.DataFrame:
+        """One column per predicted variable (its state) and, for a categorical one,
+        ``P(VAR=STATE)`` per state: what ``fedstruct predict`` writes."""
+        columns: dict[str, Any] = {}
+        for variable in self.states.columns:
+            columns[variable] = self.states[variable].to_numpy()
+            for state, p in self.probabilities.get(variable, {}).items():
+                columns[f"P({variable}={state})"] = p.to_numpy()
+        return pd.DataFrame(columns, index=self.states.index)
 
 
 class FederatedEstimator(ABC):
@@ -104,6 +171,10 @@ class FederatedEstimator(ABC):
     config: Any
     seed: int
     participation: Participation | None
+    #: What the model's inputs are when its run read a user's files (``model.json``'s
+    #: ``data``: variables, kinds, level names; or image shape and class names; set
+    #: by :func:`fedstruct.load`), else ``None``: rows are then codes already.
+    data_: Mapping[str, Any] | None = None
 
     def __init_subclass__(
         cls,
@@ -204,9 +275,70 @@ class FederatedEstimator(ABC):
         """
         raise self._not_a_predictor()
 
-    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
-        """Predict ``targets`` (default: what the method predicts) for ``rows``, coded as
-        the training data were (a method that predicts overrides this).
+    def codebook(self) -> Codebook | None:
+        """The codebook the run read its files with (``None`` for built-in data)."""
+        return Codebook.from_saved(self.data_)
+
+    def model_rows(self, rows: pd.DataFrame, *, source: str | Path | None = None) -> pd.DataFrame:
+        """``rows`` as the model reads them: their columns checked against
+        :meth:`input_columns`, those it does not read left out (where allowed), and
+        coded by the run's codebook when the run read a user's files (level names
+        in); as given otherwise.
+
+        Parameters
+        ----------
+        rows
+            A table with the column names the run's sites had.
+        source
+            The file the rows came from, named in messages.
+
+        Raises
+        ------
+        ArtifactError
+            If the columns do not fit the model, or it only learned a graph.
+        DataError
+            For a level the run's files never had, or a missing value in an input.
+        """
+        try:
+            columns = self.input_columns()
+        except ConfigError as exc:
+            raise ArtifactError(str(exc)) from None
+        columns.check(list(rows.columns), "the rows" if source is None else str(source))
+        rows = rows.drop(columns=columns.unread(list(rows.columns)))
+        codebook = self.codebook()
+        if codebook is None:
+            return rows
+        return codebook.encode(rows, labels=columns.labels, source=source)
+
+    def prediction(
+        self,
+        rows: pd.DataFrame,
+        targets: Sequence[str] | None = None,
+        *,
+        source: str | Path | None = None,
+    ) -> Prediction:
+        """Predict ``targets`` (default: what the method predicts) for ``rows``.
+
+        ``rows`` are read as :meth:`model_rows` reads them: for a model of a run on a
+        user's files, with the level names of those files, and the predicted states
+        are named by level too; otherwise codes in, codes out. ``source``: the file
+        the rows came from, named in messages.
+
+        Raises
+        ------
+        ArtifactError
+            For a method that learns only a graph, or rows whose columns do not fit.
+        DataError
+            For a level the run's files never had.
+        """
+        coded = self.model_rows(rows, source=source)
+        return self.coded_prediction(coded, targets).named(self.codebook())
+
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """:meth:`prediction` on rows coded as the training data were, states by code
+        (a method that predicts overrides this).
 
         Raises
         ------

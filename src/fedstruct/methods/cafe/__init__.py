@@ -197,32 +197,41 @@ class CAFE(
             For FedProto, which has no global model (its accuracy is the clients'
             mean, in ``history_``).
         """
+        return self._scores(self.model_rows(rows))
+
+    def _scores(self, coded: pd.DataFrame) -> np.ndarray:
         if self.model_ is None:
             raise ConfigError(
                 "FedProto keeps its models on the clients: there is no global model to "
                 "predict with; read the clients' mean test accuracy from history_"
             )
-        images, _ = self._tensors(rows)
+        images, _ = self._tensors(coded.drop(columns=[LABEL], errors="ignore"))
         drift = None if self.drift_ is None else torch.as_tensor(self.drift_)
         return predict_logits(self.model_, images, self.config, drift_global=drift).numpy()
 
     def predict(self, rows: pd.DataFrame) -> np.ndarray:
-        """Predicted class codes."""
-        return self.decision_function(rows).argmax(axis=1)
+        """The predicted class of image rows: its name for a run on a user's files,
+        else its code."""
+        return self.prediction(rows).states[LABEL].to_numpy()
 
     def input_columns(self) -> InputColumns:
-        """The pixel columns are required; the label may be present."""
+        """The pixel columns are required; the label (a class name for a run on a
+        user's files) may be present."""
         pixels = tuple(pixel_columns(self.shape))
-        return InputColumns(pixels, (*pixels, LABEL))
+        return InputColumns(pixels, (*pixels, LABEL), labels=(LABEL,))
 
-    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
-        """The class (``label``) and class probabilities (softmax of the class scores)
-        of image rows."""
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """The class (``label``, by code) and class probabilities (softmax of the class
+        scores) of coded image rows."""
         check_targets(targets, (LABEL,))
-        proba = torch.softmax(torch.as_tensor(self.decision_function(rows)), dim=1)
+        proba = torch.softmax(torch.as_tensor(self._scores(rows)), dim=1)
         return Prediction.from_probabilities({LABEL: proba.double().numpy()}, rows.index)
 
     def score(self, rows: pd.DataFrame) -> float:
-        """Accuracy on image rows (which must hold the label column)."""
-        _, labels = from_rows(rows, self.shape)
-        return float(np.mean(self.predict(rows) == labels))
+        """Accuracy on image rows (which must hold the label column: class names for a
+        run on a user's files)."""
+        coded = self.model_rows(rows)
+        _, labels = from_rows(coded, self.shape)
+        return float(np.mean(self._scores(coded).argmax(axis=1) == labels))

@@ -229,22 +229,28 @@ class FCM(
         return rows[list(self.features_)].to_numpy(dtype=np.float32)
 
     def input_columns(self) -> InputColumns:
-        """The input columns are required; the concepts' and task's labels may be present."""
-        return InputColumns(self.features_, (*self.features_, *self.spec_.nodes))
+        """The input columns are required; the labels of the concepts and the task
+        (every variable of ``cardinalities``) may be present."""
+        labels = tuple(self.cardinalities)
+        return InputColumns(self.features_, (*self.features_, *labels), labels=labels)
 
-    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
-        """Every concept's and the task's state and probabilities for ``rows`` (only
-        the input columns ``features_`` are read), or those of ``targets``."""
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """Every concept's and the task's state and probabilities for coded ``rows``
+        (only the input columns ``features_`` are read), or those of ``targets``."""
         chosen = check_targets(targets, self.spec_.nodes)
         probabilities = node_probabilities(self.model_, self._inputs(rows))
         return Prediction.from_probabilities({n: probabilities[n] for n in chosen}, rows.index)
 
-    def predict(self, rows: pd.DataFrame) -> NDArray[np.int64]:
-        """The predicted task state (code) for ``rows``."""
+    def predict(self, rows: pd.DataFrame) -> NDArray[Any]:
+        """The predicted task state of ``rows``: its level name for a run on a user's
+        files, else its code."""
         return self.prediction(rows, [self.task]).states[self.task].to_numpy()
 
     def score(self, test: pd.DataFrame, truth: Graph | None = None) -> dict[str, float]:
-        """Task accuracy and concept accuracy on labelled ``test`` rows; with the true
-        graph ``truth``, concept coverage too (see
-        :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`)."""
-        return accuracy_metrics(self.model_, self._inputs(test), test, truth, self.cardinalities)
+        """Task accuracy and concept accuracy on labelled ``test`` rows (by level name
+        for a run on a user's files); with the true graph ``truth``, concept coverage
+        too (see :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`)."""
+        coded = self.model_rows(test)
+        return accuracy_metrics(self.model_, self._inputs(coded), coded, truth, self.cardinalities)

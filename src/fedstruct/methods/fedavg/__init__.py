@@ -26,6 +26,7 @@ import torch
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.errors import UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.fl.params import set_params
@@ -132,34 +133,45 @@ class FedAvg(
         self.model_ = build_model(self.schema, self.config.hidden, self.seed)
         set_params(self.model_, self.params_)
 
-    @torch.no_grad()
     def predict_proba(self, rows: pd.DataFrame) -> np.ndarray:
-        """Class probabilities for ``rows``."""
-        x, _ = self.schema.encode(_with_dummy_target(rows, self.schema.target), where="input")
+        """Class probabilities for ``rows`` (:meth:`~FederatedEstimator.model_rows`:
+        level names in, for a run on a user's files), one column per class in code
+        order."""
+        return self._proba(self.model_rows(rows))
+
+    @torch.no_grad()
+    def _proba(self, coded: pd.DataFrame) -> np.ndarray:
+        # the target's column, if any, is not an input (a missing label is -1)
+        x, _ = self.schema.encode(coded.assign(**{self.schema.target: 0}), where="input")
         self.model_.eval()
         return torch.softmax(self.model_(x), dim=1).numpy()
 
     def predict(self, rows: pd.DataFrame) -> np.ndarray:
-        """Predicted class codes for ``rows``."""
-        return self.predict_proba(rows).argmax(axis=1)
+        """The predicted class of ``rows``: its level name for a run on a user's files,
+        else its code."""
+        return self.prediction(rows).states[self.schema.target].to_numpy()
 
     def score(self, rows: pd.DataFrame) -> float:
-        """Accuracy on ``rows`` (which must hold the target column)."""
-        y = rows[self.schema.target].to_numpy()
-        return float(np.mean(self.predict(rows) == y))
+        """Accuracy on the rows of ``rows`` that give the target (its column by level
+        name for a run on a user's files; a missing label is not counted)."""
+        coded = self.model_rows(rows)
+        if self.schema.target not in coded.columns:
+            raise UnknownVariableError(
+                f"score needs the target column {self.schema.target!r} in the rows"
+            )
+        y = coded[self.schema.target].to_numpy()
+        given = y >= 0
+        return float(np.mean(self._proba(coded[given]).argmax(axis=1) == y[given]))
 
     def input_columns(self) -> InputColumns:
         """The features are required; the target may be present."""
-        return InputColumns(self.schema.features, (*self.schema.features, self.schema.target))
+        target = self.schema.target
+        return InputColumns(self.schema.features, (*self.schema.features, target), labels=(target,))
 
-    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
-        """The target's class and class probabilities for ``rows``."""
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """The target's class and class probabilities for coded ``rows``."""
         check_targets(targets, (self.schema.target,))
-        proba = self.predict_proba(rows).astype(np.float64)
+        proba = self._proba(rows).astype(np.float64)
         return Prediction.from_probabilities({self.schema.target: proba}, rows.index)
-
-
-def _with_dummy_target(rows: pd.DataFrame, target: str) -> pd.DataFrame:
-    if target in rows.columns:
-        return rows
-    return rows.assign(**{target: 0})

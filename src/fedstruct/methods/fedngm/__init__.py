@@ -194,11 +194,15 @@ class FedNGM(
         model does not read: stitching, §2.4, is the site's)."""
         return InputColumns((), self.released().names, others_allowed=True)
 
-    def prediction(self, rows: pd.DataFrame, targets: Sequence[str] | None = None) -> Prediction:
-        """Each target's prediction from the evidence in ``rows`` (every column the
-        global model has), by the global model (§2.3): a categorical target's most
-        likely category and its probabilities, a continuous one's predictive mean.
-        By default the targets are the model's variables that ``rows`` lacks.
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """Each target's prediction from the evidence in coded ``rows`` (every column
+        the global model has), by the global model (§2.3): a categorical target's
+        most likely category and its probabilities, a continuous one's predictive
+        mean. By default the targets are the model's variables that ``rows`` lack.
+        (:meth:`~FederatedEstimator.prediction` reads level names and names the
+        states for a run on a user's files.)
 
         Raises
         ------
