@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fedstruct.data.checks import integer_at_least
 from fedstruct.experiments.plots import plot_curves
 from fedstruct.experiments.runs import RunOutcome, execute
+from fedstruct.fl.progress import show_progress
 
 __all__ = [
     "Comparison",
@@ -248,18 +247,10 @@ def count_done(label: str, total: int, *, enabled: bool = True) -> Iterator[Call
     """A progress bar of ``total`` pieces of work (on stderr); yields the function to
     call when one is done. Recipes whose work is not a federated run's rounds (runs in
     worker processes, discoveries, the robustness harness's fits) show their progress
-    with it."""
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )
-    with bar:
-        task = bar.add_task(label, total=total)
-        yield lambda: bar.advance(task)
+    with it (plain lines when stderr is not a terminal:
+    :func:`~fedstruct.fl.progress.show_progress`)."""
+    with show_progress(label, total, enabled=enabled) as bar:
+        yield bar.advance
 
 
 def _run_alone(method: str, layers: Sequence[Mapping[str, Any]], folder: Path) -> RunOutcome:

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from fedstruct.errors import CheckpointError
 from fedstruct.fl.grid import Grid
+from fedstruct.fl.progress import show_progress
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -128,7 +127,8 @@ def run_federation(
         Identifies the run's configuration; a checkpoint with another fingerprint
         is refused on resume.
     progress
-        Show a rich progress bar over rounds.
+        Show the rounds' progress on stderr: a rich bar on a terminal, one plain
+        line per round otherwise (:func:`fedstruct.fl.progress.show_progress`).
     stop_after
         Stop after this round even if the algorithm is not done (the checkpoint
         then holds an unfinished run, as after an interruption).
@@ -162,20 +162,10 @@ def run_federation(
         if saved.get("done"):
             return state, int(saved["round"])
 
-    console = Console(stderr=True)
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not progress,
-        transient=False,
-    )
     rnd = start - 1
-    with bar:
-        task = bar.add_task(label, total=server.rounds, completed=start - 1, info="")
+    with show_progress(
+        label, server.rounds, enabled=progress, completed=start - 1, unit="round"
+    ) as bar:
         for rnd in range(start, server.rounds + 1):
             grid.begin_round(rnd)
             state = server.run_round(grid, state, rnd)
@@ -191,7 +181,7 @@ def run_federation(
                         "grid_state": grid.get_state(),
                     },
                 )
-            bar.update(task, completed=rnd, info=server.describe(state))
+            bar.update(rnd, server.describe(state))
             if done or (stop_after is not None and rnd >= stop_after):
                 break
     return state, rnd
