@@ -24,6 +24,7 @@ from fedstruct.data.checks import integer_at_least
 from fedstruct.experiments.plots import plot_curves
 from fedstruct.experiments.runs import RunOutcome, execute
 from fedstruct.fl.progress import show_progress
+from fedstruct.fl.threads import THREADS_ENV, usable_cores
 
 __all__ = [
     "Comparison",
@@ -196,9 +197,7 @@ def compare_variants(
 def available_cpus() -> int:
     """CPUs this process may run on (the default number of jobs of a recipe that
     runs several at a time)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return usable_cores()
 
 
 def execute_all(
@@ -254,9 +253,12 @@ def count_done(label: str, total: int, *, enabled: bool = True) -> Iterator[Call
 
 
 def _run_alone(method: str, layers: Sequence[Mapping[str, Any]], folder: Path) -> RunOutcome:
-    """One run of :func:`execute_all` in a worker process, on one CPU thread."""
+    """One run of :func:`execute_all` in a worker process, on one CPU thread (torch's
+    and every learner's: ``FEDSTRUCT_THREADS=1`` in the worker, whatever the parent
+    set; :mod:`fedstruct.fl.threads`)."""
     import torch
 
+    os.environ[THREADS_ENV] = "1"
     torch.set_num_threads(1)
     return replace(execute(method, layers, folder, progress=False), model=None)
 

@@ -22,7 +22,9 @@ from fedstruct.errors import (
 )
 from fedstruct.fl.backend import Backend, run_on_backend
 from fedstruct.fl.codebook import Codebook
+from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
+from fedstruct.fl.threads import default_threads
 
 __all__ = ["FederatedEstimator", "InputColumns", "Prediction", "check_targets"]
 
@@ -384,10 +386,28 @@ class FederatedEstimator(ABC):
             Stop after this round (as if interrupted).
 
         Sets ``history_`` (per-round records), ``traffic_`` (bytes each way per round
-        and client) and the method's own attributes (:meth:`learn`).
+        and client) and the method's own attributes (:meth:`learn`). Torch runs with
+        :func:`~fedstruct.fl.threads.default_threads` threads meanwhile (one, unless
+        ``FEDSTRUCT_THREADS`` says otherwise).
         """
         self.check_clients(clients)
-        result = run_on_backend(
+        with torch_threads(default_threads()):
+            result = self._run(clients, backend, checkpoint, resume, progress, stop_after)
+        self.history_ = result.state.history
+        self.traffic_ = result.grid.traffic
+        self.learn(result.state)
+        return self
+
+    def _run(
+        self,
+        clients: Sequence[ClientData] | Sequence[str],
+        backend: str | Backend,
+        checkpoint: Path | None,
+        resume: bool,
+        progress: bool,
+        stop_after: int | None,
+    ) -> Any:
+        return run_on_backend(
             self,  # type: ignore[arg-type]
             clients,
             backend=backend,
@@ -400,10 +420,6 @@ class FederatedEstimator(ABC):
             stop_after=stop_after,
             label=self.method,
         )
-        self.history_ = result.state.history
-        self.traffic_ = result.grid.traffic
-        self.learn(result.state)
-        return self
 
     def identity(self) -> dict[str, Any]:
         """Settings outside ``config`` that change the result (default: none)."""

@@ -18,7 +18,6 @@ reference code, so a client keeps no state between rounds.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import torch
 from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.fl.grid import torch_threads
+from fedstruct.fl.threads import default_threads, usable_cores
 from fedstruct.methods.fedcd.enco.graph_fitting import ThetaAdam, edge_gradients, theta_update_mask
 from fedstruct.methods.fedcd.enco.networks import ConditionalNetworks
 from fedstruct.methods.fedcd.learner import NO_SELF_LOOP, Beliefs, InterventionalData
@@ -63,7 +63,9 @@ class ENCOConfig:
     graph_chunk
         Graphs scored per batched forward pass (memory vs speed; not a result change).
     threads
-        Torch threads while learning (default: every core).
+        Torch threads while learning (default: ``FEDSTRUCT_THREADS``, else 1;
+        :func:`fedstruct.fl.threads.default_threads`; never more than the cores this
+        process may use).
     """
 
     hidden: int = 64
@@ -130,7 +132,7 @@ class ENCO:
             raise ConfigError(
                 f"prior beliefs have shape {prior.gamma.shape}, the data {d} variables"
             )
-        threads = cfg.threads or os.cpu_count() or 1
+        threads = min(cfg.threads, usable_cores()) if cfg.threads else default_threads()
         with torch_threads(threads), _flush_denormals():
             gen = torch.Generator().manual_seed(int(seed) % (2**63))
             nets = ConditionalNetworks(data.cardinalities, cfg.hidden, gen)
