@@ -21,6 +21,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 __all__ = ["Tracker", "elapsed_text", "show_progress"]
 
+#: The rich bar on screen, if any: progress shown while it is (a client's adjacency
+#: search inside a round) becomes another line of it, as a terminal shows one live
+#: display at a time.
+_live: Progress | None = None
+
 
 class Tracker(Protocol):
     """What `show_progress` yields: call ``update`` as the work goes on."""
@@ -119,9 +124,18 @@ def show_progress(
     if not enabled:
         yield _Silent()
         return
+    global _live
     console = Console(stderr=True)
     if not console.is_terminal:
         yield _Lines(label, total, unit, completed, every)
+        return
+    if _live is not None:  # work inside a round: one more line under the round's bar
+        outer = _live
+        task = outer.add_task(label, total=total, completed=completed, info="")
+        try:
+            yield _Bar(outer, task, completed)
+        finally:
+            outer.remove_task(task)
         return
     bar = Progress(
         TextColumn("[bold]{task.description}"),
@@ -133,5 +147,9 @@ def show_progress(
         transient=False,
     )
     with bar:
-        task = bar.add_task(label, total=total, completed=completed, info="")
-        yield _Bar(bar, task, completed)
+        _live = bar
+        try:
+            task = bar.add_task(label, total=total, completed=completed, info="")
+            yield _Bar(bar, task, completed)
+        finally:
+            _live = None

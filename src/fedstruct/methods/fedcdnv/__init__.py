@@ -83,6 +83,19 @@ class FedCDnv(
         Per-round counts (clients, edges, CI tests).
     """
 
+    def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCDnv:
+        """Run the federation (:meth:`FederatedEstimator.fit`); with ``progress=True``
+        each in-process client shows its adjacency search's progress too (and, for a
+        wide table, what it will cost before it starts)."""
+        self._progress = bool(run_options.get("progress", False))
+        return super().fit(clients, **run_options)
+
+    def make_client(self, data: ClientData) -> FedCDnvClient:
+        """The client holding ``data`` (showing its search's progress when the run
+        shows progress)."""
+        progress = getattr(self, "_progress", False)
+        return FedCDnvClient(data, config=self.config, seed=self.seed, progress=progress)
+
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
         """Every client must share a variable with another (Assumption 2.3).
 

@@ -54,11 +54,17 @@ class FedCDnvClient(Client):
         FedCDnv's hyper-parameters.
     seed
         The run's seed (FedCDnv's client side draws nothing at random).
+    progress
+        Show the local adjacency search's progress on stderr (and its cost first on
+        a wide table).
     """
 
-    def __init__(self, data: ClientData, *, config: FedCDnvConfig, seed: int = 0) -> None:
+    def __init__(
+        self, data: ClientData, *, config: FedCDnvConfig, seed: int = 0, progress: bool = False
+    ) -> None:
         super().__init__(data, seed=seed)
         self.config = config
+        self.progress = progress
         self._result: LocalResult | None = None
         self.names_entries = sum(max(1, math.ceil(len(v.encode()) / 8)) for v in data.variables)
         rows = data.rows
@@ -82,6 +88,8 @@ class FedCDnvClient(Client):
             ci = make_ci_test(rows, cfg.ci_test, small_sample=cfg.small_sample, dof=cfg.dof)
             learner = fci if cfg.learner == "fci" else rfci
             kwargs: dict[str, Any] = {"alpha": cfg.alpha, "depth": cfg.depth}
+            if self.progress:
+                kwargs["progress"] = f"{self.data.name}: {cfg.learner.upper()} adjacency search"
             if cfg.learner == "fci":
                 kwargs.update(pds_depth=cfg.pds_depth, workers=cfg.workers)
             self._result = learner(ci, **kwargs)

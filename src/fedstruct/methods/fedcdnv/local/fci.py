@@ -51,6 +51,7 @@ def fci(
     biconnected: bool = True,
     stable: bool = True,
     workers: int | None = None,
+    progress: str | None = None,
 ) -> LocalResult:
     """Learn a PAG with FCI (module docstring).
 
@@ -59,7 +60,7 @@ def fci(
 
     Parameters
     ----------
-    data, alpha, test, stable
+    data, alpha, test, stable, progress
         The data (or a :class:`CITest`, reused with its cache) and the adjacency
         search's options, as in
         :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
@@ -99,7 +100,9 @@ def fci(
         As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     """
     _check_possible_dsep_options(pds_depth, max_path_length)
-    search = start_search(data, alpha=alpha, test=test, depth=depth, stable=stable)
+    search = start_search(
+        data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress
+    )
     evidence = search.evidence
     marks = circle_marks(search.skeleton)
     orient_colliders(marks, evidence.sepset_contains)

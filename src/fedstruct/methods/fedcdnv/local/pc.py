@@ -112,6 +112,7 @@ def pc(
     test: str = "g2",
     depth: int | None = None,
     stable: bool = True,
+    progress: str | None = None,
 ) -> LocalResult:
     """Learn a CPDAG with PC (module docstring).
 
@@ -119,7 +120,7 @@ def pc(
 
     Parameters
     ----------
-    data, alpha, test, stable
+    data, alpha, test, stable, progress
         The data (or a :class:`CITest`, reused with its cache) and the adjacency
         search's options, as in
         :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
@@ -136,7 +137,9 @@ def pc(
     ConfigError, DataError, NonFiniteDataError
         As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     """
-    search = start_search(data, alpha=alpha, test=test, depth=depth, stable=stable)
+    search = start_search(
+        data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress
+    )
     marks = np.where(search.skeleton, TAIL, NONE).astype(np.int8)
     _orient_v_structures(marks, search.evidence)
     meek_rules(marks)

@@ -224,6 +224,7 @@ def rfci(
     test: str = "g2",
     depth: int | None = None,
     stable: bool = True,
+    progress: str | None = None,
 ) -> LocalResult:
     """Learn a PAG with RFCI (module docstring).
 
@@ -232,7 +233,7 @@ def rfci(
 
     Parameters
     ----------
-    data, alpha, test, stable
+    data, alpha, test, stable, progress
         The data (or a :class:`CITest`, reused with its cache) and the adjacency
         search's options, as in
         :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
@@ -250,7 +251,9 @@ def rfci(
     ConfigError, DataError, NonFiniteDataError
         As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
     """
-    search = start_search(data, alpha=alpha, test=test, depth=depth, stable=stable)
+    search = start_search(
+        data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress
+    )
     run = _RFCI(search.evidence, circle_marks(search.skeleton))
     search.evidence.phase("unshielded_triples")
     run.check_triples(unshielded_triples(run.marks))

@@ -85,6 +85,7 @@ def start_search(
     test: str,
     depth: int | None,
     stable: bool,
+    progress: str | None = None,
 ) -> StartedSearch:
     """Check the options, build the CI test and the evidence, run the adjacency search.
 
@@ -104,6 +105,11 @@ def start_search(
         Largest conditioning set of the adjacency search; ``None`` or ``-1``: none.
     stable
         PC-stable adjacency search or the order-dependent original.
+    progress
+        A label to show the adjacency search's progress under on stderr (and its
+        cost first on a wide table:
+        :func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`);
+        ``None``: silent.
 
     Returns
     -------
@@ -124,7 +130,7 @@ def start_search(
     tests_before = ci_test.n_tests
     evidence = Evidence(ci_test, alpha)
     evidence.phase("adjacency")
-    skeleton = adjacency_search(evidence, depth=depth, stable=stable)
+    skeleton = adjacency_search(evidence, depth=depth, stable=stable, progress=progress)
     return StartedSearch(ci_test, evidence, skeleton, tests_before)
 
 

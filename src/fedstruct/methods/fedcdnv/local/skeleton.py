@@ -21,6 +21,7 @@ variable order, PC-stable's does not.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from itertools import combinations
 
@@ -28,9 +29,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import ConfigError
+from fedstruct.fl.progress import show_progress
+from fedstruct.methods.fedcdnv.local.citest import CITest
 from fedstruct.methods.fedcdnv.local.evidence import Evidence, paused_gc
 
-__all__ = ["adjacency_search", "check_depth"]
+__all__ = ["PROGRESS_EVERY", "WIDE", "adjacency_search", "check_depth", "cost_message"]
+
+#: Variables from which a table is wide: the search says what it will cost first.
+WIDE = 200
+#: The fewest seconds between two plain progress lines (stderr not a terminal).
+PROGRESS_EVERY = 10.0
 
 
 def check_depth(depth: int | None, what: str = "depth") -> int:
@@ -53,6 +61,7 @@ def adjacency_search(
     *,
     depth: int | None = None,
     stable: bool = True,
+    progress: str | None = None,
 ) -> NDArray[np.bool_]:
     """Run the adjacency search (module docstring); return the skeleton.
 
@@ -64,17 +73,43 @@ def adjacency_search(
         Largest conditioning-set size tried; ``None`` (default) or ``-1``: no bound.
     stable
         PC-stable (default) or the original order-dependent PC.
+    progress
+        A label to show the search's progress under on stderr (pairs done at each
+        conditioning-set size, :func:`~fedstruct.fl.progress.show_progress`), and,
+        for a table of :data:`WIDE` variables or more, what it will cost before it
+        starts; ``None`` (default): silent.
 
     Returns
     -------
     numpy.ndarray
         Symmetric boolean adjacency matrix of the skeleton.
     """
+    max_depth = check_depth(depth)
+    if progress is not None and evidence.ci_test.n_variables >= WIDE:
+        print(cost_message(progress, evidence.ci_test, depth), file=sys.stderr, flush=True)
     with paused_gc():
-        return _adjacency_search(evidence, check_depth(depth), stable)
+        return _adjacency_search(evidence, max_depth, stable, progress)
 
 
-def _adjacency_search(evidence: Evidence, max_depth: int, stable: bool) -> NDArray[np.bool_]:
+def cost_message(label: str, ci_test: CITest, depth: int | None) -> str:
+    """What the adjacency search over ``ci_test``'s variables will cost: the pairs
+    tested given the empty set, and what follows (said before a wide table's search,
+    which runs for minutes)."""
+    d = ci_test.n_variables
+    pairs = d * (d - 1) // 2
+    bound = "no bound" if depth is None or depth == -1 else f"at most {depth}"
+    rows = "" if ci_test.n_samples is None else f", {ci_test.n_samples:,} rows"
+    return (
+        f"{label}: {d:,} variables{rows}: {pairs:,} pairs to test given "
+        f"the empty set, then every pair still adjacent given subsets of its neighbours "
+        f"(conditioning sets: {bound}); this takes long on a wide table: a depth bound "
+        f"(--set depth=1) or fewer columns cut the work"
+    )
+
+
+def _adjacency_search(
+    evidence: Evidence, max_depth: int, stable: bool, progress: str | None
+) -> NDArray[np.bool_]:
     d = evidence.ci_test.n_variables
     adj = ~np.eye(d, dtype=bool)
     nbrs = [set(np.flatnonzero(adj[v]).tolist()) for v in range(d)]
@@ -83,24 +118,31 @@ def _adjacency_search(evidence: Evidence, max_depth: int, stable: bool) -> NDArr
     while level <= max_depth:
         frozen = [sorted(s) for s in nbrs] if stable else None
         busy = False
-        for x in range(d):
-            for y in sorted(nbrs[x]):
-                if y <= x or y not in nbrs[x]:
-                    continue
-                ax = frozen[x] if frozen is not None else sorted(nbrs[x])
-                ay = frozen[y] if frozen is not None else sorted(nbrs[y])
-                cand_x = [v for v in ax if v != y]
-                cand_y = [v for v in ay if v != x]
-                if len(cand_x) < level and len(cand_y) < level:
-                    continue
-                busy = True
-                if level == 0 and unconditional is None:
-                    unconditional = _unconditional(evidence, nbrs)
-                found = _search_pair(evidence, x, y, cand_x, cand_y, level, unconditional)
-                if found is not None:
-                    adj[x, y] = adj[y, x] = False
-                    nbrs[x].discard(y)
-                    nbrs[y].discard(x)
+        ahead = [sum(1 for y in nbrs[x] if y > x) for x in range(d)]  # pairs from x
+        label = f"{progress}, depth {level}"
+        with show_progress(label, sum(ahead), enabled=progress is not None, unit="pairs",
+                           every=PROGRESS_EVERY) as bar:  # fmt: skip
+            done = 0
+            for x in range(d):
+                for y in sorted(nbrs[x]):
+                    if y <= x or y not in nbrs[x]:
+                        continue
+                    ax = frozen[x] if frozen is not None else sorted(nbrs[x])
+                    ay = frozen[y] if frozen is not None else sorted(nbrs[y])
+                    cand_x = [v for v in ax if v != y]
+                    cand_y = [v for v in ay if v != x]
+                    if len(cand_x) < level and len(cand_y) < level:
+                        continue
+                    busy = True
+                    if level == 0 and unconditional is None:
+                        unconditional = _unconditional(evidence, nbrs)
+                    found = _search_pair(evidence, x, y, cand_x, cand_y, level, unconditional)
+                    if found is not None:
+                        adj[x, y] = adj[y, x] = False
+                        nbrs[x].discard(y)
+                        nbrs[y].discard(x)
+                done += ahead[x]
+                bar.update(done)
         level += 1
         if not busy:
             break
