@@ -51,7 +51,8 @@ class Codebook:
             return None
         if "variables" in data:
             variables = tuple(data["variables"])
-            levels = {v: tuple(str(x) for x in names) for v, names in data["levels"].items()}
+            saved = data.get("levels", {})
+            levels = {v: tuple(str(x) for x in names) for v, names in saved.items()}
             return cls(schema=FederationSchema(variables, dict(data["kinds"]), levels, {}, {}))
         if "classes" in data:
             return cls(classes=tuple(str(c) for c in data["classes"]))
