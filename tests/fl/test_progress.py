@@ -43,6 +43,8 @@ def test_plain_lines_are_spaced_but_the_last_always_shows(capsys):
     with show_progress("pairs", 1000, every=3600) as bar:
         for _ in range(1000):
             bar.advance("depth 1")
+        for _ in range(3):  # work after the last step (nothing left to count)
+            bar.update(1000)
     lines = capsys.readouterr().err.strip().splitlines()
     assert [line.split(" · ")[0] for line in lines] == ["pairs: 1/1000", "pairs: 1000/1000"]
 

@@ -53,20 +53,22 @@ class _Bar:
 
 class _Lines:
     """One plain line per update on stderr (not a terminal), at most one per
-    ``every`` seconds but the last."""
+    ``every`` seconds, and the line that says all is done once."""
 
     def __init__(self, label: str, total: int, unit: str, completed: int, every: float) -> None:
         self._label, self._total, self._unit, self._every = label, total, unit, every
         self._done = completed
         self._start = time.monotonic()
         self._last = -float("inf")
+        self._finished = False
 
     def update(self, completed: int, info: str = "") -> None:
         self._done = completed
         now = time.monotonic()
-        if now - self._last < self._every and completed < self._total:
-            return
-        self._last = now
+        finished = completed >= self._total
+        if self._finished or (not finished and now - self._last < self._every):
+            return  # the end is said once; before it, a line per ``every`` seconds
+        self._last, self._finished = now, finished
         what = f"{self._unit} {completed}/{self._total}".strip()
         parts = [f"{self._label}: {what}", info, f"{elapsed_text(now - self._start)} elapsed"]
         print(" · ".join(p for p in parts if p), file=sys.stderr, flush=True)

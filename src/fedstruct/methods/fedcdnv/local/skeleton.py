@@ -118,7 +118,7 @@ def _adjacency_search(
     while level <= max_depth:
         frozen = [sorted(s) for s in nbrs] if stable else None
         busy = False
-        ahead = [sum(1 for y in nbrs[x] if y > x) for x in range(d)]  # pairs from x
+        ahead = np.triu(adj, 1).sum(axis=1).tolist()  # the pairs (x, y > x) of each x
         label = f"{progress}, depth {level}"
         with show_progress(label, sum(ahead), enabled=progress is not None, unit="pairs",
                            every=PROGRESS_EVERY) as bar:  # fmt: skip
