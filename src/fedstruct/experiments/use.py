@@ -10,6 +10,8 @@ images are (a folder ``CLASS/*.png`` or an ``.npz``).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from fedstruct.data.images import LABEL, read_image_site, to_rows
 from fedstruct.data.sites import FederationSchema, encode_site, read_table
 from fedstruct.errors import ArtifactError, ConfigError, DataError
 from fedstruct.experiments.artifacts import graph_files, load
+from fedstruct.experiments.settings import SEED
 from fedstruct.fl import FederatedEstimator
 from fedstruct.fl.estimator import Prediction
 from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
@@ -32,6 +35,7 @@ __all__ = [
     "export_graph",
     "predict_file",
     "query",
+    "run_files",
     "sample",
     "saved_graph",
     "saved_graphs",
@@ -168,17 +172,62 @@ def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     ArtifactError
         If the folder holds no FedNGM model.
     ConfigError
-        If ``n`` is not positive or no global model was released.
+        If ``n`` is not positive or needs more memory than is free, the seed is not
+        in :data:`~fedstruct.experiments.settings.SEED`'s range, or no global model
+        was released.
     """
     if n < 1:
         raise ConfigError(f"-n must be a positive number of rows, got {n}")
+    if not SEED.accepts(seed):
+        raise ConfigError(SEED.message("--seed", seed))
     model = _fedngm(folder, "sample")
-    rows = model.released().sample(n, seed=seed)
+    ngm = model.released()
+    _check_memory(n, _bytes_per_sample(ngm))
+    rows = ngm.sample(n, seed=seed)
     for variable in rows.columns:
         names = _level_names(model, variable)
         if names:
             rows[variable] = rows[variable].map(lambda s, n=names: _name(n, s))
     return rows
+
+
+def _bytes_per_sample(ngm: Any) -> int:
+    """Memory one sample takes while drawn: every Gibbs chain holds its encoded row,
+    each layer's activations and temporaries (float32), the redraw's probabilities
+    (float64), then the decoded row and its level names (8-byte cells). Doubled for
+    what the estimate leaves out (measured: an upper bound, docs/cli.md)."""
+    widths = ngm.view.widths
+    encoded = ngm.schema.n_columns
+    per_row = 4 * (3 * encoded + 2 * sum(widths)) + 8 * encoded + 16 * len(ngm.schema)
+    return 2 * per_row
+
+
+def available_memory() -> int | None:
+    """Bytes of memory free for this process now (Linux ``MemAvailable``; else the free
+    physical pages); ``None`` where neither can be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_memory(n: int, per_row: int) -> None:
+    """Refuse ``n`` samples of ``per_row`` bytes each when they need more memory than
+    is free (a ``MemoryError`` or the system's out-of-memory killer otherwise)."""
+    free = available_memory()
+    if free is None or n * per_row <= free:
+        return
+    raise ConfigError(
+        f"-n {n:,} needs about {n * per_row / 2**30:,.1f} GiB of memory, {free / 2**30:,.1f} "
+        f"GiB are free here: draw at most -n {max(free // per_row, 1):,} at a time (several "
+        "calls with different --seed give independent samples)"
+    )
 
 
 def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataFrame:
@@ -240,6 +289,40 @@ def _evidence_value(model: FedNGM, variable: str, value: str) -> float | int:
 
 
 # ------------------------------------------------------------ show, export
+#: Files of a run folder besides those ``run.json`` lists (figures, artifacts).
+_RECORD_FILES = ("config.json", "run.json", "metrics.json", "history.json", "model.json")
+
+
+def run_files(folder: str | Path) -> list[Path]:
+    """The files the run in ``folder`` wrote, which ``predict``, ``sample`` and
+    ``export`` never write onto: its records, its checkpoint, every file ``run.json``
+    lists and its saved graphs in every format."""
+    folder = Path(folder)
+    names = set(_RECORD_FILES)
+    names.update(p.name for p in folder.glob("checkpoint*"))
+    names.update(_listed_files(folder / "run.json"))
+    for stem in saved_graphs(folder):
+        names.update({*graph_files(stem).values(), f"{stem}.png"})
+    return sorted(folder / name for name in names)
+
+
+def _listed_files(run_json: Path) -> list[str]:
+    """The file names ``run.json`` lists (in any list of names; none if unreadable)."""
+    try:
+        record = json.loads(run_json.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(record, dict):
+        return []
+    return [
+        name
+        for value in record.values()
+        if isinstance(value, list)
+        for name in value
+        if isinstance(name, str) and name and Path(name).name == name
+    ]
+
+
 def saved_graphs(folder: str | Path) -> list[str]:
     """The stems of the graphs the run in ``folder`` saved (``graph``, and e.g.
     ``definite``): the ``STEM.json`` files with their GraphML beside them."""
@@ -274,18 +357,29 @@ def export_graph(folder: str | Path, format: str, out: Path, stem: str = "graph"
     ------
     ArtifactError
         For BIF (no method of fedstruct learns conditional probability tables with its
-        DAG), or a graph the run did not save.
+        DAG; the message says what the run's method learned), or a graph the run did
+        not save.
     ConfigError
         For an unknown format.
     """
     if format not in EXPORT_FORMATS:
         raise ConfigError(f"unknown format {format!r}; use one of {list(EXPORT_FORMATS)}")
-    graph, weights = saved_graph(load(folder), folder, stem)
+    model = load(folder)
+    graph, weights = saved_graph(model, folder, stem)
     if format == "bif":
+        learned = _WITHOUT_TABLES.get(model.method, "a graph without probability tables")
         raise ArtifactError(
-            "BIF holds a DAG with a conditional probability table per variable; this run "
-            "learned a graph without tables (FED-CD's and F-CMs' conditionals are neural "
-            "networks); export json, dot or graphml"
+            f"BIF holds a DAG with a conditional probability table per variable; this "
+            f"{model.method} run learned {learned}: export json, dot, graphml or csv"
         )
     write_graph(graph, out, format=format, weights=weights or None)
     return out
+
+
+#: What each graph-learning method learns instead of BIF's DAG with tables.
+_WITHOUT_TABLES = {
+    "fedcdnv": "a PAG (edge marks, no probability tables: FCI's tests give none)",
+    "fedcd": "a DAG whose conditionals are neural networks (ENCO), not tables",
+    "fcm": "a concept graph whose conditionals are neural networks, not tables",
+    "fedngm": "an undirected graph and a neural network, not a DAG with tables",
+}
