@@ -296,14 +296,14 @@ def show(
         Path | None, typer.Option(help="Where to draw it [default: FOLDER/GRAPH.png].")
     ] = None,
 ) -> None:
-    """Print a run's learned graph as a table of edges and draw it."""
+    """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
     from fedstruct.experiments.artifacts import graph_title, load
     from fedstruct.experiments.graph_picture import draw_graph
     from fedstruct.experiments.use import saved_graph, saved_graphs
 
     model = load(folder)
     if not saved_graphs(folder):
-        out_console.print(f"{folder}: a {model.method} run; it learned no graph (a classifier)")
+        _print_summary(folder)
         return
     learned, weights = saved_graph(model, folder, graph)
     title = graph_title(model.method, graph, learned)
@@ -318,10 +318,64 @@ def show(
             cells.append("" if value is None else f"{value:.3f}")
         table.add_row(*cells)
     out_console.print(table)
+    for line in _mark_legend(learned.edges()):
+        out_console.print(line, highlight=False)
     path = draw_graph(
         learned, picture or folder / f"{graph}.png", title=title, weights=weights or None,
     )  # fmt: skip
     out_console.print(f"picture: [bold]{path}[/]")
+
+
+#: What an edge's marks say, by the marks as ``show`` prints them (``A o-> B``).
+MARK_MEANINGS = {
+    "-->": "A causes B",
+    "<->": "neither causes the other: a hidden common cause links them",
+    "o->": "B does not cause A: A causes B, or a hidden common cause links them",
+    "o-o": "linked; the data do not tell which causes which",
+    "o--": "B causes A (the mark at A is left open)",
+    "---": "directly dependent; no direction is claimed",
+}
+
+
+def _mark_legend(edges: Sequence[Any]) -> list[str]:
+    """One line per kind of edge in ``edges``: its marks and what they say."""
+    seen = []
+    for edge in edges:
+        token = str(edge).split()[1]
+        if token == "<--":
+            token = "-->"
+        elif token == "<-o":
+            token = "o->"
+        elif token == "--o":
+            token = "o--"
+        if token not in seen:
+            seen.append(token)
+    order = list(MARK_MEANINGS)
+    seen.sort(key=lambda t: order.index(t) if t in order else len(order))
+    lines = ["marks (read 'A mark B'; 'o' is a mark the data leave open):"]
+    lines += [f"  A {t} B: {MARK_MEANINGS.get(t, 'see docs/cli.md')}" for t in seen]
+    return lines if seen else []
+
+
+def _print_summary(folder: Path) -> None:
+    """``show`` on a run that learned no graph: what ran, on what, and how it did."""
+    from fedstruct.experiments.use import run_summary
+
+    summary = run_summary(folder)
+    out_console.print(
+        f"{folder}: a {summary.method} run that learned no graph (a classifier)", highlight=False
+    )
+    settings = ", ".join(f"{k}={v}" for k, v in summary.settings.items()) or "the defaults"
+    for label, text in (
+        ("status", summary.status),
+        ("settings", settings),
+        ("data", summary.data),
+        ("model", summary.model),
+        ("figures", ", ".join(summary.figures) or "none"),
+    ):
+        out_console.print(f"[bold]{label}:[/] {text}", highlight=False, soft_wrap=True)
+    if summary.metrics:
+        _metrics_table(f"{summary.method}: metrics", summary.metrics, folder)
 
 
 Overwrite = Annotated[
@@ -741,8 +795,14 @@ _SHORT = 30
 
 
 def _print_metrics(method: str, metrics: dict[str, float], out: Path) -> None:
+    _metrics_table(f"{method}: metrics", metrics, out)
+    out_console.print(f"written to [bold]{out}[/]")
+
+
+def _metrics_table(title: str, metrics: dict[str, float], out: Path) -> None:
+    """The run's headline metrics as a table, and where the others are."""
     shown = _headline(metrics, out)
-    table = Table(title=f"{method}: metrics")
+    table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in shown.items():
@@ -752,7 +812,6 @@ def _print_metrics(method: str, metrics: dict[str, float], out: Path) -> None:
         out_console.print(
             f"{len(metrics) - len(shown)} more (per site) in [bold]{out / 'metrics.json'}[/]"
         )
-    out_console.print(f"written to [bold]{out}[/]")
 
 
 def _headline(metrics: dict[str, float], out: Path) -> dict[str, float]:

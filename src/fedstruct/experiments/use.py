@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,12 @@ from fedstruct.methods.fedngm import FedNGM
 
 __all__ = [
     "EXPORT_FORMATS",
+    "RunSummary",
     "export_graph",
     "predict_file",
     "query",
     "run_files",
+    "run_summary",
     "sample",
     "saved_graph",
     "saved_graphs",
@@ -383,3 +386,118 @@ _WITHOUT_TABLES = {
     "fcm": "a concept graph whose conditionals are neural networks, not tables",
     "fedngm": "an undirected graph and a neural network, not a DAG with tables",
 }
+
+
+# ------------------------------------------------------------------ summary
+@dataclass(frozen=True)
+class RunSummary:
+    """What ``fedstruct show`` says about a run (the whole run, beyond a graph).
+
+    Attributes
+    ----------
+    method
+        The method that ran.
+    status
+        ``run.json``'s status and time, e.g. ``"finished in 2.6 s"``.
+    settings
+        The settings that differ from the method's defaults, as ``config.json`` holds them.
+    data
+        Where the rows came from: the built-in data set, or the sites and their rows.
+    model
+        What the saved model reads and predicts, and its number of weights.
+    metrics
+        ``metrics.json``.
+    figures
+        The pictures the run drew.
+    """
+
+    method: str
+    status: str
+    settings: dict[str, Any]
+    data: str
+    model: str
+    metrics: dict[str, Any]
+    figures: list[str]
+
+
+def run_summary(folder: str | Path) -> RunSummary:
+    """A summary of the run in ``folder`` from its files (config.json, run.json,
+    metrics.json and the saved model).
+
+    Raises
+    ------
+    ArtifactError
+        If the folder holds no saved model (or an unusable one).
+    ConfigError
+        If its config.json is missing or unreadable.
+    """
+    from fedstruct.experiments import runnable
+    from fedstruct.experiments.runs import read_config
+    from fedstruct.experiments.settings import settings_dict
+
+    folder = Path(folder)
+    model = load(folder)
+    config = read_config(folder)
+    saved = config.get("settings")
+    saved = saved if isinstance(saved, dict) else {}
+    defaults = settings_dict(runnable(model.method).settings())
+    changed = {k: v for k, v in saved.items() if k in defaults and defaults[k] != v}
+    record = _json_object(folder / "run.json")
+    metrics = _json_object(folder / "metrics.json")
+    return RunSummary(
+        method=model.method,
+        status=_status(record),
+        settings=changed,
+        data=_data_source(saved, metrics),
+        model=_model_text(model),
+        metrics=metrics,
+        figures=[f for f in record.get("figures", []) if isinstance(f, str)],
+    )
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A JSON object file's content; empty when it is missing or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _status(record: Mapping[str, Any]) -> str:
+    status = str(record.get("status", "unknown (no run.json)"))
+    seconds = record.get("seconds")
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+        status += f" in {seconds:.1f} s"
+    if record.get("error"):
+        status += f" ({record['error']})"
+    return status
+
+
+def _data_source(settings: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
+    """The run's sites and their rows (a run on files), or its built-in data set."""
+    rows = {k.removeprefix("rows_"): v for k, v in metrics.items() if k.startswith("rows_")}
+    if settings.get("sites") or settings.get("manifest") or settings.get("node_sites"):
+        sites = ", ".join(f"{site} ({int(n):,} rows)" for site, n in rows.items())
+        return f"{len(rows)} sites' own files: {sites}" if rows else "the sites' own files"
+    for name in ("network", "dataset"):
+        if settings.get(name):
+            return f"built-in {name} {settings[name]!r}"
+    return "built-in data"
+
+
+def _model_text(model: FederatedEstimator) -> str:
+    """What the saved model reads and predicts, and its size."""
+    arrays, _ = model.learned_state()
+    size = f"{sum(int(np.asarray(a).size) for a in arrays.values()):,} weights"
+    try:
+        columns = model.input_columns()
+    except ConfigError:  # a model that only learned a graph
+        return size
+    predicted = ", ".join(c for c in columns.read if c not in columns.required)
+    required = columns.required
+    shown = ", ".join(required[:8]) + (", ..." if len(required) > 8 else "")
+    return (
+        f"predicts {predicted} from {len(required)} columns ({shown}); {size}; "
+        "use it with 'fedstruct predict'"
+    )
