@@ -108,6 +108,8 @@ class Interval(Constraint):
 
 def _bound(value: float | None) -> str:
     """A bound as a user reads it: ``4294967295`` for a large integer, else ``0.5``."""
+    if value is None:
+        return ""
     if isinstance(value, int | np.integer):
         return str(int(value))
     return f"{value:g}"
