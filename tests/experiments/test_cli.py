@@ -155,8 +155,8 @@ def test_a_run_in_which_no_client_answered_fails_with_that_reason(tmp_path):
     record = json.loads((out / "run.json").read_text())
     assert record["status"] == "failed" and "NoAnswerError: no client answered" in record["error"]
     # a round without answers among rounds with some is partial participation, not a failure
-    some = tmp_path / "some"
-    result = invoke("run", "fedavg", *SMALL, "--set", "dropout=0.5", "--out", str(some))  # [0, 1, 0]
+    some = tmp_path / "some"  # seed 0, dropout 0.5: 0, 1 and 0 of the 3 clients answer
+    result = invoke("run", "fedavg", *SMALL, "--set", "dropout=0.5", "--out", str(some))
     assert result.exit_code == 0, result.output
     answered = [h["clients_answered"] for h in json.loads((some / "history.json").read_text())]
     assert 0 in answered and sum(answered) > 0
@@ -202,8 +202,10 @@ def test_every_setting_has_its_own_help_listing_its_choices():
         choices: dict[str, tuple] = {}
         for klass in cls.__mro__:
             for table in vars(sys.modules[klass.__module__]).values():
-                if isinstance(table, dict) and table and all(
-                    isinstance(c, Constraint) for c in table.values()
+                if (
+                    isinstance(table, dict)
+                    and table
+                    and all(isinstance(c, Constraint) for c in table.values())
                 ):
                     choices.update({k: c.options for k, c in table.items() if isinstance(c, OneOf)})
         for info in infos:
@@ -316,8 +318,8 @@ def fedavg_on_files(tmp_path_factory):
     root = tmp_path_factory.mktemp("files")
     _, paths = _asia_sites(root)
     out = root / "run"
-    result = invoke("run", "fedavg", *_site_args(paths), "--set", "target=dysp",
-                    "--set", "test_fraction=0.25", "--rounds", "3", "--quiet", "--out", str(out))  # fmt: skip
+    args = ["--set", "target=dysp", "--set", "test_fraction=0.25", "--rounds", "3", "--quiet"]
+    result = invoke("run", "fedavg", *_site_args(paths), *args, "--out", str(out))
     assert result.exit_code == 0, result.output
     return root, out, paths
 

@@ -275,7 +275,7 @@ def test_export_bif_says_what_this_method_learned(used, method, learned):
 
 def test_show_explains_the_edge_marks_under_its_table(used):
     """issue 29, item 11: the marks were explained only in the picture."""
-    folder, model, _, (show, *_) = used["fedcdnv"]
+    _, model, _, (show, *_) = used["fedcdnv"]
     tokens = {str(edge).split()[1] for edge in model.graph_.edges()}
     text = " ".join(show.stdout.split())
     assert "marks (read 'A mark B'; 'o' is a mark the data leave open):" in text
