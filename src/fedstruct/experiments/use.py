@@ -205,7 +205,7 @@ def _bytes_per_sample(ngm: Any) -> int:
     return 2 * per_row
 
 
-def available_memory() -> int | None:
+def _available_memory() -> int | None:
     """Bytes of memory free for this process now (Linux ``MemAvailable``; else the free
     physical pages); ``None`` where neither can be read."""
     try:
@@ -223,7 +223,7 @@ def available_memory() -> int | None:
 def _check_memory(n: int, per_row: int) -> None:
     """Refuse ``n`` samples of ``per_row`` bytes each when they need more memory than
     is free (a ``MemoryError`` or the system's out-of-memory killer otherwise)."""
-    free = available_memory()
+    free = _available_memory()
     if free is None or n * per_row <= free:
         return
     raise ConfigError(
