@@ -38,6 +38,27 @@ out_console = Console()
 err_console = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from fedstruct import __version__
+
+        out_console.print(f"fedstruct {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Federated learning of structured models: causal graphs, concept-based models,
+    neural graphical models and drift-aware classifiers."""
+
+
 def _bad_input_exits_2(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -218,6 +239,9 @@ def _run_method(
     from fedstruct.experiments import execute
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
+    if stop_after is not None and stop_after < 1:
+        raise ConfigError(f"--stop-after {stop_after}: give the round to stop after, a number >= 1")
+
     if resume is not None:
         given = options or config_file or assignments or overwrite
         if given or (out is not None and out != resume):
@@ -272,14 +296,14 @@ def show(
         Path | None, typer.Option(help="Where to draw it [default: FOLDER/GRAPH.png].")
     ] = None,
 ) -> None:
-    """Print a run's learned graph as a table of edges and draw it."""
+    """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
     from fedstruct.experiments.artifacts import graph_title, load
     from fedstruct.experiments.graph_picture import draw_graph
     from fedstruct.experiments.use import saved_graph, saved_graphs
 
     model = load(folder)
     if not saved_graphs(folder):
-        out_console.print(f"{folder}: a {model.method} run; it learned no graph (a classifier)")
+        _print_summary(folder)
         return
     learned, weights = saved_graph(model, folder, graph)
     title = graph_title(model.method, graph, learned)
@@ -294,10 +318,69 @@ def show(
             cells.append("" if value is None else f"{value:.3f}")
         table.add_row(*cells)
     out_console.print(table)
+    for line in _mark_legend(learned.edges()):
+        out_console.print(line, highlight=False)
     path = draw_graph(
         learned, picture or folder / f"{graph}.png", title=title, weights=weights or None,
     )  # fmt: skip
     out_console.print(f"picture: [bold]{path}[/]")
+
+
+#: What an edge's marks say, by the marks as ``show`` prints them (``A o-> B``).
+MARK_MEANINGS = {
+    "-->": "A causes B",
+    "<->": "neither causes the other: a hidden common cause links them",
+    "o->": "B does not cause A: A causes B, or a hidden common cause links them",
+    "o-o": "linked; the data do not tell which causes which",
+    "o--": "B causes A (the mark at A is left open)",
+    "---": "directly dependent; no direction is claimed",
+}
+
+
+def _mark_legend(edges: Sequence[Any]) -> list[str]:
+    """One line per kind of edge in ``edges``: its marks and what they say."""
+    seen = []
+    for edge in edges:
+        token = str(edge).split()[1]
+        if token == "<--":
+            token = "-->"
+        elif token == "<-o":
+            token = "o->"
+        elif token == "--o":
+            token = "o--"
+        if token not in seen:
+            seen.append(token)
+    order = list(MARK_MEANINGS)
+    seen.sort(key=lambda t: order.index(t) if t in order else len(order))
+    lines = ["marks (read 'A mark B'; 'o' is a mark the data leave open):"]
+    lines += [f"  A {t} B: {MARK_MEANINGS.get(t, 'see docs/cli.md')}" for t in seen]
+    return lines if seen else []
+
+
+def _print_summary(folder: Path) -> None:
+    """``show`` on a run that learned no graph: what ran, on what, and how it did."""
+    from fedstruct.experiments.use import run_summary
+
+    summary = run_summary(folder)
+    out_console.print(
+        f"{folder}: a {summary.method} run that learned no graph (a classifier)", highlight=False
+    )
+    settings = ", ".join(f"{k}={v}" for k, v in summary.settings.items()) or "the defaults"
+    for label, text in (
+        ("status", summary.status),
+        ("settings", settings),
+        ("data", summary.data),
+        ("model", summary.model),
+        ("figures", ", ".join(summary.figures) or "none"),
+    ):
+        out_console.print(f"[bold]{label}:[/] {text}", highlight=False, soft_wrap=True)
+    if summary.metrics:
+        _metrics_table(f"{summary.method}: metrics", summary.metrics, folder)
+
+
+Overwrite = Annotated[
+    bool, typer.Option("--overwrite", help="Replace --out if it exists (never an input file).")
+]
 
 
 @app.command()
@@ -309,10 +392,12 @@ def predict(
     target: Annotated[
         list[str] | None, typer.Option(help="A variable to predict (repeatable).")
     ] = None,
+    overwrite: Overwrite = False,
 ) -> None:
     """Predict with a run's saved model (FedAvg, CAFE, F-CMs, FedNGM)."""
     from fedstruct.experiments.use import predict_file
 
+    _check_out(out, overwrite, {data: "the --data file", **_run_inputs(folder)})
     table, unread = predict_file(folder, data, target or ())
     _write_csv(table, out)
     out_console.print(f"{len(table)} predictions of {_listed_columns(table)} written to {out}")
@@ -327,10 +412,12 @@ def sample(
     n: Annotated[int, typer.Option("-n", help="Rows to draw.")],
     out: Annotated[Path, typer.Option(help="CSV file for the samples.")],
     seed: Annotated[int, typer.Option(help="Seed of the sampler.")] = 0,
+    overwrite: Overwrite = False,
 ) -> None:
     """Draw rows from a FedNGM run's global model."""
     from fedstruct.experiments.use import sample as draw
 
+    _check_out(out, overwrite, _run_inputs(folder))
     table = draw(folder, n, seed=seed)
     _write_csv(table, out)
     out_console.print(f"{len(table)} samples of {table.shape[1]} variables written to {out}")
@@ -365,23 +452,74 @@ def query(
 def export(
     folder: RunFolder,
     format: Annotated[str, typer.Option(help="json, dot, graphml, csv or bif.")],
-    out: Annotated[Path | None, typer.Option(help="File [default: FOLDER/GRAPH.FORMAT].")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="File to write [default: standard output].")
+    ] = None,
     graph: Annotated[str, typer.Option(help="Which saved graph (e.g. definite).")] = "graph",
+    overwrite: Overwrite = False,
 ) -> None:
-    """Write a run's learned graph in another format."""
+    """Write a run's learned graph in another format (to standard output without --out)."""
+    import sys
+    import tempfile
+
     from fedstruct.experiments.use import export_graph
 
-    path = export_graph(folder, format, out or folder / f"{graph}-export.{format}", graph)
-    out_console.print(f"written to [bold]{path}[/]")
+    if out is not None:
+        _check_out(out, overwrite, _run_inputs(folder))
+        path = export_graph(folder, format, out, graph)
+        out_console.print(f"written to [bold]{path}[/]")
+        return
+    with tempfile.TemporaryDirectory(prefix="fedstruct-export-") as scratch:
+        path = export_graph(folder, format, Path(scratch) / f"{graph}.{format}", graph)
+        sys.stdout.write(path.read_text())
+    sys.stdout.flush()
+
+
+def _run_inputs(folder: Path) -> dict[Path, str]:
+    """The files of the run in ``folder`` (never an --out), each with its description."""
+    from fedstruct.experiments.use import run_files
+
+    return {path: f"a file of the run in {folder}" for path in run_files(folder)}
+
+
+def _check_out(out: Path, overwrite: bool, inputs: dict[Path, str]) -> None:
+    """Refuse an ``--out`` that is one of ``inputs`` (always), a folder, or an existing
+    file (unless ``overwrite``)."""
+    for source, what in inputs.items():
+        if _same_file(out, source):
+            raise ConfigError(f"--out {out} is {what}; write to another file")
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; give the name of a file")
+    if out.exists() and not overwrite:
+        raise ConfigError(
+            f"--out {out} exists; choose another file, or add --overwrite to replace it"
+        )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    import os
+
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
 
 
 def _evidence(pairs: Sequence[str]) -> dict[str, str]:
-    evidence = {}
+    evidence: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
-        if not sep or not name:
+        if not sep or not name.strip():
             raise ConfigError(f"--given {pair!r} is not COL=VALUE")
-        evidence[name.strip()] = value.strip()
+        name = name.strip()
+        if name in evidence:
+            raise ConfigError(
+                f"--given names {name!r} twice ({name}={evidence[name]} and {pair.strip()}); "
+                "give each variable once"
+            )
+        evidence[name] = value.strip()
     return evidence
 
 
@@ -657,8 +795,14 @@ _SHORT = 30
 
 
 def _print_metrics(method: str, metrics: dict[str, float], out: Path) -> None:
+    _metrics_table(f"{method}: metrics", metrics, out)
+    out_console.print(f"written to [bold]{out}[/]")
+
+
+def _metrics_table(title: str, metrics: dict[str, float], out: Path) -> None:
+    """The run's headline metrics as a table, and where the others are."""
     shown = _headline(metrics, out)
-    table = Table(title=f"{method}: metrics")
+    table = Table(title=title)
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in shown.items():
@@ -668,7 +812,6 @@ def _print_metrics(method: str, metrics: dict[str, float], out: Path) -> None:
         out_console.print(
             f"{len(metrics) - len(shown)} more (per site) in [bold]{out / 'metrics.json'}[/]"
         )
-    out_console.print(f"written to [bold]{out}[/]")
 
 
 def _headline(metrics: dict[str, float], out: Path) -> dict[str, float]:

@@ -95,16 +95,24 @@ class Interval(Constraint):
         noun = "an integer" if self.kind is int else "a number"
         left_closed = self.closed in ("both", "left")
         right_closed = self.closed in ("both", "right")
+        low, high = _bound(self.low), _bound(self.high)
         if self.low is not None and self.high is not None:
-            return (
-                f"{noun} in {'[' if left_closed else '('}{self.low:g}, "
-                f"{self.high:g}{']' if right_closed else ')'}"
-            )
+            opening, closing = "[" if left_closed else "(", "]" if right_closed else ")"
+            return f"{noun} in {opening}{low}, {high}{closing}"
         if self.low is not None:
-            return f"{noun} {'>=' if left_closed else '>'} {self.low:g}"
+            return f"{noun} {'>=' if left_closed else '>'} {low}"
         if self.high is not None:
-            return f"{noun} {'<=' if right_closed else '<'} {self.high:g}"
+            return f"{noun} {'<=' if right_closed else '<'} {high}"
         return f"a finite {'integer' if self.kind is int else 'number'}"
+
+
+def _bound(value: float | None) -> str:
+    """A bound as a user reads it: ``4294967295`` for a large integer, else ``0.5``."""
+    if value is None:
+        return ""
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    return f"{value:g}"
 
 
 @dataclass(frozen=True)

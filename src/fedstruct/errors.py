@@ -22,6 +22,7 @@ __all__ = [
     "DeploymentError",
     "FedstructError",
     "GraphError",
+    "NoAnswerError",
     "NonFiniteDataError",
     "PartitionError",
     "PrivacyViolationError",
@@ -83,6 +84,10 @@ class PrivacyViolationError(FedstructError):
 
 class DeploymentError(FedstructError):
     """A distributed deployment cannot run: a SuperLink out of reach, a refused node."""
+
+
+class NoAnswerError(FedstructError):
+    """No client answered in any round of a run: nothing was learned from the clients."""
 
 
 class CheckpointError(FedstructError):

@@ -359,7 +359,7 @@ def test_encode_site_rejects_text_in_a_continuous_column_and_unknown_levels() ->
     )
     with pytest.raises(DataError, match="column 'x' of site 's' holds text"):
         encode_site("s", pd.DataFrame({"x": ["1", "z"], "y": ["a", "b"]}), schema)
-    with pytest.raises(DataError, match=r"has levels \['c'\] that the federation codebook lacks"):
+    with pytest.raises(DataError, match=r"has levels \['c'\] that the run's sites never had"):
         encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "c"]}), schema)
     encoded = encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["b", "b"]}), schema)
     assert encoded.client.rows["y"].tolist() == [1, 1] and encoded.constant == ("y",)

@@ -97,8 +97,28 @@ def test_resume_reaches_the_same_metrics(tmp_path):
             ["run", "fcm", "--regime", "local", "--graph", "g.json", "--out", "X"],
             "--graph replaces the federation's aggregated graph; regime 'local'",
         ),
+        # issue 29, item 7: seeds numpy or torch cannot take
+        (["run", "fedavg", "--seed", "-1", "--out", "X"],
+         "seed must be an integer in [0, 4294967295], got -1"),
+        (["run", "fedcd", "--seed", str(2**64), "--out", "X"],
+         f"seed must be an integer in [0, 4294967295], got {2**64}"),
+        (["sample", "X", "-n", "5", "--seed", "-1", "--out", "s.csv"],
+         "--seed must be an integer in [0, 4294967295], got -1"),
+        (["sample", "X", "-n", "5", "--seed", str(2**63 + 1), "--out", "s.csv"],
+         f"--seed must be an integer in [0, 4294967295], got {2**63 + 1}"),
+        # issue 29, item 8: options that were accepted and ignored
+        (["run", "fedavg", "--stop-after", "0", "--out", "X"],
+         "--stop-after 0: give the round to stop after, a number >= 1"),
+        (["run", "fedavg", "--stop-after", "-3", "--out", "X"], "--stop-after -3: give the round"),
+        (["query", "X", "--target", "a", "--given", "b=1", "--given", "b=2"],
+         "--given names 'b' twice (b=1 and b=2); give each variable once"),
+        (["run", "fedcdnv", "--truth", "t.json", "--out", "X"],
+         "--truth t.json scores a graph learned from your own sites' files (--site/--sites); "
+         "a run on built-in data is scored against the data's own graph: drop --truth"),
+        (["run", "fedavg", "--truth", "t.json", "--out", "X"],
+         "fedavg learns no graph, so --truth t.json has nothing to score: drop it"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     result = invoke(*args)
@@ -106,6 +126,40 @@ def test_bad_input_exits_2_with_one_line(tmp_path, monkeypatch, args, message):
     text = " ".join(result.output.split())
     assert message in text
     assert "Traceback" not in result.output
+
+
+def test_bad_seeds_and_stop_after_leave_no_folder(tmp_path):
+    """Checked with the settings, before the run folder is made."""
+    for args in (["--seed", "-1"], ["--seed", str(2**64)], ["--stop-after", "0"]):
+        out = tmp_path / "run"
+        assert invoke("run", "fedavg", *args, "--out", str(out)).exit_code == 2
+        assert not out.exists()
+
+
+def test_version():
+    from fedstruct import __version__
+
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"fedstruct {__version__}"
+
+
+def test_a_run_in_which_no_client_answered_fails_with_that_reason(tmp_path):
+    """issue 29, item 8: --set dropout=1.0 said "finished" though nothing was learned."""
+    out = tmp_path / "run"
+    result = invoke("run", "fedavg", *SMALL, "--set", "dropout=1.0", "--out", str(out))
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "no client answered in any of the 3 rounds, so nothing was learned" in text
+    assert "lower --set dropout" in text and "Traceback" not in result.output
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "failed" and "NoAnswerError: no client answered" in record["error"]
+    # a round without answers among rounds with some is partial participation, not a failure
+    some = tmp_path / "some"  # seed 0, dropout 0.5: 0, 1 and 0 of the 3 clients answer
+    result = invoke("run", "fedavg", *SMALL, "--set", "dropout=0.5", "--out", str(some))
+    assert result.exit_code == 0, result.output
+    answered = [h["clients_answered"] for h in json.loads((some / "history.json").read_text())]
+    assert 0 in answered and sum(answered) > 0
 
 
 def test_help_everywhere():
@@ -126,6 +180,40 @@ def test_run_method_help_lists_that_methods_settings():
     cafe = " ".join(invoke("run", "cafe", "--help").output.split())
     assert "--dirichlet FLOAT" in cafe and "--cf FLOAT" in cafe and "--network" not in cafe
     assert "skew_alpha (float) = 0.1" in cafe
+
+
+def test_every_setting_has_its_own_help_listing_its_choices():
+    """issue 29, item 11: FedNGM's graph_method listed no choices, graph_max_rows showed
+    glasso_cv's text, FED-CD's model_steps and graph_steps shared one. Every setting of
+    a method has a text of its own, and a setting with a fixed set of values names them
+    all (the OneOf constraints of the modules its settings come from)."""
+    import sys
+
+    from fedstruct.constraints import Constraint, OneOf
+    from fedstruct.experiments import runnable, runnable_names
+    from fedstruct.experiments.settings import describe_settings
+
+    for name in runnable_names():
+        cls = runnable(name).settings
+        infos = describe_settings(cls)
+        texts = [s.doc for s in infos]
+        shared = sorted({s.name for s in infos if texts.count(s.doc) > 1})
+        assert shared == [], f"{name}: settings sharing one help text: {shared}"
+        choices: dict[str, tuple] = {}
+        for klass in cls.__mro__:
+            for table in vars(sys.modules[klass.__module__]).values():
+                if (
+                    isinstance(table, dict)
+                    and table
+                    and all(isinstance(c, Constraint) for c in table.values())
+                ):
+                    choices.update({k: c.options for k, c in table.items() if isinstance(c, OneOf)})
+        for info in infos:
+            unnamed = [o for o in choices.get(info.name, ()) if str(o) not in info.doc]
+            assert unnamed == [], f"{name} {info.name}: help names no {unnamed}: {info.doc}"
+    ngm = " ".join(invoke("run", "fedngm", "--help").output.split())
+    assert "graph_method (str) = 'glasso' How a client recovers its local graph" in ngm
+    assert "graph_max_rows (int) = 10000 The most rows" in ngm
 
 
 def test_every_setting_of_every_method_is_documented():
@@ -199,3 +287,140 @@ def test_a_discovered_graph_feeds_fcm_by_its_run_folder(tmp_path):
         assert expected.edge(edge.a, edge.b) == edge
     for v in set(used.names) - set(both):  # a variable the discovery did not see
         assert not used.neighbors(v)
+
+
+# ------------------------------------------------- runs on a user's files (issue 29)
+def _asia_sites(folder, rows=200, n_sites=3):
+    """Asia rows at ``n_sites`` sites, states as text; the network and the files."""
+    import numpy as np
+    import pandas as pd
+
+    from fedstruct.data import load_network
+
+    network = load_network("asia")
+    codes = network.sample(rows * n_sites, seed=0)
+    frame = pd.DataFrame({v: np.array(network.states[v])[codes[v]] for v in network.names})
+    paths = []
+    for k in range(n_sites):
+        path = folder / f"site-{k + 1}.csv"
+        frame.iloc[k * rows : (k + 1) * rows].to_csv(path, index=False)
+        paths.append(path)
+    return network, paths
+
+
+def _site_args(paths):
+    return [a for p in paths for a in ("--site", str(p))]
+
+
+@pytest.fixture(scope="module")
+def fedavg_on_files(tmp_path_factory):
+    """A FedAvg run on three sites' files that hold a quarter of their rows out."""
+    root = tmp_path_factory.mktemp("files")
+    _, paths = _asia_sites(root)
+    out = root / "run"
+    args = ["--set", "target=dysp", "--set", "test_fraction=0.25", "--rounds", "3", "--quiet"]
+    result = invoke("run", "fedavg", *_site_args(paths), *args, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    return root, out, paths
+
+
+def test_fedavg_on_files_scores_held_out_rows_every_round(fedavg_on_files):
+    """issue 29, item 11: the per-round plot shows a held-out metric beside the loss."""
+    _, out, _ = fedavg_on_files
+    history = json.loads((out / "history.json").read_text())
+    assert [h["round"] for h in history] == [1, 2, 3]
+    assert all(0.0 <= h["client_accuracy"] <= 1.0 and "train_loss" in h for h in history)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["test_accuracy"] == history[-1]["client_accuracy"]
+    assert (out / "fedavg_rounds.png").stat().st_size > 10_000
+
+
+def test_stop_after_on_files_stops(tmp_path):
+    """issue 29, item 10: `--stop-after 7` on a FedAvg run from files was a KeyError."""
+    _, paths = _asia_sites(tmp_path, rows=100)
+    out = tmp_path / "run"
+    result = invoke("run", "fedavg", *_site_args(paths), "--set", "target=dysp", "--rounds", "4",
+                    "--stop-after", "2", "--quiet", "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text())["status"] == "stopped"
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["rounds"] == 2 and "training_accuracy" not in metrics  # scored at the end
+    result = invoke("run", "fedavg", "--resume", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "training_accuracy" in json.loads((out / "metrics.json").read_text())
+
+
+def test_truth_naming_variables_no_site_has_is_refused(tmp_path):
+    """issue 29, item 8: such a --truth was aligned with the learned graph in silence."""
+    from fedstruct.graphs import write_graph
+
+    network, paths = _asia_sites(tmp_path, rows=100)
+    truth = tmp_path / "truth.json"
+    write_graph(network.graph, truth)
+    truth.write_text(truth.read_text().replace('"dysp"', '"dyspnoea"'))
+    out = tmp_path / "run"
+    result = invoke("run", "fedcdnv", *_site_args(paths), "--truth", str(truth), "--quiet",
+                    "--out", str(out))  # fmt: skip
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert f"--truth {truth} names variables no site has: ['dyspnoea']" in text
+    assert "give a graph over these names" in text
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    assert not (out / "metrics.json").exists()  # refused before round 1
+
+
+def test_show_summarises_a_run_without_a_graph(fedavg_on_files):
+    """issue 29, item 11: `show` on FedAvg said only that it learned no graph."""
+    _, out, _ = fedavg_on_files
+    result = invoke("show", str(out))
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"{out}: a fedavg run that learned no graph (a classifier)" in text
+    assert "status: finished in" in text
+    assert "settings: rounds=3," in text and "target=dysp" in text and "test_fraction=0.25" in text
+    assert "data: 3 sites' own files: site-1 (200 rows), site-2 (200 rows), site-3" in text
+    assert "model: predicts dysp from 7 columns (asia, tub," in text
+    assert "figures: fedavg_rounds.png" in text
+    assert "test_accuracy" in text and "bytes_down" in text  # the metrics table
+
+
+def test_predict_never_writes_onto_its_input_or_an_existing_file(fedavg_on_files):
+    """issue 29, item 8: `predict --out` overwrote any file, the --data input included."""
+    root, out, paths = fedavg_on_files
+    data = paths[0]
+    before = data.read_bytes()
+    for extra in ([], ["--overwrite"]):  # never onto the input
+        result = invoke("predict", str(out), "--data", str(data), "--out", str(data), *extra)
+        assert result.exit_code == 2
+        assert f"--out {data} is the --data file; write to another file" in " ".join(
+            result.output.split()
+        )
+    assert data.read_bytes() == before
+    result = invoke("predict", str(out), "--data", str(data), "--out", str(out / "model.json"),
+                    "--overwrite")  # fmt: skip
+    assert result.exit_code == 2 and "is a file of the run in" in result.output
+    preds = root / "preds.csv"
+    preds.write_text("keep me\n")
+    result = invoke("predict", str(out), "--data", str(data), "--out", str(preds))
+    assert result.exit_code == 2
+    assert "exists; choose another file, or add --overwrite" in " ".join(result.output.split())
+    assert preds.read_text() == "keep me\n"
+    result = invoke("predict", str(out), "--data", str(data), "--out", str(preds), "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert preds.read_text().startswith("dysp,")
+
+
+def test_predict_with_an_unseen_level_says_what_to_do(fedavg_on_files):
+    """issue 29, item 10: the message spoke of building "the schema from every site's file"."""
+    import pandas as pd
+
+    root, out, paths = fedavg_on_files
+    frame = pd.read_csv(paths[0]).head(5)
+    frame.loc[0, "smoke"] = "sometimes"
+    frame.to_csv(root / "new.csv", index=False)
+    result = invoke("predict", str(out), "--data", str(root / "new.csv"),
+                    "--out", str(root / "new-preds.csv"))  # fmt: skip
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert "column 'smoke' of" in text and "has levels ['sometimes'] that the run's sites" in text
+    assert "drop or recode those rows" in text and "every site's file" not in text

@@ -166,12 +166,17 @@ def test_site_options_that_contradict_each_other(tmp_path, monkeypatch, args, me
 
 
 def test_fedavg_names_continuous_columns_and_the_fix(tmp_path):
-    frame = pd.DataFrame({"y": ["a", "b"] * 50, "age": np.linspace(20, 80, 100)})
+    """Every continuous column at once, and honest advice: bin them or use a method that
+    takes them (issue 29: one column per attempt, and kinds.COL=categorical advised)."""
+    frame = pd.DataFrame({"y": ["a", "b"] * 50, "age": np.linspace(20, 80, 100),
+                          "bmi": np.linspace(18.5, 31.2, 100)})  # fmt: skip
     frame.to_csv(tmp_path / "s.csv", index=False)
     code, text = run("fedavg", "--site", str(tmp_path / "s.csv"), "--set", "target=y",
                      "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 2
-    assert "'age' is continuous" in text and "--set kinds.age=categorical" in text
+    assert "2 of the sites' columns are continuous: 'age', 'bmi'" in text
+    assert "bin them into levels" in text and "fedngm" in text
+    assert "kinds.age=categorical" not in text
 
 
 def test_missing_values_are_named_or_dropped_and_counted(tmp_path):

@@ -208,3 +208,78 @@ def test_graph_methods_show_and_export_the_learned_graph(used, method):
             assert w == pytest.approx(p[graph.index(a), graph.index(b)])
     assert predict.returncode == 2
     assert "learns a graph, not a model that predicts" in predict.stderr
+
+
+# ------------------------------------------------------------- issue 29
+def invoke(*args: str):
+    from typer.testing import CliRunner
+
+    from fedstruct.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_sample_of_more_rows_than_memory_holds_is_one_line(used):
+    """issue 29, item 7: `sample -n 100000000000` was a MemoryError's traceback."""
+    folder = used["fedngm"].folder
+    code, text = invoke("sample", str(folder / "run"), "-n", "100000000000",
+                        "--out", str(folder / "huge.csv"))  # fmt: skip
+    assert code == 2, text
+    assert "-n 100,000,000,000 needs about" in text and "GiB of memory" in text
+    assert "draw at most -n" in text and "Traceback" not in text
+    assert not (folder / "huge.csv").exists()
+
+
+def test_sample_and_export_refuse_an_existing_out_and_the_run_s_files(used):
+    """issue 29, item 8: `sample`/`export --out` overwrote any file."""
+    ngm, pag = used["fedngm"].folder, used["fedcdnv"].folder
+    kept = ngm / "kept.csv"
+    kept.write_text("keep me\n")
+    code, text = invoke("sample", str(ngm / "run"), "-n", "5", "--out", str(kept))
+    assert code == 2 and "exists; choose another file, or add --overwrite" in text
+    assert kept.read_text() == "keep me\n"
+    code, text = invoke("sample", str(ngm / "run"), "-n", "5", "--out", str(kept), "--overwrite")
+    assert code == 0, text
+    assert len(pd.read_csv(kept)) == 5
+    graph = pag / "run" / "graph.json"
+    before = graph.read_bytes()
+    code, text = invoke("export", str(pag / "run"), "--format", "json", "--out", str(graph),
+                        "--overwrite")  # fmt: skip
+    assert code == 2 and f"--out {graph} is a file of the run in {pag / 'run'}" in text
+    assert graph.read_bytes() == before
+
+
+def test_export_without_out_writes_to_standard_output(used):
+    """issue 29, item 11: as Unix tools do."""
+    folder = used["fedcdnv"].folder / "run"
+    before = sorted(p.name for p in folder.iterdir())
+    code, text = invoke("export", str(folder), "--format", "dot")
+    assert code == 0, text
+    assert text.startswith("// fedstruct.graph version 1") and text.rstrip().endswith("}")
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("method", "learned"),
+    [("fedcdnv", "a PAG (edge marks, no probability tables"),
+     ("fedcd", "a DAG whose conditionals are neural networks (ENCO)")],
+)  # fmt: skip
+def test_export_bif_says_what_this_method_learned(used, method, learned):
+    """issue 29, item 10: a FedCDnv run spoke of "FED-CD's and F-CMs' conditionals"."""
+    code, text = invoke("export", str(used[method].folder / "run"), "--format", "bif")
+    assert code == 2
+    assert f"this {method} run learned {learned}" in text and "F-CMs'" not in text
+
+
+def test_show_explains_the_edge_marks_under_its_table(used):
+    """issue 29, item 11: the marks were explained only in the picture."""
+    _, model, _, (show, *_) = used["fedcdnv"]
+    tokens = {str(edge).split()[1] for edge in model.graph_.edges()}
+    text = " ".join(show.stdout.split())
+    assert "marks (read 'A mark B'; 'o' is a mark the data leave open):" in text
+    meanings = {"<->": "A <-> B: neither causes the other", "o->": "A o-> B: B does not cause A",
+                "-->": "A --> B: A causes B", "o-o": "A o-o B: linked"}  # fmt: skip
+    assert tokens & set(meanings)
+    for token in tokens & set(meanings):
+        assert meanings[token] in text

@@ -1,8 +1,9 @@
 import numpy as np
 import pandas as pd
 import pytest
+import sklearn.base
 
-from fedstruct.data import ClientData, Schedule
+from fedstruct.data import ClientData, Schedule, load_network
 from fedstruct.errors import CheckpointError, DataError
 from fedstruct.fl import Participation
 from fedstruct.fl.aggregate import weighted_average
@@ -98,3 +99,16 @@ def test_bad_codes_name_the_client_and_variable(clients):
         DataError, match=r"client 'bad': variable 'b' has value 7; expected state codes 0\.\.1"
     ):
         FedAvg("y", CARDS, rounds=1).fit([ClientData("bad", bad)])
+
+
+def test_the_readme_estimator_can_be_cloned():
+    """scikit-learn's clone deep-copies the parameters: a network's cardinalities are a
+    plain dict (issue 29: a read-only mappingproxy could not be copied)."""
+    net = load_network("asia")
+    model = FedAvg("dysp", net.cardinalities, rounds=10,
+                   participation=Participation(sample_rate=0.5, dropout=0.1))  # fmt: skip
+    copy = sklearn.base.clone(model)
+    assert copy.get_params()["cardinalities"] == dict(net.cardinalities)
+    assert copy.get_params()["participation"] == model.get_params()["participation"]
+    net.cardinalities["dysp"] = 99  # a copy: the network does not change
+    assert net.cardinalities["dysp"] == 2

@@ -252,14 +252,16 @@ class DiscreteNetwork:
         return self._graph
 
     @property
-    def states(self) -> Mapping[str, tuple[str, ...]]:
-        """Variable name -> state names (read-only)."""
-        return self._states
+    def states(self) -> dict[str, tuple[str, ...]]:
+        """Variable name -> state names (a new dict each time: changing it changes
+        nothing here, and an estimator given it can be cloned and pickled)."""
+        return dict(self._states)
 
     @property
-    def cardinalities(self) -> Mapping[str, int]:
-        """Variable name -> number of states (read-only)."""
-        return self._cards
+    def cardinalities(self) -> dict[str, int]:
+        """Variable name -> number of states (a new dict each time: changing it changes
+        nothing here, and an estimator given it can be cloned and pickled)."""
+        return dict(self._cards)
 
     @property
     def cpts(self) -> Mapping[str, Cpt]:

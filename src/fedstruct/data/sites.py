@@ -1331,9 +1331,11 @@ def _encode_column(table: _Site, col: str, schema: FederationSchema) -> NDArray[
         book = schema.codebook(col)
         absent = [n for n in names if n not in book]
         if absent:
+            known = list(book)
             raise DataError(
-                f"column {col!r} of {table.where} has levels {absent[:5]} that the "
-                "federation codebook lacks; build the schema from every site's file"
+                f"column {col!r} of {table.where} has levels {absent[:5]} that the run's "
+                f"sites never had (its levels: {known[:10]}{' ...' if len(known) > 10 else ''})"
+                "; drop or recode those rows, or train again with sites that have them"
             )
         lookup = np.array([book[n] for n in names] + [-1], dtype=np.int64)
         return lookup[codes]

@@ -38,8 +38,8 @@ from fedstruct.data.sites import MISSING
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.outcome import RunOutcome
-from fedstruct.experiments.settings import apply_settings, settings_dict, subset
-from fedstruct.experiments.sites import TABLES, SiteFormat, site_specs
+from fedstruct.experiments.settings import SEED, apply_settings, settings_dict, subset
+from fedstruct.experiments.sites import TABLES, SiteFormat, check_truth, site_specs
 from fedstruct.fl import (
     Backend,
     Federated,
@@ -135,6 +135,12 @@ class FederationSettings:
             raise ConfigError(
                 "give the sites by one of --site, --sites MANIFEST or --node-site, not several"
             )
+        if self.truth and not self.from_files:
+            raise ConfigError(
+                f"--truth {self.truth} scores a graph learned from your own sites' files "
+                "(--site/--sites); a run on built-in data is scored against the data's own "
+                "graph: drop --truth"
+            )
         if len(set(self.node_sites)) != len(self.node_sites):
             raise ConfigError(f"--node-site names a site twice: {list(self.node_sites)}")
         default_clients = type(self).__dataclass_fields__["clients"].default
@@ -189,6 +195,7 @@ class FederationSettings:
 _FEDERATION_CONSTRAINTS = {
     "clients": Interval(int, 1),
     "rounds": Interval(int, 1),
+    "seed": SEED,
     "missing": OneOf(MISSING, allow_none=True),
 }
 
@@ -411,6 +418,8 @@ def run_resolved(
             if backend.needs_client_data
             else entry.client_names(settings)
         )
+        if settings.from_files:
+            check_truth(settings, entry.roles(settings))
         ctx = RunContext(out, resume, progress, backend, stop_after)
         outcome = entry.run(settings, ctx, entry.method(settings), clients)
         _check_flat(entry.name, outcome.metrics)

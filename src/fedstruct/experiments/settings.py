@@ -21,10 +21,12 @@ from typing import Any, TypeVar
 
 import yaml
 
+from fedstruct.constraints import Interval
 from fedstruct.errors import ConfigError
 from fedstruct.fl.participation import Participation
 
 __all__ = [
+    "SEED",
     "SettingInfo",
     "apply_settings",
     "describe_settings",
@@ -36,6 +38,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: A run's or a sampler's seed: what numpy and torch both take (``--seed``).
+SEED = Interval(int, 0, 2**32 - 1)
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from fedstruct.data.sites import (
     read_federation,
     read_manifest,
 )
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.graphs import Graph
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "DeployedSites",
     "SiteFormat",
     "aligned",
+    "check_truth",
     "deployed_schema",
     "deployed_sites",
     "file_metrics",
@@ -248,6 +249,33 @@ def truth_graph(settings: Any) -> Graph | None:
     """The graph of ``--truth FILE`` (graph.json, DOT, GraphML or BIF), or ``None``."""
     path = settings.truth or site_roles(settings).get("truth")
     return None if not path else read_graph_file(Path(path))
+
+
+def check_truth(settings: Any, roles: Mapping[str, Any]) -> None:
+    """``--truth``'s graph names only variables of the sites (read with ``roles``), so
+    that a misspelt or foreign graph is refused before round 1 rather than scored.
+
+    Raises
+    ------
+    UnknownVariableError
+        Naming the graph's variables that no site has, and the sites' variables.
+    """
+    truth = truth_graph(settings)
+    if truth is None:
+        return
+    variables = site_federation(settings, **roles).schema.variables
+    unknown = [v for v in truth.names if v not in variables]
+    if unknown:
+        path = settings.truth or site_roles(settings).get("truth")
+        raise UnknownVariableError(
+            f"--truth {path} names variables no site has: {_listed(unknown)}; the sites' "
+            f"variables are {_listed(variables)}: give a graph over these names"
+        )
+
+
+def _listed(names: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(repr(n) for n in list(names)[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}]"
 
 
 def aligned(truth: Graph, learned: Graph) -> tuple[Graph, Graph]:

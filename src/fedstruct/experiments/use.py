@@ -10,7 +10,10 @@ images are (a folder ``CLASS/*.png`` or an ``.npz``).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from fedstruct.data.images import LABEL, read_image_site, to_rows
 from fedstruct.data.sites import read_table
 from fedstruct.errors import ArtifactError, ConfigError, DataError
 from fedstruct.experiments.artifacts import graph_files, load
+from fedstruct.experiments.settings import SEED
 from fedstruct.fl import FederatedEstimator
 from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
 from fedstruct.methods.cafe import CAFE
@@ -28,9 +32,12 @@ from fedstruct.methods.fedngm import FedNGM
 
 __all__ = [
     "EXPORT_FORMATS",
+    "RunSummary",
     "export_graph",
     "predict_file",
     "query",
+    "run_files",
+    "run_summary",
     "sample",
     "saved_graph",
     "saved_graphs",
@@ -115,17 +122,62 @@ def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     ArtifactError
         If the folder holds no FedNGM model.
     ConfigError
-        If ``n`` is not positive or no global model was released.
+        If ``n`` is not positive or needs more memory than is free, the seed is not
+        in :data:`~fedstruct.experiments.settings.SEED`'s range, or no global model
+        was released.
     """
     if n < 1:
         raise ConfigError(f"-n must be a positive number of rows, got {n}")
+    if not SEED.accepts(seed):
+        raise ConfigError(SEED.message("--seed", seed))
     model = _fedngm(folder, "sample")
-    rows = model.released().sample(n, seed=seed)
+    ngm = model.released()
+    _check_memory(n, _bytes_per_sample(ngm))
+    rows = ngm.sample(n, seed=seed)
     for variable in rows.columns:
         names = _level_names(model, variable)
         if names:
             rows[variable] = rows[variable].map(lambda s, n=names: _name(n, s))
     return rows
+
+
+def _bytes_per_sample(ngm: Any) -> int:
+    """Memory one sample takes while drawn: every Gibbs chain holds its encoded row,
+    each layer's activations and temporaries (float32), the redraw's probabilities
+    (float64), then the decoded row and its level names (8-byte cells). Doubled for
+    what the estimate leaves out (measured: an upper bound, docs/cli.md)."""
+    widths = ngm.view.widths
+    encoded = ngm.schema.n_columns
+    per_row = 4 * (3 * encoded + 2 * sum(widths)) + 8 * encoded + 16 * len(ngm.schema)
+    return 2 * per_row
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory free for this process now (Linux ``MemAvailable``; else the free
+    physical pages); ``None`` where neither can be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_memory(n: int, per_row: int) -> None:
+    """Refuse ``n`` samples of ``per_row`` bytes each when they need more memory than
+    is free (a ``MemoryError`` or the system's out-of-memory killer otherwise)."""
+    free = _available_memory()
+    if free is None or n * per_row <= free:
+        return
+    raise ConfigError(
+        f"-n {n:,} needs about {n * per_row / 2**30:,.1f} GiB of memory, {free / 2**30:,.1f} "
+        f"GiB are free here: draw at most -n {max(free // per_row, 1):,} at a time (several "
+        "calls with different --seed give independent samples)"
+    )
 
 
 def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataFrame:
@@ -187,6 +239,40 @@ def _evidence_value(model: FedNGM, variable: str, value: str) -> float | int:
 
 
 # ------------------------------------------------------------ show, export
+#: Files of a run folder besides those ``run.json`` lists (figures, artifacts).
+_RECORD_FILES = ("config.json", "run.json", "metrics.json", "history.json", "model.json")
+
+
+def run_files(folder: str | Path) -> list[Path]:
+    """The files the run in ``folder`` wrote, which ``predict``, ``sample`` and
+    ``export`` never write onto: its records, its checkpoint, every file ``run.json``
+    lists and its saved graphs in every format."""
+    folder = Path(folder)
+    names = set(_RECORD_FILES)
+    names.update(p.name for p in folder.glob("checkpoint*"))
+    names.update(_listed_files(folder / "run.json"))
+    for stem in saved_graphs(folder):
+        names.update({*graph_files(stem).values(), f"{stem}.png"})
+    return sorted(folder / name for name in names)
+
+
+def _listed_files(run_json: Path) -> list[str]:
+    """The file names ``run.json`` lists (in any list of names; none if unreadable)."""
+    try:
+        record = json.loads(run_json.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(record, dict):
+        return []
+    return [
+        name
+        for value in record.values()
+        if isinstance(value, list)
+        for name in value
+        if isinstance(name, str) and name and Path(name).name == name
+    ]
+
+
 def saved_graphs(folder: str | Path) -> list[str]:
     """The stems of the graphs the run in ``folder`` saved (``graph``, and e.g.
     ``definite``): the ``STEM.json`` files with their GraphML beside them."""
@@ -221,18 +307,144 @@ def export_graph(folder: str | Path, format: str, out: Path, stem: str = "graph"
     ------
     ArtifactError
         For BIF (no method of fedstruct learns conditional probability tables with its
-        DAG), or a graph the run did not save.
+        DAG; the message says what the run's method learned), or a graph the run did
+        not save.
     ConfigError
         For an unknown format.
     """
     if format not in EXPORT_FORMATS:
         raise ConfigError(f"unknown format {format!r}; use one of {list(EXPORT_FORMATS)}")
-    graph, weights = saved_graph(load(folder), folder, stem)
+    model = load(folder)
+    graph, weights = saved_graph(model, folder, stem)
     if format == "bif":
+        learned = _WITHOUT_TABLES.get(model.method, "a graph without probability tables")
         raise ArtifactError(
-            "BIF holds a DAG with a conditional probability table per variable; this run "
-            "learned a graph without tables (FED-CD's and F-CMs' conditionals are neural "
-            "networks); export json, dot or graphml"
+            f"BIF holds a DAG with a conditional probability table per variable; this "
+            f"{model.method} run learned {learned}: export json, dot, graphml or csv"
         )
     write_graph(graph, out, format=format, weights=weights or None)
     return out
+
+
+#: What each graph-learning method learns instead of BIF's DAG with tables.
+_WITHOUT_TABLES = {
+    "fedcdnv": "a PAG (edge marks, no probability tables: FCI's tests give none)",
+    "fedcd": "a DAG whose conditionals are neural networks (ENCO), not tables",
+    "fcm": "a concept graph whose conditionals are neural networks, not tables",
+    "fedngm": "an undirected graph and a neural network, not a DAG with tables",
+}
+
+
+# ------------------------------------------------------------------ summary
+@dataclass(frozen=True)
+class RunSummary:
+    """What ``fedstruct show`` says about a run (the whole run, beyond a graph).
+
+    Attributes
+    ----------
+    method
+        The method that ran.
+    status
+        ``run.json``'s status and time, e.g. ``"finished in 2.6 s"``.
+    settings
+        The settings that differ from the method's defaults, as ``config.json`` holds them.
+    data
+        Where the rows came from: the built-in data set, or the sites and their rows.
+    model
+        What the saved model reads and predicts, and its number of weights.
+    metrics
+        ``metrics.json``.
+    figures
+        The pictures the run drew.
+    """
+
+    method: str
+    status: str
+    settings: dict[str, Any]
+    data: str
+    model: str
+    metrics: dict[str, Any]
+    figures: list[str]
+
+
+def run_summary(folder: str | Path) -> RunSummary:
+    """A summary of the run in ``folder`` from its files (config.json, run.json,
+    metrics.json and the saved model).
+
+    Raises
+    ------
+    ArtifactError
+        If the folder holds no saved model (or an unusable one).
+    ConfigError
+        If its config.json is missing or unreadable.
+    """
+    from fedstruct.experiments import runnable
+    from fedstruct.experiments.runs import read_config
+    from fedstruct.experiments.settings import settings_dict
+
+    folder = Path(folder)
+    model = load(folder)
+    config = read_config(folder)
+    saved = config.get("settings")
+    saved = saved if isinstance(saved, dict) else {}
+    defaults = settings_dict(runnable(model.method).settings())
+    changed = {k: v for k, v in saved.items() if k in defaults and defaults[k] != v}
+    record = _json_object(folder / "run.json")
+    metrics = _json_object(folder / "metrics.json")
+    return RunSummary(
+        method=model.method,
+        status=_status(record),
+        settings=changed,
+        data=_data_source(saved, metrics),
+        model=_model_text(model),
+        metrics=metrics,
+        figures=[f for f in record.get("figures", []) if isinstance(f, str)],
+    )
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A JSON object file's content; empty when it is missing or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _status(record: Mapping[str, Any]) -> str:
+    status = str(record.get("status", "unknown (no run.json)"))
+    seconds = record.get("seconds")
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+        status += f" in {seconds:.1f} s"
+    if record.get("error"):
+        status += f" ({record['error']})"
+    return status
+
+
+def _data_source(settings: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
+    """The run's sites and their rows (a run on files), or its built-in data set."""
+    rows = {k.removeprefix("rows_"): v for k, v in metrics.items() if k.startswith("rows_")}
+    if settings.get("sites") or settings.get("manifest") or settings.get("node_sites"):
+        sites = ", ".join(f"{site} ({int(n):,} rows)" for site, n in rows.items())
+        return f"{len(rows)} sites' own files: {sites}" if rows else "the sites' own files"
+    for name in ("network", "dataset"):
+        if settings.get(name):
+            return f"built-in {name} {settings[name]!r}"
+    return "built-in data"
+
+
+def _model_text(model: FederatedEstimator) -> str:
+    """What the saved model reads and predicts, and its size."""
+    arrays, _ = model.learned_state()
+    size = f"{sum(int(np.asarray(a).size) for a in arrays.values()):,} weights"
+    try:
+        columns = model.input_columns()
+    except ConfigError:  # a model that only learned a graph
+        return size
+    predicted = ", ".join(c for c in columns.read if c not in columns.required)
+    required = columns.required
+    shown = ", ".join(required[:8]) + (", ..." if len(required) > 8 else "")
+    return (
+        f"predicts {predicted} from {len(required)} columns ({shown}); {size}; "
+        "use it with 'fedstruct predict'"
+    )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from fedstruct.data.client import ClientData, check_federation
-from fedstruct.errors import ConfigError, DataError, unknown_choice_message
+from fedstruct.errors import ConfigError, DataError, NoAnswerError, unknown_choice_message
 from fedstruct.fl.client import Client
 from fedstruct.fl.federation import ServerAlgorithm, run_federation
 from fedstruct.fl.grid import Grid, LocalGrid
@@ -170,8 +170,9 @@ def run_on_backend(
         raise DataError("a federation needs at least one client")
 
     def server_fn(grid: Grid) -> RunResult:
+        server = method.make_server()
         state, last = run_federation(
-            method.make_server(),
+            server,
             grid,
             checkpoint=checkpoint,
             resume=resume,
@@ -180,6 +181,19 @@ def run_on_backend(
             stop_after=stop_after,
             label=label,
         )
+        cut_short = stop_after is not None and last >= stop_after
+        if not grid.answers and not (cut_short and not server.is_done(state, last)):
+            raise _no_answer(grid, last)
         return RunResult(state, grid, last)
 
     return chosen.run(server_fn, method, clients, participation, seed)
+
+
+def _no_answer(grid: Grid, last: int) -> NoAnswerError:
+    """The error of a run in which no client answered in any of its ``last`` rounds."""
+    p = grid.participation
+    return NoAnswerError(
+        f"no client answered in any of the {last} rounds, so nothing was learned "
+        f"(dropout={p.dropout:g}, deadline={p.deadline}, {grid.lost_answers} answers lost): "
+        "lower --set dropout, raise --set deadline, or check that the sites' nodes are running"
+    )

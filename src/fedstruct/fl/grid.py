@@ -72,6 +72,8 @@ class Grid(ABC):
         self._pending: list[tuple[int, Message, int]] = []
         self._late: list[LateReply] = []
         self.lost_answers = 0
+        #: Answers received in rounds (on time or to be delivered late), over the run.
+        self.answers = 0
 
     # ------------------------------------------------------------------ rounds
     @property
@@ -145,6 +147,7 @@ class Grid(ABC):
         answering = {n: m for n, m in stamped.items() if plan.answers(self._names[n])}
         replies = self._exchange(answering)
         self.lost_answers += len(stamped) - len(replies)
+        self.answers += len(replies)
         on_time: dict[int, Message] = {}
         for node, reply in sorted(replies.items()):
             if self._names[node] in plan.reports:
@@ -197,6 +200,7 @@ class Grid(ABC):
             "traffic": dict(self.traffic.records),
             "pending": list(self._pending),
             "lost_answers": self.lost_answers,
+            "answers": self.answers,
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -205,6 +209,7 @@ class Grid(ABC):
         self.traffic = Traffic(dict(state["traffic"]))
         self._pending = list(state["pending"])
         self.lost_answers = int(state["lost_answers"])
+        self.answers = int(state.get("answers", 0))
 
 
 @contextmanager

@@ -226,7 +226,9 @@ def test_bad_data_names_the_variable():
     with pytest.raises(DataError, match=r"variable 'b' is constant.*drop the column"):
         make_ci_test(frame)
     frame = pd.DataFrame({"a": [0, 1, 0, 1], "x": [0.1, 1.7, 0.3, 2.2]})
-    with pytest.raises(DataError, match=r"variable 'x' has non-integer values.*fisherz"):
+    with pytest.raises(  # the setting's name, as the CLI and the estimator spell it
+        DataError, match=r"'x' has non-integer values.*set ci_test='fisherz' \(--set ci_test"
+    ):
         make_ci_test(frame, "g2")
     assert make_ci_test(frame, "fisherz").kind == "fisherz"
     frame = pd.DataFrame({"a": [0.0, 1.0, np.nan, 1.0], "b": [0.5, 0.1, 0.2, 0.3]})

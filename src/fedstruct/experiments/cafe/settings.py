@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.datasets.images import IMAGE_DATASETS
+from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.cafe import CafeConfig
 
@@ -48,6 +49,10 @@ class CafeRun(FederationSettings, CafeConfig):
     test_fraction: float = 0.2
 
     def __post_init__(self) -> None:
+        if self.truth:
+            raise ConfigError(
+                f"cafe learns no graph, so --truth {self.truth} has nothing to score: drop it"
+            )
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "cafe")
         self.check_one_source("dataset", "data_dir", "skew_alpha")

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from fedstruct.data import ClientData, load_network
-from fedstruct.data.sites import LEVELLED, require_kinds
-from fedstruct.errors import ConfigError, UnknownVariableError
+from fedstruct.data.sites import LEVELLED, FederationSchema
+from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
@@ -91,21 +91,48 @@ def _file_task(settings: FedAvgRun) -> tuple[str, dict[str, int]]:
             f"target {target!r} is not a column of the sites; their columns are "
             f"{list(schema.variables)}"
         )
-    require_kinds(schema, LEVELLED, method="FedAvg's classifier")
+    _require_levelled(schema)
     return target, schema.cardinalities()
+
+
+def _require_levelled(schema: FederationSchema) -> None:
+    """Every column of the sites has levels (categorical or ordinal).
+
+    Raises
+    ------
+    DataError
+        Naming every continuous column at once, with what the user can do.
+    """
+    continuous = [v for v in schema.variables if schema.kinds[v] not in LEVELLED]
+    if continuous:
+        more = " ..." if len(continuous) > 10 else ""
+        shown = ", ".join(repr(v) for v in continuous[:10]) + more
+        raise DataError(
+            f"FedAvg's classifier takes categorical or ordinal columns, but {len(continuous)} "
+            f"of the sites' columns are continuous: {shown}; bin them into levels in the "
+            "files (e.g. age groups), leave them out, or use a method that takes continuous "
+            "columns (fedngm; fedcdnv with --set ci_test=fisherz). If a column's numbers are "
+            "codes of a few levels, say so with --set kinds.COLUMN=ordinal"
+        )
 
 
 def _on_files(
     settings: FedAvgRun, ctx: RunContext, model: FedAvg, clients: Sequence[Any]
 ) -> RunOutcome:
     """A run on a user's files: the federated evaluation of the final model on every
-    site's held-out rows (``test_fraction``; the training rows when it is 0)."""
+    site's held-out rows (``test_fraction``; the training rows when it is 0). With
+    held-out rows the sites asked in each round score that round's model on them,
+    which the per-round plot shows beside the training loss."""
     ctx.fit(model, clients)
     last = model.history_[-1]
     rows = "test" if settings.test_fraction > 0 else "training"
+    scored = {  # absent when a run is stopped early, or no site answered the evaluation
+        f"{rows}_{name}": last[f"client_{name}"]
+        for name in ("accuracy", "loss")
+        if f"client_{name}" in last
+    }
     metrics = {
-        f"{rows}_accuracy": last["client_accuracy"],
-        f"{rows}_loss": last["client_loss"],
+        **scored,
         "rounds": len(model.history_),
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **model.traffic_.summary(),
@@ -113,7 +140,7 @@ def _on_files(
     }
     figure = plot_history(
         model.history_,
-        ["train_loss", "clients_answered"],
+        ["train_loss", "client_accuracy", "clients_answered"],
         ctx.out / "fedavg_rounds.png",
         f"FedAvg on your sites (target {model.schema.target})",
     )

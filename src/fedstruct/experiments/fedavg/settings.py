@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.discrete import DiscreteNetwork
-from fedstruct.errors import UnknownVariableError
+from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fedavg import FedAvgConfig
 
@@ -67,6 +67,10 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     min_per_client: int = 20
 
     def __post_init__(self) -> None:
+        if self.truth:
+            raise ConfigError(
+                f"fedavg learns no graph, so --truth {self.truth} has nothing to score: drop it"
+            )
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "fedavg")
         self.check_one_source("network", "samples", "test_samples", "partition")

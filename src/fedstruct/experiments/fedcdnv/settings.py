@@ -43,8 +43,12 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
         λ, the share of the variables no client observes; empty: 0.15 (0 for Sachs).
     overlap
         δ, the share of the observed variables each client observes.
-    min_samples, max_samples
-        A client's rows are drawn uniformly from this range.
+    min_samples
+        The fewest rows a client may get (its rows are drawn uniformly from
+        ``[min_samples, max_samples]``).
+    max_samples
+        The most rows a client may get (its rows are drawn uniformly from
+        ``[min_samples, max_samples]``).
     discretize
         Discretisation of the Sachs data: ``hartemink``, ``quantile`` or ``log-interval``.
     reference

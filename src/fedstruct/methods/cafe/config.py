@@ -36,11 +36,19 @@ class CafeConfig:
         Communication rounds (the paper: 300; §VI-A).
     local_epochs
         Local passes per round (the paper: 5, also 10 and 20; Table IV).
-    batch_size, learning_rate, momentum, weight_decay
-        Local SGD with momentum ("MGD", §VI-A; the paper's learning rate 0.001 is for
-        300 rounds of a larger network, ours defaults to 0.01 for 100 rounds).
-    backbone, feature_dim
-        The feature extractor and the width of the feature vector it emits.
+    batch_size
+        Images per step of local SGD with momentum ("MGD", §VI-A).
+    learning_rate
+        Step size of local SGD (the paper's 0.001 is for 300 rounds of a larger
+        network; ours defaults to 0.01 for 100 rounds).
+    momentum
+        Momentum of local SGD.
+    weight_decay
+        L2 weight decay of local SGD.
+    backbone
+        The feature extractor: ``"cnn"`` or ``"mlp"``.
+    feature_dim
+        Width of the feature vector the backbone emits.
     heads
         K, heads of the cosine classifier; ``feature_dim`` must be divisible by it.
     tau
@@ -52,9 +60,12 @@ class CafeConfig:
         feature of its training batches).
     global_drift_momentum
         β_g, the server's moving-average factor of the global drift direction d_g.
-    lambda_global, lambda_local
-        λ_g, λ_l: how much of a feature's projection on d_g and d_l Feature
-        Calibration removes during training. METHODS.md reconstructs ``λ_l = 1``;
+    lambda_global
+        λ_g: how much of a feature's projection on the global drift direction d_g
+        Feature Calibration removes during training.
+    lambda_local
+        λ_l: how much of a feature's projection on the client's drift direction d_l
+        Feature Calibration removes during training. METHODS.md reconstructs ``λ_l = 1``;
         the default is 0 because under Dir 0.1 a client's mean feature is nearly its
         one class's direction, and removing it erases what the client can learn
         (digits-LT, CF 0.1, 200 rounds, 2 seeds: accuracy 0.10-0.46 at λ_l = 1,
@@ -65,15 +76,21 @@ class CafeConfig:
         η_g in ``θ ← θ + η_g v``.
     tde_alpha
         α of drift-free (TDE) inference; 0 gives back the training logits.
-    feature_calibration, parameter_calibration, history_average
-        CAFE's three modules; switching one off is the paper's ablation (w/o FC,
-        w/o PC, w/o HA).
+    feature_calibration
+        CAFE's Feature Calibration module; false is the paper's ablation "w/o FC".
+    parameter_calibration
+        CAFE's Parameter Calibration module; false is the paper's ablation "w/o PC".
+    history_average
+        CAFE's History-Aware Average; false is the paper's ablation "w/o HA".
     prox_mu
         FedProx's μ of ``(μ/2)‖w - θ^t‖²`` (Li et al. 2020 tune it in {0.001, 0.01,
         0.1, 1}; 0.01 is MOON's choice for FedProx).
-    moon_mu, moon_temperature, moon_projection
-        MOON's loss weight μ (5 for 10-class sets), temperature and projection-head
-        width (Li, He & Song 2021, §4).
+    moon_mu
+        MOON's loss weight μ (5 for 10-class sets; Li, He & Song 2021, §4).
+    moon_temperature
+        MOON's temperature of the contrastive loss (0.5).
+    moon_projection
+        Width of MOON's projection head (256).
     proto_lambda
         FedProto's λ on the distance to the global prototypes (Tan et al. 2022).
     staleness_exponent

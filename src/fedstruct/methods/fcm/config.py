@@ -45,8 +45,10 @@ class FCMConfig:
         ``|K_t|``, clients sampled per round from the available pool (10).
     local_epochs
         ``E``, local epochs per round (2).
-    batch_size, learning_rate
-        Adam mini-batches (512, 0.01).
+    batch_size
+        Rows per Adam mini-batch (512).
+    learning_rate
+        Adam's learning rate (0.01).
     concept_weight
         ``γ`` of eq. (2), the concept-loss weight (0.8).
     train_intervention_rate
@@ -80,8 +82,10 @@ class FCMConfig:
     dp_epsilon
         If set, clients train with DP-SGD (App. E.4) within this total ε over the
         whole run (not per round, unlike the reference code).
-    dp_delta, dp_clip
-        δ (1e-5) and the per-sample clipping norm ``C`` (1.0).
+    dp_delta
+        δ of DP-SGD's (ε, δ) guarantee (1e-5).
+    dp_clip
+        DP-SGD's per-sample gradient clipping norm ``C`` (1.0).
     dp_rounds
         Rounds a client plans to train in; its noise is calibrated so that this many
         rounds spend ``dp_epsilon``, and it stops training once another round would

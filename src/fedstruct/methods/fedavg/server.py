@@ -38,7 +38,11 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
     ``sum_k n_k w_k / sum_k n_k`` over the answers (late answers too, down-weighted
     by ``(1 + staleness) ** -a``, when ``config.staleness_exponent = a`` is set).
     In the last round the global model is also evaluated by every available client
-    on its own rows (federated evaluation: only counts come back).
+    on its own rows (federated evaluation: only counts come back). Without a
+    server-held test set, clients that hold rows out (``config.test_fraction > 0``)
+    evaluate it in every round too: the clients asked that round, on their held-out
+    rows (``client_accuracy``, ``client_loss`` in each round's record; one more
+    message each way per asked client).
 
     Parameters
     ----------
@@ -94,13 +98,15 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             record["test_loss"] = loss / len(self.test[1])
             record["test_accuracy"] = correct / len(self.test[1])
         if rnd == self.rounds:
-            record.update(self._federated_evaluation(grid, params))
+            record.update(self._federated_evaluation(grid, params, grid.available_ids()))
+        elif self.test is None and self.config.test_fraction > 0:
+            record.update(self._federated_evaluation(grid, params, asked))
         return FedAvgState(params=params, history=[*state.history, record])
 
-    def _federated_evaluation(self, grid: Grid, params: dict[str, NDArray]) -> dict[str, float]:
-        replies = grid.send_and_receive(
-            {n: Message(EVALUATE, arrays=params) for n in grid.available_ids()}
-        )
+    def _federated_evaluation(
+        self, grid: Grid, params: dict[str, NDArray], nodes: list[int]
+    ) -> dict[str, float]:
+        replies = grid.send_and_receive({n: Message(EVALUATE, arrays=params) for n in nodes})
         n = sum(r.metrics["n"] for r in replies.values())
         if not n:
             return {}

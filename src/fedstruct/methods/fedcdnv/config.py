@@ -31,9 +31,12 @@ class FedCDnvConfig:
         ``"g2"`` (the paper's default), ``"chi2"`` or ``"fisherz"`` (continuous data).
     alpha
         Significance level of the CI tests (0.05).
-    theta1, theta2
-        The interval ``[alpha - theta1, alpha + theta2]`` of non-stable p-values
-        (default [0.001, 0.5], Table 4).
+    theta1
+        Lower width of the interval ``[alpha - theta1, alpha + theta2]`` of
+        non-stable p-values (default [0.001, 0.5], Table 4).
+    theta2
+        Upper width of the interval ``[alpha - theta1, alpha + theta2]`` of
+        non-stable p-values (default [0.001, 0.5], Table 4).
     depth
         Largest conditioning set of the adjacency search (``None``: unbounded).
     pds_depth
@@ -45,7 +48,8 @@ class FedCDnvConfig:
         Processes for FCI's possible-D-SEP phase at a client; ``None``: the cores the
         client may use (only for a large phase; the result is the same for every value).
     small_sample
-        The G²/χ² small-sample rule (see docs/local_learners.md).
+        The G²/χ² small-sample rule: ``"toolbox"``, ``"pcalg"`` or ``"none"`` (see
+        docs/local_learners.md).
     dof
         The G²/χ² degrees-of-freedom convention: ``"adjusted"`` or ``"plain"``.
     update_depth

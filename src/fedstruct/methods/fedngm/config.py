@@ -71,19 +71,30 @@ class FedNGMConfig:
         so its self-paths weigh ``λ``.
     sparsity
         NGR only (eq. 5): weight of the L1 norm of the symmetrised path matrix.
-    epochs, batch_size, learning_rate
-        Adam training of every NGM (clients, global, stitching).
-    graph_method, graph_scope
-        Local graph recovery (:data:`GRAPH_METHODS`, :data:`GRAPH_SCOPES`).
+    epochs
+        Epochs of the Adam training of every NGM (clients, global, stitching).
+    batch_size
+        Rows per Adam mini-batch of every NGM's training.
+    learning_rate
+        Adam's learning rate of every NGM's training.
+    graph_method
+        How a client recovers its local graph (§2.1): ``"glasso"`` (scikit-learn's
+        GraphicalLassoCV), ``"partial"`` (tests of the sample partial correlations)
+        or ``"ngr"`` (an NGR fit).
+    graph_scope
+        The variables a client recovers its graph over: ``"all"`` of its own (the
+        paper's merge, §2.1) or only the ``"common"`` ones.
     graph_rule
         How a graph given to the estimator (``FedNGM(graph=...)``: a DAG, CPDAG or a
         PAG learned by causal discovery) becomes the undirected graph an NGM is
         constrained by (:data:`~fedstruct.graphs.undirected.DEPENDENCY_RULES`:
         ``moral``, the Markov blankets of one DAG of its class; ``skeleton``).
-    glasso_cv, graph_max_rows
-        Folds of GraphicalLassoCV and the largest number of rows (a seeded subsample)
-        it is fitted on (10,000: every row of a synthetic client; the edge test
-        below gains power with rows).
+    glasso_cv
+        Cross-validation folds of GraphicalLassoCV (local graphs by ``glasso``).
+    graph_max_rows
+        The most rows (a seeded subsample) a ``glasso`` or ``partial`` local graph is
+        recovered from (10,000: every row of a synthetic client; the edge test below
+        gains power with rows).
     edge_level
         Local graphs by ``glasso``: family-wise level of the Fisher-z tests an edge's
         partial correlation must pass (Drton & Perlman 2004; Bonferroni over column
@@ -100,8 +111,11 @@ class FedNGMConfig:
         100,000 per client); ``None``: as many as the clients' rows together.
     allocation
         ``"equal"`` samples per client (§2.3) or ``"proportional"`` to ``n_k`` (§2.5).
-    sampler, burn_in
-        Sampler (:data:`SAMPLERS`) and Gibbs sweeps before a chain's state is kept.
+    sampler
+        How samples are drawn from a model: ``"gibbs"`` (Gibbs sampling with
+        residual noise) or ``"ordering"`` (the NGM paper's ordering sampler).
+    burn_in
+        Gibbs sweeps before a chain's state is kept.
     soft_targets
         Train the global model on each sample's conditional expectations under the
         client model that drew it (predictions, softmax probabilities) instead of the
@@ -116,11 +130,15 @@ class FedNGMConfig:
     release_threshold
         ``T`` of §2.6: the merged graph and the global model are released only when
         built from at least this many clients.
-    inference, inference_steps
-        Default inference method (:data:`INFERENCE_METHODS`) and its iterations.
-    stitch_hidden, stitch_init
-        Stitching (§2.4): new hidden units per layer and the scale of the small random
-        incoming weights of new units.
+    inference
+        Default inference method: ``"message"`` (iterative predict-and-replace) or
+        ``"gradient"`` (input optimisation).
+    inference_steps
+        Iterations of the inference method.
+    stitch_hidden
+        Stitching (§2.4): new hidden units per layer.
+    stitch_init
+        Stitching (§2.4): scale of the small random incoming weights of new units.
     validation_fraction
         Share of rows each trainer holds out to pick its best epoch.
     test_fraction

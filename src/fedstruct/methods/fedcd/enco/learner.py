@@ -44,16 +44,22 @@ class ENCOConfig:
     ----------
     hidden
         Width of each conditional network (64).
-    model_steps, graph_steps
-        Steps per epoch of distribution fitting (1000) and graph fitting (100).
+    model_steps
+        Steps per epoch of distribution fitting: training the conditionals (1000).
+    graph_steps
+        Steps per epoch of graph fitting: updating the edge beliefs γ and θ (100).
     batch_size
         Rows per step in both stages (128).
     graphs_per_step
         Adjacency matrices ``K`` sampled per graph-fitting step (100).
     lambda_sparse
         Sparsity regulariser λ (0.004).
-    lr_model, lr_gamma, lr_theta
-        Adam learning rates of the networks (5e-3), γ (2e-2) and θ (1e-1).
+    lr_model
+        Adam's learning rate of the conditional networks (5e-3).
+    lr_gamma
+        Adam's learning rate of the edge-existence parameters γ (2e-2).
+    lr_theta
+        Adam's learning rate of the edge-orientation parameters θ (1e-1).
     beta2_gamma
         Adam's β2 for γ (0.9; β1 = 0.9 everywhere, β2 = 0.999 elsewhere).
     weight_decay
