@@ -8,6 +8,7 @@ one-line reason; ``--help`` works everywhere.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from fedstruct.errors import ConfigError, FedstructError, unknown_choice_message
+from fedstruct.errors import ConfigError, FedstructError, FedstructWarning, unknown_choice_message
 
 if TYPE_CHECKING:  # the experiments import every method: load them only when a command runs
     from fedstruct.experiments.runs import Runnable
@@ -686,8 +687,20 @@ def _headline(metrics: dict[str, float], out: Path) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if not any(f"_{n}_" in f"_{k}_" for n in names)}
 
 
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """Print fedstruct's own warnings as one line on stderr (others as Python does)."""
+    if issubclass(category, FedstructWarning):
+        err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    else:
+        _python_show_warning(message, category, *args, **kwargs)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main() -> None:
     """Entry point of the ``fedstruct`` script."""
+    warnings.showwarning = _show_warning
     app()
 
 

@@ -47,6 +47,12 @@ from fedstruct.data.sites import (
 from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
 
 
+def read_small_federation(source, **options):
+    """read_federation for these tests' sites of 2-3 rows (the schema limits, which
+    refuse sites under 10 rows, have their own tests below)."""
+    return read_federation(source, min_site_rows=1, **options)
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
@@ -263,7 +269,7 @@ def test_site_schema_carries_no_continuous_values(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------- encoding
 def test_read_federation_codes_follow_the_codebook(two_sites) -> None:
-    fed = read_federation([str(p) for p in two_sites])
+    fed = read_small_federation([str(p) for p in two_sites])
     h1, h2 = fed.clients
     assert (h1.name, h2.name) == ("h1", "h2")
     assert h1.rows["sex"].tolist() == [0, 1, 0] and h2.rows["sex"].tolist() == [1, 2]
@@ -279,7 +285,7 @@ def test_read_site_alone_uses_its_own_codebook(two_sites) -> None:
     client = read_site(two_sites[1], name="south")
     assert client.name == "south"
     assert client.rows["sex"].tolist() == [0, 1] and client.rows["stage"].tolist() == [1, 0]
-    schema = read_federation([str(p) for p in two_sites]).schema
+    schema = read_small_federation([str(p) for p in two_sites]).schema
     assert read_site(two_sites[1], schema=schema).rows["stage"].tolist() == [3, 1]
 
 
@@ -297,7 +303,7 @@ def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
         client = read_site(path, missing="drop-rows")
     assert client.rows["age"].tolist() == [1.5, 5.5] and client.rows["sex"].tolist() == [0, 1]
     assert f"site 'h2' (file {path}): dropped 3 rows with missing values" in caplog.text
-    fed = read_federation([str(path)], missing="drop-rows")
+    fed = read_small_federation([str(path)], missing="drop-rows")
     assert fed.dropped_rows == {"h2": 3}
 
 
@@ -328,8 +334,8 @@ def test_min_rows_and_constant_columns(tmp_path: Path) -> None:
             "than the 3 required; add rows or lower min_rows"
         ),
     ):
-        read_federation([str(path)], missing="drop-rows", min_rows=3)
-    fed = read_federation([str(path)], missing="drop-rows")
+        read_small_federation([str(path)], missing="drop-rows", min_rows=3)
+    fed = read_small_federation([str(path)], missing="drop-rows")
     assert fed.constant == {"s": ("y",)}
 
 
@@ -368,7 +374,7 @@ def test_encode_site_rejects_text_in_a_continuous_column_and_unknown_levels() ->
 
 
 def test_require_kinds_names_the_variable(two_sites) -> None:
-    schema = read_federation([str(p) for p in two_sites]).schema
+    schema = read_small_federation([str(p) for p in two_sites]).schema
     with pytest.raises(
         DataError,
         match=exact(
@@ -397,7 +403,7 @@ def test_manifest_paths_roles_and_site_options(tmp_path: Path, two_sites) -> Non
         "graph": str(tmp_path / "sub" / "g1.json"),
         "kinds": {"stage": "ordinal"},
     }
-    fed = read_federation(manifest)
+    fed = read_small_federation(manifest)
     assert fed.schema.kinds["stage"] == "ordinal"
     assert fed.roles == {
         "target": "stage",
@@ -406,8 +412,8 @@ def test_manifest_paths_roles_and_site_options(tmp_path: Path, two_sites) -> Non
         "graphs": {"north": str(tmp_path / "sub" / "g1.json")},
     }
     json_manifest = write(tmp_path / "fed.json", json.dumps({"sites": [{"path": "h1.csv"}]}))
-    assert [c.name for c in read_federation(json_manifest).clients] == ["h1"]
-    assert [c.name for c in read_federation(tmp_path / "h1.csv").clients] == ["h1"]
+    assert [c.name for c in read_small_federation(json_manifest).clients] == ["h1"]
+    assert [c.name for c in read_small_federation(tmp_path / "h1.csv").clients] == ["h1"]
 
 
 def test_manifest_unknown_keys(tmp_path: Path) -> None:
@@ -416,7 +422,8 @@ def test_manifest_unknown_keys(tmp_path: Path) -> None:
         ConfigError,
         match=exact(
             f"unknown key 'missings' in manifest {top}; valid keys: sites, kinds, missing, "
-            "delimiter, regime, supervised, target, label, inputs, concepts, task, truth"
+            "delimiter, regime, supervised, min_site_rows, max_site_levels, target, label, inputs, "
+            "concepts, task, truth"
         ),
     ):
         read_manifest(top)
@@ -440,7 +447,7 @@ def test_manifest_site_whose_file_is_missing(tmp_path: Path) -> None:
             "fix its path"
         ),
     ):
-        read_federation(manifest)
+        read_small_federation(manifest)
 
 
 def test_parse_site_args() -> None:
@@ -465,8 +472,8 @@ def test_kinds_disagreeing_between_sites_name_both(tmp_path: Path) -> None:
             "for every site, e.g. --set kinds.v=categorical"
         ),
     ):
-        read_federation([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
-    fed = read_federation(
+        read_small_federation([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    fed = read_small_federation(
         [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")], kinds={"v": "categorical"}
     )
     assert fed.schema.levels == {"v": ("0.5", "1.5", "high", "low")}
@@ -485,15 +492,15 @@ def test_federation_wide_supervised_and_regime_apply_where_present(tmp_path: Pat
     write(tmp_path / "a.csv", "x,y,regime\n0.5,1,x\n1.5,0,obs\n")
     write(tmp_path / "b.csv", "x\n2.5\n3.5\n")
     sites = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
-    fed = read_federation(sites, supervised=["y"], regime="regime")
+    fed = read_small_federation(sites, supervised=["y"], regime="regime")
     a, b = fed.clients
     assert a.supervised == ("y",) and b.supervised == ()
     assert a.intervention.tolist() == [0, -1] and b.intervention is None
     assert fed.schema.sites == {"a": ("x", "y"), "b": ("x",)}
     with pytest.raises(UnknownVariableError, match=r"supervised names \['z'\], which no site has"):
-        read_federation(sites, supervised=["z"])
+        read_small_federation(sites, supervised=["z"])
     with pytest.raises(UnknownVariableError, match="no site has the regime column 'arm'"):
-        read_federation(sites, regime="arm")
+        read_small_federation(sites, regime="arm")
 
 
 def test_sites_declaring_different_kinds(tmp_path: Path) -> None:
@@ -509,7 +516,7 @@ def test_sites_declaring_different_kinds(tmp_path: Path) -> None:
         "kind, e.g. --set kinds.v=categorical"
     )
     with pytest.raises(DataError, match=exact(message)):
-        read_federation(manifest)
+        read_small_federation(manifest)
 
 
 def test_infinite_values_name_the_file(tmp_path: Path) -> None:

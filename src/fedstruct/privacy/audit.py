@@ -28,15 +28,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.errors import PrivacyViolationError
+from fedstruct.data.sites import SchemaLimits
+from fedstruct.errors import DataError, PrivacyViolationError
 
-__all__ = ["Payload", "PayloadLimit", "RowIndex", "audit_reply"]
+__all__ = ["Payload", "PayloadLimit", "RowIndex", "audit_description", "audit_reply"]
 
 _MIX_SEED = 0x5EED_F00D
 
@@ -155,6 +156,58 @@ def _check_mark_matrix(client: str, kind: str, name: str, array: NDArray) -> Non
             f"client {client!r}: reply {kind!r} declares {name!r} a graph, but it is not an "
             "endpoint-mark matrix (square, integer 0-3, zero diagonal, marks at both ends)"
         )
+
+
+def audit_description(
+    description: Mapping[str, Any], limits: SchemaLimits, site: str, step: str = "describe"
+) -> None:
+    """Reject a schema-handshake reply that says more than a site may.
+
+    The handshake's replies (a site's description of its file, and its report after
+    encoding) are metadata: names, kinds, level names and counts. Before one leaves
+    its node it must hold only strings, integers, booleans and flat lists of them (no
+    real numbers: those would be values of the data), and its row count and level
+    names (``n_rows``, ``levels.<column>``) must keep within ``limits``
+    (:meth:`~fedstruct.data.sites.SchemaLimits.check`: enough rows, not too many
+    levels, no identifier).
+
+    Parameters
+    ----------
+    description
+        The reply's content (a JSON-able dict).
+    limits
+        What a site's schema may disclose.
+    site
+        The site's name, for the message.
+    step
+        The handshake step, for the message.
+
+    Raises
+    ------
+    PrivacyViolationError
+        Naming the site, the step and the key or column.
+    """
+    where = f"site {site!r}: schema handshake ({step})"
+    for key, value in description.items():
+        items = value if isinstance(value, list | tuple) else [value]
+        bad = [v for v in items if isinstance(v, float) or not isinstance(v, str | int)]
+        if bad:
+            raise PrivacyViolationError(
+                f"{where}: key {key!r} holds {type(bad[0]).__name__} values; a site's "
+                "description carries names, kinds, level names and counts only"
+            )
+    levels = {
+        str(key).removeprefix("levels."): [str(v) for v in value]
+        for key, value in description.items()
+        if str(key).startswith("levels.") and isinstance(value, list | tuple)
+    }
+    rows = description.get("n_rows")
+    if rows is None and not levels:
+        return
+    try:
+        limits.check(site, int(rows or 0), levels)
+    except DataError as exc:
+        raise PrivacyViolationError(f"{where}: {exc}") from exc
 
 
 def audit_reply(
