@@ -43,12 +43,25 @@ def _bad_input_exits_2(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                python_show = warnings.showwarning
+                warnings.showwarning = functools.partial(_show_warning, python_show)
+                return fn(*args, **kwargs)
         except FedstructError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_warning(
+    python_show: Callable[..., None], message: Any, category: type[Warning], *args: Any
+) -> None:
+    """Print fedstruct's own warnings as one line on stderr (others as Python does)."""
+    if issubclass(category, FedstructWarning):
+        err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    else:
+        python_show(message, category, *args)
 
 
 @app.command()
@@ -687,20 +700,8 @@ def _headline(metrics: dict[str, float], out: Path) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if not any(f"_{n}_" in f"_{k}_" for n in names)}
 
 
-def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-    """Print fedstruct's own warnings as one line on stderr (others as Python does)."""
-    if issubclass(category, FedstructWarning):
-        err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
-    else:
-        _python_show_warning(message, category, *args, **kwargs)
-
-
-_python_show_warning = warnings.showwarning
-
-
 def main() -> None:
     """Entry point of the ``fedstruct`` script."""
-    warnings.showwarning = _show_warning
     app()
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -29,10 +30,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.sites import (
     ColumnSchema,
     FederationSchema,
+    SchemaLimits,
     SiteSchema,
+    describe_site,
     encode_site,
     infer_kinds,
     merge_schemas,
@@ -44,7 +48,13 @@ from fedstruct.data.sites import (
     require_kinds,
     site_schema,
 )
-from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
+from fedstruct.errors import (
+    ConfigError,
+    DataError,
+    FedstructWarning,
+    SampleSizeError,
+    UnknownVariableError,
+)
 
 
 def read_small_federation(source, **options):
@@ -563,3 +573,123 @@ def test_reading_equals_pandas(tmp_path: Path, monkeypatch, text: str) -> None:
     gz = tmp_path / "s.csv.gz"
     whole.to_csv(gz, index=False)
     pd.testing.assert_frame_equal(read_table(gz).astype(str), whole.astype(str))
+
+
+# ------------------------------------------------ what a site's schema may disclose
+def site_rows(n: int, **columns) -> str:
+    """A CSV of ``n`` rows: a binary ``x`` plus ``columns`` (name -> function of the row)."""
+    names = ["x", *columns]
+    lines = [",".join(names)]
+    lines += [",".join([str(i % 2), *(str(f(i)) for f in columns.values())]) for i in range(n)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_site_with_too_few_rows_is_refused_unless_lowered(tmp_path: Path) -> None:
+    path = write(tmp_path / "tiny.csv", site_rows(9))
+    with pytest.raises(
+        SampleSizeError,
+        match=r"^site 'tiny' \(file .*tiny.csv\) has 9 rows, fewer than the 10 a site needs .*"
+        "lower --set min_site_rows=N$",
+    ):
+        read_federation([str(path)])
+    assert read_federation([str(path)], min_site_rows=9).clients[0].n_rows == 9
+    manifest = write(tmp_path / "fed.yaml", "sites: [tiny.csv]\nmin_site_rows: 5\n")
+    assert read_federation(manifest).clients[0].n_rows == 9
+    with pytest.raises(SampleSizeError, match="fewer than the 20 a site needs"):
+        read_federation(manifest, min_site_rows=20)  # the setting wins over the manifest
+    bad = write(tmp_path / "bad.yaml", "sites: [tiny.csv]\nmin_site_rows: 0\n")
+    with pytest.raises(ConfigError, match="'min_site_rows' must be a positive integer, got 0"):
+        read_manifest(bad)
+
+
+def test_an_identifier_column_is_refused_naming_column_and_site(tmp_path: Path) -> None:
+    path = write(tmp_path / "h1.csv", site_rows(40, patient=lambda i: f"P{i:05d}"))
+    with pytest.raises(
+        DataError,
+        match=r"^column 'patient' of site 'h1' \(file .*h1.csv\) looks like an identifier "
+        r"\(40 distinct values in 40 rows\)",
+    ):
+        read_federation([str(path)])
+    # 36 distinct values in 40 rows: still one per row nearly (>= 90 %)
+    near = write(tmp_path / "h2.csv", site_rows(40, patient=lambda i: f"P{min(i, 35)}"))
+    with pytest.raises(DataError, match="'patient' of site 'h2'"):
+        read_federation([str(near)])
+    # 35 levels in 40 rows is a column, not an identifier
+    fine = write(tmp_path / "h3.csv", site_rows(40, town=lambda i: f"T{min(i, 34)}"))
+    assert read_federation([str(fine)]).schema.cardinalities()["town"] == 35
+
+
+def test_a_column_with_too_many_levels_is_refused_unless_raised(tmp_path: Path) -> None:
+    path = write(tmp_path / "big.csv", site_rows(400, code=lambda i: f"C{i % 150}"))
+    with pytest.raises(
+        DataError,
+        match=r"^column 'code' of site 'big' \(file .*\) has 150 levels, more than the 100 "
+        r"a site may report .* raise --set max_site_levels=N$",
+    ):
+        read_federation([str(path)])
+    schema = read_federation([str(path)], max_site_levels=150).schema
+    assert schema.cardinalities()["code"] == 150
+
+
+def test_describe_site_applies_the_limits(tmp_path: Path) -> None:
+    spec = parse_site_args([str(write(tmp_path / "s.csv", site_rows(5)))])[0]
+    with pytest.raises(SampleSizeError, match="has 5 rows, fewer than the 10"):
+        describe_site(spec)
+    schema, _ = describe_site(spec, limits=SchemaLimits(min_rows=5))
+    assert schema.n_rows == 5
+
+
+def test_sites_that_share_no_level_of_a_column_are_warned_about(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.csv", "smoker,y\n" + "yes,1\nno,0\n" * 6)
+    b = write(tmp_path / "b.csv", "smoker,y\n" + "1,1\n0,0\n" * 6)
+    with pytest.warns(
+        FedstructWarning,
+        match=r"^column 'smoker': sites 'a' \(levels \['no', 'yes'\]\) and 'b' \(levels "
+        r"\['0', '1'\]\) share no level",
+    ) as caught:
+        schema = read_federation([str(a), str(b)]).schema
+    assert len(caught) == 1  # y shares its levels
+    assert schema.cardinalities()["smoker"] == 4
+
+
+def test_damaged_compressed_files_are_one_line_errors(tmp_path: Path) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    text = ("a,b\n" + "".join(f"{i % 3},{i % 7}\n" for i in range(40_000))).encode()
+    cases = {
+        "cut.csv.gz": gzip.compress(text)[:-200],  # the head reads; the rest is cut short
+        "small.csv.gz": gzip.compress(text[:300])[:-30],
+        "junk.csv.gz": b"\x1f\x8b\x08\x00" + b"x" * 900,
+        "plain.csv.gz": text[:300],
+        "cut.csv.bz2": bz2.compress(text)[:100],
+        "junk.csv.xz": b"not xz at all",
+        "cut.csv.xz": lzma.compress(text)[:-100],
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        suffix = path.suffix
+        with pytest.raises(
+            DataError, match=rf"^file {re.escape(str(path))} is not a valid \{suffix} file \("
+        ):
+            read_table(path)
+
+
+def test_non_regular_files_are_refused_not_waited_on(tmp_path: Path) -> None:
+    pipe = tmp_path / "site.csv"
+    os.mkfifo(pipe)
+    message = "is a named pipe (FIFO), not a regular file"
+    with pytest.raises(DataError, match=re.escape(f"file {pipe} {message}")):
+        read_table(pipe)
+    with pytest.raises(DataError, match=re.escape(f"file {pipe} {message}")):
+        read_federation([str(pipe)])
+    manifest = tmp_path / "fed.yaml"
+    os.mkfifo(manifest)
+    with pytest.raises(DataError, match=re.escape(f"manifest {manifest} {message}")):
+        read_manifest(manifest)
+    with pytest.raises(DataError, match=re.escape(f"graph file {pipe} {message}")):
+        read_graph_file(pipe)
+    with pytest.raises(DataError, match="is a device, not a regular file"):
+        read_table(Path("/dev/zero"))

@@ -1,10 +1,13 @@
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from fedstruct.errors import PrivacyViolationError
 from fedstruct.fl import Message
-from fedstruct.privacy import PayloadLimit, RowIndex, audit_reply
+from fedstruct.data.sites import SchemaLimits
+from fedstruct.privacy import PayloadLimit, RowIndex, audit_description, audit_reply
 
 
 @pytest.fixture()
@@ -60,3 +63,31 @@ def test_declared_graphs_are_exempt_but_must_be_mark_matrices(data):
     bogus = data.to_numpy()[:6].astype(np.int8)
     with pytest.raises(PrivacyViolationError, match="not an endpoint-mark matrix"):
         _audit(Message("m.graph", arrays={"pag": bogus}), data, graphs=["pag"])
+
+
+# ------------------------------------------------------------- the schema handshake
+def _description(n_rows, **levels):
+    out = {"site": "h1", "n_rows": n_rows, "columns": ["x", *levels], "kinds": ["continuous"]}
+    out["kinds"] += ["categorical"] * len(levels)
+    out.update({f"levels.{c}": list(names) for c, names in levels.items()})
+    return out
+
+
+def test_a_handshake_description_within_the_limits_passes():
+    audit_description(_description(50, sex=["f", "m"]), SchemaLimits(), "h1")
+    audit_description({"dropped_rows": 0, "constant": ["x"]}, SchemaLimits(), "h1", "report")
+
+
+@pytest.mark.parametrize(
+    ("description", "fragment"),
+    [
+        (_description(5, sex=["f", "m"]), "has 5 rows, fewer than the 10"),
+        (_description(500, code=[f"c{i}" for i in range(101)]), "has 101 levels, more than"),
+        (_description(30, id=[f"p{i}" for i in range(27)]), "'id' of site 'h1' looks like an"),
+        ({**_description(50), "means": [0.5, 1.5]}, "key 'means' holds float values"),
+        ({**_description(50), "rows": [[0, 1]]}, "key 'rows' holds list values"),
+    ],
+)
+def test_a_handshake_description_saying_too_much_is_refused(description, fragment):
+    with pytest.raises(PrivacyViolationError, match=re.escape(fragment)):
+        audit_description(description, SchemaLimits(), "h1")
