@@ -243,7 +243,7 @@ def test_the_handshake_refuses_a_description_that_discloses_too_much(tmp_path):
     with pytest.raises(DataError, match=r"column 'patient' of site 'site-2' .* identifier"):
         describe(entry, settings, specs[1])
     few = apply_settings(entry.settings(), {**sites, "min_site_rows": 41}, method="fedavg")
-    with pytest.raises(SampleSizeError, match="site 'site-1' .* has 40 rows, fewer than the 41"):
+    with pytest.raises(SampleSizeError, match=r"site .site-1. .* has 40 rows, fewer than the 41"):
         describe(entry, few, specs[0])
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedstruct.data.sites import SchemaLimits
 from fedstruct.errors import PrivacyViolationError
 from fedstruct.fl import Message
-from fedstruct.data.sites import SchemaLimits
 from fedstruct.privacy import PayloadLimit, RowIndex, audit_description, audit_reply
 
 
