@@ -1,17 +1,43 @@
 """The message audit: no reply may carry rows of its client's data.
 
 Every reply a client sends passes :func:`audit_reply` before it leaves the client,
-on every backend. It rejects a reply
+on every backend; the schema handshake's replies pass :func:`audit_description`.
+
+**What it is.** A guard against accidents — a handler that returns its data, a
+batch, a copy cast to ``float32``, standardised or rescaled rows, rows with a label
+column added — not a defence against an adversary. A client that wants to send its
+rows can always encode them so that no check of this kind finds them (one-hot
+codes, rows packed into one number each, a permutation of the columns, noise above
+the tolerance, a compressed string). Protection against a curious or malicious
+party comes from what the protocols send (aggregates, secure aggregation,
+differential privacy), not from this audit.
+
+It rejects a reply
 
 1. with more entries (:meth:`Message.n_entries`) than its protocol declared for that
    message kind, or
-2. holding an array whose rows equal rows of the client's data.
+2. holding an array, or a list of numbers in its config part (also inside JSON
+   strings and bytes there), whose rows match rows of the client's data.
 
 Row matching looks at each array as rows of the client's width ``p``: arrays whose
 last axis has length ``p`` (any leading shape), 2-D arrays whose *first* axis has
-length ``p`` (a transposed table), and 1-D arrays whose length is a multiple of
-``p`` (a flattened table). Values are compared exactly after conversion to
-``float64``. Two kinds of rows are not counted, by design:
+length ``p`` (a transposed table), 1-D arrays whose length is a multiple of ``p``
+(a flattened table), and arrays whose last axis has length ``p + 1`` with any one
+column left out (the rows with a column added). A reply row matches a data row
+when
+
+- they point the same way up to ``tolerance``: the rows divided by their lengths
+  (Euclidean norms) differ by at most ``1e-6`` (Euclidean distance). So a row
+  multiplied by a positive number, a row plus noise far below its size, or a row
+  cast to ``float32`` all match. A data row with fewer than three non-zero values
+  must also match in length (to ``1e-6``, relative): scaled, it would stand for too
+  many rows that are not the client's (``[0, 0, 1]`` for every ``[0, 0, c]``);
+- or the same holds for the data row *standardised* per column (minus the column's
+  mean, divided by its standard deviation, over the client's rows): the client's
+  table standardised before it is sent.
+
+Missing values (NaN) count as 0 on both sides. Two kinds of rows are not counted,
+by design:
 
 - constant rows (every value equal, e.g. a zero-initialised weight row): they carry
   a single number, not a record;
@@ -19,14 +45,18 @@ length ``p`` (a transposed table), and 1-D arrays whose length is a multiple of
   endpoint-mark matrices (square, values 0-3, zero diagonal, marks at both ends of
   each edge), which is checked instead.
 
-Matching is vectorised and costs about one pass over the array (see
-:class:`RowIndex`). Clients with a single column are not row-checked (any number
-would "match"); their bound on entries still applies.
+Matching is vectorised: a row's direction is projected on one fixed random
+direction, the data rows' projections are sorted once, and each reply row looks up
+the data rows within the tolerance of its projection (a binary search), which are
+then compared in full. It costs a few passes over the array (see :class:`RowIndex`
+and ``benchmarks/audit.py``). Clients with a single column are not row-checked (any
+number would "match"); their bound on entries still applies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +70,13 @@ from fedstruct.errors import DataError, PrivacyViolationError
 __all__ = ["Payload", "PayloadLimit", "RowIndex", "audit_description", "audit_reply"]
 
 _MIX_SEED = 0x5EED_F00D
+#: Euclidean distance between two unit rows (and relative difference of lengths)
+#: under which they match.
+TOLERANCE = 1e-6
+#: Data rows with fewer non-zero values must match in length as well as direction.
+_MIN_NONZERO_FOR_SCALE = 3
+#: Candidate pairs compared at once (bounds the memory of a lookup).
+_CHUNK = 1 << 18
 
 
 class Payload(Protocol):
@@ -47,6 +84,7 @@ class Payload(Protocol):
 
     kind: str
     arrays: Mapping[str, NDArray]
+    config: Mapping[str, Any]
 
     def n_entries(self) -> int: ...
 
@@ -69,60 +107,156 @@ class PayloadLimit:
 
 
 class RowIndex:
-    """Exact row hashes of one client's data, built once and reused for every reply.
+    """One client's rows, by direction, built once and reused for every reply.
 
-    A row's hash is the wrapping ``uint64`` dot product of its float64 bit pattern
-    with fixed odd multipliers (order-independent, so exact). A bitmap over the
-    hashes' low bits rejects most rows of a reply at once; the remaining candidates
-    are looked up among the sorted hashes and confirmed by exact comparison.
-    Constant rows are left out of the index, so they never match.
+    The index holds the client's distinct non-constant rows, and the same rows
+    standardised per column, each divided by its length (a unit row). Its key is
+    the unit row's projection on a fixed random unit vector ``r``: two unit rows
+    within distance ``tolerance`` have keys within ``tolerance`` (``|(u - v) . r| <=
+    |u - v|``), so the candidates of a reply row are the data rows whose keys lie in
+    that window of its own key, found by a binary search among the sorted keys, and
+    then compared in full (module docstring for what matches).
 
     Parameters
     ----------
     rows
         The client's data (rows x columns).
+    tolerance
+        See :data:`TOLERANCE`.
     """
 
-    def __init__(self, rows: pd.DataFrame | NDArray) -> None:
+    def __init__(self, rows: pd.DataFrame | NDArray, tolerance: float = TOLERANCE) -> None:
         data = _as_float_rows(np.asarray(rows))
         self.width = data.shape[1]
+        self.tolerance = float(tolerance)
         rng = np.random.default_rng(_MIX_SEED)
-        self._mix = rng.integers(1, 2**63, size=self.width, dtype=np.uint64) | np.uint64(1)
-        self._rows = data[~_constant_rows(data)]
-        hashes = self._hash(self._rows)
-        self._order = np.argsort(hashes, kind="stable")
-        self._sorted_hashes = hashes[self._order]
-        size = 1 << max(10, int(16 * max(len(hashes), 1) - 1).bit_length())
-        self._mask = np.uint64(size - 1)
-        self._bitmap = np.zeros(size, dtype=bool)
-        self._bitmap[(hashes & self._mask).astype(np.intp)] = True
-
-    def _hash(self, rows: NDArray[np.float64]) -> NDArray[np.uint64]:
-        return rows.view(np.uint64) @ self._mix
+        direction = rng.normal(size=self.width)
+        self._direction = direction / max(float(np.linalg.norm(direction)), 1e-300)
+        forms = [data, _standardised(data)] if len(data) > 1 else [data]
+        units, norms, sparse = [], [], []
+        for form in forms:
+            form = form[~_constant_rows(form)]
+            length = np.linalg.norm(form, axis=1)
+            units.append(form / length[:, None])
+            norms.append(length)
+            sparse.append(np.count_nonzero(form, axis=1) < _MIN_NONZERO_FOR_SCALE)
+        unit = np.concatenate(units) if units else np.empty((0, self.width))
+        keys = unit @ self._direction
+        order = np.argsort(keys, kind="stable")
+        unit, keys = unit[order], keys[order]
+        norm, few = np.concatenate(norms)[order], np.concatenate(sparse)[order]
+        keep = _first_of_repeats(unit, norm, few)
+        self._units, self._keys = unit[keep], keys[keep]
+        self._norms, self._sparse = norm[keep], few[keep]
 
     def count_matches(self, array: NDArray) -> int:
         """Number of rows of ``array`` (seen as rows of this width) found in the data."""
-        if self.width < 2 or self._rows.shape[0] == 0:
+        if self.width < 2 or self._keys.size == 0:
             return 0
-        return sum(self._matches(view) for view in _row_views(np.asarray(array), self.width))
+        array = np.asarray(array)
+        views = _row_views(array, self.width)
+        count = sum(self._matches(_as_float_rows(view)) for view in views)
+        wide = self.width + 1
+        if array.ndim >= 1 and array.shape[-1] == wide and array.size:
+            count += self._matches_without_a_column(_as_float_rows(array.reshape(-1, wide)))
+        return count
 
-    def _matches(self, rows: NDArray) -> int:
-        rows = _as_float_rows(rows)
-        hashes = self._hash(rows)
-        cand = np.flatnonzero(self._bitmap[(hashes & self._mask).astype(np.intp)])
-        if cand.size == 0:
+    def _matches(self, rows: NDArray[np.float64]) -> int:
+        length = np.linalg.norm(rows, axis=1)
+        ok = np.flatnonzero(length > 0)
+        if ok.size == 0:
             return 0
-        pos = np.minimum(np.searchsorted(self._sorted_hashes, hashes[cand]), len(self._order) - 1)
-        hit = self._sorted_hashes[pos] == hashes[cand]
-        cand, pos = cand[hit], pos[hit]
-        # Equal 64-bit hashes: confirm exactly (rows with equal content share a hash).
-        same = np.all(rows[cand] == self._rows[self._order[pos]], axis=1)
-        return int(same.sum())
+        units = rows[ok] / length[ok, None]
+        found = self._lookup(units @ self._direction, lambda q: units[q], length[ok])
+        return int(np.unique(found).size)
+
+    def _matches_without_a_column(self, rows: NDArray[np.float64]) -> int:
+        """Rows of ``p + 1`` values that match a data row once one value is left out.
+
+        The keys of all ``p + 1`` ways of leaving a value out come from prefix and
+        suffix sums of the row's products with ``r`` (one pass); only the candidates
+        are built in full.
+        """
+        n, wide = rows.shape
+        r = self._direction
+        before = np.cumsum(rows[:, :-1] * r, axis=1)  # value j kept at its place j
+        after = np.cumsum((rows[:, 1:] * r)[:, ::-1], axis=1)[:, ::-1]  # j+1 moves to j
+        zeros = np.zeros((n, 1))
+        dots = np.hstack([zeros, before]) + np.hstack([after, zeros])  # (n, p+1): leave j out
+        squares = np.einsum("ij,ij->i", rows, rows)[:, None] - rows**2
+        length = np.sqrt(np.maximum(squares, 0.0)).ravel()
+        ok = np.flatnonzero(length > 0)
+        if ok.size == 0:
+            return 0
+        keys = dots.ravel()[ok] / length[ok]
+        row_of, left_out = np.divmod(ok, wide)
+        columns = np.arange(self.width)
+
+        def unit_rows(q: NDArray[np.intp]) -> NDArray[np.float64]:
+            cols = columns[None, :] + (columns[None, :] >= left_out[q][:, None])
+            return rows[row_of[q][:, None], cols] / length[ok[q], None]
+
+        found = self._lookup(keys, unit_rows, length[ok])
+        return int(np.unique(row_of[found]).size)
+
+    def _lookup(self, keys: NDArray[np.float64], unit_rows: Any, length: NDArray) -> NDArray:
+        """Positions (into ``keys``) of the reply rows that match a data row."""
+        window = self.tolerance * (1 + 1e-9) + 1e-12
+        low = np.searchsorted(self._keys, keys - window, side="left")
+        high = np.searchsorted(self._keys, keys + window, side="right")
+        hits = np.flatnonzero(high > low)
+        found: list[NDArray[np.intp]] = []
+        for q, data in _candidate_pairs(hits, low[hits], high[hits]):
+            close = np.linalg.norm(unit_rows(q) - self._units[data], axis=1) <= self.tolerance
+            same_size = np.abs(length[q] - self._norms[data]) <= self.tolerance * self._norms[data]
+            found.append(q[close & (same_size | ~self._sparse[data])])
+        return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
+
+
+def _candidate_pairs(
+    queries: NDArray[np.intp], low: NDArray[np.intp], high: NDArray[np.intp]
+) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp]]]:
+    """(reply row, data row) pairs of every query's window, in chunks of ~``_CHUNK``."""
+    counts = high - low
+    start = 0
+    while start < queries.size:
+        stop = start + max(1, int(np.searchsorted(np.cumsum(counts[start:]), _CHUNK)))
+        q = np.repeat(queries[start:stop], counts[start:stop])
+        first = np.repeat(low[start:stop] - np.cumsum(counts[start:stop]) + counts[start:stop],
+                          counts[start:stop])  # fmt: skip
+        yield q, first + np.arange(q.size)
+        start = stop
+
+
+def _first_of_repeats(
+    units: NDArray[np.float64], norms: NDArray[np.float64], sparse: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """Rows (sorted by key) that differ from the row before them (the index keeps one
+    of each; a repeat of a row that must also match in length counts if its length
+    differs)."""
+    keep = np.ones(len(units), dtype=bool)
+    if len(units) > 1:
+        same = np.all(units[1:] == units[:-1], axis=1)
+        same &= ~sparse[1:] | (norms[1:] == norms[:-1])
+        keep[1:] = ~same
+    return keep
 
 
 def _as_float_rows(rows: NDArray) -> NDArray[np.float64]:
-    """Contiguous float64 copy-if-needed, with -0.0 turned into 0.0."""
-    return np.ascontiguousarray(rows, dtype=np.float64) + 0.0
+    """Float64 rows, missing and infinite values as 0."""
+    out = np.asarray(rows, dtype=np.float64)
+    if out.ndim == 1:
+        out = out[None, :]
+    if not np.isfinite(out).all():
+        out = np.where(np.isfinite(out), out, 0.0)
+    return out
+
+
+def _standardised(rows: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each column minus its mean, divided by its standard deviation (0 if constant)."""
+    centred = rows - rows.mean(axis=0)
+    spread = rows.std(axis=0)
+    return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
 
 
 def _constant_rows(rows: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -140,6 +274,41 @@ def _row_views(array: NDArray, width: int) -> list[NDArray]:
     if array.ndim == 1 and array.size > width and array.size % width == 0:
         views.append(array.reshape(-1, width))
     return views
+
+
+def _config_arrays(config: Mapping[str, Any]) -> Iterator[tuple[str, NDArray[np.float64]]]:
+    """The lists of numbers in a message's config part, as arrays: list values, and
+    the lists inside JSON strings or bytes (each innermost list of numbers; lists of
+    one length stacked as rows)."""
+    for key, value in config.items():
+        if isinstance(value, list) and value and _numbers(value):
+            yield key, np.asarray(value, dtype=np.float64)
+        elif isinstance(value, str | bytes) and value[:1] in ("[", "{", b"[", b"{"):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            by_length: dict[int, list[list[float]]] = {}
+            for numbers in _number_lists(parsed):
+                by_length.setdefault(len(numbers), []).append(numbers)
+            for rows in by_length.values():
+                yield key, np.asarray(rows, dtype=np.float64)
+
+
+def _numbers(items: list[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in items)
+
+
+def _number_lists(value: Any) -> Iterator[list[float]]:
+    """Every innermost list of numbers in parsed JSON."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        if value and _numbers(value):
+            yield value
+        else:
+            for item in value:
+                yield from _number_lists(item)
 
 
 def _check_mark_matrix(client: str, kind: str, name: str, array: NDArray) -> None:
@@ -245,9 +414,15 @@ def audit_reply(
         if name in limit.graph_arrays:
             _check_mark_matrix(client, kind, name, array)
             continue
-        hits = index.count_matches(array)
-        if hits:
-            raise PrivacyViolationError(
-                f"client {client!r}: reply {kind!r} array {name!r} contains {hits} row(s) of "
-                "the client's data; only aggregates may leave a client"
-            )
+        _refuse_rows(index.count_matches(array), client, kind, f"array {name!r}")
+    for name, array in _config_arrays(getattr(message, "config", {})):
+        _refuse_rows(index.count_matches(array), client, kind, f"config {name!r}")
+
+
+def _refuse_rows(hits: int, client: str, kind: str, where: str) -> None:
+    if hits:
+        raise PrivacyViolationError(
+            f"client {client!r}: reply {kind!r} {where} contains {hits} row(s) of the "
+            "client's data (or rows that match them: rescaled, standardised, nearly equal, "
+            "or with a column added); only aggregates may leave a client"
+        )
