@@ -109,13 +109,15 @@ class PayloadLimit:
 class RowIndex:
     """One client's rows, by direction, built once and reused for every reply.
 
-    The index holds the client's distinct non-constant rows, and the same rows
-    standardised per column, each divided by its length (a unit row). Its key is
-    the unit row's projection on a fixed random unit vector ``r``: two unit rows
-    within distance ``tolerance`` have keys within ``tolerance`` (``|(u - v) . r| <=
-    |u - v|``), so the candidates of a reply row are the data rows whose keys lie in
-    that window of its own key, found by a binary search among the sorted keys, and
-    then compared in full (module docstring for what matches).
+    The index holds the client's distinct non-constant rows and, for each, two
+    entries: the row and the row standardised per column (over all the client's
+    rows), each as its projection on a fixed random unit vector ``r`` after division
+    by its length. Two unit rows within distance ``tolerance`` have projections
+    within ``tolerance`` (``|(u - v) . r| <= |u - v|``), so the candidates of a reply
+    row are the entries whose keys lie in that window of its own key, found by a
+    binary search among the sorted keys, and only they are compared in full (module
+    docstring for what matches). Memory: one float64 copy of the distinct rows plus
+    a few numbers per row and entry.
 
     Parameters
     ----------
@@ -129,25 +131,41 @@ class RowIndex:
         data = _as_float_rows(np.asarray(rows))
         self.width = data.shape[1]
         self.tolerance = float(tolerance)
-        rng = np.random.default_rng(_MIX_SEED)
-        direction = rng.normal(size=self.width)
+        direction = np.random.default_rng(_MIX_SEED).normal(size=self.width)
         self._direction = direction / max(float(np.linalg.norm(direction)), 1e-300)
-        forms = [data, _standardised(data)] if len(data) > 1 else [data]
-        units, norms, sparse = [], [], []
-        for form in forms:
-            form = form[~_constant_rows(form)]
-            length = np.linalg.norm(form, axis=1)
-            units.append(form / length[:, None])
-            norms.append(length)
-            sparse.append(np.count_nonzero(form, axis=1) < _MIN_NONZERO_FOR_SCALE)
-        unit = np.concatenate(units) if units else np.empty((0, self.width))
-        keys = unit @ self._direction
+        self._mean, spread = data.mean(axis=0), data.std(axis=0)
+        self._scale = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
+        self._rows = _distinct(data[~_constant_rows(data)], self._direction)
+        entries = [self._entries(self._rows, form) for form in (0, 1)]
+        keys = np.concatenate([e[0] for e in entries])
         order = np.argsort(keys, kind="stable")
-        unit, keys = unit[order], keys[order]
-        norm, few = np.concatenate(norms)[order], np.concatenate(sparse)[order]
-        keep = _first_of_repeats(unit, norm, few)
-        self._units, self._keys = unit[keep], keys[keep]
-        self._norms, self._sparse = norm[keep], few[keep]
+        self._keys = keys[order]
+        self._row = np.concatenate([e[1] for e in entries])[order]
+        self._form = np.repeat(np.arange(2, dtype=np.int8), [e[0].size for e in entries])[order]
+        self._norms = np.concatenate([e[2] for e in entries])[order]
+        self._sparse = np.concatenate([e[3] for e in entries])[order]
+
+    def _form_rows(self, rows: NDArray[np.float64], form: int) -> NDArray[np.float64]:
+        """``rows`` as they are (form 0) or standardised with the client's columns (1)."""
+        return rows if form == 0 else (rows - self._mean) * self._scale
+
+    def _entries(self, rows: NDArray[np.float64], form: int) -> tuple[NDArray, ...]:
+        """Keys, row positions, lengths and few-values flags of one form's entries."""
+        values = self._form_rows(rows, form)
+        keep = np.flatnonzero(~_constant_rows(values)) if form else np.arange(len(values))
+        values = values[keep]
+        length = np.sqrt(np.einsum("ij,ij->i", values, values))
+        keys = (values @ self._direction) / length
+        few = np.count_nonzero(values, axis=1) < _MIN_NONZERO_FOR_SCALE
+        return keys, keep, length, few
+
+    def _data_units(self, entries: NDArray[np.intp]) -> NDArray[np.float64]:
+        """The unit rows of index entries (rebuilt from the kept rows)."""
+        rows = self._rows[self._row[entries]]
+        standard = self._form[entries] == 1
+        if standard.any():
+            rows[standard] = self._form_rows(rows[standard], 1)
+        return rows / self._norms[entries, None]
 
     def count_matches(self, array: NDArray) -> int:
         """Number of rows of ``array`` (seen as rows of this width) found in the data."""
@@ -162,12 +180,12 @@ class RowIndex:
         return count
 
     def _matches(self, rows: NDArray[np.float64]) -> int:
-        length = np.linalg.norm(rows, axis=1)
+        length = np.sqrt(np.einsum("ij,ij->i", rows, rows))
         ok = np.flatnonzero(length > 0)
         if ok.size == 0:
             return 0
-        units = rows[ok] / length[ok, None]
-        found = self._lookup(units @ self._direction, lambda q: units[q], length[ok])
+        keys = (rows[ok] @ self._direction) / length[ok]
+        found = self._lookup(keys, lambda q: rows[ok[q]] / length[ok[q], None], length[ok])
         return int(np.unique(found).size)
 
     def _matches_without_a_column(self, rows: NDArray[np.float64]) -> int:
@@ -206,10 +224,11 @@ class RowIndex:
         high = np.searchsorted(self._keys, keys + window, side="right")
         hits = np.flatnonzero(high > low)
         found: list[NDArray[np.intp]] = []
-        for q, data in _candidate_pairs(hits, low[hits], high[hits]):
-            close = np.linalg.norm(unit_rows(q) - self._units[data], axis=1) <= self.tolerance
-            same_size = np.abs(length[q] - self._norms[data]) <= self.tolerance * self._norms[data]
-            found.append(q[close & (same_size | ~self._sparse[data])])
+        for q, entry in _candidate_pairs(hits, low[hits], high[hits]):
+            distance = np.linalg.norm(unit_rows(q) - self._data_units(entry), axis=1)
+            norms = self._norms[entry]
+            same_size = np.abs(length[q] - norms) <= self.tolerance * norms
+            found.append(q[(distance <= self.tolerance) & (same_size | ~self._sparse[entry])])
         return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
 
 
@@ -228,18 +247,14 @@ def _candidate_pairs(
         start = stop
 
 
-def _first_of_repeats(
-    units: NDArray[np.float64], norms: NDArray[np.float64], sparse: NDArray[np.bool_]
-) -> NDArray[np.bool_]:
-    """Rows (sorted by key) that differ from the row before them (the index keeps one
-    of each; a repeat of a row that must also match in length counts if its length
-    differs)."""
-    keep = np.ones(len(units), dtype=bool)
-    if len(units) > 1:
-        same = np.all(units[1:] == units[:-1], axis=1)
-        same &= ~sparse[1:] | (norms[1:] == norms[:-1])
-        keep[1:] = ~same
-    return keep
+def _distinct(rows: NDArray[np.float64], direction: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``rows`` without repeats (rows equal to another, found next to it when sorted by
+    their product with ``direction``)."""
+    if len(rows) < 2:
+        return rows
+    rows = rows[np.argsort(rows @ direction, kind="stable")]
+    repeat = np.all(rows[1:] == rows[:-1], axis=1)
+    return rows[np.concatenate([[True], ~repeat])] if repeat.any() else rows
 
 
 def _as_float_rows(rows: NDArray) -> NDArray[np.float64]:
@@ -250,13 +265,6 @@ def _as_float_rows(rows: NDArray) -> NDArray[np.float64]:
     if not np.isfinite(out).all():
         out = np.where(np.isfinite(out), out, 0.0)
     return out
-
-
-def _standardised(rows: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Each column minus its mean, divided by its standard deviation (0 if constant)."""
-    centred = rows - rows.mean(axis=0)
-    spread = rows.std(axis=0)
-    return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 0)
 
 
 def _constant_rows(rows: NDArray[np.float64]) -> NDArray[np.bool_]:
