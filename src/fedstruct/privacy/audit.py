@@ -133,7 +133,10 @@ class RowIndex:
         self.tolerance = float(tolerance)
         direction = np.random.default_rng(_MIX_SEED).normal(size=self.width)
         self._direction = direction / max(float(np.linalg.norm(direction)), 1e-300)
-        self._mean, spread = data.mean(axis=0), data.std(axis=0)
+        if len(data):
+            self._mean, spread = data.mean(axis=0), data.std(axis=0)
+        else:
+            self._mean, spread = np.zeros(self.width), np.zeros(self.width)
         self._scale = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
         self._rows = _distinct(data[~_constant_rows(data)], self._direction)
         entries = [self._entries(self._rows, form) for form in (0, 1)]
