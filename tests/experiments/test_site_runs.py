@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -230,3 +231,12 @@ def test_sites_coding_a_column_differently_are_warned_about(tmp_path):
                      "--out", str(tmp_path / "a"))  # fmt: skip
     assert code == 0, text
     assert "column 'smoke': sites 'site-1' (levels ['no', 'yes']) and 'site-2' (levels " in text
+
+
+def test_a_named_pipe_as_a_site_is_one_line_with_exit_2(tmp_path):
+    _, paths = asia_sites(tmp_path, n_sites=1, rows=40)
+    pipe = tmp_path / "site-2.csv"
+    os.mkfifo(pipe)
+    code, text = run("fedavg", "--site", paths[0], "--site", str(pipe), "--set", "target=dysp",
+                     "--rounds", "1", "--out", str(tmp_path / "a"))  # fmt: skip
+    assert code == 2 and f"error: file {pipe} is a named pipe (FIFO), not a regular file" in text
