@@ -8,6 +8,7 @@ one-line reason; ``--help`` works everywhere.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -18,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from fedstruct.errors import ConfigError, FedstructError, unknown_choice_message
+from fedstruct.errors import ConfigError, FedstructError, FedstructWarning, unknown_choice_message
 
 if TYPE_CHECKING:  # the experiments import every method: load them only when a command runs
     from fedstruct.experiments.runs import Runnable
@@ -63,12 +64,25 @@ def _bad_input_exits_2(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                python_show = warnings.showwarning
+                warnings.showwarning = functools.partial(_show_warning, python_show)
+                return fn(*args, **kwargs)
         except FedstructError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=2) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_warning(
+    python_show: Callable[..., None], message: Any, category: type[Warning], *args: Any
+) -> None:
+    """Print fedstruct's own warnings as one line on stderr (others as Python does)."""
+    if issubclass(category, FedstructWarning):
+        err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    else:
+        python_show(message, category, *args)
 
 
 @app.command()

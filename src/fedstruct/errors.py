@@ -21,6 +21,7 @@ __all__ = [
     "DataError",
     "DeploymentError",
     "FedstructError",
+    "FedstructWarning",
     "GraphError",
     "NoAnswerError",
     "NonFiniteDataError",
@@ -36,6 +37,11 @@ __all__ = [
 
 class FedstructError(Exception):
     """Base class of every error fedstruct raises on bad input."""
+
+
+class FedstructWarning(UserWarning):
+    """Input fedstruct accepts but that is likely a mistake (e.g. two sites coding one
+    column with different level names); the command line prints it as one line."""
 
 
 class ConfigError(FedstructError, ValueError):

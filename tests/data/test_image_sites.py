@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -398,3 +399,14 @@ def test_image_site_validates() -> None:
         ImageSite("s", x, np.array(["a", ""]))
     with pytest.raises(DataError, match=r"image site 's': images must lie in \[0, 1\]"):
         ImageSite("s", x + 2, np.array(["a", "b"]))
+
+
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    save(site / "cat" / "a.png", np.zeros((4, 4), dtype=np.uint8))
+    os.mkfifo(site / "cat" / "b.png")
+    with pytest.raises(DataError, match=r"image .*b.png is a named pipe \(FIFO\), not a regular"):
+        read_image_site(site)
+    os.mkfifo(tmp_path / "site.npz")
+    with pytest.raises(DataError, match=r"image site file .*site.npz is a named pipe \(FIFO\)"):
+        read_image_site(tmp_path / "site.npz")

@@ -155,3 +155,22 @@ def test_per_client_dirichlet_gives_even_sizes_and_skewed_classes():
     assert np.mean(iid.client_class_counts(labels).max(axis=1) / 10.25) < 0.5
     with pytest.raises(PartitionError, match="unknown scheme 'rows'"):
         label_skew(labels, 4, alpha=1.0, seed=0, scheme="rows")
+
+
+def test_horizontal_applies_min_per_client() -> None:
+    assert [c.n_rows for c in horizontal(frame(40), 4, seed=0, min_per_client=10)] == [10] * 4
+    with pytest.raises(
+        PartitionError,
+        match=r"client 'client-4' would get 9 of the 39 rows, fewer than min_per_client=10",
+    ):
+        horizontal(frame(39), 4, seed=0, min_per_client=10)
+
+
+def test_fedavg_iid_split_applies_min_per_client() -> None:
+    from fedstruct.experiments.fedavg.federation import federation
+    from fedstruct.experiments.fedavg.settings import FedAvgRun
+
+    fine = FedAvgRun(clients=4, samples=80, min_per_client=20)
+    assert [c.n_rows for c in federation(fine)] == [20] * 4
+    with pytest.raises(PartitionError, match="fewer than min_per_client=21"):
+        federation(FedAvgRun(clients=4, samples=80, min_per_client=21))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -29,10 +30,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.sites import (
     ColumnSchema,
     FederationSchema,
+    SchemaLimits,
     SiteSchema,
+    describe_site,
     encode_site,
     infer_kinds,
     merge_schemas,
@@ -44,7 +48,19 @@ from fedstruct.data.sites import (
     require_kinds,
     site_schema,
 )
-from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
+from fedstruct.errors import (
+    ConfigError,
+    DataError,
+    FedstructWarning,
+    SampleSizeError,
+    UnknownVariableError,
+)
+
+
+def read_small_federation(source, **options):
+    """read_federation for these tests' sites of 2-3 rows (the schema limits, which
+    refuse sites under 10 rows, have their own tests below)."""
+    return read_federation(source, min_site_rows=1, **options)
 
 
 def write(path: Path, text: str) -> Path:
@@ -263,7 +279,7 @@ def test_site_schema_carries_no_continuous_values(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------- encoding
 def test_read_federation_codes_follow_the_codebook(two_sites) -> None:
-    fed = read_federation([str(p) for p in two_sites])
+    fed = read_small_federation([str(p) for p in two_sites])
     h1, h2 = fed.clients
     assert (h1.name, h2.name) == ("h1", "h2")
     assert h1.rows["sex"].tolist() == [0, 1, 0] and h2.rows["sex"].tolist() == [1, 2]
@@ -279,7 +295,7 @@ def test_read_site_alone_uses_its_own_codebook(two_sites) -> None:
     client = read_site(two_sites[1], name="south")
     assert client.name == "south"
     assert client.rows["sex"].tolist() == [0, 1] and client.rows["stage"].tolist() == [1, 0]
-    schema = read_federation([str(p) for p in two_sites]).schema
+    schema = read_small_federation([str(p) for p in two_sites]).schema
     assert read_site(two_sites[1], schema=schema).rows["stage"].tolist() == [3, 1]
 
 
@@ -297,7 +313,7 @@ def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
         client = read_site(path, missing="drop-rows")
     assert client.rows["age"].tolist() == [1.5, 5.5] and client.rows["sex"].tolist() == [0, 1]
     assert f"site 'h2' (file {path}): dropped 3 rows with missing values" in caplog.text
-    fed = read_federation([str(path)], missing="drop-rows")
+    fed = read_small_federation([str(path)], missing="drop-rows")
     assert fed.dropped_rows == {"h2": 3}
 
 
@@ -328,8 +344,8 @@ def test_min_rows_and_constant_columns(tmp_path: Path) -> None:
             "than the 3 required; add rows or lower min_rows"
         ),
     ):
-        read_federation([str(path)], missing="drop-rows", min_rows=3)
-    fed = read_federation([str(path)], missing="drop-rows")
+        read_small_federation([str(path)], missing="drop-rows", min_rows=3)
+    fed = read_small_federation([str(path)], missing="drop-rows")
     assert fed.constant == {"s": ("y",)}
 
 
@@ -368,7 +384,7 @@ def test_encode_site_rejects_text_in_a_continuous_column_and_unknown_levels() ->
 
 
 def test_require_kinds_names_the_variable(two_sites) -> None:
-    schema = read_federation([str(p) for p in two_sites]).schema
+    schema = read_small_federation([str(p) for p in two_sites]).schema
     with pytest.raises(
         DataError,
         match=exact(
@@ -397,7 +413,7 @@ def test_manifest_paths_roles_and_site_options(tmp_path: Path, two_sites) -> Non
         "graph": str(tmp_path / "sub" / "g1.json"),
         "kinds": {"stage": "ordinal"},
     }
-    fed = read_federation(manifest)
+    fed = read_small_federation(manifest)
     assert fed.schema.kinds["stage"] == "ordinal"
     assert fed.roles == {
         "target": "stage",
@@ -406,8 +422,8 @@ def test_manifest_paths_roles_and_site_options(tmp_path: Path, two_sites) -> Non
         "graphs": {"north": str(tmp_path / "sub" / "g1.json")},
     }
     json_manifest = write(tmp_path / "fed.json", json.dumps({"sites": [{"path": "h1.csv"}]}))
-    assert [c.name for c in read_federation(json_manifest).clients] == ["h1"]
-    assert [c.name for c in read_federation(tmp_path / "h1.csv").clients] == ["h1"]
+    assert [c.name for c in read_small_federation(json_manifest).clients] == ["h1"]
+    assert [c.name for c in read_small_federation(tmp_path / "h1.csv").clients] == ["h1"]
 
 
 def test_manifest_unknown_keys(tmp_path: Path) -> None:
@@ -416,7 +432,8 @@ def test_manifest_unknown_keys(tmp_path: Path) -> None:
         ConfigError,
         match=exact(
             f"unknown key 'missings' in manifest {top}; valid keys: sites, kinds, missing, "
-            "delimiter, regime, supervised, target, label, inputs, concepts, task, truth"
+            "delimiter, regime, supervised, min_site_rows, max_site_levels, target, label, inputs, "
+            "concepts, task, truth"
         ),
     ):
         read_manifest(top)
@@ -440,7 +457,7 @@ def test_manifest_site_whose_file_is_missing(tmp_path: Path) -> None:
             "fix its path"
         ),
     ):
-        read_federation(manifest)
+        read_small_federation(manifest)
 
 
 def test_parse_site_args() -> None:
@@ -465,8 +482,8 @@ def test_kinds_disagreeing_between_sites_name_both(tmp_path: Path) -> None:
             "for every site, e.g. --set kinds.v=categorical"
         ),
     ):
-        read_federation([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
-    fed = read_federation(
+        read_small_federation([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    fed = read_small_federation(
         [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")], kinds={"v": "categorical"}
     )
     assert fed.schema.levels == {"v": ("0.5", "1.5", "high", "low")}
@@ -485,15 +502,15 @@ def test_federation_wide_supervised_and_regime_apply_where_present(tmp_path: Pat
     write(tmp_path / "a.csv", "x,y,regime\n0.5,1,x\n1.5,0,obs\n")
     write(tmp_path / "b.csv", "x\n2.5\n3.5\n")
     sites = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
-    fed = read_federation(sites, supervised=["y"], regime="regime")
+    fed = read_small_federation(sites, supervised=["y"], regime="regime")
     a, b = fed.clients
     assert a.supervised == ("y",) and b.supervised == ()
     assert a.intervention.tolist() == [0, -1] and b.intervention is None
     assert fed.schema.sites == {"a": ("x", "y"), "b": ("x",)}
     with pytest.raises(UnknownVariableError, match=r"supervised names \['z'\], which no site has"):
-        read_federation(sites, supervised=["z"])
+        read_small_federation(sites, supervised=["z"])
     with pytest.raises(UnknownVariableError, match="no site has the regime column 'arm'"):
-        read_federation(sites, regime="arm")
+        read_small_federation(sites, regime="arm")
 
 
 def test_sites_declaring_different_kinds(tmp_path: Path) -> None:
@@ -509,7 +526,7 @@ def test_sites_declaring_different_kinds(tmp_path: Path) -> None:
         "kind, e.g. --set kinds.v=categorical"
     )
     with pytest.raises(DataError, match=exact(message)):
-        read_federation(manifest)
+        read_small_federation(manifest)
 
 
 def test_infinite_values_name_the_file(tmp_path: Path) -> None:
@@ -556,3 +573,123 @@ def test_reading_equals_pandas(tmp_path: Path, monkeypatch, text: str) -> None:
     gz = tmp_path / "s.csv.gz"
     whole.to_csv(gz, index=False)
     pd.testing.assert_frame_equal(read_table(gz).astype(str), whole.astype(str))
+
+
+# ------------------------------------------------ what a site's schema may disclose
+def site_rows(n: int, **columns) -> str:
+    """A CSV of ``n`` rows: a binary ``x`` plus ``columns`` (name -> function of the row)."""
+    names = ["x", *columns]
+    lines = [",".join(names)]
+    lines += [",".join([str(i % 2), *(str(f(i)) for f in columns.values())]) for i in range(n)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_site_with_too_few_rows_is_refused_unless_lowered(tmp_path: Path) -> None:
+    path = write(tmp_path / "tiny.csv", site_rows(9))
+    with pytest.raises(
+        SampleSizeError,
+        match=r"^site 'tiny' \(file .*tiny.csv\) has 9 rows, fewer than the 10 a site needs .*"
+        "lower --set min_site_rows=N$",
+    ):
+        read_federation([str(path)])
+    assert read_federation([str(path)], min_site_rows=9).clients[0].n_rows == 9
+    manifest = write(tmp_path / "fed.yaml", "sites: [tiny.csv]\nmin_site_rows: 5\n")
+    assert read_federation(manifest).clients[0].n_rows == 9
+    with pytest.raises(SampleSizeError, match="fewer than the 20 a site needs"):
+        read_federation(manifest, min_site_rows=20)  # the setting wins over the manifest
+    bad = write(tmp_path / "bad.yaml", "sites: [tiny.csv]\nmin_site_rows: 0\n")
+    with pytest.raises(ConfigError, match="'min_site_rows' must be a positive integer, got 0"):
+        read_manifest(bad)
+
+
+def test_an_identifier_column_is_refused_naming_column_and_site(tmp_path: Path) -> None:
+    path = write(tmp_path / "h1.csv", site_rows(40, patient=lambda i: f"P{i:05d}"))
+    with pytest.raises(
+        DataError,
+        match=r"^column 'patient' of site 'h1' \(file .*h1.csv\) looks like an identifier "
+        r"\(40 distinct values in 40 rows\)",
+    ):
+        read_federation([str(path)])
+    # 36 distinct values in 40 rows: still one per row nearly (>= 90 %)
+    near = write(tmp_path / "h2.csv", site_rows(40, patient=lambda i: f"P{min(i, 35)}"))
+    with pytest.raises(DataError, match="'patient' of site 'h2'"):
+        read_federation([str(near)])
+    # 35 levels in 40 rows is a column, not an identifier
+    fine = write(tmp_path / "h3.csv", site_rows(40, town=lambda i: f"T{min(i, 34)}"))
+    assert read_federation([str(fine)]).schema.cardinalities()["town"] == 35
+
+
+def test_a_column_with_too_many_levels_is_refused_unless_raised(tmp_path: Path) -> None:
+    path = write(tmp_path / "big.csv", site_rows(400, code=lambda i: f"C{i % 150}"))
+    with pytest.raises(
+        DataError,
+        match=r"^column 'code' of site 'big' \(file .*\) has 150 levels, more than the 100 "
+        r"a site may report .* raise --set max_site_levels=N$",
+    ):
+        read_federation([str(path)])
+    schema = read_federation([str(path)], max_site_levels=150).schema
+    assert schema.cardinalities()["code"] == 150
+
+
+def test_describe_site_applies_the_limits(tmp_path: Path) -> None:
+    spec = parse_site_args([str(write(tmp_path / "s.csv", site_rows(5)))])[0]
+    with pytest.raises(SampleSizeError, match="has 5 rows, fewer than the 10"):
+        describe_site(spec)
+    schema, _ = describe_site(spec, limits=SchemaLimits(min_rows=5))
+    assert schema.n_rows == 5
+
+
+def test_sites_that_share_no_level_of_a_column_are_warned_about(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.csv", "smoker,y\n" + "yes,1\nno,0\n" * 6)
+    b = write(tmp_path / "b.csv", "smoker,y\n" + "1,1\n0,0\n" * 6)
+    with pytest.warns(
+        FedstructWarning,
+        match=r"^column 'smoker': sites 'a' \(levels \['no', 'yes'\]\) and 'b' \(levels "
+        r"\['0', '1'\]\) share no level",
+    ) as caught:
+        schema = read_federation([str(a), str(b)]).schema
+    assert len(caught) == 1  # y shares its levels
+    assert schema.cardinalities()["smoker"] == 4
+
+
+def test_damaged_compressed_files_are_one_line_errors(tmp_path: Path) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    text = ("a,b\n" + "".join(f"{i % 3},{i % 7}\n" for i in range(40_000))).encode()
+    cases = {
+        "cut.csv.gz": gzip.compress(text)[:-200],  # the head reads; the rest is cut short
+        "small.csv.gz": gzip.compress(text[:300])[:-30],
+        "junk.csv.gz": b"\x1f\x8b\x08\x00" + b"x" * 900,
+        "plain.csv.gz": text[:300],
+        "cut.csv.bz2": bz2.compress(text)[:100],
+        "junk.csv.xz": b"not xz at all",
+        "cut.csv.xz": lzma.compress(text)[:-100],
+    }
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        suffix = path.suffix
+        with pytest.raises(
+            DataError, match=rf"^file {re.escape(str(path))} is not a valid \{suffix} file \("
+        ):
+            read_table(path)
+
+
+def test_non_regular_files_are_refused_not_waited_on(tmp_path: Path) -> None:
+    pipe = tmp_path / "site.csv"
+    os.mkfifo(pipe)
+    message = "is a named pipe (FIFO), not a regular file"
+    with pytest.raises(DataError, match=re.escape(f"file {pipe} {message}")):
+        read_table(pipe)
+    with pytest.raises(DataError, match=re.escape(f"file {pipe} {message}")):
+        read_federation([str(pipe)])
+    manifest = tmp_path / "fed.yaml"
+    os.mkfifo(manifest)
+    with pytest.raises(DataError, match=re.escape(f"manifest {manifest} {message}")):
+        read_manifest(manifest)
+    with pytest.raises(DataError, match=re.escape(f"graph file {pipe} {message}")):
+        read_graph_file(pipe)
+    with pytest.raises(DataError, match="is a device, not a regular file"):
+        read_table(Path("/dev/zero"))

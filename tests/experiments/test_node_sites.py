@@ -9,6 +9,7 @@ each step opens: a node opens its own file only, the server none.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -21,7 +22,13 @@ import pytest
 
 from fedstruct.data import load_network
 from fedstruct.data.sites import SiteSpec
-from fedstruct.errors import ConfigError, DataError, UnknownVariableError
+from fedstruct.errors import (
+    ConfigError,
+    DataError,
+    PrivacyViolationError,
+    SampleSizeError,
+    UnknownVariableError,
+)
 from fedstruct.experiments.node_sites import build_own, describe, merge, server_view
 from fedstruct.experiments.runs import execute, run_resolved, runnable
 from fedstruct.experiments.settings import apply_settings
@@ -221,6 +228,41 @@ def test_a_nodes_bad_file_is_named_at_its_node(tmp_path):
     build_own(entry, settings, specs[0], schema)
     with pytest.raises(DataError, match=r"5 missing values in column 'smoke' of site 'site-2'"):
         build_own(entry, settings, specs[1], schema)
+
+
+def test_the_handshake_refuses_a_description_that_discloses_too_much(tmp_path):
+    paths = asia_files(tmp_path, rows=40)
+    frame = pd.read_csv(paths[1])
+    frame.insert(0, "patient", [f"P{i:04d}" for i in range(len(frame))])
+    frame.to_csv(paths[1], index=False)
+    entry = runnable("fedavg")
+    sites = {"target": "dysp", "node_sites": ["site-1", "site-2", "site-3"]}
+    settings = apply_settings(entry.settings(), sites, method="fedavg")
+    specs = [SiteSpec(p.stem, p) for p in paths]
+    assert describe(entry, settings, specs[0])["n_rows"] == 40
+    with pytest.raises(DataError, match=r"column 'patient' of site 'site-2' .* identifier"):
+        describe(entry, settings, specs[1])
+    few = apply_settings(entry.settings(), {**sites, "min_site_rows": 41}, method="fedavg")
+    with pytest.raises(SampleSizeError, match=r"site .site-1. .* has 40 rows, fewer than the 41"):
+        describe(entry, few, specs[0])
+
+
+def test_the_handshake_audits_what_a_site_format_describes(tmp_path):
+    """A site format that would send more than metadata is stopped at the node."""
+    paths = asia_files(tmp_path, rows=40)
+    entry = runnable("fedavg")
+    settings = apply_settings(
+        entry.settings(), {"target": "dysp", "node_sites": ["site-1"]}, method="fedavg"
+    )
+    leaky = dataclasses.replace(
+        entry.site_format,
+        describe=lambda spec, s, roles: {"site": spec.name, "n_rows": 40, "mean_age": 51.5},
+    )
+    with pytest.raises(
+        PrivacyViolationError,
+        match=r"site 's': schema handshake \(describe\): key 'mean_age' holds float",
+    ):
+        describe(dataclasses.replace(entry, site_format=leaky), settings, SiteSpec("s", paths[0]))
 
 
 def test_merge_checks_the_roles_against_every_site(tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -195,3 +197,51 @@ def test_missing_values_are_named_or_dropped_and_counted(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["dropped_rows_site-1"] == 7 and metrics["rows_site-1"] == 393
     assert metrics["dropped_rows_site-2"] == 0
+
+
+def test_what_a_site_may_disclose_is_one_line_with_exit_2(tmp_path):
+    _, paths = asia_sites(tmp_path, n_sites=2, rows=40)
+    frame = pd.read_csv(paths[1])
+    frame.insert(0, "patient", [f"P{i:04d}" for i in range(len(frame))])
+    frame.to_csv(paths[1], index=False)
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp", "--rounds", "1",
+                     "--out", str(tmp_path / "a"))  # fmt: skip
+    assert code == 2 and "column 'patient' of site 'site-2'" in text and "identifier" in text
+    assert not (tmp_path / "a" / "model.json").exists()
+    (tmp_path / "small").mkdir()
+    _, small = asia_sites(tmp_path / "small", n_sites=2, rows=8)
+    args = ["fedavg", *sites_args(small), "--set", "target=dysp", "--rounds", "1"]
+    code, text = run(*args, "--out", str(tmp_path / "b"))
+    assert code == 2 and "site 'site-1'" in text and "has 8 rows, fewer than the 10" in text
+    code, text = run(*args, "--set", "min_site_rows=8", "--out", str(tmp_path / "c"))
+    assert code == 0, text
+
+
+def test_a_damaged_gz_site_is_one_line_with_exit_2(tmp_path):
+    _, paths = asia_sites(tmp_path, n_sites=2, rows=40)
+    damaged = tmp_path / "site-2.csv.gz"
+    damaged.write_bytes(gzip.compress(open(paths[1], "rb").read())[:-40])
+    code, text = run("fedavg", "--site", paths[0], "--site", str(damaged), "--set",
+                     "target=dysp", "--rounds", "1", "--out", str(tmp_path / "a"))  # fmt: skip
+    assert code == 2
+    assert f"error: file {damaged} is not a valid .gz file" in text and "Aborted" not in text
+
+
+def test_sites_coding_a_column_differently_are_warned_about(tmp_path):
+    _, paths = asia_sites(tmp_path, n_sites=2, rows=40)
+    frame = pd.read_csv(paths[1])
+    frame["smoke"] = frame["smoke"].map(STATES)
+    frame.to_csv(paths[1], index=False)
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp", "--rounds", "1",
+                     "--out", str(tmp_path / "a"))  # fmt: skip
+    assert code == 0, text
+    assert "column 'smoke': sites 'site-1' (levels ['no', 'yes']) and 'site-2' (levels " in text
+
+
+def test_a_named_pipe_as_a_site_is_one_line_with_exit_2(tmp_path):
+    _, paths = asia_sites(tmp_path, n_sites=1, rows=40)
+    pipe = tmp_path / "site-2.csv"
+    os.mkfifo(pipe)
+    code, text = run("fedavg", "--site", paths[0], "--site", str(pipe), "--set", "target=dysp",
+                     "--rounds", "1", "--out", str(tmp_path / "a"))  # fmt: skip
+    assert code == 2 and f"error: file {pipe} is a named pipe (FIFO), not a regular file" in text

@@ -1,10 +1,15 @@
+import json
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from fedstruct.data.sites import SchemaLimits
 from fedstruct.errors import PrivacyViolationError
 from fedstruct.fl import Message
-from fedstruct.privacy import PayloadLimit, RowIndex, audit_reply
+from fedstruct.fl.message import json_bytes
+from fedstruct.privacy import PayloadLimit, RowIndex, audit_description, audit_reply
 
 
 @pytest.fixture()
@@ -60,3 +65,85 @@ def test_declared_graphs_are_exempt_but_must_be_mark_matrices(data):
     bogus = data.to_numpy()[:6].astype(np.int8)
     with pytest.raises(PrivacyViolationError, match="not an endpoint-mark matrix"):
         _audit(Message("m.graph", arrays={"pag": bogus}), data, graphs=["pag"])
+
+
+# ------------------------------------------------------------- the schema handshake
+def _description(n_rows, **levels):
+    out = {"site": "h1", "n_rows": n_rows, "columns": ["x", *levels], "kinds": ["continuous"]}
+    out["kinds"] += ["categorical"] * len(levels)
+    out.update({f"levels.{c}": list(names) for c, names in levels.items()})
+    return out
+
+
+def test_a_handshake_description_within_the_limits_passes():
+    audit_description(_description(50, sex=["f", "m"]), SchemaLimits(), "h1")
+    audit_description({"dropped_rows": 0, "constant": ["x"]}, SchemaLimits(), "h1", "report")
+
+
+@pytest.mark.parametrize(
+    ("description", "fragment"),
+    [
+        (_description(5, sex=["f", "m"]), "has 5 rows, fewer than the 10"),
+        (_description(500, code=[f"c{i}" for i in range(101)]), "has 101 levels, more than"),
+        (_description(30, id=[f"p{i}" for i in range(27)]), "'id' of site 'h1' looks like an"),
+        ({**_description(50), "means": [0.5, 1.5]}, "key 'means' holds float values"),
+        ({**_description(50), "rows": [[0, 1]]}, "key 'rows' holds list values"),
+    ],
+)
+def test_a_handshake_description_saying_too_much_is_refused(description, fragment):
+    with pytest.raises(PrivacyViolationError, match=re.escape(fragment)):
+        audit_description(description, SchemaLimits(), "h1")
+
+
+# ------------------------------------------------ rows that are not sent exactly
+def test_index_finds_rows_nearly_equal_rescaled_or_standardised(data):
+    index = RowIndex(data)
+    table = data.to_numpy().astype(float)
+    rows = table[np.count_nonzero(table, axis=1) >= 3][:3]  # fewer: see the next test
+    assert index.count_matches(rows + 1e-9) == 3
+    assert index.count_matches(rows * 2) == 3
+    assert index.count_matches(rows / 255) == 3
+    standardised = (table - table.mean(axis=0)) / table.std(axis=0)
+    assert index.count_matches(standardised[[5, 6]]) == 2
+    assert index.count_matches(rows + 1e-3) == 0  # beyond the tolerance
+    assert index.count_matches(-rows) == 0  # a negative scale is another direction
+
+
+@pytest.mark.parametrize("where", [0, 3, 6])
+def test_index_finds_rows_with_a_column_added(data, where):
+    rows = data.to_numpy()[[1, 2, 3, 4]].astype(float)
+    wider = np.insert(rows, where, [7.5, -1.0, 0.25, 3.0], axis=1)
+    assert RowIndex(data).count_matches(wider) == 4
+    other = np.random.default_rng(3).normal(size=(50, 7))
+    assert RowIndex(data).count_matches(other) == 0
+
+
+def test_rows_with_few_values_must_match_in_size_too():
+    rows = np.array([[0.0, 0.0, 2.0, 0.0], [0.0, 1.0, 1.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
+    index = RowIndex(rows)
+    assert index.count_matches(rows) == 3
+    # [0, 0, 5, 0] is not the client's row [0, 0, 2, 0] scaled: too many rows look so
+    assert index.count_matches(np.array([[0.0, 0.0, 5.0, 0.0], [0.0, 3.0, 3.0, 0.0]])) == 0
+    assert index.count_matches(np.array([[2.0, 4.0, 6.0, 8.0]])) == 1
+
+
+def test_weights_and_counts_do_not_match_random_data():
+    rng = np.random.default_rng(5)
+    index = RowIndex(rng.normal(size=(2000, 8)))
+    assert index.count_matches(rng.normal(size=(5000, 8))) == 0
+    assert index.count_matches(rng.integers(0, 50, size=(500, 9)).astype(float)) == 0
+    narrow = RowIndex(rng.normal(size=(5000, 2)))  # every direction of a plane is near one
+    assert narrow.count_matches(rng.normal(size=(5000, 2))) == 0
+
+
+def test_rows_in_the_config_part_are_refused(data):
+    row = data.to_numpy()[9].tolist()
+    leaks = [
+        {"flat": [float(v) for v in data.to_numpy()[:2].ravel()]},
+        {"rows": json_bytes({"batch": data.to_numpy()[:3].tolist()})},
+        {"rows": json.dumps([[0.5, 1.5], row])},
+    ]
+    for config in leaks:
+        with pytest.raises(PrivacyViolationError, match=r"config '(flat|rows)' contains"):
+            _audit(Message("m.fit", config=config), data)
+    _audit(Message("m.fit", config={"sepsets": json_bytes({"a|b": [["c"], []]}), "n": 5}), data)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedstruct.data.bif import read_bif_graph
+from fedstruct.data.checks import require_regular_file
 from fedstruct.errors import DataError
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import read_graph
@@ -42,6 +43,7 @@ def read_graph_file(path: str | Path) -> Graph:
     path = Path(path)
     if not path.exists():
         raise DataError(f"graph file '{path}' does not exist; check the path")
+    require_regular_file(path, "graph file")
     if path.is_dir():
         if not (path / RUN_GRAPH).is_file():
             raise DataError(

@@ -43,6 +43,7 @@ import pandas as pd
 from numpy.lib.npyio import NpzFile
 from numpy.typing import ArrayLike, NDArray
 
+from fedstruct.data.checks import require_regular_file
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError, UnknownVariableError
 
@@ -710,6 +711,7 @@ def _class_folders(site: Path) -> list[Path]:
 def _image_files(class_folder: Path) -> list[Path]:
     entries = _visible(class_folder)
     for entry in entries:
+        require_regular_file(entry, "image")
         if entry.is_dir():
             raise DataError(
                 f"{entry} is a folder inside class folder {class_folder}; a class folder holds "
@@ -931,6 +933,7 @@ def read_image_npz(path: str | Path, *, name: str | None = None) -> ImageSite:
         label and image counts differ (each naming the file).
     """
     file = Path(path).expanduser()
+    require_regular_file(file, "image site file")
     if not file.is_file():
         raise DataError(
             f"image site file {file} does not exist; check the path to the site's .npz "

@@ -145,6 +145,7 @@ def horizontal(
     intervention: ArrayLike | None = None,
     supervised: Sequence[str] = (),
     names: Sequence[str] | None = None,
+    min_per_client: int = 1,
 ) -> ClientsOnDemand:
     """Split rows IID over clients: a random permutation cut into consecutive blocks.
 
@@ -168,12 +169,15 @@ def horizontal(
         Columns every client supervises.
     names
         Client names (default ``client-1 ..``).
+    min_per_client
+        The fewest rows a client may get; a split that gives one client fewer is an
+        error (the sizes are fixed by the rows and clients, so no redraw can help).
 
     Raises
     ------
     PartitionError
-        If sizes do not sum to the number of rows, a client would get no row, or the
-        client count or names are invalid.
+        If sizes do not sum to the number of rows, a client would get no row or fewer
+        than ``min_per_client``, or the client count or names are invalid.
     """
     k = check_n_clients(n_clients)
     names = client_names(k, names)
@@ -183,7 +187,17 @@ def horizontal(
     codes = None if intervention is None else np.asarray(intervention)
     if codes is not None and codes.shape != (n,):
         raise PartitionError(f"intervention must have one code per row ({n}), got {codes.shape}")
-    cuts = np.cumsum(_split_sizes(n, k, sizes, proportions, "rows"))[:-1]
+    if isinstance(min_per_client, bool) or not isinstance(min_per_client, int | np.integer):
+        raise PartitionError(f"min_per_client must be an integer, got {min_per_client!r}")
+    split_sizes = _split_sizes(n, k, sizes, proportions, "rows")
+    smallest = int(np.argmin(split_sizes))
+    if split_sizes[smallest] < min_per_client:
+        raise PartitionError(
+            f"client {names[smallest]!r} would get {split_sizes[smallest]} of the {n} rows, "
+            f"fewer than min_per_client={min_per_client}; give more rows, fewer clients, or "
+            "a lower min_per_client"
+        )
+    cuts = np.cumsum(split_sizes)[:-1]
     parts = [np.sort(part) for part in np.split(make_rng(seed).permutation(n), cuts)]
 
     def build(c: int) -> ClientData:

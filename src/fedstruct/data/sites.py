@@ -43,6 +43,8 @@ Manifest (YAML or JSON; :func:`read_manifest`)::
     kinds: {age: continuous}      # every site's kinds
     missing: error                # or drop-rows
     delimiter: ","                # default: sniffed from the file's head
+    min_site_rows: 10             # what a site's schema may disclose (SchemaLimits):
+    max_site_levels: 100          #   the defaults shown
     regime: target                # the regime column at every site that has it
     supervised: [label]           # at every site that has the column
     target: label                 # method roles, kept for the method layer:
@@ -53,6 +55,17 @@ Manifest (YAML or JSON; :func:`read_manifest`)::
     truth: truth.json             #   truth (a graph file; the path is resolved)
 
 Any other key, at either level, is a :class:`~fedstruct.errors.ConfigError`.
+
+A site's schema leaves the site (the federation's codebook is the union of the
+sites' level names, saved with a model), so :func:`read_federation` and
+:func:`describe_site` refuse a site with fewer than ``min_site_rows`` rows (default
+10), a categorical or ordinal column with more than ``max_site_levels`` levels
+(default 100), or a column that looks like an identifier (as many distinct values as
+90 % of the rows, on a site of 10 rows or more): :class:`SchemaLimits`.
+
+Sites that code a categorical column with no level in common (``yes``/``no`` at one,
+``0``/``1`` at another) get a :class:`~fedstruct.errors.FedstructWarning` naming the
+column and the sites: their levels would be merged into one codebook of 4 levels.
 
 Missing values are what pandas reads as missing (empty fields, ``NA``, ``NaN``,
 ``null`` ...). They are an error naming the site, file, column and count, unless
@@ -74,6 +87,8 @@ import logging
 import lzma
 import math
 import os
+import warnings
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -86,8 +101,15 @@ import pandas as pd
 import yaml
 from numpy.typing import NDArray
 
+from fedstruct.data.checks import require_regular_file
 from fedstruct.data.client import OBSERVATIONAL, ClientData
-from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
+from fedstruct.errors import (
+    ConfigError,
+    DataError,
+    FedstructWarning,
+    SampleSizeError,
+    UnknownVariableError,
+)
 
 __all__ = [
     "KINDS",
@@ -97,6 +119,7 @@ __all__ = [
     "EncodedSite",
     "FederationSchema",
     "Manifest",
+    "SchemaLimits",
     "SiteFederation",
     "SiteSchema",
     "SiteSpec",
@@ -125,13 +148,21 @@ MISSING = ("error", "drop-rows")
 SITE_KEYS = ("path", "name", "kinds", "graph", "regime", "supervised")
 #: Method roles a manifest may name (kept for the method layer).
 ROLE_KEYS = ("target", "label", "inputs", "concepts", "task", "truth")
+#: Keys of a manifest that set what a site's schema may disclose (:class:`SchemaLimits`).
+LIMIT_KEYS = ("min_site_rows", "max_site_levels")
 #: Top-level keys of a manifest.
-MANIFEST_KEYS = ("sites", "kinds", "missing", "delimiter", "regime", "supervised", *ROLE_KEYS)
+MANIFEST_KEYS = (
+    "sites", "kinds", "missing", "delimiter", "regime", "supervised", *LIMIT_KEYS, *ROLE_KEYS
+)  # fmt: skip
 
 #: The kinds coded as levels 0..k-1 (``FederationSchema.levels`` holds their names).
 LEVELLED = ("categorical", "ordinal")
 _PARQUET = (".parquet", ".pq")
 _COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+#: What a damaged compressed file raises while it is read (gzip: ``BadGzipFile``
+#: (an OSError), ``zlib.error``; all three: ``EOFError`` when cut short; xz:
+#: ``LZMAError``).
+_DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 _DELIMITERS = ",\t;|"
 _DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 _OBSERVATIONAL_MARKS = ("", "obs")
@@ -240,6 +271,120 @@ class SiteSchema:
         )
         site = str(_config_get(config, "site", "site schema"))
         return cls(site, int(_config_get(config, "n_rows", "site schema")), columns)
+
+
+#: The fewest rows a site's file may hold (:class:`SchemaLimits`; ``min_site_rows``).
+MIN_SITE_ROWS = 10
+#: The most level names a site may report for one column (``max_site_levels``).
+MAX_SITE_LEVELS = 100
+#: A column with at least this share of distinct values per row is an identifier ...
+IDENTIFIER_SHARE = 0.9
+#: ... on a site with at least this many rows (on fewer, every column would be one).
+IDENTIFIER_MIN_ROWS = 10
+
+
+@dataclass(frozen=True)
+class SchemaLimits:
+    """What a site's schema may disclose: it leaves the site in the schema handshake.
+
+    A site's schema carries every level name of its categorical and ordinal columns
+    and its row count; the federation's codebook (saved with a model, in
+    ``model.json``) is their union. So a site is refused
+
+    - with fewer than ``min_rows`` rows (a one-row site's schema *is* its row);
+    - with a categorical or ordinal column of more than ``max_levels`` levels;
+    - with a column that looks like an identifier: at least
+      :data:`IDENTIFIER_SHARE` (90 %) as many distinct values as rows, on a site of
+      at least :data:`IDENTIFIER_MIN_ROWS` rows (a name, an ID, a date-time as text).
+
+    Parameters
+    ----------
+    min_rows
+        The fewest rows a site's file may hold (default :data:`MIN_SITE_ROWS`).
+    max_levels
+        The most levels one column may report (default :data:`MAX_SITE_LEVELS`).
+
+    Raises
+    ------
+    ConfigError
+        If either is not a positive integer.
+    """
+
+    min_rows: int = MIN_SITE_ROWS
+    max_levels: int = MAX_SITE_LEVELS
+
+    def __post_init__(self) -> None:
+        for name, key in (("min_rows", "min_site_rows"), ("max_levels", "max_site_levels")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+
+    @classmethod
+    def of(
+        cls,
+        min_site_rows: int | None = None,
+        max_site_levels: int | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> SchemaLimits:
+        """The limits given (``None``: the manifest ``options``' key, else the default)."""
+        options = options or {}
+        return cls(
+            min_site_rows if min_site_rows is not None
+            else options.get("min_site_rows", MIN_SITE_ROWS),
+            max_site_levels if max_site_levels is not None
+            else options.get("max_site_levels", MAX_SITE_LEVELS),
+        )  # fmt: skip
+
+    def check(
+        self, site: str, n_rows: int, levels: Mapping[str, Sequence[str]], where: str = ""
+    ) -> None:
+        """Refuse a site's row count and level names if they disclose too much.
+
+        Parameters
+        ----------
+        site
+            The site's name.
+        n_rows
+            Its number of rows.
+        levels
+            Column -> its level names (categorical and ordinal columns).
+        where
+            Added after the site's name in messages (e.g. `` (file h1.csv)``).
+
+        Raises
+        ------
+        SampleSizeError
+            Fewer rows than ``min_rows``.
+        DataError
+            A column with more than ``max_levels`` levels, or one that looks like an
+            identifier (naming the site and the column).
+        """
+        owner = f"site {site!r}{where}"
+        if n_rows < self.min_rows:
+            raise SampleSizeError(
+                f"{owner} has {n_rows} rows, fewer than the {self.min_rows} a site needs so "
+                "that its schema (level names, row count) does not give its rows away; add "
+                "rows, join it with another site, or lower --set min_site_rows=N"
+            )
+        for column, names in levels.items():
+            count = len(names)
+            if count > self.max_levels:
+                raise DataError(
+                    f"column {column!r} of {owner} has {count} levels, more than the "
+                    f"{self.max_levels} a site may report (every level name leaves the site); "
+                    "group rare levels, remove the column, or raise --set max_site_levels=N"
+                )
+            if n_rows >= IDENTIFIER_MIN_ROWS and count >= IDENTIFIER_SHARE * n_rows:
+                raise DataError(
+                    f"column {column!r} of {owner} looks like an identifier ({count} distinct "
+                    f"values in {n_rows} rows), and every level name leaves the site; remove "
+                    f"it from the file, or set kinds.{column}=continuous if it holds measurements"
+                )
+
+    def check_schema(self, schema: SiteSchema, where: str = "") -> None:
+        """:meth:`check` on a :class:`SiteSchema`."""
+        levels = {c.name: c.levels for c in schema.columns if c.kind in LEVELLED}
+        self.check(schema.site, schema.n_rows, levels, where)
 
 
 @dataclass(frozen=True)
@@ -409,6 +554,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
 def _check_file(path: Path) -> None:
     if not path.exists():
         raise DataError(f"file {path} does not exist; check the path")
+    require_regular_file(path)
     if path.is_dir():
         raise DataError(f"{path} is a folder, not a table file; give the file's path")
     try:
@@ -464,6 +610,8 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
         frame = None
     try:
         return pd.read_csv(path, sep=sep) if frame is None else frame
+    except _DECOMPRESS_ERRORS as exc:
+        raise _damaged(path, exc) from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"file {path} is not UTF-8 text; save it as UTF-8 CSV") from exc
     except pd.errors.EmptyDataError as exc:
@@ -483,7 +631,17 @@ class _PieceError(Exception):
 
 #: Errors reading pieces after which pandas reads the whole file: its parse errors,
 #: UnicodeDecodeError and EmptyDataError (all ValueError), a bad compressed stream.
-_PIECE_ERRORS = (_PieceError, ValueError, OSError, EOFError)
+_PIECE_ERRORS = (_PieceError, ValueError, *_DECOMPRESS_ERRORS)
+
+
+def _damaged(path: Path, exc: BaseException) -> DataError:
+    """The error for a file whose bytes cannot be read or decompressed."""
+    if path.suffix.lower() in _COMPRESSED:
+        return DataError(
+            f"file {path} is not a valid {path.suffix.lower()} file ({_one_line(exc)}); "
+            "it may be cut short or damaged: compress it again, or give the uncompressed file"
+        )
+    return DataError(f"file {path} cannot be read: {_one_line(exc)}")
 
 
 def _read_pieces(path: Path, sep: str, header: list[str]) -> pd.DataFrame:
@@ -758,8 +916,8 @@ def _head_lines(path: Path) -> list[str]:
     try:
         with opener(path, "rb") as stream:
             head = stream.read(_HEAD_BYTES)
-    except OSError as exc:
-        raise DataError(f"file {path} cannot be read: {_one_line(exc)}") from exc
+    except _DECOMPRESS_ERRORS as exc:
+        raise _damaged(path, exc) from exc
     try:
         text = head.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -1081,6 +1239,9 @@ def merge_schemas(
             f"kinds names {unknown}, which no site has; the variables are {list(columns)}"
         )
     kind_of = {v: _merged_kind(v, by_site, explicit.get(v)) for v, by_site in columns.items()}
+    for v, by_site in columns.items():
+        if kind_of[v] in LEVELLED:
+            _warn_disjoint_levels(v, by_site)
     return FederationSchema(
         variables=tuple(columns),
         kinds=kind_of,
@@ -1092,6 +1253,25 @@ def merge_schemas(
         sites={s.site: s.names for s in schemas},
         rows={s.site: int(s.n_rows) for s in schemas},
     )
+
+
+def _warn_disjoint_levels(variable: str, by_site: Mapping[str, ColumnSchema]) -> None:
+    """Warn when two sites share no level of ``variable`` (the first such pair):
+    ``yes``/``no`` at one and ``1``/``0`` at the other would merge into 4 levels."""
+    items = [(site, frozenset(c.levels)) for site, c in by_site.items()]
+    for i, (site_a, a) in enumerate(items):
+        for site_b, b in items[i + 1 :]:
+            if a.isdisjoint(b):
+                shown = [_sorted_levels(list(levels))[:5] for levels in (a, b)]
+                warnings.warn(
+                    f"column {variable!r}: sites {site_a!r} (levels {list(shown[0])}) and "
+                    f"{site_b!r} (levels {list(shown[1])}) share no level, so the codebook "
+                    f"holds both sets; if they code the same values differently (yes/no and "
+                    "1/0), recode one site's file",
+                    FedstructWarning,
+                    stacklevel=2,
+                )
+                return
 
 
 def _merged_kind(variable: str, by_site: Mapping[str, ColumnSchema], explicit: str | None) -> str:
@@ -1522,6 +1702,7 @@ def read_manifest(path: str | Path) -> Manifest:
         a missing or malformed value, or two sites of the same name.
     """
     path = Path(path)
+    require_regular_file(path, "manifest")
     if not path.is_file():
         raise DataError(f"manifest {path} does not exist; check the path given to --sites")
     try:
@@ -1580,6 +1761,10 @@ def _options(data: Mapping[str, Any], what: str) -> dict[str, Any]:
             out[key] = value
         elif key in ("supervised", "inputs", "concepts"):
             out[key] = _names(value, key, what)
+        elif key in LIMIT_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{what}: {key!r} must be a positive integer, got {value!r}")
+            out[key] = value
         else:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{what}: {key!r} must be a non-empty string")
@@ -1679,6 +1864,8 @@ def read_federation(
     supervised: Sequence[str] = (),
     min_rows: int = 1,
     schema: FederationSchema | None = None,
+    min_site_rows: int | None = None,
+    max_site_levels: int | None = None,
 ) -> SiteFederation:
     """Read every site's file and encode them with one federation codebook.
 
@@ -1701,12 +1888,17 @@ def read_federation(
         The federation's codebook, merged elsewhere from every site's
         :func:`describe_site` (a deployment, where each node reads only its own file):
         ``source`` then names the sites read here, encoded with it.
+    min_site_rows, max_site_levels
+        What a site's schema may disclose (:class:`SchemaLimits`): over the
+        manifest's keys of the same names; defaults :data:`MIN_SITE_ROWS` and
+        :data:`MAX_SITE_LEVELS`.
 
     Raises
     ------
     DataError
         A site's file is missing (naming the site and the manifest) or bad (see
-        :func:`read_table`, :func:`merge_schemas`, :func:`encode_site`).
+        :func:`read_table`, :func:`merge_schemas`, :func:`encode_site`), or its schema
+        would disclose too much (:meth:`SchemaLimits.check`).
     """
     manifest = _as_manifest(source)
     opts = manifest.options
@@ -1717,11 +1909,11 @@ def read_federation(
         "regime": regime or opts.get("regime"),
         "supervised": tuple(supervised) or opts.get("supervised", ()),
     }
+    limits = SchemaLimits.of(min_site_rows, max_site_levels, opts)
     tables = [_read_spec(spec, manifest, settings) for spec in manifest.sites]
     if schema is None:
-        schema = merge_schemas(
-            [t.schema(k) for t, k, _, _ in tables], _declared_kinds(manifest, settings["kinds"])
-        )
+        schemas = [_limited_schema(t, k, limits) for t, k, _, _ in tables]
+        schema = merge_schemas(schemas, _declared_kinds(manifest, settings["kinds"]))
         check_roles(
             schema,
             regime=settings["regime"],
@@ -1742,6 +1934,13 @@ def read_federation(
         dropped[encoded.site] = built.dropped_rows
         constant[encoded.site] = built.constant
     return SiteFederation(clients, schema, dropped, constant, _roles(manifest))
+
+
+def _limited_schema(table: _Site, kinds: Mapping[str, str], limits: SchemaLimits) -> SiteSchema:
+    """The site's schema, refused if it discloses more than ``limits`` allow."""
+    schema = table.schema(kinds)
+    limits.check_schema(schema, f" (file {table.path})" if table.path else "")
+    return schema
 
 
 def _as_manifest(source: str | Path | Manifest | Sequence[str | Path]) -> Manifest:
@@ -1838,6 +2037,7 @@ def describe_site(
     kinds: Mapping[str, str] | None = None,
     delimiter: str | None = None,
     regime: str | None = None,
+    limits: SchemaLimits | None = None,
 ) -> tuple[SiteSchema, str | None]:
     """What one site reports of its file (the first pass of :func:`read_federation`,
     run where the file lies): its schema, and its regime column.
@@ -1852,17 +2052,25 @@ def describe_site(
         As for :func:`read_table`.
     regime
         The regime column named for every site (used if the file has it).
+    limits
+        What the schema may disclose (default: :class:`SchemaLimits`' defaults).
 
     Returns
     -------
     tuple
         The :class:`SiteSchema` (metadata only) and the regime column the site has
         (``None`` if it has none).
+
+    Raises
+    ------
+    DataError
+        As :func:`read_federation` for this site's file, or if its schema would
+        disclose more than ``limits`` allow.
     """
     settings = {"kinds": dict(kinds or {}), "delimiter": delimiter, "regime": regime,
                 "supervised": ()}  # fmt: skip
     table, kinds_of, site_regime, _ = _read_spec(spec, Manifest((spec,)), settings)
-    return table.schema(kinds_of), site_regime
+    return _limited_schema(table, kinds_of, limits or SchemaLimits()), site_regime
 
 
 def _spec_path(manifest: Manifest, site: str) -> Path | None:

@@ -6,11 +6,14 @@ it over Flower; tests call the steps in one process):
 
 1. :func:`describe` — on each site's node: what the method's
    :class:`~fedstruct.experiments.sites.SiteFormat` reports of the node's own file
-   (names, kinds, level names and row count; or shape, class names and counts);
+   (names, kinds, level names and row count; or shape, class names and counts),
+   refused if it would disclose too much (too few rows, too many levels, an
+   identifier column: ``min_site_rows``, ``max_site_levels``) and audited before it
+   leaves, as every reply is;
 2. :func:`merge` — on the server: the federation schema from every description;
 3. :func:`build_own` — on each node: its client from its own file, encoded with that
    schema (every check of the method's slice runs here), and its report to the
-   server (rows dropped, constant columns);
+   server (rows dropped, constant columns), audited like the description;
 4. the server runs the method inside :func:`~fedstruct.experiments.sites.deployed_sites`
    with :func:`server_view`: the schema and the reports, no file.
 """
@@ -24,14 +27,25 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.sites import SiteSpec
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.runs import Runnable
-from fedstruct.experiments.sites import DeployedSites, deployed_sites
+from fedstruct.experiments.sites import DeployedSites, deployed_sites, schema_limits
+from fedstruct.privacy.audit import audit_description
 
 __all__ = ["build_own", "describe", "merge", "node_view", "server_view"]
 
 
 def describe(entry: Runnable, settings: Any, spec: SiteSpec) -> dict[str, Any]:
-    """Step 1, on the site's node: the description of its own file (metadata only)."""
-    return entry.site_format.describe(spec, settings, entry.roles(settings))
+    """Step 1, on the site's node: the description of its own file (metadata only),
+    audited before it leaves (:func:`~fedstruct.privacy.audit.audit_description`).
+
+    Raises
+    ------
+    FedstructError
+        The file is bad or its schema would disclose too much (``min_site_rows``,
+        ``max_site_levels``, an identifier column), naming the site and the column.
+    """
+    description = entry.site_format.describe(spec, settings, entry.roles(settings))
+    audit_description(description, schema_limits(settings), spec.name, "describe")
+    return description
 
 
 def merge(entry: Runnable, settings: Any, descriptions: Sequence[Mapping[str, Any]]) -> dict:
@@ -69,4 +83,6 @@ def build_own(
                 f"{entry.name}: site {spec.name!r}'s node built clients "
                 f"{[c.name for c in clients]} from its own file; expected just its own"
             )
-        return clients[0], entry.site_format.report(settings, entry.roles(settings))
+        report = entry.site_format.report(settings, entry.roles(settings))
+    audit_description(report, schema_limits(settings), spec.name, "report")
+    return clients[0], report

@@ -107,6 +107,13 @@ class FederationSettings:
         Sites whose files stay on their own SuperNodes (``--node-site NAME``, with
         ``--backend flower``; each node started with ``fedstruct flower supernode
         --data FILE --name NAME``), in client order.
+    min_site_rows
+        The fewest rows a site's file may hold (its schema, which leaves the site,
+        would give its rows away); empty: the manifest's, else 10.
+    max_site_levels
+        The most levels a site may report for one categorical or ordinal column
+        (every level name leaves the site; a column with a distinct value in 90 % of
+        the rows is refused as an identifier); empty: the manifest's, else 100.
     """
 
     clients: int = 4
@@ -128,6 +135,8 @@ class FederationSettings:
     missing: str | None = None
     kinds: dict[str, str] = field(default_factory=dict)
     node_sites: tuple[str, ...] = ()
+    min_site_rows: int | None = None
+    max_site_levels: int | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
@@ -197,6 +206,8 @@ _FEDERATION_CONSTRAINTS = {
     "rounds": Interval(int, 1),
     "seed": SEED,
     "missing": OneOf(MISSING, allow_none=True),
+    "min_site_rows": Interval(int, 1, allow_none=True),
+    "max_site_levels": Interval(int, 1, allow_none=True),
 }
 
 

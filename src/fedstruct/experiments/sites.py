@@ -33,6 +33,7 @@ from typing import Any
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.sites import (
     FederationSchema,
+    SchemaLimits,
     SiteFederation,
     SiteSchema,
     SiteSpec,
@@ -55,6 +56,7 @@ __all__ = [
     "deployed_schema",
     "deployed_sites",
     "file_metrics",
+    "schema_limits",
     "site_federation",
     "site_roles",
     "site_specs",
@@ -144,13 +146,14 @@ def site_federation(settings: Any, **roles: Any) -> SiteFederation:
     this process reads (a node's own; none on the server) with the deployment's schema.
     """
     kinds, wanted = json.dumps(settings.kinds, sort_keys=True), _key(roles)
+    limits = (settings.min_site_rows, settings.max_site_levels)
     if not settings.node_sites:
         source = settings.manifest or tuple(settings.sites)
-        return _read(source, kinds, settings.missing, wanted, "")
+        return _read(source, kinds, settings.missing, wanted, "", limits)
     view = _deployed()
     if view.here:
         here = tuple(f"{spec.name}={spec.path}" for spec in view.here)
-        return _read(here, kinds, settings.missing, wanted, _key(view.schema))
+        return _read(here, kinds, settings.missing, wanted, _key(view.schema), limits)
     return SiteFederation(
         [],
         FederationSchema.from_config(view.schema),
@@ -166,7 +169,12 @@ def _key(value: Any) -> str:
 
 @lru_cache(maxsize=4)
 def _read(
-    source: str | tuple[str, ...], kinds: str, missing: str | None, roles: str, schema: str
+    source: str | tuple[str, ...],
+    kinds: str,
+    missing: str | None,
+    roles: str,
+    schema: str,
+    limits: tuple[int | None, int | None],
 ) -> SiteFederation:
     given = {k: v for k, v in json.loads(roles).items() if v}
     return read_federation(
@@ -174,8 +182,16 @@ def _read(
         kinds=json.loads(kinds) or None,
         missing=missing,
         schema=FederationSchema.from_config(json.loads(schema)) if schema else None,
+        min_site_rows=limits[0],
+        max_site_levels=limits[1],
         **given,
     )
+
+
+def schema_limits(settings: Any) -> SchemaLimits:
+    """What a site's schema may disclose under ``settings`` (``min_site_rows``,
+    ``max_site_levels``; empty: the manifest's, else the defaults)."""
+    return SchemaLimits.of(settings.min_site_rows, settings.max_site_levels, site_roles(settings))
 
 
 @dataclass(frozen=True)
@@ -206,7 +222,9 @@ class SiteFormat:
 
 
 def _describe_table(spec: SiteSpec, settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
-    schema, regime = describe_site(spec, kinds=settings.kinds, regime=roles.get("regime"))
+    schema, regime = describe_site(
+        spec, kinds=settings.kinds, regime=roles.get("regime"), limits=schema_limits(settings)
+    )
     return {**schema.to_config(), "regime": regime or ""}
 
 

@@ -1,17 +1,43 @@
 """The message audit: no reply may carry rows of its client's data.
 
 Every reply a client sends passes :func:`audit_reply` before it leaves the client,
-on every backend. It rejects a reply
+on every backend; the schema handshake's replies pass :func:`audit_description`.
+
+**What it is.** A guard against accidents — a handler that returns its data, a
+batch, a copy cast to ``float32``, standardised or rescaled rows, rows with a label
+column added — not a defence against an adversary. A client that wants to send its
+rows can always encode them so that no check of this kind finds them (one-hot
+codes, rows packed into one number each, a permutation of the columns, noise above
+the tolerance, a compressed string). Protection against a curious or malicious
+party comes from what the protocols send (aggregates, secure aggregation,
+differential privacy), not from this audit.
+
+It rejects a reply
 
 1. with more entries (:meth:`Message.n_entries`) than its protocol declared for that
    message kind, or
-2. holding an array whose rows equal rows of the client's data.
+2. holding an array, or a list of numbers in its config part (also inside JSON
+   strings and bytes there), whose rows match rows of the client's data.
 
 Row matching looks at each array as rows of the client's width ``p``: arrays whose
 last axis has length ``p`` (any leading shape), 2-D arrays whose *first* axis has
-length ``p`` (a transposed table), and 1-D arrays whose length is a multiple of
-``p`` (a flattened table). Values are compared exactly after conversion to
-``float64``. Two kinds of rows are not counted, by design:
+length ``p`` (a transposed table), 1-D arrays whose length is a multiple of ``p``
+(a flattened table), and arrays whose last axis has length ``p + 1`` with any one
+column left out (the rows with a column added). A reply row matches a data row
+when
+
+- they point the same way up to ``tolerance``: the rows divided by their lengths
+  (Euclidean norms) differ by at most ``1e-6`` (Euclidean distance). So a row
+  multiplied by a positive number, a row plus noise far below its size, or a row
+  cast to ``float32`` all match. A data row with fewer than three non-zero values
+  must also match in length (to ``1e-6``, relative): scaled, it would stand for too
+  many rows that are not the client's (``[0, 0, 1]`` for every ``[0, 0, c]``);
+- or the same holds for the data row *standardised* per column (minus the column's
+  mean, divided by its standard deviation, over the client's rows): the client's
+  table standardised before it is sent.
+
+Missing values (NaN) count as 0 on both sides. Two kinds of rows are not counted,
+by design:
 
 - constant rows (every value equal, e.g. a zero-initialised weight row): they carry
   a single number, not a record;
@@ -19,26 +45,38 @@ length ``p`` (a transposed table), and 1-D arrays whose length is a multiple of
   endpoint-mark matrices (square, values 0-3, zero diagonal, marks at both ends of
   each edge), which is checked instead.
 
-Matching is vectorised and costs about one pass over the array (see
-:class:`RowIndex`). Clients with a single column are not row-checked (any number
-would "match"); their bound on entries still applies.
+Matching is vectorised: a row's direction is projected on one fixed random
+direction, the data rows' projections are sorted once, and each reply row looks up
+the data rows within the tolerance of its projection (a binary search), which are
+then compared in full. It costs a few passes over the array (see :class:`RowIndex`
+and ``benchmarks/audit.py``). Clients with a single column are not row-checked (any
+number would "match"); their bound on entries still applies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.errors import PrivacyViolationError
+from fedstruct.data.sites import SchemaLimits
+from fedstruct.errors import DataError, PrivacyViolationError
 
-__all__ = ["Payload", "PayloadLimit", "RowIndex", "audit_reply"]
+__all__ = ["Payload", "PayloadLimit", "RowIndex", "audit_description", "audit_reply"]
 
 _MIX_SEED = 0x5EED_F00D
+#: Euclidean distance between two unit rows (and relative difference of lengths)
+#: under which they match.
+TOLERANCE = 1e-6
+#: Data rows with fewer non-zero values must match in length as well as direction.
+_MIN_NONZERO_FOR_SCALE = 3
+#: Candidate pairs compared at once (bounds the memory of a lookup).
+_CHUNK = 1 << 18
 
 
 class Payload(Protocol):
@@ -46,6 +84,7 @@ class Payload(Protocol):
 
     kind: str
     arrays: Mapping[str, NDArray]
+    config: Mapping[str, Any]
 
     def n_entries(self) -> int: ...
 
@@ -68,60 +107,167 @@ class PayloadLimit:
 
 
 class RowIndex:
-    """Exact row hashes of one client's data, built once and reused for every reply.
+    """One client's rows, by direction, built once and reused for every reply.
 
-    A row's hash is the wrapping ``uint64`` dot product of its float64 bit pattern
-    with fixed odd multipliers (order-independent, so exact). A bitmap over the
-    hashes' low bits rejects most rows of a reply at once; the remaining candidates
-    are looked up among the sorted hashes and confirmed by exact comparison.
-    Constant rows are left out of the index, so they never match.
+    The index holds the client's distinct non-constant rows and, for each, two
+    entries: the row and the row standardised per column (over all the client's
+    rows), each as its projection on a fixed random unit vector ``r`` after division
+    by its length. Two unit rows within distance ``tolerance`` have projections
+    within ``tolerance`` (``|(u - v) . r| <= |u - v|``), so the candidates of a reply
+    row are the entries whose keys lie in that window of its own key, found by a
+    binary search among the sorted keys, and only they are compared in full (module
+    docstring for what matches). Memory: one float64 copy of the distinct rows plus
+    a few numbers per row and entry.
 
     Parameters
     ----------
     rows
         The client's data (rows x columns).
+    tolerance
+        See :data:`TOLERANCE`.
     """
 
-    def __init__(self, rows: pd.DataFrame | NDArray) -> None:
+    def __init__(self, rows: pd.DataFrame | NDArray, tolerance: float = TOLERANCE) -> None:
         data = _as_float_rows(np.asarray(rows))
         self.width = data.shape[1]
-        rng = np.random.default_rng(_MIX_SEED)
-        self._mix = rng.integers(1, 2**63, size=self.width, dtype=np.uint64) | np.uint64(1)
-        self._rows = data[~_constant_rows(data)]
-        hashes = self._hash(self._rows)
-        self._order = np.argsort(hashes, kind="stable")
-        self._sorted_hashes = hashes[self._order]
-        size = 1 << max(10, int(16 * max(len(hashes), 1) - 1).bit_length())
-        self._mask = np.uint64(size - 1)
-        self._bitmap = np.zeros(size, dtype=bool)
-        self._bitmap[(hashes & self._mask).astype(np.intp)] = True
+        self.tolerance = float(tolerance)
+        direction = np.random.default_rng(_MIX_SEED).normal(size=self.width)
+        self._direction = direction / max(float(np.linalg.norm(direction)), 1e-300)
+        if len(data):
+            self._mean, spread = data.mean(axis=0), data.std(axis=0)
+        else:
+            self._mean, spread = np.zeros(self.width), np.zeros(self.width)
+        self._scale = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
+        self._rows = _distinct(data[~_constant_rows(data)], self._direction)
+        entries = [self._entries(self._rows, form) for form in (0, 1)]
+        keys = np.concatenate([e[0] for e in entries])
+        order = np.argsort(keys, kind="stable")
+        self._keys = keys[order]
+        self._row = np.concatenate([e[1] for e in entries])[order]
+        self._form = np.repeat(np.arange(2, dtype=np.int8), [e[0].size for e in entries])[order]
+        self._norms = np.concatenate([e[2] for e in entries])[order]
+        self._sparse = np.concatenate([e[3] for e in entries])[order]
 
-    def _hash(self, rows: NDArray[np.float64]) -> NDArray[np.uint64]:
-        return rows.view(np.uint64) @ self._mix
+    def _form_rows(self, rows: NDArray[np.float64], form: int) -> NDArray[np.float64]:
+        """``rows`` as they are (form 0) or standardised with the client's columns (1)."""
+        return rows if form == 0 else (rows - self._mean) * self._scale
+
+    def _entries(self, rows: NDArray[np.float64], form: int) -> tuple[NDArray, ...]:
+        """Keys, row positions, lengths and few-values flags of one form's entries."""
+        values = self._form_rows(rows, form)
+        keep = np.flatnonzero(~_constant_rows(values)) if form else np.arange(len(values))
+        values = values[keep]
+        length = np.sqrt(np.einsum("ij,ij->i", values, values))
+        keys = (values @ self._direction) / length
+        few = np.count_nonzero(values, axis=1) < _MIN_NONZERO_FOR_SCALE
+        return keys, keep, length, few
+
+    def _data_units(self, entries: NDArray[np.intp]) -> NDArray[np.float64]:
+        """The unit rows of index entries (rebuilt from the kept rows)."""
+        rows = self._rows[self._row[entries]]
+        standard = self._form[entries] == 1
+        if standard.any():
+            rows[standard] = self._form_rows(rows[standard], 1)
+        return rows / self._norms[entries, None]
 
     def count_matches(self, array: NDArray) -> int:
         """Number of rows of ``array`` (seen as rows of this width) found in the data."""
-        if self.width < 2 or self._rows.shape[0] == 0:
+        if self.width < 2 or self._keys.size == 0:
             return 0
-        return sum(self._matches(view) for view in _row_views(np.asarray(array), self.width))
+        array = np.asarray(array)
+        views = _row_views(array, self.width)
+        count = sum(self._matches(_as_float_rows(view)) for view in views)
+        wide = self.width + 1
+        if array.ndim >= 1 and array.shape[-1] == wide and array.size:
+            count += self._matches_without_a_column(_as_float_rows(array.reshape(-1, wide)))
+        return count
 
-    def _matches(self, rows: NDArray) -> int:
-        rows = _as_float_rows(rows)
-        hashes = self._hash(rows)
-        cand = np.flatnonzero(self._bitmap[(hashes & self._mask).astype(np.intp)])
-        if cand.size == 0:
+    def _matches(self, rows: NDArray[np.float64]) -> int:
+        length = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+        ok = np.flatnonzero(length > 0)
+        if ok.size == 0:
             return 0
-        pos = np.minimum(np.searchsorted(self._sorted_hashes, hashes[cand]), len(self._order) - 1)
-        hit = self._sorted_hashes[pos] == hashes[cand]
-        cand, pos = cand[hit], pos[hit]
-        # Equal 64-bit hashes: confirm exactly (rows with equal content share a hash).
-        same = np.all(rows[cand] == self._rows[self._order[pos]], axis=1)
-        return int(same.sum())
+        keys = (rows[ok] @ self._direction) / length[ok]
+        found = self._lookup(keys, lambda q: rows[ok[q]] / length[ok[q], None], length[ok])
+        return int(np.unique(found).size)
+
+    def _matches_without_a_column(self, rows: NDArray[np.float64]) -> int:
+        """Rows of ``p + 1`` values that match a data row once one value is left out.
+
+        The keys of all ``p + 1`` ways of leaving a value out come from prefix and
+        suffix sums of the row's products with ``r`` (one pass); only the candidates
+        are built in full.
+        """
+        n, wide = rows.shape
+        r = self._direction
+        before = np.cumsum(rows[:, :-1] * r, axis=1)  # value j kept at its place j
+        after = np.cumsum((rows[:, 1:] * r)[:, ::-1], axis=1)[:, ::-1]  # j+1 moves to j
+        zeros = np.zeros((n, 1))
+        dots = np.hstack([zeros, before]) + np.hstack([after, zeros])  # (n, p+1): leave j out
+        squares = np.einsum("ij,ij->i", rows, rows)[:, None] - rows**2
+        length = np.sqrt(np.maximum(squares, 0.0)).ravel()
+        ok = np.flatnonzero(length > 0)
+        if ok.size == 0:
+            return 0
+        keys = dots.ravel()[ok] / length[ok]
+        row_of, left_out = np.divmod(ok, wide)
+        columns = np.arange(self.width)
+
+        def unit_rows(q: NDArray[np.intp]) -> NDArray[np.float64]:
+            cols = columns[None, :] + (columns[None, :] >= left_out[q][:, None])
+            return rows[row_of[q][:, None], cols] / length[ok[q], None]
+
+        found = self._lookup(keys, unit_rows, length[ok])
+        return int(np.unique(row_of[found]).size)
+
+    def _lookup(self, keys: NDArray[np.float64], unit_rows: Any, length: NDArray) -> NDArray:
+        """Positions (into ``keys``) of the reply rows that match a data row."""
+        window = self.tolerance * (1 + 1e-9) + 1e-12
+        low = np.searchsorted(self._keys, keys - window, side="left")
+        high = np.searchsorted(self._keys, keys + window, side="right")
+        hits = np.flatnonzero(high > low)
+        found: list[NDArray[np.intp]] = []
+        for q, entry in _candidate_pairs(hits, low[hits], high[hits]):
+            distance = np.linalg.norm(unit_rows(q) - self._data_units(entry), axis=1)
+            norms = self._norms[entry]
+            same_size = np.abs(length[q] - norms) <= self.tolerance * norms
+            found.append(q[(distance <= self.tolerance) & (same_size | ~self._sparse[entry])])
+        return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
+
+
+def _candidate_pairs(
+    queries: NDArray[np.intp], low: NDArray[np.intp], high: NDArray[np.intp]
+) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp]]]:
+    """(reply row, data row) pairs of every query's window, in chunks of ~``_CHUNK``."""
+    counts = high - low
+    start = 0
+    while start < queries.size:
+        stop = start + max(1, int(np.searchsorted(np.cumsum(counts[start:]), _CHUNK)))
+        q = np.repeat(queries[start:stop], counts[start:stop])
+        first = np.repeat(low[start:stop] - np.cumsum(counts[start:stop]) + counts[start:stop],
+                          counts[start:stop])  # fmt: skip
+        yield q, first + np.arange(q.size)
+        start = stop
+
+
+def _distinct(rows: NDArray[np.float64], direction: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``rows`` without repeats (rows equal to another, found next to it when sorted by
+    their product with ``direction``)."""
+    if len(rows) < 2:
+        return rows
+    rows = rows[np.argsort(rows @ direction, kind="stable")]
+    repeat = np.all(rows[1:] == rows[:-1], axis=1)
+    return rows[np.concatenate([[True], ~repeat])] if repeat.any() else rows
 
 
 def _as_float_rows(rows: NDArray) -> NDArray[np.float64]:
-    """Contiguous float64 copy-if-needed, with -0.0 turned into 0.0."""
-    return np.ascontiguousarray(rows, dtype=np.float64) + 0.0
+    """Float64 rows, missing and infinite values as 0."""
+    out = np.asarray(rows, dtype=np.float64)
+    if out.ndim == 1:
+        out = out[None, :]
+    if not np.isfinite(out).all():
+        out = np.where(np.isfinite(out), out, 0.0)
+    return out
 
 
 def _constant_rows(rows: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -141,6 +287,41 @@ def _row_views(array: NDArray, width: int) -> list[NDArray]:
     return views
 
 
+def _config_arrays(config: Mapping[str, Any]) -> Iterator[tuple[str, NDArray[np.float64]]]:
+    """The lists of numbers in a message's config part, as arrays: list values, and
+    the lists inside JSON strings or bytes (each innermost list of numbers; lists of
+    one length stacked as rows)."""
+    for key, value in config.items():
+        if isinstance(value, list) and value and _numbers(value):
+            yield key, np.asarray(value, dtype=np.float64)
+        elif isinstance(value, str | bytes) and value[:1] in ("[", "{", b"[", b"{"):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            by_length: dict[int, list[list[float]]] = {}
+            for numbers in _number_lists(parsed):
+                by_length.setdefault(len(numbers), []).append(numbers)
+            for rows in by_length.values():
+                yield key, np.asarray(rows, dtype=np.float64)
+
+
+def _numbers(items: list[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in items)
+
+
+def _number_lists(value: Any) -> Iterator[list[float]]:
+    """Every innermost list of numbers in parsed JSON."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        if value and _numbers(value):
+            yield value
+        else:
+            for item in value:
+                yield from _number_lists(item)
+
+
 def _check_mark_matrix(client: str, kind: str, name: str, array: NDArray) -> None:
     ok = (
         array.ndim == 2
@@ -155,6 +336,58 @@ def _check_mark_matrix(client: str, kind: str, name: str, array: NDArray) -> Non
             f"client {client!r}: reply {kind!r} declares {name!r} a graph, but it is not an "
             "endpoint-mark matrix (square, integer 0-3, zero diagonal, marks at both ends)"
         )
+
+
+def audit_description(
+    description: Mapping[str, Any], limits: SchemaLimits, site: str, step: str = "describe"
+) -> None:
+    """Reject a schema-handshake reply that says more than a site may.
+
+    The handshake's replies (a site's description of its file, and its report after
+    encoding) are metadata: names, kinds, level names and counts. Before one leaves
+    its node it must hold only strings, integers, booleans and flat lists of them (no
+    real numbers: those would be values of the data), and its row count and level
+    names (``n_rows``, ``levels.<column>``) must keep within ``limits``
+    (:meth:`~fedstruct.data.sites.SchemaLimits.check`: enough rows, not too many
+    levels, no identifier).
+
+    Parameters
+    ----------
+    description
+        The reply's content (a JSON-able dict).
+    limits
+        What a site's schema may disclose.
+    site
+        The site's name, for the message.
+    step
+        The handshake step, for the message.
+
+    Raises
+    ------
+    PrivacyViolationError
+        Naming the site, the step and the key or column.
+    """
+    where = f"site {site!r}: schema handshake ({step})"
+    for key, value in description.items():
+        items = value if isinstance(value, list | tuple) else [value]
+        bad = [v for v in items if isinstance(v, float) or not isinstance(v, str | int)]
+        if bad:
+            raise PrivacyViolationError(
+                f"{where}: key {key!r} holds {type(bad[0]).__name__} values; a site's "
+                "description carries names, kinds, level names and counts only"
+            )
+    levels = {
+        str(key).removeprefix("levels."): [str(v) for v in value]
+        for key, value in description.items()
+        if str(key).startswith("levels.") and isinstance(value, list | tuple)
+    }
+    rows = description.get("n_rows")
+    if rows is None and not levels:
+        return
+    try:
+        limits.check(site, int(rows or 0), levels)
+    except DataError as exc:
+        raise PrivacyViolationError(f"{where}: {exc}") from exc
 
 
 def audit_reply(
@@ -192,9 +425,15 @@ def audit_reply(
         if name in limit.graph_arrays:
             _check_mark_matrix(client, kind, name, array)
             continue
-        hits = index.count_matches(array)
-        if hits:
-            raise PrivacyViolationError(
-                f"client {client!r}: reply {kind!r} array {name!r} contains {hits} row(s) of "
-                "the client's data; only aggregates may leave a client"
-            )
+        _refuse_rows(index.count_matches(array), client, kind, f"array {name!r}")
+    for name, array in _config_arrays(getattr(message, "config", {})):
+        _refuse_rows(index.count_matches(array), client, kind, f"config {name!r}")
+
+
+def _refuse_rows(hits: int, client: str, kind: str, where: str) -> None:
+    if hits:
+        raise PrivacyViolationError(
+            f"client {client!r}: reply {kind!r} {where} contains {hits} row(s) of the "
+            "client's data (or rows that match them: rescaled, standardised, nearly equal, "
+            "or with a column added); only aggregates may leave a client"
+        )

@@ -23,7 +23,9 @@ def federation(settings: FedAvgRun) -> Sequence[ClientData]:
     target = task_variable(settings, network)
     rows = network.sample(settings.samples, seed=settings.seed)
     if settings.partition == "iid":
-        return horizontal(rows, settings.clients, seed=settings.seed)
+        return horizontal(
+            rows, settings.clients, seed=settings.seed, min_per_client=settings.min_per_client
+        )
     # partition = "label-skew" (the settings accept no other)
     split = label_skew(
         rows[target].to_numpy(),

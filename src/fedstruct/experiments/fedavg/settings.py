@@ -51,7 +51,8 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     skew_alpha
         Concentration of the label-skew Dirichlet: small values give skewed clients.
     min_per_client
-        Fewest rows a client may get in a label-skewed split.
+        Fewest rows a client may get: an iid split that gives one fewer is an error; a
+        label-skewed split is redrawn until every client has as many.
 
     On a user's files (``--site``/``--sites``) ``target`` names the column to predict,
     every column must be categorical, and there is no server test set: the final
