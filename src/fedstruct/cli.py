@@ -275,8 +275,13 @@ def show(
     """Print a run's learned graph as a table of edges and draw it."""
     from fedstruct.experiments.artifacts import graph_title, load
     from fedstruct.experiments.graph_picture import draw_graph
+    from fedstruct.experiments.runs import unfinished_run
     from fedstruct.experiments.use import saved_graph, saved_graphs
 
+    unfinished = unfinished_run(folder)
+    if unfinished is not None:
+        out_console.print(unfinished, highlight=False, soft_wrap=True)
+        return
     model = load(folder)
     if not saved_graphs(folder):
         out_console.print(f"{folder}: a {model.method} run; it learned no graph (a classifier)")

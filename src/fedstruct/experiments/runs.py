@@ -34,14 +34,16 @@ from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
-from fedstruct.errors import ConfigError, DataError, unknown_choice_message
+from fedstruct.errors import CheckpointError, ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.run_folder import (
     RUN_FILE,
     folder_lock,
+    lock_owner,
     prepare_out,
     read_record,
+    run_state,
     update_files,
     write_record,
 )
@@ -71,6 +73,7 @@ __all__ = [
     "run_resolved",
     "runnable",
     "runnable_names",
+    "unfinished_run",
 ]
 
 
@@ -529,6 +532,37 @@ def read_config(out: Path) -> dict[str, Any]:
     if problem:
         raise ConfigError(f"{path} {problem}; it is not a run's config.json as fedstruct writes it")
     return config
+
+
+def unfinished_run(out: Path) -> str | None:
+    """One line on a run in ``out`` that has not finished (stopped, failed, still
+    running, or interrupted: recorded as running but held by no live process);
+    ``None`` for a finished run or a folder without a valid ``run.json``."""
+    state = run_state(out)
+    if state is None or state == "finished":
+        return None
+    try:
+        method = read_config(out)["method"]
+    except ConfigError:
+        method = "METHOD"
+    resume = f"continue it with 'fedstruct run {method} --resume {out}'"
+    try:
+        done = f" after round {read_checkpoint_header(out / CHECKPOINT_FILE)['round']}"
+    except CheckpointError:
+        done = " before any round was saved"
+    if state == "running":
+        owner = lock_owner(out) or {}
+        who = f"process {owner.get('pid')} on {owner.get('host')}"
+        return f"{out}: a {method} run, still running ({who})"
+    if state == "interrupted":
+        return (
+            f"{out}: a {method} run, interrupted{done} (run.json says running, but no live "
+            f"process holds the folder's lock); {resume}"
+        )
+    if state == "stopped":
+        return f"{out}: a {method} run, stopped{done}; {resume}"
+    error = (read_record(out) or {}).get("error", "")
+    return f"{out}: a {method} run that failed{done}: {error}"
 
 
 def _config_problem(config: Any) -> str:
