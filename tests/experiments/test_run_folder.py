@@ -63,7 +63,7 @@ def test_overwrite_never_empties_a_folder_that_only_holds_a_config_json(tmp_path
         app, ["run", "fedavg", "--rounds", "1", "--out", str(proj), "--overwrite"]
     )
     assert result.exit_code == 2
-    assert "holds config.json but no run.json fedstruct run record" in result.output
+    assert "holds config.json but no fedstruct run.json, so none of its files" in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert (proj / "src" / "a.py").read_text() == "x"
     assert entries(proj) == ["config.json", "src"]

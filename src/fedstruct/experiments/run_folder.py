@@ -217,10 +217,14 @@ def prepare_out(out: Path, *, overwrite: bool = False) -> list[str]:
     record = read_record(out)
     if record is None:
         markers = [m for m in _RUN_MARKERS if m in entries]
-        what = f"holds {markers[0]} but no run.json" if markers else "is not empty and holds no"
+        what = (
+            f"holds {markers[0]} but no fedstruct run.json, so none of its files is known "
+            "to be a run's"
+            if markers
+            else "is not empty and holds no fedstruct run (no run.json)"
+        )
         raise ConfigError(
-            f"--out {out} {what} fedstruct run record, so nothing in it is known to be a "
-            "run's; choose a new or empty folder (it is never emptied for you)"
+            f"--out {out} {what}; choose a new or empty folder (it is never emptied for you)"
         )
     theirs = record_files(out, record)
     reusable = record["status"] == "failed" and CHECKPOINT_FILE not in theirs
@@ -296,9 +300,11 @@ def folder_lock(out: Path) -> Iterator[None]:
     Raises
     ------
     ConfigError
-        If ``out`` cannot be created or written, or another live process holds it
-        (naming its pid and host).
+        If ``out`` is a file, cannot be created or written, or another live process
+        holds it (naming its pid and host).
     """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the run")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
