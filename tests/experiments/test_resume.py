@@ -161,6 +161,16 @@ def test_a_config_json_of_the_wrong_shape_is_one_line(stopped, tmp_path, config,
     one_line_exit_2(["run", "fedavg", "--resume", str(out)], message)
 
 
+def test_a_config_json_changed_since_the_run_began_is_refused(stopped, tmp_path):
+    """The checkpoint belongs to the settings the run began with (``run.json`` keeps
+    their digest): a different data size is refused, not resumed on other data."""
+    out = copy_run(stopped, tmp_path / "run")
+    config = read(out / "config.json")
+    config["settings"]["samples"] += 100
+    (out / "config.json").write_text(json.dumps(config))
+    one_line_exit_2(["run", "fedavg", "--resume", str(out)], "holds other settings than the run")
+
+
 @pytest.mark.parametrize(
     ("history", "message"),
     [("[{", "history.json is not valid JSON"), ('{"a": 1}', "is not a list of per-round")],

@@ -131,7 +131,12 @@ def record_files(out: Path, record: dict[str, Any]) -> list[str]:
 
 
 def write_record(
-    out: Path, status: str, *, kept: Iterable[str] | None = None, **details: Any
+    out: Path,
+    status: str,
+    *,
+    kept: Iterable[str] | None = None,
+    settings_digest: str | None = None,
+    **details: Any,
 ) -> None:
     """Write ``out/run.json`` atomically: ``status``, ``details``, and the files the run
     wrote so far (every entry not ``kept``).
@@ -141,16 +146,23 @@ def write_record(
     kept
         Entries that were there before the run (default: the current record's, or,
         without one, every entry but ``config.json``, which the run writes first).
+    settings_digest
+        SHA-256 of the settings the run started with (``config.json``; default: the
+        current record's), checked by ``--resume``.
     """
+    try:
+        previous = read_record(out) or {}
+    except ConfigError:
+        previous = {}
     if kept is None:
-        try:
-            previous = read_record(out)
-        except ConfigError:
-            previous = None
         kept = previous["kept"] if previous else sorted(_entries(out) - {"config.json"})
+    if settings_digest is None:
+        settings_digest = previous.get("settings_digest")
     kept = sorted(set(kept))
     files = sorted(_entries(out) - set(kept) | {RUN_FILE})
     record = {"format": RUN_FORMAT, "status": status, **details, "files": files, "kept": kept}
+    if settings_digest is not None:
+        record["settings_digest"] = settings_digest
     _write_atomically(out / RUN_FILE, json.dumps(record, indent=2) + "\n")
 
 
@@ -173,7 +185,8 @@ def update_files(out: Path) -> None:
     except ConfigError:
         return
     if record is not None:
-        details = {k: v for k, v in record.items() if k not in ("format", "status", "files")}
+        own = ("format", "status", "files", "kept", "settings_digest")
+        details = {k: v for k, v in record.items() if k not in own}
         write_record(out, record["status"], **details)
 
 

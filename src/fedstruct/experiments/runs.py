@@ -20,6 +20,7 @@ same run works in one process and across machines:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import time
@@ -384,11 +385,13 @@ def execute(
             )
         deployment = deployment or DeploymentOptions()
         config["deployment"] = dataclasses.asdict(deployment)
+    digest = _settings_digest(config)
     with folder_lock(out):
         if resume:
-            _check_resumable(out, checkpoint=backend != "flower")
+            _check_resumable(out, digest, checkpoint=backend != "flower")
         else:
-            write_record(out, "running", kept=prepare_out(out, overwrite=overwrite))
+            kept = prepare_out(out, overwrite=overwrite)
+            write_record(out, "running", kept=kept, settings_digest=digest)
         _write_json(out / "config.json", config)
         try:
             if backend == "flower":
@@ -410,8 +413,16 @@ def execute(
             update_files(out)
 
 
-def _check_resumable(out: Path, *, checkpoint: bool) -> None:
-    """``out`` holds a run this fedstruct recorded (``run.json``) and, with
+def _settings_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of a ``config.json``'s method, settings and backend (as JSON)."""
+    keys = ("method", "settings", "backend")
+    text = json.dumps({k: config.get(k) for k in keys}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
+    """``out`` holds a run this fedstruct recorded (``run.json``), started with the
+    settings whose digest is ``digest`` (those of ``config.json`` now), and, with
     ``checkpoint``, a checkpoint it reads (its header only: the state is read and
     checked against the run's configuration when the run starts).
 
@@ -421,14 +432,22 @@ def _check_resumable(out: Path, *, checkpoint: bool) -> None:
         If the checkpoint is missing, an old pickle (never opened), or not a fedstruct
         checkpoint of a version this fedstruct reads.
     ConfigError
-        If ``run.json`` is missing or not a record of this fedstruct.
+        If ``run.json`` is missing, not a record of this fedstruct, or records other
+        settings than ``config.json`` holds (the file was changed since the run began).
     """
     if checkpoint:
         read_checkpoint_header(out / CHECKPOINT_FILE)
-    if read_record(out) is None:
+    record = read_record(out)
+    if record is None:
         raise ConfigError(
             f"{out} has no {RUN_FILE}: --resume needs the folder of a run started by "
             "'fedstruct run'"
+        )
+    started = record.get("settings_digest")
+    if started is not None and started != digest:
+        raise ConfigError(
+            f"{out / 'config.json'} holds other settings than the run began with, so its "
+            "checkpoint does not belong to them; restore the file or start a new run"
         )
 
 
