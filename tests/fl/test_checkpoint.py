@@ -178,3 +178,16 @@ def test_a_checkpoint_is_written_atomically(tmp_path):
         write_tree(path, {"a": Unregistered()}, {"round": 2})
     assert read_header(path) == {"round": 1}  # the failed write left the previous file
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.safetensors"]
+
+
+def test_no_read_path_in_the_package_unpickles():
+    """Only the restricted CIFAR unpickler (numpy types only) may read a pickle."""
+    src = Path(__file__).resolve().parents[2] / "src" / "fedstruct"
+    allowed = {src / "data" / "datasets" / "images.py"}
+    found = [
+        str(path.relative_to(src))
+        for path in sorted(src.rglob("*.py"))
+        if path not in allowed
+        and any(call in path.read_text() for call in ("pickle.load", "pickle.Unpickler"))
+    ]
+    assert found == []
