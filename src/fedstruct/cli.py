@@ -313,8 +313,13 @@ def show(
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
     from fedstruct.experiments.artifacts import graph_title, load
     from fedstruct.experiments.graph_picture import draw_graph
+    from fedstruct.experiments.runs import unfinished_run
     from fedstruct.experiments.use import saved_graph, saved_graphs
 
+    unfinished = unfinished_run(folder)
+    if unfinished is not None:
+        out_console.print(unfinished, highlight=False, soft_wrap=True)
+        return
     model = load(folder)
     if not saved_graphs(folder):
         _print_summary(folder)

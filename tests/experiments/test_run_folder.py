@@ -22,15 +22,84 @@ def quick(method: str) -> dict:
     return dict(runnable(method).quick)
 
 
+def entries(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
 def test_a_folder_holding_a_run_is_refused_unless_overwrite(tmp_path):
     out = tmp_path / "run"
     execute("fedavg", [quick("fedavg")], out)
-    (out / "stale.txt").write_text("from the first run")
-    with pytest.raises(ConfigError, match=r"holds another run; .* add --overwrite"):
+    (out / "notes.txt").write_text("mine")  # the user's, written after the run
+    with pytest.raises(ConfigError, match=r"holds another run \(finished\); .* add --overwrite"):
         execute("fedavg", [quick("fedavg")], out)
-    execute("fedavg", [quick("fedavg")], out, overwrite=True)
-    assert not (out / "stale.txt").exists()  # emptied first: the runs' files never mix
-    assert json.loads((out / "run.json").read_text())["status"] == "finished"
+    (out / "fedavg_rounds.png").unlink()  # a file of the first run the second will write
+    first = json.loads((out / "run.json").read_text())["files"]
+    execute("fedavg", [{**quick("fedavg"), "rounds": 1}], out, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine"  # not the run's: kept
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "finished" and record["kept"] == ["notes.txt"]
+    assert record["files"] == [n for n in entries(out) if n != "notes.txt"]
+    assert set(first) == set(record["files"])
+
+
+def test_run_json_lists_every_file_the_run_wrote(tmp_path):
+    out = tmp_path / "run"
+    execute("fedavg", [quick("fedavg")], out)
+    record = json.loads((out / "run.json").read_text())
+    assert record["format"] == "fedstruct.run" and record["kept"] == []
+    assert record["files"] == entries(out)  # the lock is gone once the run ends
+    written = {"checkpoint.safetensors", "model.json", "model.safetensors", "fedavg_rounds.png",
+               "config.json", "metrics.json", "history.json", "run.json"}  # fmt: skip
+    assert written <= set(record["files"])
+
+
+def test_overwrite_never_empties_a_folder_that_only_holds_a_config_json(tmp_path):
+    """The issue's reproduction: ``--overwrite`` deleted ``proj/src``."""
+    proj = tmp_path / "proj"
+    (proj / "src").mkdir(parents=True)
+    (proj / "config.json").write_text("{}")
+    (proj / "src" / "a.py").write_text("x")
+    result = runner.invoke(
+        app, ["run", "fedavg", "--rounds", "1", "--out", str(proj), "--overwrite"]
+    )
+    assert result.exit_code == 2
+    assert "holds config.json but no fedstruct run.json, so none of its files" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert (proj / "src" / "a.py").read_text() == "x"
+    assert entries(proj) == ["config.json", "src"]
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"status": "finished"}, "not a record of this fedstruct"),  # an older fedstruct's
+        ({"format": "fedstruct.run", "status": "finished", "files": ["../src"], "kept": []},
+         "'files' is not a list of file names in the folder"),
+        ({"format": "fedstruct.run", "status": "finished", "files": ["/etc"], "kept": []},
+         "'files' is not a list"),
+        ({"format": "fedstruct.run", "status": "done", "files": [], "kept": []}, "status 'done'"),
+        ([], "not a record of this fedstruct"),
+    ],
+)  # fmt: skip
+def test_a_run_json_that_is_not_ours_keeps_every_file(tmp_path, record, message):
+    out = tmp_path / "run"
+    (out / "src").mkdir(parents=True)
+    (out / "src" / "a.py").write_text("x")
+    (out / "run.json").write_text(json.dumps(record))
+    with pytest.raises(ConfigError, match=message):
+        execute("fedavg", [quick("fedavg")], out, overwrite=True)
+    assert entries(out) == ["run.json", "src"] and (out / "src" / "a.py").exists()
+
+
+def test_a_file_the_run_would_write_over_is_refused(tmp_path):
+    out = tmp_path / "run"
+    execute("fedavg", [quick("fedavg")], out)
+    record = json.loads((out / "run.json").read_text())
+    record["files"].remove("metrics.json")  # as if the user had put it there
+    (out / "run.json").write_text(json.dumps(record))
+    with pytest.raises(ConfigError, match=r"holds metrics\.json, which no earlier run wrote"):
+        execute("fedavg", [quick("fedavg")], out, overwrite=True)
+    assert (out / "metrics.json").exists()
 
 
 def test_a_folder_of_other_files_is_never_emptied(tmp_path):
@@ -56,6 +125,30 @@ def test_a_failed_run_leaves_a_folder_that_says_so(tmp_path):
         execute("fedavg", [{"sites": [str(site)], "target": "absent"}], out)
     status = json.loads((out / "run.json").read_text())
     assert status["status"] == "failed" and "absent" in status["error"]
+    # The corrected command reuses the failed run's folder without --overwrite.
+    (out / "notes.txt").write_text("mine")
+    execute("fedavg", [{"sites": [str(site)], "target": "y", "rounds": 1}], out)
+    status = json.loads((out / "run.json").read_text())
+    assert status["status"] == "finished" and status["kept"] == ["notes.txt"]
+
+
+def test_a_failed_run_that_saved_rounds_is_kept_for_resume(tmp_path, monkeypatch):
+    from fedstruct.methods.fedavg.server import FedAvgServer
+
+    out = tmp_path / "run"
+    real = FedAvgServer.run_round
+
+    def fail_in_round_2(self, grid, state, rnd):
+        if rnd == 2:
+            raise RuntimeError("disk full")
+        return real(self, grid, state, rnd)
+
+    monkeypatch.setattr(FedAvgServer, "run_round", fail_in_round_2)
+    with pytest.raises(RuntimeError):
+        execute("fedavg", [quick("fedavg")], out)
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    with pytest.raises(ConfigError, match=r"holds another run \(failed\)"):
+        execute("fedavg", [quick("fedavg")], out)
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ def saved(tmp_path_factory):
 
 
 def copy_of(folder, tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for name in (MODEL_JSON, MODEL_WEIGHTS):
         (tmp_path / name).write_bytes((folder / name).read_bytes())
     return tmp_path
@@ -127,4 +128,61 @@ def test_a_model_json_that_does_not_fit_its_weights_is_refused(saved, tmp_path):
     document["params"]["no_such_parameter"] = 1
     (folder / MODEL_JSON).write_text(json.dumps(document))
     with pytest.raises(ArtifactError, match="do not fit together"):
+        load(folder)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (
+            "weights",
+            ["model.safetensors"],
+            "'weights' is \\[\"model.safetensors\"\\], not an object",
+        ),
+        ("version", "abc", "'version' is \"abc\", not an integer"),
+        ("version", None, "'version' is null, not an integer"),
+        ("version", True, "'version' is true, not an integer"),
+        ("learned", [], "'learned' is \\[\\], not an object"),
+        ("params", "x", "'params' is \"x\", not an object"),
+        ("data", 3, "'data' is 3, not an object or null"),
+        ("method", None, "'method' is null, not a method's name"),
+        ("weights", {"file": "model.safetensors"}, '"weights" is not'),
+    ],
+)
+def test_a_model_json_of_the_wrong_shape_is_one_artifact_error(
+    saved, tmp_path, key, value, message
+):
+    """Each of these was a traceback (issue 29, item 7): model.json follows a schema."""
+    folder = copy_of(saved[0], tmp_path)
+    document = json.loads((folder / MODEL_JSON).read_text())
+    document[key] = value
+    (folder / MODEL_JSON).write_text(json.dumps(document))
+    with pytest.raises(ArtifactError, match=message):
+        load(folder)
+    del document[key]
+    (folder / MODEL_JSON).write_text(json.dumps(document))
+    with pytest.raises(ArtifactError, match=f"'{key}' is missing"):
+        load(folder)
+
+
+@pytest.mark.parametrize(
+    "name", ["/etc/passwd", "../model.safetensors", "sub/model.safetensors", ".."]
+)
+def test_the_weights_file_must_lie_in_the_run_folder(saved, tmp_path, name):
+    """model.json naming /etc/passwd opened and hashed it (issue 29, item 8)."""
+    folder = copy_of(saved[0], tmp_path / "run")
+    (tmp_path / "model.safetensors").write_bytes((folder / MODEL_WEIGHTS).read_bytes())
+    document = json.loads((folder / MODEL_JSON).read_text())
+    document["weights"]["file"] = name
+    (folder / MODEL_JSON).write_text(json.dumps(document))
+    with pytest.raises(ArtifactError, match="which is not a file in the run folder"):
+        load(folder)
+
+
+def test_a_weights_link_leading_out_of_the_folder_is_refused(saved, tmp_path):
+    folder = copy_of(saved[0], tmp_path / "run")
+    outside = tmp_path / "elsewhere.safetensors"
+    (folder / MODEL_WEIGHTS).rename(outside)
+    (folder / MODEL_WEIGHTS).symlink_to(outside)
+    with pytest.raises(ArtifactError, match="not a file in the run folder"):
         load(folder)

@@ -9,7 +9,6 @@ tests/experiments/test_node_sites_deployed.py and, after a stop and a resume, he
 from __future__ import annotations
 
 import json
-import pickle
 import signal
 import subprocess
 import time
@@ -19,6 +18,8 @@ import pytest
 
 pytest.importorskip("flwr")
 
+from fedstruct.errors import CheckpointError
+from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower.loopback import FEDSTRUCT, LoopbackCluster
 
 pytestmark = pytest.mark.slow
@@ -61,9 +62,8 @@ def run_args(
 
 def checkpoint_round(out: Path) -> int:
     try:
-        with (out / "checkpoint.pkl").open("rb") as fh:
-            return int(pickle.load(fh)["round"])
-    except (FileNotFoundError, EOFError, pickle.UnpicklingError):
+        return int(read_checkpoint_header(out / CHECKPOINT_FILE)["round"])
+    except CheckpointError:
         return 0
 
 

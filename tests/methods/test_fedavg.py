@@ -72,7 +72,7 @@ def test_resume_continues_to_the_identical_result(tmp_path, clients, report_rate
     )
     kw = dict(rounds=6, seed=2, participation=part, staleness_exponent=0.5)
     full = FedAvg("y", CARDS, **kw).fit(clients)
-    ckpt = tmp_path / "checkpoint.pkl"
+    ckpt = tmp_path / "checkpoint.safetensors"
     FedAvg("y", CARDS, **kw).fit(clients, checkpoint=ckpt, stop_after=3)
     resumed = FedAvg("y", CARDS, **kw).fit(clients, checkpoint=ckpt, resume=True)
     assert resumed.history_ == full.history_
@@ -84,12 +84,12 @@ def test_resume_continues_to_the_identical_result(tmp_path, clients, report_rate
 
 
 def test_resume_refuses_another_configuration(tmp_path, clients):
-    ckpt = tmp_path / "checkpoint.pkl"
+    ckpt = tmp_path / "checkpoint.safetensors"
     FedAvg("y", CARDS, rounds=3, seed=0).fit(clients, checkpoint=ckpt, stop_after=1)
     with pytest.raises(CheckpointError, match="another configuration"):
         FedAvg("y", CARDS, rounds=3, seed=1).fit(clients, checkpoint=ckpt, resume=True)
     with pytest.raises(CheckpointError, match="no checkpoint"):
-        FedAvg("y", CARDS, rounds=3).fit(clients, checkpoint=tmp_path / "none.pkl", resume=True)
+        FedAvg("y", CARDS, rounds=3).fit(clients, checkpoint=tmp_path / "none", resume=True)
 
 
 def test_bad_codes_name_the_client_and_variable(clients):

@@ -37,6 +37,7 @@ __all__ = [
     "graph_files",
     "graph_title",
     "load",
+    "read_history",
     "write_artifacts",
     "write_graphs",
 ]
@@ -90,6 +91,29 @@ def write_artifacts(
     return [*write_graphs(model, out), *save_model(model, out, data=data)]
 
 
+def read_history(folder: Path) -> list[dict[str, Any]]:
+    """``folder/history.json``: the run's per-round records (``[]`` if absent).
+
+    Raises
+    ------
+    ArtifactError
+        If it is not JSON or not a list of objects.
+    """
+    path = folder / "history.json"
+    if not path.is_file():
+        return []
+    try:
+        history = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ArtifactError(f"{path} is not valid JSON ({exc}); the file is damaged") from None
+    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+        raise ArtifactError(
+            f"{path} is not a list of per-round records (JSON objects); the file is damaged "
+            "or was changed by hand"
+        )
+    return history
+
+
 def load(folder: str | Path) -> FederatedEstimator:
     """The fitted estimator a run saved in ``folder``, as it was after ``fit``.
 
@@ -118,7 +142,6 @@ def load(folder: str | Path) -> FederatedEstimator:
             f"{folder}: model.json and model.safetensors do not fit together ({exc}); "
             "copy both files again from the run folder that wrote them"
         ) from exc
-    history = folder / "history.json"
-    estimator.history_ = json.loads(history.read_text()) if history.is_file() else []
+    estimator.history_ = read_history(folder)
     estimator.data_ = saved.data  # type: ignore[attr-defined]
     return estimator

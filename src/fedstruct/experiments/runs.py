@@ -20,9 +20,9 @@ same run works in one process and across machines:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,9 +35,19 @@ from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
-from fedstruct.errors import ConfigError, DataError, unknown_choice_message
+from fedstruct.errors import CheckpointError, ConfigError, DataError, unknown_choice_message
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.outcome import RunOutcome
+from fedstruct.experiments.run_folder import (
+    RUN_FILE,
+    folder_lock,
+    lock_owner,
+    prepare_out,
+    read_record,
+    run_state,
+    update_files,
+    write_record,
+)
 from fedstruct.experiments.settings import SEED, apply_settings, settings_dict, subset
 from fedstruct.experiments.sites import TABLES, SiteFormat, check_truth, site_specs
 from fedstruct.fl import (
@@ -49,7 +59,7 @@ from fedstruct.fl import (
     backend_names,
     get_backend,
 )
-from fedstruct.fl.federation import CHECKPOINT_FILE
+from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower.cluster import DeploymentOptions
 
 __all__ = [
@@ -59,10 +69,12 @@ __all__ = [
     "Runnable",
     "execute",
     "prepare_out",
+    "read_config",
     "register",
     "run_resolved",
     "runnable",
     "runnable_names",
+    "unfinished_run",
 ]
 
 
@@ -338,9 +350,11 @@ def execute(
     """Run method ``name`` with settings layers applied over its defaults.
 
     Writes ``out/config.json`` first, then runs here (``local``, ``flower-sim``) or
-    submits the run to a SuperLink (``flower``, with ``deployment`` options). A
-    folder holding another run is refused unless ``overwrite`` (which empties it
-    first: files of two runs never mix).
+    submits the run to a SuperLink (``flower``, with ``deployment`` options), holding
+    the folder's lock (:mod:`fedstruct.experiments.run_folder`) throughout. A
+    folder holding another run is refused unless ``overwrite``, which deletes only the
+    files ``run.json`` says that run wrote; the folder of a run that failed before
+    saving a round is reused.
     With ``resume=True`` the settings, backend and deployment options come from
     ``out/config.json`` and the run continues from its checkpoint. With
     ``stop_after=r`` the run stops after round ``r`` (its checkpoint can be resumed
@@ -349,27 +363,26 @@ def execute(
     Raises
     ------
     ConfigError
-        For an unknown method, setting or backend, a resume folder without a
-        ``config.json`` of this method, an ``out`` holding another run (without
-        ``overwrite``) or anything else, or an ``out`` that cannot be written.
+        For an unknown method, setting or backend, a resume folder without a valid
+        ``config.json`` of this method and ``run.json``, an ``out`` holding another run
+        (without ``overwrite``) or anything else, an ``out`` another live process is
+        writing (its lock), or an ``out`` that cannot be written.
     """
     entry = runnable(name)
     if backend not in backend_names():
         raise ConfigError(unknown_choice_message("backend", backend, backend_names()))
     if resume:
         saved = read_config(out)
-        if saved.get("method") != name:
+        if saved["method"] != name:
             raise ConfigError(
-                f"{out / 'config.json'} is a {saved.get('method')!r} run, not {name!r}; "
-                f"resume it with 'fedstruct run {saved.get('method')} --resume {out}'"
+                f"{out / 'config.json'} is a {saved['method']!r} run, not {name!r}; "
+                f"resume it with 'fedstruct run {saved['method']} --resume {out}'"
             )
         layers = [saved["settings"]]
         backend = saved.get("backend", backend)
         if saved.get("deployment") is not None:
-            deployment = DeploymentOptions(**saved["deployment"])
+            deployment = _deployment_options(saved["deployment"], out)
     settings = apply_settings(entry.settings(), *layers, method=name)
-    if not resume:
-        prepare_out(out, overwrite=overwrite)
     config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
@@ -390,20 +403,90 @@ def execute(
             )
         deployment = deployment or DeploymentOptions()
         config["deployment"] = dataclasses.asdict(deployment)
-    _write_json(out / "config.json", config)
-    if backend == "flower":
-        from fedstruct.experiments.flower.deploy import submit
+    digest = _settings_digest(config)
+    with folder_lock(out):
+        if resume:
+            _check_resumable(out, digest, checkpoint=backend != "flower")
+        else:
+            kept = prepare_out(out, overwrite=overwrite)
+            write_record(out, "running", kept=kept, settings_digest=digest)
+        _write_json(out / "config.json", config)
+        try:
+            if backend == "flower":
+                from fedstruct.experiments.flower.deploy import submit
 
-        return submit(
-            name,
-            out,
-            config["settings"],
-            deployment,  # type: ignore[arg-type]
-            resume=resume,
-            stop_after=stop_after,
-            progress=progress,
+                return submit(
+                    name,
+                    out,
+                    config["settings"],
+                    deployment,  # type: ignore[arg-type]
+                    resume=resume,
+                    stop_after=stop_after,
+                    progress=progress,
+                )
+            return run_resolved(
+                entry, settings, out, get_backend(backend), resume, progress, stop_after
+            )
+        finally:
+            update_files(out)
+
+
+def _settings_digest(config: Mapping[str, Any]) -> str:
+    """SHA-256 of a ``config.json``'s method, settings and backend (as JSON)."""
+    keys = ("method", "settings", "backend")
+    text = json.dumps({k: config.get(k) for k in keys}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
+    """``out`` holds a run this fedstruct recorded (``run.json``), started with the
+    settings whose digest is ``digest`` (those of ``config.json`` now), and, with
+    ``checkpoint``, a checkpoint it reads (its header only: the state is read and
+    checked against the run's configuration when the run starts).
+
+    Raises
+    ------
+    CheckpointError
+        If the checkpoint is missing, an old pickle (never opened), or not a fedstruct
+        checkpoint of a version this fedstruct reads.
+    ConfigError
+        If ``run.json`` is missing, not a record of this fedstruct, or records other
+        settings than ``config.json`` holds (the file was changed since the run began).
+    """
+    if checkpoint:
+        read_checkpoint_header(out / CHECKPOINT_FILE)
+    record = read_record(out)
+    if record is None:
+        raise ConfigError(
+            f"{out} has no {RUN_FILE}: --resume needs the folder of a run started by "
+            "'fedstruct run'"
         )
-    return run_resolved(entry, settings, out, get_backend(backend), resume, progress, stop_after)
+    started = record.get("settings_digest")
+    if started is not None and started != digest:
+        raise ConfigError(
+            f"{out / 'config.json'} holds other settings than the run began with, so its "
+            "checkpoint does not belong to them; restore the file or start a new run"
+        )
+
+
+def _deployment_options(saved: Any, out: Path) -> DeploymentOptions:
+    """The deployment options a resumed run's ``config.json`` records.
+
+    Raises
+    ------
+    ConfigError
+        If they are not the options this fedstruct writes.
+    """
+    fields = {f.name for f in dataclasses.fields(DeploymentOptions)}
+    if not isinstance(saved, dict) or not set(saved) <= fields:
+        raise ConfigError(
+            f"{out / 'config.json'}: 'deployment' is not an object of {sorted(fields)}; "
+            "the file was changed by hand"
+        )
+    try:
+        return DeploymentOptions(**saved)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{out / 'config.json'}: 'deployment' is invalid ({exc})") from None
 
 
 def run_resolved(
@@ -422,7 +505,7 @@ def run_resolved(
     """
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    _write_json(out / RUN_FILE, {"status": "running"})
+    write_record(out, "running")
     try:
         clients = (
             entry.build_clients(settings)
@@ -442,20 +525,19 @@ def run_resolved(
             else []
         )
     except BaseException as exc:
-        _write_json(out / RUN_FILE, {
-            "status": "stopped" if isinstance(exc, KeyboardInterrupt) else "failed",
-            "error": f"{type(exc).__name__}: {exc}",
-            "seconds": round(time.perf_counter() - started, 3),
-        })  # fmt: skip
+        write_record(
+            out,
+            "stopped" if isinstance(exc, KeyboardInterrupt) else "failed",
+            error=f"{type(exc).__name__}: {exc}",
+            seconds=round(time.perf_counter() - started, 3),
+        )
         raise
-    _write_json(
-        out / RUN_FILE,
-        {
-            "status": "finished" if stop_after is None else "stopped",
-            "seconds": round(time.perf_counter() - started, 3),
-            "figures": [p.name for p in outcome.figures],
-            "artifacts": artifacts,
-        },
+    write_record(
+        out,
+        "finished" if stop_after is None else "stopped",
+        seconds=round(time.perf_counter() - started, 3),
+        figures=[p.name for p in outcome.figures],
+        artifacts=artifacts,
     )
     if ctx.fitted:
         outcome.model = ctx.fitted[-1]
@@ -469,66 +551,70 @@ def _inputs(entry: Runnable, settings: Any) -> dict[str, Any] | None:
     return entry.site_format.inputs(settings, entry.roles(settings))
 
 
-#: The run's status and what it wrote (``running``, ``finished``, ``stopped``, ``failed``).
-RUN_FILE = "run.json"
-#: Files that mark a folder as holding a fedstruct run.
-_RUN_MARKERS = ("config.json", RUN_FILE, "metrics.json")
-
-
-def prepare_out(out: Path, *, overwrite: bool = False) -> None:
-    """Make ``out`` ready for a new run: created if absent; a folder holding another
-    run is refused, or emptied with ``overwrite``.
-
-    Raises
-    ------
-    ConfigError
-        If ``out`` holds another run (without ``overwrite``), holds files that are not
-        a fedstruct run's (never emptied, even with ``overwrite``), is a file, or
-        cannot be created or written.
-    """
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; give a folder for the run")
-    entries = list(out.iterdir()) if out.is_dir() else []
-    if entries:
-        if not any((out / marker).is_file() for marker in _RUN_MARKERS):
-            raise ConfigError(
-                f"--out {out} is not empty and holds no fedstruct run; choose a new or "
-                "empty folder (it is never emptied for you)"
-            )
-        if not overwrite:
-            raise ConfigError(
-                f"--out {out} holds another run; choose a new folder, or add --overwrite "
-                "to replace it"
-            )
-        for entry in entries:
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".fedstruct-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot write the run into --out {out} ({exc.strerror or exc}); choose a "
-            "folder you can write to"
-        ) from exc
-
-
 def read_config(out: Path) -> dict[str, Any]:
-    """Read ``out/config.json``.
+    """Read ``out/config.json``: an object with the run's ``method`` (a string) and
+    ``settings`` (an object), as :func:`execute` writes it.
 
     Raises
     ------
     ConfigError
-        If it is missing or unreadable.
+        If it is missing, unreadable, or not such an object.
     """
     path = out / "config.json"
     if not path.is_file():
         raise ConfigError(f"{path} does not exist; --resume needs the folder of an earlier run")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc})") from exc
+        config = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc})") from None
+    problem = _config_problem(config)
+    if problem:
+        raise ConfigError(f"{path} {problem}; it is not a run's config.json as fedstruct writes it")
+    return config
+
+
+def unfinished_run(out: Path) -> str | None:
+    """One line on a run in ``out`` that has not finished (stopped, failed, still
+    running, or interrupted: recorded as running but held by no live process);
+    ``None`` for a finished run or a folder without a valid ``run.json``."""
+    state = run_state(out)
+    if state is None or state == "finished":
+        return None
+    try:
+        method = read_config(out)["method"]
+    except ConfigError:
+        method = "METHOD"
+    resume = f"continue it with 'fedstruct run {method} --resume {out}'"
+    try:
+        done = f" after round {read_checkpoint_header(out / CHECKPOINT_FILE)['round']}"
+    except CheckpointError:
+        done = " before any round was saved"
+    if state == "running":
+        owner = lock_owner(out) or {}
+        who = f"process {owner.get('pid')} on {owner.get('host')}"
+        return f"{out}: a {method} run, still running ({who})"
+    if state == "interrupted":
+        return (
+            f"{out}: a {method} run, interrupted{done} (run.json says running, but no live "
+            f"process holds the folder's lock); {resume}"
+        )
+    if state == "stopped":
+        return f"{out}: a {method} run, stopped{done}; {resume}"
+    error = (read_record(out) or {}).get("error", "")
+    return f"{out}: a {method} run that failed{done}: {error}"
+
+
+def _config_problem(config: Any) -> str:
+    """What is wrong with a ``config.json``'s content (empty: nothing)."""
+    if not isinstance(config, dict):
+        return f"holds a JSON {type(config).__name__}, not an object"
+    if not isinstance(config.get("method"), str):
+        return "names no method"
+    if not isinstance(config.get("settings"), dict):
+        return "has no settings object"
+    if not isinstance(config.get("backend", ""), str):
+        return "names no backend"
+    return ""
 
 
 def _check_flat(name: str, metrics: Mapping[str, Any]) -> None:

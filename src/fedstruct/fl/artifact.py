@@ -124,8 +124,8 @@ def read_model(folder: str | Path) -> SavedModel:
     folder = Path(folder)
     document = _read_document(folder)
     _check_version(document, folder / MODEL_JSON)
-    record = document.get("weights") or {}
-    weights = folder / str(record.get("file", MODEL_WEIGHTS))
+    record = document["weights"]
+    weights = _weights_path(folder, record["file"])
     if not weights.is_file():
         raise ArtifactError(
             f"{weights} is missing: model.json needs its weights file beside it; copy the "
@@ -143,13 +143,71 @@ def read_model(folder: str | Path) -> SavedModel:
     except Exception as exc:  # a valid checksum over an invalid file: written that way
         raise ArtifactError(f"{weights} is not a safetensors file ({exc})") from exc
     return SavedModel(
-        method=str(document["method"]),
-        params=dict(document.get("params") or {}),
-        learned=dict(document.get("learned") or {}),
+        method=document["method"],
+        params=dict(document["params"]),
+        learned=dict(document["learned"]),
         arrays=dict(arrays),
-        data=document.get("data"),
-        fedstruct=str(document["fedstruct"]),
+        data=document["data"],
+        fedstruct=document["fedstruct"],
     )
+
+
+#: ``model.json``'s entries: name -> (the JSON types it may have, what they are).
+_SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
+    "version": ((int,), "an integer"),
+    "fedstruct": ((str,), "a version string"),
+    "method": ((str,), "a method's name"),
+    "params": ((dict,), "an object"),
+    "learned": ((dict,), "an object"),
+    "data": ((dict, type(None)), "an object or null"),
+    "weights": ((dict,), 'an object {"file": NAME, "sha256": HEX}'),
+}
+
+
+def _check_schema(document: Mapping[str, Any], path: Path) -> None:
+    """Every entry of ``model.json`` has the type :func:`save_model` writes.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the first entry that is missing or of another type.
+    """
+    for key, (types, what) in _SCHEMA.items():
+        value = document.get(key)
+        if key not in document or isinstance(value, bool) or not isinstance(value, types):
+            found = "missing" if key not in document else f"{json.dumps(value)[:40]}"
+            raise ArtifactError(
+                f"{path}: {key!r} is {found}, not {what}; the file is damaged or was changed "
+                "by hand: copy it again from the run folder that wrote it"
+            )
+    if document["version"] < 1:
+        raise ArtifactError(f"{path}: 'version' is {document['version']}, not a format version")
+    record = document["weights"]
+    name, digest = record.get("file"), record.get("sha256")
+    if not isinstance(name, str) or not isinstance(digest, str) or len(digest) != 64:
+        raise ArtifactError(
+            f'{path}: "weights" is not {{"file": NAME, "sha256": 64 hex digits}}; the file '
+            "is damaged or was changed by hand"
+        )
+
+
+def _weights_path(folder: Path, name: str) -> Path:
+    """The weights file ``model.json`` names: a plain file name in ``folder``.
+
+    Raises
+    ------
+    ArtifactError
+        For a name with a folder part (``/``, ``..``, an absolute path) or one that
+        leads out of ``folder`` (a link).
+    """
+    plain = name not in ("", ".", "..") and not any(c in name for c in "/\\\0")
+    path = folder / name
+    if not plain or (path.exists() and path.resolve().parent != folder.resolve()):
+        raise ArtifactError(
+            f"{folder / MODEL_JSON} names the weights file {name!r}, which is not a file in "
+            "the run folder; the weights must lie beside model.json (e.g. model.safetensors)"
+        )
+    return path
 
 
 def _read_document(folder: Path) -> dict[str, Any]:
@@ -163,13 +221,11 @@ def _read_document(folder: Path) -> dict[str, Any]:
         )
     try:
         document = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{path} is not valid JSON ({exc}); the file is damaged") from exc
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ArtifactError(f"{path} is not valid JSON ({exc}); the file is damaged") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ArtifactError(f'{path} is not a fedstruct model (no "format": "{FORMAT}")')
-    for key in ("method", "fedstruct", "version"):
-        if key not in document:
-            raise ArtifactError(f"{path} has no {key!r}; the file is damaged")
+    _check_schema(document, path)
     return document
 
 

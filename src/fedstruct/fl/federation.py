@@ -11,9 +11,6 @@ and its clients from :meth:`Client.rng`.
 
 from __future__ import annotations
 
-import os
-import pickle
-import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -21,11 +18,13 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from fedstruct.errors import CheckpointError
+from fedstruct.fl.checkpoint import read_header, read_tree, write_tree
 from fedstruct.fl.grid import Grid
 from fedstruct.fl.progress import show_progress
 
 __all__ = [
     "CHECKPOINT_FILE",
+    "LEGACY_CHECKPOINT_FILE",
     "ServerAlgorithm",
     "load_checkpoint",
     "round_rng",
@@ -34,8 +33,11 @@ __all__ = [
 ]
 
 S = TypeVar("S")
-#: The resume state's file name in a run folder (internal: pickle, never an exchange format).
-CHECKPOINT_FILE = "checkpoint.pkl"
+#: The resume state's file name in a run folder: safetensors + JSON
+#: (:mod:`fedstruct.fl.checkpoint`), so opening it runs no code.
+CHECKPOINT_FILE = "checkpoint.safetensors"
+#: Where older fedstruct versions kept their resume state, as a pickle: never opened.
+LEGACY_CHECKPOINT_FILE = "checkpoint.pkl"
 
 
 def round_rng(seed: int, rnd: int, stream: int = 0) -> np.random.Generator:
@@ -71,33 +73,75 @@ class ServerAlgorithm(ABC, Generic[S]):
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` atomically (a crash mid-write leaves the previous file intact)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".checkpoint-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``payload`` atomically (a crash mid-write leaves the previous file intact).
 
-
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint`.
+    ``payload`` holds ``fingerprint``, ``round`` and ``done`` (readable alone, before
+    any state is decoded: :func:`read_checkpoint_header`), ``server_state`` and
+    ``grid_state`` (trees of :mod:`fedstruct.fl.checkpoint`'s values).
 
     Raises
     ------
     CheckpointError
-        If the file is missing or unreadable.
+        If the state holds a type that is not registered for checkpoints.
     """
-    if not path.is_file():
-        raise CheckpointError(f"no checkpoint at {path}; start a new run without --resume")
-    try:
-        with path.open("rb") as fh:
-            return pickle.load(fh)
-    except Exception as exc:
-        raise CheckpointError(f"checkpoint {path} is unreadable ({exc}); start a new run") from exc
+    header = {
+        "fingerprint": payload["fingerprint"],
+        "round": int(payload["round"]),
+        "done": bool(payload["done"]),
+    }
+    state = {"server_state": payload["server_state"], "grid_state": payload["grid_state"]}
+    write_tree(path, state, header)
+
+
+def read_checkpoint_header(path: Path) -> dict[str, Any]:
+    """The ``fingerprint``, ``round`` and ``done`` of the checkpoint at ``path``.
+
+    Raises
+    ------
+    CheckpointError
+        If it is missing (naming an old pickle checkpoint beside it, which is never
+        opened), not a fedstruct checkpoint, or of a newer format.
+    """
+    _refuse_legacy(path)
+    header = read_header(path)
+    if not isinstance(header.get("round"), int) or not isinstance(header.get("fingerprint"), str):
+        raise CheckpointError(f"checkpoint {path} has no round or fingerprint; start a new run")
+    return header
+
+
+def load_checkpoint(path: Path, fingerprint: str | None = None) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint`.
+
+    Parameters
+    ----------
+    fingerprint
+        When given, the checkpoint's must equal it; checked before its state is decoded.
+
+    Raises
+    ------
+    CheckpointError
+        If the file is missing, not a fedstruct checkpoint, names a type that is not
+        registered, or belongs to a run with another configuration.
+    """
+    header = read_checkpoint_header(path)
+    if fingerprint is not None and header["fingerprint"] != fingerprint:
+        raise CheckpointError(
+            f"checkpoint {path} belongs to a run with another configuration; "
+            "resume with the same configuration or start a new run"
+        )
+    _, state = read_tree(path)
+    if not isinstance(state, dict) or not {"server_state", "grid_state"} <= set(state):
+        raise CheckpointError(f"checkpoint {path} holds no server and grid state; start a new run")
+    return {**header, **state}
+
+
+def _refuse_legacy(path: Path) -> None:
+    legacy = path.with_name(LEGACY_CHECKPOINT_FILE)
+    if not path.is_file() and legacy.is_file():
+        raise CheckpointError(
+            f"{legacy} is a pickle checkpoint of an older fedstruct, which is never opened "
+            "(a pickle can run code); start the run again without --resume"
+        )
 
 
 def run_federation(
@@ -150,14 +194,20 @@ def run_federation(
     if resume:
         if checkpoint is None:
             raise CheckpointError("resume needs a checkpoint path")
-        saved = load_checkpoint(checkpoint)
-        if saved.get("fingerprint") != fingerprint:
+        saved = load_checkpoint(checkpoint, fingerprint)
+        if type(saved["server_state"]) is not type(state):
             raise CheckpointError(
-                f"checkpoint {checkpoint} belongs to a run with another configuration; "
-                "resume with the same configuration or start a new run"
+                f"checkpoint {checkpoint} holds a {type(saved['server_state']).__name__}, not "
+                f"this method's {type(state).__name__}; start a new run"
             )
         state = saved["server_state"]
-        grid.set_state(saved["grid_state"])
+        try:
+            grid.set_state(saved["grid_state"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"checkpoint {checkpoint} does not fit this run's grid and clients ({exc!r}); "
+                "start a new run"
+            ) from None
         start = int(saved["round"]) + 1
         if saved.get("done"):
             return state, int(saved["round"])

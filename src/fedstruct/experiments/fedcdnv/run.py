@@ -80,6 +80,9 @@ def run_fedcdnv(
 ) -> RunOutcome:
     """Fit on the backend; score FedG (and FeddG's definite pairs) against the true PAG."""
     ctx.fit(model, clients)
+    if model.graph_ is None:  # stopped after round 1 (--stop-after 1): nothing integrated
+        tests = float(sum(h.get("tests", 0.0) for h in model.history_))
+        return RunOutcome({"tests": tests}, list(model.history_))
     causal, noncausal = model.definite_pairs_
     if s.from_files:
         return _on_files(s, ctx, model, [*causal, *noncausal])

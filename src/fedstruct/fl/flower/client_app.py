@@ -9,7 +9,6 @@ faithfully, this behaves exactly like a client object that lives for the whole r
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Mapping
 
 from flwr.app import ConfigRecord, Context
@@ -17,6 +16,7 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
 from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.fl import checkpoint
 from fedstruct.fl.client import Client
 from fedstruct.fl.flower.grid import HELLO
 from fedstruct.fl.flower.records import error_records, from_records, to_records
@@ -105,11 +105,16 @@ def make_client_app(
 
 
 def _restore(client: Client, context: Context) -> None:
+    """The client's state from the node's context (the checkpoint format: no pickle)."""
     record = context.state.config_records.get(_STATE_RECORD)
-    client.set_state(pickle.loads(record["state"]) if record is not None else {})
+    if record is None:
+        client.set_state({})
+        return
+    _, state = checkpoint.loads(record["state"], f"client {client.name!r}'s saved state")
+    client.set_state(state)
 
 
 def _save(client: Client, context: Context) -> None:
     state = client.get_state()
     if state:
-        context.state[_STATE_RECORD] = ConfigRecord({"state": pickle.dumps(state)})
+        context.state[_STATE_RECORD] = ConfigRecord({"state": checkpoint.dumps(state)})

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from fedstruct.fl import Grid, Message, ServerAlgorithm
+from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.cafe.client import EVALUATE, FIT, SCORE, prefixed, unprefixed
@@ -59,6 +59,9 @@ class CafeState:
     #: Client name -> ``n`` images it kept out and ``correct`` predictions of the
     #: final model on them (``test_fraction > 0``; after the last round).
     site_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+checkpoint.register(CafeState)
 
 
 class CafeServer(ServerAlgorithm[CafeState]):

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import Grid, Message, ServerAlgorithm
+from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.graphs.combine import strength_vote
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag
@@ -66,6 +66,10 @@ class FCMState:
     since_best: int = 0
     before_growth: dict[str, NDArray[np.float32]] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+
+
+checkpoint.register(FCMState)
+checkpoint.register(ModelSpec)
 
 
 def aggregate_graphs(

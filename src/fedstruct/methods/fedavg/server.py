@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from fedstruct.fl import Grid, Message, ServerAlgorithm
+from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.client import EVALUATE, FIT
@@ -28,6 +28,9 @@ class FedAvgState:
 
     params: dict[str, NDArray[np.float32]]
     history: list[dict[str, float]] = field(default_factory=list)
+
+
+checkpoint.register(FedAvgState)
 
 
 class FedAvgServer(ServerAlgorithm[FedAvgState]):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import Grid, Message, ServerAlgorithm
+from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import break_cycles
 from fedstruct.methods.fedcd.aggregate import (
@@ -44,6 +44,10 @@ class FedCDState:
     round_graphs: list[Graph | None] = field(default_factory=list)
     client_graphs: list[dict[str, Graph]] = field(default_factory=list)
     history: list[dict[str, float]] = field(default_factory=list)
+
+
+checkpoint.register(FedCDState)
+checkpoint.register(Beliefs)
 
 
 def final_graph(names: Sequence[str], beliefs: Beliefs, acyclic: bool = True) -> Graph:

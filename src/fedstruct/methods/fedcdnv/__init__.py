@@ -109,14 +109,18 @@ class FedCDnv(
             check_overlap({c.name: c.variables for c in clients})  # type: ignore[union-attr]
 
     def learn(self, state: FedCDnvState) -> None:
-        """The integrated PAG, its definite relations, the local PAGs and decisions."""
-        assert state.aggregation is not None and state.stat is not None
+        """The integrated PAG, its definite relations, the local PAGs and decisions
+        (after round 1 only, as with ``stop_after=1``: ``graph_`` is ``None``, and
+        ``initial_graph_`` and ``local_graphs_`` are round 1's)."""
+        self.initial_graph_ = state.g0
+        self.local_graphs_ = {r.name: r.pag for r in state.reports.values()}
+        if state.aggregation is None or state.stat is None:
+            self.graph_ = None  # type: ignore[assignment]
+            return
         self.graph_ = state.aggregation.graph
         self.definite_graph_ = definite_graph(self.graph_, state.stat)
         self.status_ = pd.DataFrame(state.stat, index=state.names, columns=state.names)
         self.definite_pairs_ = definite_pairs(state.stat, state.names)
-        self.initial_graph_ = state.g0
-        self.local_graphs_ = {r.name: r.pag for r in state.reports.values()}
         self.decisions_ = dict(state.aggregation.decisions)
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:

@@ -10,6 +10,7 @@ graphs, counts, names and scaled p-values.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -20,7 +21,7 @@ from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
-from fedstruct.methods.fedcdnv.local import LocalResult, fci, make_ci_test, rfci
+from fedstruct.methods.fedcdnv.local import CITest, LocalResult, fci, make_ci_test, rfci
 from fedstruct.methods.fedcdnv.pvalues import independence_evidence, scale_pvalues
 from fedstruct.methods.fedcdnv.update import c_update
 
@@ -84,16 +85,20 @@ class FedCDnvClient(Client):
         """``Pag_0`` and its evidence (learned once, kept for round 2)."""
         if self._result is None:
             cfg = self.config
-            rows = self.data.rows.drop(columns=list(self.excluded))
-            ci = make_ci_test(rows, cfg.ci_test, small_sample=cfg.small_sample, dof=cfg.dof)
             learner = fci if cfg.learner == "fci" else rfci
             kwargs: dict[str, Any] = {"alpha": cfg.alpha, "depth": cfg.depth}
             if self.progress:
                 kwargs["progress"] = f"{self.data.name}: {cfg.learner.upper()} adjacency search"
             if cfg.learner == "fci":
                 kwargs.update(pds_depth=cfg.pds_depth, workers=cfg.workers)
-            self._result = learner(ci, **kwargs)
+            self._result = learner(self._ci_test(), **kwargs)
         return self._result
+
+    def _ci_test(self) -> CITest:
+        """A new cached CI test over this client's rows (the excluded columns left out)."""
+        cfg = self.config
+        rows = self.data.rows.drop(columns=list(self.excluded))
+        return make_ci_test(rows, cfg.ci_test, small_sample=cfg.small_sample, dof=cfg.dof)
 
     @handles(INIT, max_entries=_init_bound, graph_arrays=("pag",))
     def init(self, msg: Message) -> Message:
@@ -135,9 +140,20 @@ class FedCDnvClient(Client):
         )
 
     def get_state(self) -> dict[str, Any]:
-        """The local result (graph, separating sets, p-values, CI cache) for round 2."""
-        return {} if self._result is None else {"result": self._result}
+        """The local result for round 2: graph, separating sets, p-values and the CI
+        test's cache (as arrays; the test itself, which holds the rows, is rebuilt
+        from this client's data by :meth:`set_state`)."""
+        if self._result is None:
+            return {}
+        fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(LocalResult)}
+        ci_test = fields.pop("ci_test")
+        return {"result": fields, "ci_cache": ci_test.cache_arrays()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`get_state`."""
-        self._result = state.get("result")
+        if "result" not in state:
+            self._result = None
+            return
+        ci_test = self._ci_test()
+        ci_test.absorb_arrays(state["ci_cache"])
+        self._result = LocalResult(**state["result"], ci_test=ci_test)

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import DataError
-from fedstruct.fl import Grid, Message, ServerAlgorithm, from_json_bytes
+from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint, from_json_bytes
 from fedstruct.graphs import NONE, Graph, union, union_names
 from fedstruct.methods.fedcdnv.aggregate import Aggregation, ClientReport, aggregate, pair_key
 from fedstruct.methods.fedcdnv.client import INIT, UPDATE
@@ -71,6 +71,11 @@ class FedCDnvState:
     def graph(self) -> Graph | None:
         """FedG, once aggregated."""
         return None if self.aggregation is None else self.aggregation.graph
+
+
+checkpoint.register(FedCDnvState)
+checkpoint.register(ClientReport)
+checkpoint.register(Aggregation)
 
 
 class FedCDnvServer(ServerAlgorithm[FedCDnvState]):

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.errors import ConfigError, ProtocolError
-from fedstruct.fl import Grid, Message, ServerAlgorithm
+from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.message import json_bytes
 from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fedngm.client import (
@@ -34,7 +34,7 @@ from fedstruct.methods.fedngm.client import (
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.model import NGM, fit_ngm
 from fedstruct.methods.fedngm.sampling import colour_classes
-from fedstruct.methods.fedngm.schema import Schema, pool_summaries
+from fedstruct.methods.fedngm.schema import Schema, VariableSpec, pool_summaries
 from fedstruct.methods.fedngm.structure import merge_graphs
 from fedstruct.methods.fedngm.train import conditional_targets
 from fedstruct.privacy.release import ReleaseThreshold
@@ -55,6 +55,16 @@ class FedNGMState:
     refused: str = ""
     site_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     history: list[dict] = field(default_factory=list)
+
+
+checkpoint.register(FedNGMState)
+checkpoint.register(Schema)
+checkpoint.register(VariableSpec)
+checkpoint.register(
+    NGM,
+    to_fields=lambda ngm: {"schema": ngm.schema, "arrays": ngm.to_arrays(), "n_rows": ngm.n_rows},
+    from_fields=lambda f: NGM.from_arrays(f["schema"], f["arrays"], f["n_rows"]),
+)
 
 
 def common_variables(variables: dict[str, list[str]]) -> list[str]:

@@ -25,6 +25,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from fedstruct.errors import GraphError, UnknownVariableError
 from fedstruct.graphs.graph import Graph, variable_position
@@ -200,6 +204,37 @@ class CITest(ABC):
                 if skipped:
                     skipped_keys.add(key)
         self.n_cache_hits += hits
+
+    def cache_arrays(self) -> dict[str, NDArray[Any]]:
+        """The cache, in the order it was filled, as arrays (a checkpoint's form):
+        ``pairs`` ``(n, 2)``, ``set_sizes`` ``(n,)``, ``sets`` (the conditioning sets'
+        indices one after the other), ``pvalues`` and ``skipped`` ``(n,)``; plus
+        ``hits``, the cache-hit count. :meth:`absorb_arrays` is the inverse."""
+        keys = list(self._cache)
+        return {
+            "pairs": np.array([k[:2] for k in keys], dtype=np.int64).reshape(-1, 2),
+            "set_sizes": np.array([len(k[2]) for k in keys], dtype=np.int64),
+            "sets": np.array([v for k in keys for v in k[2]], dtype=np.int64),
+            "pvalues": np.array([self._cache[k] for k in keys], dtype=np.float64),
+            "skipped": np.array([k in self._skipped for k in keys], dtype=bool),
+            "hits": np.array(self.n_cache_hits, dtype=np.int64),
+        }
+
+    def absorb_arrays(self, arrays: Mapping[str, NDArray[Any]]) -> None:
+        """:meth:`absorb` the tests and hits of :meth:`cache_arrays`' output."""
+        sizes = np.asarray(arrays["set_sizes"], dtype=np.int64)
+        sets = np.split(np.asarray(arrays["sets"], dtype=np.int64), np.cumsum(sizes)[:-1])
+        pairs = np.asarray(arrays["pairs"], dtype=np.int64).reshape(-1, 2)
+        pvalues, skipped = np.asarray(arrays["pvalues"]), np.asarray(arrays["skipped"])
+        n = len(sizes)
+        if {len(pairs), len(pvalues), len(skipped)} != {n} or sizes.sum() != len(arrays["sets"]):
+            raise ValueError("the cached tests' arrays differ in length")
+        entries = []
+        for (i, j), z, p, s in zip(pairs.tolist(), sets, pvalues.tolist(), skipped, strict=False):
+            key = (int(i), int(j), tuple(int(k) for k in z))
+            self._check(key)
+            entries.append((key, float(p), bool(s)))
+        self.absorb(entries, int(arrays["hits"]))
 
     def pvalue(self, i: int, j: int, z: Iterable[int] = ()) -> float:
         """The (cached) p-value of ``X_i ⊥ X_j | X_z``; see :meth:`query`."""

@@ -1,0 +1,392 @@
+"""A run's folder: its record (``run.json``), its lock (``run.lock``), and reuse.
+
+``run.json`` says what the run is doing or how it ended (``status``: ``running``,
+``finished``, ``stopped``, ``failed``) and which of the folder's entries it wrote
+(``files``; top-level names, a folder as one name). Entries that were in the folder
+before the run (``kept``) are not the run's: a later ``--overwrite`` deletes only the
+run's own files, and only when ``run.json`` is a valid fedstruct run record. A run
+killed outright (SIGKILL, power loss) leaves ``status: running``; its files are then
+every entry of the folder that is not kept and not the lock.
+
+``run.lock`` holds the pid and host of the process writing the folder, from before
+the folder is prepared until the run ends. A second run or resume on a locked folder
+is refused, naming the owner; a lock whose process has ended (same host) is stale:
+it is named on stderr and taken over.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fedstruct.errors import ConfigError
+from fedstruct.fl.federation import CHECKPOINT_FILE
+
+__all__ = [
+    "LOCK_FILE",
+    "RUN_FILE",
+    "RUN_FORMAT",
+    "folder_lock",
+    "lock_owner",
+    "prepare_out",
+    "read_record",
+    "record_files",
+    "run_state",
+    "update_files",
+    "write_record",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The run's record: status and the files it wrote.
+RUN_FILE = "run.json"
+#: ``run.json``'s ``format`` entry.
+RUN_FORMAT = "fedstruct.run"
+#: The lock held while a process writes the folder.
+LOCK_FILE = "run.lock"
+#: Names a run writes whatever the method; an entry of these names that the previous
+#: run did not write is never written over.
+_OWN_NAMES = (
+    "config.json", RUN_FILE, "metrics.json", "history.json", CHECKPOINT_FILE,
+    "model.json", "model.safetensors",
+)  # fmt: skip
+#: Files that mark a folder as holding a fedstruct run (of any version).
+_RUN_MARKERS = ("config.json", RUN_FILE, "metrics.json")
+#: Statuses a record may have.
+_STATUSES = ("running", "finished", "stopped", "failed")
+
+
+# ------------------------------------------------------------------- record
+
+
+def _is_plain_name(name: object) -> bool:
+    """A file name without any folder part (never ``..``, a separator or a root)."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\0" not in name
+    )
+
+
+def read_record(out: Path) -> dict[str, Any] | None:
+    """``out/run.json``, checked; ``None`` when the folder has none.
+
+    Raises
+    ------
+    ConfigError
+        If it is not JSON, not a fedstruct run record (written by an older fedstruct,
+        which did not list its files, or by hand), or lists a file outside the folder.
+    """
+    path = out / RUN_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConfigError(
+            f"{path} is unreadable ({exc}); the folder's files are left as they are"
+        ) from None
+    if not isinstance(record, dict) or record.get("format") != RUN_FORMAT:
+        raise ConfigError(
+            f'{path} is not a record of this fedstruct (no "format": "{RUN_FORMAT}"), so '
+            "the run's files cannot be told from others: the folder is never emptied; "
+            "delete its files yourself or choose a new folder"
+        )
+    for key in ("files", "kept"):
+        names = record.get(key)
+        if not isinstance(names, list) or not all(_is_plain_name(n) for n in names):
+            raise ConfigError(
+                f"{path}: {key!r} is not a list of file names in the folder; the folder is "
+                "never emptied: delete its files yourself or choose a new folder"
+            )
+    if record.get("status") not in _STATUSES:
+        raise ConfigError(
+            f"{path}: status {record.get('status')!r} is not one of {list(_STATUSES)}"
+        )
+    return record
+
+
+def _entries(out: Path) -> set[str]:
+    """Names in ``out`` other than its lock."""
+    return {p.name for p in out.iterdir()} - {LOCK_FILE} if out.is_dir() else set()
+
+
+def record_files(out: Path, record: dict[str, Any]) -> list[str]:
+    """The entries of ``out`` that the recorded run wrote: those it lists, or for a run
+    that never ended (status ``running``) every entry it did not keep."""
+    if record["status"] == "running":
+        return sorted(_entries(out) - set(record["kept"]))
+    return [name for name in record["files"] if (out / name).exists() or (out / name).is_symlink()]
+
+
+def write_record(
+    out: Path,
+    status: str,
+    *,
+    kept: Iterable[str] | None = None,
+    settings_digest: str | None = None,
+    **details: Any,
+) -> None:
+    """Write ``out/run.json`` atomically: ``status``, ``details``, and the files the run
+    wrote so far (every entry not ``kept``).
+
+    Parameters
+    ----------
+    kept
+        Entries that were there before the run (default: the current record's, or,
+        without one, every entry but ``config.json``, which the run writes first).
+    settings_digest
+        SHA-256 of the settings the run started with (``config.json``; default: the
+        current record's), checked by ``--resume``.
+    """
+    try:
+        previous = read_record(out) or {}
+    except ConfigError:
+        previous = {}
+    if kept is None:
+        kept = previous["kept"] if previous else sorted(_entries(out) - {"config.json"})
+    if settings_digest is None:
+        settings_digest = previous.get("settings_digest")
+    kept = sorted(set(kept))
+    files = sorted(_entries(out) - set(kept) | {RUN_FILE})
+    record = {"format": RUN_FORMAT, "status": status, **details, "files": files, "kept": kept}
+    if settings_digest is not None:
+        record["settings_digest"] = settings_digest
+    _write_atomically(out / RUN_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def update_files(out: Path) -> None:
+    """Bring ``run.json``'s list of files up to date (after the run: a deployment
+    writes some beside the server's)."""
+    try:
+        record = read_record(out)
+    except ConfigError:
+        return
+    if record is not None:
+        own = ("format", "status", "files", "kept", "settings_digest")
+        details = {k: v for k, v in record.items() if k not in own}
+        write_record(out, record["status"], **details)
+
+
+def run_state(out: Path) -> str | None:
+    """The run's status as ``run.json`` says, ``interrupted`` for a run recorded as
+    running that no live process holds; ``None`` without a valid record."""
+    try:
+        record = read_record(out)
+    except ConfigError:
+        return None
+    if record is None:
+        return None
+    if record["status"] == "running" and lock_owner(out) is None:
+        return "interrupted"
+    return str(record["status"])
+
+
+# ------------------------------------------------------------------ prepare
+
+
+def prepare_out(out: Path, *, overwrite: bool = False) -> list[str]:
+    """Make ``out`` (created and locked by :func:`folder_lock`) ready for a new run and
+    return the entries it keeps (not the new run's).
+
+    A folder holding another run is refused, or, with ``overwrite``, cleared of that
+    run's files only (those ``run.json`` lists). The folder of a run that failed
+    before saving any round is reused without ``overwrite``.
+
+    Raises
+    ------
+    ConfigError
+        If ``out`` is a file, holds another run (without ``overwrite``), holds files
+        but no valid ``run.json`` (never emptied, even with ``overwrite``), or holds a
+        file the new run would write over that no earlier run wrote.
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the run")
+    entries = _entries(out)
+    if not entries:
+        return []
+    record = read_record(out)
+    if record is None:
+        markers = [m for m in _RUN_MARKERS if m in entries]
+        what = (
+            f"holds {markers[0]} but no fedstruct run.json, so none of its files is known "
+            "to be a run's"
+            if markers
+            else "is not empty and holds no fedstruct run (no run.json)"
+        )
+        raise ConfigError(
+            f"--out {out} {what}; choose a new or empty folder (it is never emptied for you)"
+        )
+    theirs = record_files(out, record)
+    reusable = record["status"] == "failed" and CHECKPOINT_FILE not in theirs
+    if not (overwrite or reusable):
+        raise ConfigError(
+            f"--out {out} holds another run ({record['status']}); choose a new folder, or "
+            "add --overwrite to replace it (only the files that run wrote are deleted)"
+        )
+    kept = sorted(entries - set(theirs))
+    clash = [name for name in _OWN_NAMES if name in kept]
+    if clash:
+        raise ConfigError(
+            f"--out {out} holds {clash[0]}, which no earlier run wrote and the new run would "
+            "write over; move it away or choose a new folder"
+        )
+    for name in theirs:
+        _remove(out / name)
+    return kept
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------- lock
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
+def _read_lock(path: Path) -> dict[str, Any]:
+    try:
+        owner = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def _stale(owner: dict[str, Any]) -> bool:
+    """Whether the lock's process has ended (only knowable on this host)."""
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return True  # unreadable: no process can be named as its owner
+    return owner.get("host") == socket.gethostname() and not _alive(pid)
+
+
+def lock_owner(out: Path) -> dict[str, Any] | None:
+    """The live owner (``pid``, ``host``, ``since``) of ``out``'s lock, or ``None`` when
+    it has none or a stale one."""
+    path = out / LOCK_FILE
+    if not path.is_file():
+        return None
+    owner = _read_lock(path)
+    return None if _stale(owner) else owner
+
+
+@contextmanager
+def folder_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/run.lock`` (``out`` created if absent) for the block.
+
+    Raises
+    ------
+    ConfigError
+        If ``out`` is a file, cannot be created or written, or another live process
+        holds it (naming its pid and host).
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the run")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the run into --out {out} ({exc.strerror or exc}); choose a "
+            "folder you can write to"
+        ) from exc
+    path = out / LOCK_FILE
+    me = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    _acquire(path, me)
+    try:
+        yield
+    finally:
+        if _read_lock(path).get("pid") == me["pid"]:
+            path.unlink(missing_ok=True)
+
+
+def _acquire(path: Path, me: dict[str, Any]) -> None:
+    for _ in range(3):
+        if _link_new(path, me):
+            return
+        owner = _read_lock(path)
+        if not _stale(owner):
+            raise ConfigError(_held_message(path, owner))
+        logger.warning(
+            "%s: taking over a stale lock: %s has ended",
+            path.parent,
+            _who(owner) if owner else "its unreadable owner",
+        )
+        path.unlink(missing_ok=True)
+    raise ConfigError(f"{path} keeps being taken by another process; try again")
+
+
+def _link_new(path: Path, me: dict[str, Any]) -> bool:
+    """Create ``path`` holding ``me`` in one step; ``False`` if it exists."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".run.lock-")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the run into --out {path.parent} ({exc.strerror or exc}); choose "
+            "a folder you can write to"
+        ) from exc
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(me) + "\n")
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _who(owner: dict[str, Any]) -> str:
+    return f"process {owner.get('pid')} on {owner.get('host')}"
+
+
+def _held_message(path: Path, owner: dict[str, Any]) -> str:
+    since = f" since {owner['since']}" if owner.get("since") else ""
+    if owner.get("host") == socket.gethostname():
+        return (
+            f"--out {path.parent} is in use by fedstruct {_who(owner)}{since}; wait for it "
+            "to end, or choose another folder"
+        )
+    return (
+        f"--out {path.parent} is locked by fedstruct {_who(owner)}{since}; if that process "
+        f"has ended, delete {path} and run again"
+    )

@@ -1,0 +1,266 @@
+"""Resuming a run: every method's state survives the safe checkpoint format; crafted and
+old checkpoints are refused without running anything; the folder's lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fedstruct.cli import app
+from fedstruct.errors import CheckpointError, ConfigError
+from fedstruct.experiments import runnable
+from fedstruct.experiments.runs import execute
+from fedstruct.experiments.settings import apply_settings
+from fedstruct.fl.checkpoint import read_tree
+from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
+
+runner = CliRunner()
+
+#: Per method: small settings and the round to stop after, chosen so that the
+#: checkpoint holds the state types that method has (late answers as messages, client
+#: states, NGMs, a FedCDnv client's CI cache).
+RESUMES = {
+    "fedavg": ({"rounds": 3, "dropout": 0.3, "report_rate": 0.5}, 1),
+    "fcm": ({}, 1),
+    "fedcd": ({"network": "er", "variables": 5, "samples": 200, "samples_per_intervention": 10,
+               "model_steps": 10, "graph_steps": 2}, 1),
+    "fedcdnv": ({}, 1),
+    "cafe": ({"algorithm": "moon"}, 1),
+}  # fmt: skip
+
+
+def settings(method: str) -> dict:
+    return {**runnable(method).quick, **RESUMES[method][0]}
+
+
+def read(path: Path):
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("method", sorted(RESUMES))
+def test_an_interrupted_run_resumes_to_the_uninterrupted_result(method, tmp_path):
+    full, part = tmp_path / "full", tmp_path / "part"
+    execute(method, [settings(method)], full)
+    execute(method, [settings(method)], part, stop_after=RESUMES[method][1])
+    assert read(part / "run.json")["status"] == "stopped"
+    header, state = read_tree(part / CHECKPOINT_FILE)
+    assert header["round"] == RESUMES[method][1] and not header["done"]
+    assert type(state["server_state"]).__name__.lower().startswith(method[:4])
+    execute(method, [], part, resume=True)
+    assert read(part / "metrics.json") == read(full / "metrics.json")
+    assert read(part / "history.json") == read(full / "history.json")
+    assert read(part / "run.json")["status"] == "finished"
+
+
+def test_fedngm_resumes_from_its_models(tmp_path):
+    """Stopped after round 3 (train), the checkpoint holds the client NGMs and the
+    global one; the resumed fit ends with the uninterrupted one's models. (Estimator
+    level: the run's evaluation would cost a minute here.)"""
+    entry = runnable("fedngm")
+    q = {**entry.quick, "samples": 1200, "epochs": 1, "burn_in": 2}
+    s = apply_settings(entry.settings(), q, method="fedngm")
+    clients = entry.build_clients(s)
+    full = entry.method(s).fit(clients)
+    path = tmp_path / CHECKPOINT_FILE
+    entry.method(s).fit(clients, checkpoint=path, stop_after=3)
+    state = read_tree(path)[1]["server_state"]
+    assert state.phase == "release" and state.global_model is not None and state.client_models
+    resumed = entry.method(s).fit(clients, checkpoint=path, resume=True)
+    assert resumed.history_ == full.history_
+    assert resumed.model_.to_arrays().keys() == full.model_.to_arrays().keys()
+    for key, array in full.model_.to_arrays().items():
+        np.testing.assert_array_equal(resumed.model_.to_arrays()[key], array)
+
+
+def test_a_fedcdnv_checkpoint_holds_no_rows(tmp_path):
+    """A client's CI test (which holds its rows) is rebuilt from its own data on
+    resume; the checkpoint keeps only the test's cached p-values."""
+    execute("fedcdnv", [settings("fedcdnv")], tmp_path / "run", stop_after=1)
+    _, state = read_tree(tmp_path / "run" / CHECKPOINT_FILE)
+    client = state["grid_state"]["clients"][0]
+    assert sorted(client) == ["ci_cache", "result"] and "ci_test" not in client["result"]
+    assert len(client["ci_cache"]["pvalues"]) > 0
+
+
+class RunsCode:
+    """A pickle that runs ``touch MARKER`` when loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A FedAvg run stopped after round 1 (its checkpoint can be resumed)."""
+    out = tmp_path_factory.mktemp("stopped") / "run"
+    execute("fedavg", [runnable("fedavg").quick], out, stop_after=1)
+    return out
+
+
+def copy_run(folder: Path, to: Path) -> Path:
+    to.mkdir()
+    for path in folder.iterdir():
+        (to / path.name).write_bytes(path.read_bytes())
+    return to
+
+
+def one_line_exit_2(args: list[str], message: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_crafted_checkpoint_is_refused_and_never_run(stopped, tmp_path):
+    """The issue's attack: a pickle with ``__reduce__ -> os.system`` as the checkpoint."""
+    out = copy_run(stopped, tmp_path / "run")
+    marker = tmp_path / "ran"
+    (out / CHECKPOINT_FILE).write_bytes(pickle.dumps(RunsCode(marker)))
+    one_line_exit_2(["run", "fedavg", "--resume", str(out)], "is not a fedstruct checkpoint")
+    assert not marker.exists()
+
+
+def test_an_old_pickle_checkpoint_is_refused_and_never_run(stopped, tmp_path):
+    out = copy_run(stopped, tmp_path / "run")
+    marker = tmp_path / "ran"
+    (out / CHECKPOINT_FILE).unlink()
+    (out / "checkpoint.pkl").write_bytes(pickle.dumps(RunsCode(marker)))
+    one_line_exit_2(
+        ["run", "fedavg", "--resume", str(out)], "is a pickle checkpoint of an older fedstruct"
+    )
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ([], "holds a JSON list, not an object"),
+        ({"method": "fedavg"}, "has no settings object"),
+        ({"method": "fedavg", "settings": []}, "has no settings object"),
+        ({"settings": {}}, "names no method"),
+        ({"method": "fedavg", "settings": {}, "deployment": {"x": 1}}, "'deployment' is not"),
+    ],
+)
+def test_a_config_json_of_the_wrong_shape_is_one_line(stopped, tmp_path, config, message):
+    out = copy_run(stopped, tmp_path / "run")
+    (out / "config.json").write_text(json.dumps(config))
+    one_line_exit_2(["run", "fedavg", "--resume", str(out)], message)
+
+
+def test_a_config_json_changed_since_the_run_began_is_refused(stopped, tmp_path):
+    """The checkpoint belongs to the settings the run began with (``run.json`` keeps
+    their digest): a different data size is refused, not resumed on other data."""
+    out = copy_run(stopped, tmp_path / "run")
+    config = read(out / "config.json")
+    config["settings"]["samples"] += 100
+    (out / "config.json").write_text(json.dumps(config))
+    one_line_exit_2(["run", "fedavg", "--resume", str(out)], "holds other settings than the run")
+
+
+@pytest.mark.parametrize(
+    ("history", "message"),
+    [("[{", "history.json is not valid JSON"), ('{"a": 1}', "is not a list of per-round")],
+)
+def test_a_malformed_history_json_is_one_line(tmp_path, history, message):
+    out = tmp_path / "run"
+    execute("fedavg", [{**runnable("fedavg").quick, "rounds": 1}], out)
+    (out / "history.json").write_text(history)
+    one_line_exit_2(["show", str(out)], message)
+
+
+# ------------------------------------------------------------------- the lock
+
+
+def plant_lock(out: Path, pid: int, host: str | None = None) -> None:
+    lock = {"pid": pid, "host": host or socket.gethostname(), "since": "2026-01-01T00:00:00"}
+    (out / "run.lock").write_text(json.dumps(lock))
+
+
+def ended_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_folder_another_live_process_writes_is_refused(stopped, tmp_path):
+    out = copy_run(stopped, tmp_path / "run")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        plant_lock(out, sleeper.pid)
+        message = f"is in use by fedstruct process {sleeper.pid} on {socket.gethostname()}"
+        with pytest.raises(ConfigError, match=message):
+            execute("fedavg", [], out, resume=True)
+        with pytest.raises(ConfigError, match=message):
+            execute("fedavg", [runnable("fedavg").quick], out, overwrite=True)
+        plant_lock(out, sleeper.pid, host="elsewhere")
+        with pytest.raises(ConfigError, match=r"locked by fedstruct process \d+ on elsewhere"):
+            execute("fedavg", [], out, resume=True)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert (out / CHECKPOINT_FILE).exists()  # nothing was touched
+
+
+def test_a_stale_lock_is_named_and_taken_over(stopped, tmp_path, caplog):
+    out = copy_run(stopped, tmp_path / "run")
+    record = read(out / "run.json")
+    (out / "run.json").write_text(json.dumps({**record, "status": "running"}))  # a SIGKILL
+    pid = ended_pid()
+    plant_lock(out, pid)
+    shown = runner.invoke(app, ["show", str(out)])
+    assert shown.exit_code == 0 and "interrupted after round 1" in shown.output
+    assert f"'fedstruct run fedavg --resume {out}'" in shown.output.replace("\n", "")
+    execute("fedavg", [], out, resume=True)
+    assert f"taking over a stale lock: process {pid} on" in caplog.text
+    assert read(out / "run.json")["status"] == "finished" and not (out / "run.lock").exists()
+
+
+@pytest.mark.slow
+def test_a_killed_run_is_shown_as_interrupted_and_resumes(tmp_path):
+    """SIGKILL mid-run: run.json still says running, the lock names a dead process;
+    ``show`` says interrupted, and ``--resume`` takes the lock over and finishes with
+    the uninterrupted run's metrics."""
+    args = ["--network", "asia", "--clients", "3", "--rounds", "12", "--seed", "1",
+            "--set", "samples=1500", "--set", "test_samples=500", "--quiet"]  # fmt: skip
+    cli = [sys.executable, "-m", "fedstruct.cli", "run", "fedavg"]
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*cli, *args, "--out", str(out)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if read_checkpoint_header(out / CHECKPOINT_FILE)["round"] >= 2:
+                break
+        except CheckpointError:
+            pass
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if read(out / "run.json")["status"] != "running":
+        pytest.skip("the run finished before it could be killed")
+    assert read(out / "run.lock")["pid"] == proc.pid
+    shown = runner.invoke(app, ["show", str(out)])
+    assert "interrupted after round" in shown.output
+    resumed = subprocess.run(
+        [*cli, "--resume", str(out), "--quiet"], capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"taking over a stale lock: process {proc.pid}" in resumed.stderr
+    assert (
+        runner.invoke(app, ["run", "fedavg", *args, "--out", str(tmp_path / "full")]).exit_code == 0
+    )
+    assert read(out / "metrics.json") == read(tmp_path / "full" / "metrics.json")
+    assert read(out / "run.json")["status"] == "finished"
