@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -247,7 +247,7 @@ def load_control_keys(path: Path) -> dict[str, ed25519.Ed25519PublicKey]:
             continue
         try:
             key = serialization.load_ssh_public_key(line.strip().encode())
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, UnsupportedAlgorithm):
             key = None
         if not isinstance(key, ed25519.Ed25519PublicKey):
             raise ConfigError(
@@ -265,7 +265,7 @@ def _load_private_control_key(path: Path) -> ed25519.Ed25519PrivateKey:
         raise ConfigError(f"--control-key {path} does not exist; give the private key file")
     try:
         key = serialization.load_ssh_private_key(Path(path).read_bytes(), password=None)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, UnsupportedAlgorithm):
         key = None
     if not isinstance(key, ed25519.Ed25519PrivateKey):
         raise ConfigError(
