@@ -184,6 +184,9 @@ RUN_OPTIONS = [
                  help="--backend flower: nodes to wait for before round 1 (0: all)."),
     click.Option(["--reply-timeout"], type=float, default=600.0, show_default=True,
                  help="--backend flower: seconds to wait for one exchange."),
+    click.Option(["--control-key"], type=click.Path(path_type=Path),
+                 help="--backend flower: private control key the SuperLink accepts "
+                 "(fedstruct flower control-key)."),
 ]  # fmt: skip
 
 _CLICK_TYPES: dict[str, click.ParamType] = {
@@ -248,6 +251,7 @@ def _run_method(
     root_certificates: Path | None,
     min_nodes: int,
     reply_timeout: float,
+    control_key: Path | None,
 ) -> None:
     """What ``fedstruct run METHOD ...`` does once its options are parsed."""
     from fedstruct.experiments import execute
@@ -283,8 +287,9 @@ def _run_method(
             root_certificates=str(root_certificates) if root_certificates else None,
             min_nodes=min_nodes,
             reply_timeout=reply_timeout,
+            control_key=str(control_key.resolve()) if control_key else None,
         )
-        deployment.link()  # check the address and the certificate file before writing
+        deployment.link()  # check the address and the key files before writing
     outcome = execute(
         method,
         layers,
@@ -632,15 +637,22 @@ Insecure = Annotated[
 ]
 
 
-def _exec(cmd: list[str], home: Path) -> None:
-    """Replace this process by a Flower daemon (its PID stays ours)."""
+def _exec(cmd: list[str], home: Path, control_keys: Path | None = None) -> None:
+    """Replace this process by a Flower daemon under fedstruct's guards (its PID stays
+    ours; ``control_keys``: the SuperLink's file of control public keys)."""
     import os
 
-    from fedstruct.fl.flower.cluster import flower_env
+    from fedstruct.fl.flower.cluster import flower_env, guarded
+    from fedstruct.fl.flower.guard import CONTROL_KEYS_ENV
 
     home.mkdir(parents=True, exist_ok=True)
+    env = flower_env(home)
+    env.pop(CONTROL_KEYS_ENV, None)
+    if control_keys is not None:
+        env[CONTROL_KEYS_ENV] = str(control_keys.resolve())
     err_console.print(" ".join(cmd), highlight=False, soft_wrap=True)
-    os.execvpe(cmd[0], cmd, flower_env(home))
+    cmd = guarded(cmd)
+    os.execvpe(cmd[0], cmd, env)
 
 
 @flower_app.command("superlink")
@@ -661,22 +673,37 @@ def flower_superlink(
     database: Annotated[
         Path | None, typer.Option(help="SQLite file for the state (survives restarts).")
     ] = None,
+    control_keys: Annotated[
+        Path | None,
+        typer.Option(
+            help="File of control public keys (KEY.pub lines): only their holders may "
+            "submit runs or register nodes. Required with --certificates."
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
     """Start the SuperLink: the coordinator every SuperNode and submitted run talks to."""
     from fedstruct.fl.flower.cluster import Link, default_home, superlink_command, write_connection
+    from fedstruct.fl.flower.credentials import load_control_keys
 
     if certificates is None and not insecure:
         raise ConfigError("give --certificates DIR for TLS, or --insecure for loopback tests")
     cmd = superlink_command(
         host, port, certificates=certificates, node_auth=node_auth, database=database
     )
+    if certificates is not None and control_keys is None:
+        raise ConfigError(
+            "give --control-keys FILE (public keys from 'fedstruct flower control-key'): "
+            "without it anyone who can reach the SuperLink could submit runs"
+        )
+    if control_keys is not None:
+        load_control_keys(control_keys)  # one-line error for a bad file, before starting
     home = home or default_home()
     local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     write_connection(
         home, Link(f"{local}:{port}", certificates / "ca.crt" if certificates else None)
     )
-    _exec(cmd, home)
+    _exec(cmd, home, control_keys)
 
 
 @flower_app.command("supernode")
@@ -761,11 +788,15 @@ def flower_register(
     root_certificates: Annotated[
         Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")
     ] = None,
+    control_key: Annotated[
+        Path | None, typer.Option(help="Private control key the SuperLink accepts.")
+    ] = None,
     home: Home = None,
 ) -> None:
     """Admit a SuperNode: register its public key at a SuperLink started with --node-auth."""
     from fedstruct.fl.flower.cluster import (
         CONNECTION,
+        ControlAuth,
         Link,
         default_home,
         flwr_json,
@@ -774,9 +805,14 @@ def flower_register(
 
     if not public_key.is_file():
         raise ConfigError(f"public key {public_key} does not exist")
+    if control_key is not None and not control_key.is_file():
+        raise ConfigError(f"--control-key {control_key} does not exist; give the private key")
     home = home or default_home()
     write_connection(home, Link(superlink, root_certificates))
-    answer = flwr_json(["supernode", "register", str(public_key), CONNECTION], home)
+    control = ControlAuth(superlink, control_key)
+    answer = flwr_json(
+        ["supernode", "register", str(public_key), CONNECTION], home, control=control
+    )
     out_console.print(f"registered {public_key.name}: SuperNode id {answer.get('node-id')}")
 
 
@@ -795,6 +831,19 @@ def flower_certificates(
     hosts = ["127.0.0.1", *[h for h in host or [] if h != "127.0.0.1"]]
     made = make_certificates(folder, hosts)
     out_console.print(f"wrote {made.ca_cert}, {made.server_cert} and their keys for {hosts}")
+
+
+@flower_app.command("control-key")
+@_bad_input_exits_2
+def flower_control_key(
+    path: Annotated[Path, typer.Argument(help="Private key file to write (PATH.pub is added).")],
+) -> None:
+    """Make a control key pair: PATH signs runs and registrations; PATH.pub goes into the
+    SuperLink's --control-keys file."""
+    from fedstruct.fl.flower.credentials import make_control_key
+
+    private, public = make_control_key(path)
+    out_console.print(f"wrote {private} (keep it secret) and {public} (for --control-keys)")
 
 
 @flower_app.command("node-key")

@@ -159,3 +159,85 @@ def test_missing_certificate_files_are_one_line(tmp_path):
         ]
     )
     assert "--auth-key" in text and "does not exist" in text
+
+
+def test_only_fedstruct_own_app_passes_the_guard(tmp_path, write_foreign_app):
+    from flwr.cli.build import build_fab_from_disk
+
+    from fedstruct.experiments.flower.deploy import write_app
+    from fedstruct.fl.flower.guard import FEDSTRUCT_COMPONENTS, app_problem
+
+    assert app_problem(build_fab_from_disk(write_app(tmp_path / "ours"))) is None
+    foreign = build_fab_from_disk(write_foreign_app(tmp_path / "foreign"))
+    assert "ships files of its own (foreign.py)" in app_problem(foreign)
+    # fedstruct's component names, but with a module of its own that would shadow ours
+    shadow = write_foreign_app(tmp_path / "shadow", components=FEDSTRUCT_COMPONENTS)
+    assert "ships files of its own" in app_problem(build_fab_from_disk(shadow))
+    (shadow / "foreign.py").unlink()
+    assert app_problem(build_fab_from_disk(shadow)) is None  # no code: the installed one runs
+    (shadow / "pyproject.toml").write_text(
+        (shadow / "pyproject.toml").read_text().replace("dependencies = []", 'dependencies = ["x"]')
+    )
+    assert "asks for packages" in app_problem(build_fab_from_disk(shadow))
+    other = write_foreign_app(
+        tmp_path / "other", components={"serverapp": "os:system", "clientapp": "os:system"}
+    )
+    (other / "foreign.py").unlink()
+    assert "are not fedstruct's" in app_problem(build_fab_from_disk(other))
+    assert "not a Flower App Bundle" in app_problem(b"not a zip")
+
+
+def test_control_tokens_are_checked_by_key_signature_and_age(tmp_path):
+    from fedstruct.fl.flower.credentials import (
+        TOKEN_LIFETIME,
+        control_token,
+        load_control_keys,
+        make_control_key,
+        verify_control_token,
+    )
+    from fedstruct.fl.flower.guard import ControlKeyAuthn
+
+    key, pub = make_control_key(tmp_path / "coordinator")
+    other, other_pub = make_control_key(tmp_path / "other")
+    assert key.stat().st_mode & 0o777 == 0o600 and pub.read_text().startswith("ssh-ed25519 ")
+    keys = load_control_keys(pub)
+    token = control_token(key)
+    assert verify_control_token(token, keys) is None
+    assert "not among the SuperLink's --control-keys" in verify_control_token(
+        control_token(other), keys
+    )
+    old = control_token(key, now=1e9)
+    assert "expired" in verify_control_token(old, keys)
+    assert verify_control_token(old, keys, now=1e9 + TOKEN_LIFETIME - 1) is None
+    body, _, signature = token.rpartition(".")
+    forged = body.replace(body.split(".")[2], str(int(body.split(".")[2]) + 1))
+    assert "signature" in verify_control_token(f"{forged}.{signature}", keys)
+    assert "not a fedstruct control token" in verify_control_token("abc", keys)
+    plugin = ControlKeyAuthn(keys)
+    assert plugin.validate_tokens_in_metadata([])[0] is False
+    assert plugin.validate_tokens_in_metadata([("flwr-oidc-access-token", token)])[0] is True
+    # a file of several keys; a bad line is named
+    (tmp_path / "keys").write_text(f"# coordinators\n{pub.read_text()}\n{other_pub.read_text()}")
+    assert len(load_control_keys(tmp_path / "keys")) == 2
+    (tmp_path / "bad").write_text("ssh-ed25519 AAAA\n")
+    with pytest.raises(ConfigError, match=r"line 1 of --control-keys .* is not an Ed25519"):
+        load_control_keys(tmp_path / "bad")
+    with pytest.raises(ConfigError, match="is not an Ed25519 private key"):
+        control_token(pub)
+
+
+def test_a_tls_superlink_needs_control_keys(tmp_path):
+    make_certificates(tmp_path)
+    text = one_line_error(["flower", "superlink", "--certificates", str(tmp_path)])
+    assert "give --control-keys FILE" in text
+    (tmp_path / "keys").write_text("not a key\n")
+    text = one_line_error(
+        ["flower", "superlink", "--certificates", str(tmp_path), "--control-keys",
+         str(tmp_path / "keys")]
+    )  # fmt: skip
+    assert "line 1 of --control-keys" in text
+    text = one_line_error(
+        ["run", "fedavg", "--backend", "flower", "--control-key", str(tmp_path / "nope"),
+         "--out", str(tmp_path / "run")]
+    )  # fmt: skip
+    assert "--control-key" in text and "does not exist" in text

@@ -18,8 +18,19 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from fedstruct.errors import CheckpointError
+from flwr.common.constant import ErrorCode
+
+from fedstruct.errors import CheckpointError, DeploymentError
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
+from fedstruct.fl.flower.cluster import (
+    CONNECTION,
+    ControlAuth,
+    Link,
+    flower_env,
+    flwr_json,
+    wait_reachable,
+    write_connection,
+)
 from fedstruct.fl.flower.loopback import FEDSTRUCT, LoopbackCluster
 
 pytestmark = pytest.mark.slow
@@ -150,26 +161,78 @@ def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
     assert all(h["clients_answered"] <= h["clients_asked"] for h in history)
 
 
-def test_tls_with_node_authentication_refuses_unregistered_nodes(tmp_path):
+def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreign_app):
+    """With TLS, node keys and control keys: a node with an unregistered key, a node
+    registration or run submitted without a control key, and an app that is not
+    fedstruct's are all refused; the coordinator's signed run goes through."""
     c = LoopbackCluster(tmp_path)
     certs, keys = tmp_path / "certs", tmp_path / "keys"
     assert c.fedstruct("flower", "certificates", str(certs)).returncode == 0
     for name in ("hospital", "intruder"):
         assert c.fedstruct("flower", "node-key", str(keys / name)).returncode == 0
+    assert c.fedstruct("flower", "control-key", str(keys / "coordinator")).returncode == 0
     tls = ["--root-certificates", str(certs / "ca.crt")]
+    signed = ["--control-key", str(keys / "coordinator")]
     try:
-        c.superlink("--certificates", str(certs), "--node-auth")
-        reg = c.fedstruct(
-            "flower", "register", str(keys / "hospital.pub"), "--superlink", c.address, *tls
+        c.superlink(
+            "--certificates", str(certs), "--node-auth",
+            "--control-keys", str(keys / "coordinator.pub"),
+        )  # fmt: skip
+        register = ["flower", "register", "--superlink", c.address, *tls]
+        stranger = c.fedstruct(*register, str(keys / "intruder.pub"))
+        assert stranger.returncode == 2
+        assert "refused 'flwr supernode': it answers only holders of a control key" in (
+            stranger.stderr
         )
+        reg = c.fedstruct(*register, str(keys / "hospital.pub"), *signed)
         assert reg.returncode == 0, reg.stdout + reg.stderr
         c.supernode(0, *tls, "--auth-key", str(keys / "hospital"))
         intruder = c.supernode(1, *tls, "--auth-key", str(keys / "intruder"), name="intruder")
         assert c.procs[intruder].wait(timeout=60) != 0  # refused: the process exits
         assert "Failed to activate SuperNode" in c.log(intruder)
-        result = c.fedstruct(*run_args(c, tmp_path / "run", 1, 1, *tls))
+        # a run submitted with the public ca.crt only
+        unsigned = c.fedstruct(*run_args(c, tmp_path / "unsigned", 1, 1, *tls))
+        assert unsigned.returncode == 2
+        assert "error: the SuperLink refused 'flwr run'" in unsigned.stderr
+        assert not (tmp_path / "unsigned" / "metrics.json").exists()
+        # a foreign app, even signed, is refused by the SuperLink itself
+        foreign = write_foreign_app(tmp_path / "foreign")
+        with pytest.raises(DeploymentError, match="fedstruct's app only"):
+            flwr_json(["run", str(foreign), CONNECTION], c.home,
+                      control=ControlAuth(c.address, keys / "coordinator"))  # fmt: skip
+        result = c.fedstruct(*run_args(c, tmp_path / "run", 1, 1, *tls, *signed))
         assert result.returncode == 0, result.stderr
         metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
         assert metrics["rounds"] == 1 and metrics["mean_clients_answered"] == 1
+    finally:
+        c.close()
+
+
+def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreign_app):
+    """Even behind a SuperLink that is not fedstruct's (or was compromised), a node
+    started by 'fedstruct flower supernode' answers a foreign app's messages with
+    Flower's invalid-app error and never runs its code."""
+    c = LoopbackCluster(tmp_path)
+    try:
+        c.start(
+            "superlink", "--insecure", "--host", "127.0.0.1", "--port", str(c.port),
+            "--disable-runtime-dependency-installation",
+            env=flower_env(c.home), program=["flower-superlink"],
+        )  # fmt: skip
+        wait_reachable(Link(c.address), 60)
+        write_connection(c.home, Link(c.address))
+        c.supernode(0, "--insecure")
+        app = write_foreign_app(tmp_path / "foreign")
+        marker, report = tmp_path / "node-ran-foreign-code", tmp_path / "report.json"
+        config = tmp_path / "run-config.toml"
+        config.write_text(f'marker = "{marker}"\nreport = "{report}"\n')
+        flwr_json(["run", str(app), CONNECTION, "--run-config", str(config)], c.home)
+        deadline = time.monotonic() + 150
+        while not report.exists():
+            assert time.monotonic() < deadline, c.log("superlink")[-2000:]
+            time.sleep(0.5)
+        assert json.loads(report.read_text()) == [int(ErrorCode.INVALID_FAB)]
+        assert not marker.exists()
+        assert "fedstruct guard: refused run" in c.log("node0")
     finally:
         c.close()

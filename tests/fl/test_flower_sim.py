@@ -1,6 +1,12 @@
 """The flower-sim backend gives exactly the local result (Ray; ~10 s per run)."""
 
 import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +17,8 @@ from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ConfigError
 from fedstruct.experiments import execute, runnable, runnable_names
 from fedstruct.fl import Participation, get_backend
+from fedstruct.fl.federation import CHECKPOINT_FILE
+from fedstruct.fl.flower.loopback import FEDSTRUCT
 from fedstruct.methods.fedavg import FedAvg
 
 pytestmark = pytest.mark.slow
@@ -66,3 +74,66 @@ def test_flower_is_not_a_python_level_backend():
         ConfigError, match="unknown backend 'ray'; valid backends: flower, flower-sim, local"
     ):
         get_backend("ray")
+
+
+def _processes_with(marker: str) -> list[str]:
+    """Command lines of the live processes whose environment holds ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker.encode() in (proc / "environ").read_bytes():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc for leftover processes")
+def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupted_result(
+    tmp_path,
+):
+    """Ctrl-C once: the ServerApp's thread stops within seconds (it used to wait out the
+    600 s reply timeout and then checkpoint the cut round as if no client had answered),
+    no Ray process is left, and --resume reaches the uninterrupted (local) result."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "FEDSTRUCT_TEST_MARKER": marker}
+    out = tmp_path / "sim"
+    settings = ["fedavg", "--clients", "2", "--rounds", "60", "--seed", "1",
+                "--set", "samples=1500", "--set", "test_samples=500",
+                "--set", "dropout=0.2", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(
+        [*FEDSTRUCT, "run", *settings, "--backend", "flower-sim", "--out", str(out)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / CHECKPOINT_FILE).exists():  # round 1 is done: Ray runs
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "no round finished in 120 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    assert json.loads((out / "run.json").read_text())["status"] == "stopped"
+    time.sleep(1.0)  # Ray's helpers end with their driver
+    assert _processes_with(marker) == []
+    resumed = subprocess.run(
+        [*FEDSTRUCT, "run", "fedavg", "--resume", str(out), "--quiet"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    local = subprocess.run(
+        [*FEDSTRUCT, "run", *settings, "--out", str(tmp_path / "local")],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    assert json.loads((out / "metrics.json").read_text()) == json.loads(
+        (tmp_path / "local" / "metrics.json").read_text()
+    )

@@ -116,6 +116,7 @@ def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any)
         join_timeout=backend.join_timeout,
         reply_timeout=backend.reply_timeout,
         poll_interval=backend.poll_interval,
+        stop=backend.stop,
     )
 
     def ask(kind: str, key: str, **config: Any) -> list[dict[str, Any]]:

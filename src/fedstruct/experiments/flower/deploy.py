@@ -24,6 +24,8 @@ from fedstruct.experiments.flower.contract import ERROR_FILE, RUN_CONFIG_DEFAULT
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.fl.flower.cluster import (
     CONNECTION,
+    ControlAuth,
+    ControlKeyRefused,
     DeploymentOptions,
     Link,
     default_home,
@@ -113,16 +115,16 @@ def submit(
     }
     run_config.write_text("\n".join(f"{k} = {_toml(v)}" for k, v in values.items()) + "\n")
     write_connection(home, link)
+    control = options.control()
     (out / ERROR_FILE).unlink(missing_ok=True)
     try:
-        answer = flwr_json(["run", str(app), CONNECTION, "--run-config", str(run_config)], home)
+        answer = flwr_json(
+            ["run", str(app), CONNECTION, "--run-config", str(run_config)], home, control=control
+        )
     except DeploymentError as exc:
-        raise DeploymentError(
-            f"cannot submit to the SuperLink at {link.address}: {exc}; "
-            "is 'fedstruct flower superlink' running there?"
-        ) from None
+        raise _refused(exc, link) from None
     run_id = str(answer["run-id"])
-    status, details = _wait(run_id, home, link, name, out, progress)
+    status, details = _wait(run_id, home, link, control, name, out, progress)
     if status == "finished:completed":
         return _read_outcome(out)
     error = out / ERROR_FILE
@@ -135,8 +137,24 @@ def submit(
     raise DeploymentError(f"run {run_id} ended {status}: {first}")
 
 
+def _refused(exc: DeploymentError, link: Link) -> DeploymentError:
+    """The one-line error of a submission the SuperLink did not take."""
+    if isinstance(exc, ControlKeyRefused):
+        return exc
+    return DeploymentError(
+        f"cannot submit to the SuperLink at {link.address}: {exc}; "
+        "is 'fedstruct flower superlink' running there?"
+    )
+
+
 def _wait(
-    run_id: str, home: Path, link: Link, name: str, out: Path, progress: bool
+    run_id: str,
+    home: Path,
+    link: Link,
+    control: ControlAuth,
+    name: str,
+    out: Path,
+    progress: bool,
 ) -> tuple[str, str]:
     """Poll the run's status until it has finished; return ``(status, details)``."""
     view = Status(f"run {run_id} submitted", console=Console(stderr=True)) if progress else None
@@ -146,7 +164,10 @@ def _wait(
     try:
         while True:
             try:
-                runs = flwr_json(["ls", CONNECTION, "--run-id", run_id], home)["runs"]
+                answer = flwr_json(["ls", CONNECTION, "--run-id", run_id], home, control=control)
+                runs = answer["runs"]
+            except ControlKeyRefused:
+                raise
             except DeploymentError:
                 raise DeploymentError(
                     f"lost the SuperLink at {link.address} during run {run_id}; the checkpoint "

@@ -12,7 +12,9 @@ its module only when asked for, so that a local run and
 - :mod:`~fedstruct.fl.flower.simulation`: the ``flower-sim`` backend;
 - :mod:`~fedstruct.fl.flower.deployment`: the backend of a deployment ServerApp;
 - :mod:`~fedstruct.fl.flower.cluster`: SuperLink/SuperNode commands, ``flwr`` calls;
-- :mod:`~fedstruct.fl.flower.credentials`: TLS certificates and node keys.
+- :mod:`~fedstruct.fl.flower.credentials`: TLS certificates, node keys, control keys;
+- :mod:`~fedstruct.fl.flower.guard`: fedstruct's checks inside the SuperLink and
+  SuperNode processes (control-key authentication, fedstruct's app only).
 """
 
 from fedstruct.errors import ConfigError

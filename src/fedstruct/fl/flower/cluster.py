@@ -8,9 +8,14 @@
   its own (several may share a machine).
 - Both start ``flower-superexec`` by name, so the environment puts this Python's
   ``bin`` directory first on ``PATH``.
+- Both daemons run under fedstruct's guards (:func:`guarded`,
+  :mod:`fedstruct.fl.flower.guard`): the SuperLink answers its Control API only to
+  holders of a control key, and both run fedstruct's app only.
 - The ``flwr`` CLI finds the SuperLink through a named connection in
   ``$FLWR_HOME/config.toml`` (:func:`write_connection`); its exit codes are not
-  reliable, so :func:`flwr_json` parses its JSON output.
+  reliable, so :func:`flwr_json` parses its JSON output. With a control key,
+  :func:`flwr_json` first stores a fresh control token where the CLI reads its
+  access token (``$FLWR_HOME/credentials.yaml``).
 
 Every function here only builds commands or talks to the given address; nothing is
 sent anywhere else.
@@ -34,11 +39,14 @@ from fedstruct.errors import ConfigError, DeploymentError
 __all__ = [
     "CONNECTION",
     "DEFAULT_SUPERLINK",
+    "ControlAuth",
+    "ControlKeyRefused",
     "DeploymentOptions",
     "Link",
     "default_home",
     "flower_env",
     "flwr_json",
+    "guarded",
     "superlink_command",
     "supernode_command",
     "wait_reachable",
@@ -114,6 +122,10 @@ class DeploymentOptions:
         Seconds to wait for the nodes to connect, and for one exchange's answers.
     home
         ``FLWR_HOME`` of the ``flwr`` CLI (default: :func:`default_home`).
+    control_key
+        Private control key that signs every call to the SuperLink's Control API
+        (``None``: unsigned calls, which a SuperLink with ``--control-keys`` refuses).
+        ``config.json`` keeps its path (never the key), so ``--resume`` signs too.
     """
 
     superlink: str = DEFAULT_SUPERLINK
@@ -122,11 +134,56 @@ class DeploymentOptions:
     join_timeout: float = 120.0
     reply_timeout: float = 600.0
     home: str | None = None
+    control_key: str | None = None
 
     def link(self) -> Link:
         """The SuperLink to talk to (checks the address and the certificate file)."""
         cert = Path(self.root_certificates) if self.root_certificates else None
+        _require_file(Path(self.control_key) if self.control_key else None, "--control-key")
         return Link(self.superlink, cert)
+
+    def control(self) -> ControlAuth:
+        """How ``flwr`` calls to this SuperLink authenticate."""
+        return ControlAuth(self.superlink, Path(self.control_key) if self.control_key else None)
+
+
+@dataclass(frozen=True)
+class ControlAuth:
+    """The control key that signs ``flwr`` calls to the SuperLink at ``address``
+    (``key = None``: unsigned calls)."""
+
+    address: str
+    key: Path | None = None
+
+    def store(self, home: Path) -> None:
+        """Put a fresh token for ``address`` where the ``flwr`` CLI reads its access
+        token; without a key, remove a token fedstruct stored there before."""
+        from flwr.cli.constant import (
+            ACCESS_TOKEN_STORE_KEY,
+            AUTHN_TYPE_STORE_KEY,
+            REFRESH_TOKEN_STORE_KEY,
+        )
+        from flwr.common.constant import AuthnType
+        from flwr.supercore.credential_store.file_credential_store import FileCredentialStore
+
+        from fedstruct.fl.flower.credentials import control_token
+
+        store = FileCredentialStore(home / "credentials.yaml")
+        keys = [k % self.address for k in (AUTHN_TYPE_STORE_KEY, ACCESS_TOKEN_STORE_KEY,
+                                           REFRESH_TOKEN_STORE_KEY)]  # fmt: skip
+        if self.key is not None:
+            values = [AuthnType.OIDC, control_token(self.key), "none"]
+            for key, value in zip(keys, values, strict=True):
+                store.set(key, value.encode())
+        elif (store.get(keys[1]) or b"").startswith(b"fsc1."):
+            for key in keys:
+                store.delete(key)
+
+
+def guarded(cmd: Sequence[str]) -> list[str]:
+    """``cmd`` (``flower-superlink ...`` or ``flower-supernode ...``) run under
+    fedstruct's guards (:mod:`fedstruct.fl.flower.guard`), by this Python."""
+    return [sys.executable, "-m", "fedstruct.fl.flower.guard", *cmd]
 
 
 def superlink_command(
@@ -262,8 +319,15 @@ def write_connection(home: Path, link: Link) -> Path:
     return path
 
 
-def flwr_json(args: Sequence[str], home: Path, *, timeout: float = 120.0) -> dict[str, Any]:
-    """Run ``flwr ARGS --format json`` and return its parsed answer.
+def flwr_json(
+    args: Sequence[str],
+    home: Path,
+    *,
+    timeout: float = 120.0,
+    control: ControlAuth | None = None,
+) -> dict[str, Any]:
+    """Run ``flwr ARGS --format json`` and return its parsed answer (``control``: sign
+    the call with a control key, see :class:`ControlAuth`).
 
     Raises
     ------
@@ -272,6 +336,8 @@ def flwr_json(args: Sequence[str], home: Path, *, timeout: float = 120.0) -> dic
         reason).
     """
     cmd = ["flwr", *args, "--format", "json"]
+    if control is not None:
+        control.store(home)
     try:
         proc = subprocess.run(
             cmd,
@@ -291,5 +357,31 @@ def flwr_json(args: Sequence[str], home: Path, *, timeout: float = 120.0) -> dic
         answer = {}
     if not answer.get("success", False):
         reason = answer.get("error-message") or proc.stderr.strip() or text or "no output"
+        if any(sign in str(reason) for sign in _AUTH_FAILED):
+            raise ControlKeyRefused(_refusal(args[0], control))
         raise DeploymentError(f"'flwr {args[0]}' failed: {' '.join(str(reason).split())}")
     return answer
+
+
+#: How Flower's CLI reports a Control API call refused for want of authentication.
+_AUTH_FAILED = ("Authentication failed", "Not authenticated")
+
+
+class ControlKeyRefused(DeploymentError):
+    """The SuperLink refused a ``flwr`` call: no control key, or one it does not list."""
+
+
+def _refusal(command: str, control: ControlAuth | None) -> str:
+    if control is None or control.key is None:
+        fix = (
+            "give --control-key KEY, the private key whose KEY.pub is in the SuperLink's "
+            "--control-keys file"
+        )
+    else:
+        fix = (
+            f"its --control-keys file does not list {control.key}.pub, or the clocks "
+            "differ by over 5 minutes"
+        )
+    return (
+        f"the SuperLink refused 'flwr {command}': it answers only holders of a control key; {fix}"
+    )

@@ -7,6 +7,7 @@ server knows only the clients' names: every SuperNode holds its own data.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -37,6 +38,9 @@ class FlowerDeploymentBackend(Backend):
         Seconds to wait for nodes to connect, and for the answers of one exchange.
     poll_interval
         Seconds between polls of the SuperLink for answers.
+    stop
+        Set when the run is interrupted: the grid stops waiting and raises
+        ``KeyboardInterrupt`` (see :class:`FlowerGrid`).
     """
 
     needs_client_data = False
@@ -49,8 +53,10 @@ class FlowerDeploymentBackend(Backend):
         join_timeout: float = 120.0,
         reply_timeout: float = 600.0,
         poll_interval: float = 0.2,
+        stop: threading.Event | None = None,
     ) -> None:
         self.grid = grid
+        self.stop = stop
         self.poll_interval = poll_interval
         self.min_nodes = min_nodes
         self.join_timeout = join_timeout
@@ -75,5 +81,6 @@ class FlowerDeploymentBackend(Backend):
             join_timeout=self.join_timeout,
             reply_timeout=self.reply_timeout,
             poll_interval=self.poll_interval,
+            stop=self.stop,
         )
         return server_fn(grid)

@@ -11,10 +11,16 @@ A node that disappears (its SuperNode stopped, its process crashed, its message
 lost) gives no answer: a dropout, never a crash. A client that rejects a message
 with a fedstruct error (a bad partition, a privacy violation) stops the run with that
 error, and the last checkpoint stays intact.
+
+A grid given a ``stop`` event (set when the run is interrupted, e.g. by Ctrl-C on
+``flower-sim``) raises ``KeyboardInterrupt`` at its next poll, and never returns the
+answers of an exchange cut short: a round the interrupt cut short raises before the
+federation saves it, so the checkpoint keeps the last complete round.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 
@@ -63,6 +69,9 @@ class FlowerGrid(Grid):
         Seconds to wait for the answers of one exchange; later answers are lost.
     poll_interval
         Seconds between polls for answers.
+    stop
+        Set when the run is interrupted: the grid then raises ``KeyboardInterrupt``
+        instead of waiting on (module docstring).
     """
 
     def __init__(
@@ -76,9 +85,11 @@ class FlowerGrid(Grid):
         join_timeout: float = 120.0,
         reply_timeout: float = 600.0,
         poll_interval: float = 0.05,
+        stop: threading.Event | None = None,
     ) -> None:
         super().__init__(names, participation, seed)
         self._flower = grid
+        self._stop = stop
         self._flower_id: dict[int, int] = {}  # partition -> Flower node id
         self.reply_timeout = reply_timeout
         self.poll_interval = poll_interval
@@ -88,6 +99,7 @@ class FlowerGrid(Grid):
     def _wait_for_nodes(self, count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
+            self._raise_if_stopped()
             self._discover()
             if len(self._flower_id) >= count:
                 return
@@ -141,6 +153,11 @@ class FlowerGrid(Grid):
         self._discover()
         return sorted(self._flower_id)
 
+    def _raise_if_stopped(self) -> None:
+        """Raise ``KeyboardInterrupt`` once the run was interrupted."""
+        if self._stop is not None and self._stop.is_set():
+            raise KeyboardInterrupt("the run was interrupted; the round in progress is dropped")
+
     # -------------------------------------------------------------- exchange
     def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
         by_flower = {self._flower_id[n]: m for n, m in messages.items() if n in self._flower_id}
@@ -151,6 +168,7 @@ class FlowerGrid(Grid):
     def _roundtrip(self, messages: Mapping[int, Message], timeout: float) -> dict[int, Message]:
         """Push one message per Flower node id; collect answers until all came, the
         timeout passed, or the nodes still owing one have left."""
+        self._raise_if_stopped()
         if not messages:
             return {}
         outgoing = [
@@ -171,6 +189,7 @@ class FlowerGrid(Grid):
         deadline = time.monotonic() + timeout
         last_check = time.monotonic()
         while pending and time.monotonic() < deadline:
+            self._raise_if_stopped()
             for reply in self._flower.pull_messages(list(pending)):
                 msg_id = reply.metadata.reply_to_message_id
                 pending.discard(msg_id)
@@ -183,6 +202,7 @@ class FlowerGrid(Grid):
                 last_check = time.monotonic()
             if pending:
                 time.sleep(self.poll_interval)
+        self._raise_if_stopped()  # answers missing because of the interrupt are not dropouts
         return answers
 
     def _read_reply(self, reply: FlowerMessage, fid: int) -> Message | None:

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
@@ -66,12 +67,19 @@ class LoopbackCluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def start(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start ``fedstruct ARGS`` in its own session, output to ``root/NAME.log``
-        (``env``: variables added to the cluster's environment for this process)."""
+    def start(
+        self,
+        name: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        program: Sequence[str] = tuple(FEDSTRUCT),
+    ) -> subprocess.Popen:
+        """Start ``fedstruct ARGS`` (or ``program ARGS``) in its own session, output to
+        ``root/NAME.log`` (``env``: variables added to the cluster's environment for
+        this process)."""
         log = (self.root / f"{name}.log").open("w")
         proc = subprocess.Popen(
-            [*FEDSTRUCT, *args],
+            [*program, *args],
             env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -3,12 +3,20 @@
 The server function runs inside a Flower ``ServerApp`` (a thread of this process)
 against a :class:`FlowerGrid`; every client runs in a Flower ``ClientApp`` on Ray
 actors, one virtual SuperNode per client (``partition-id`` = its position).
+
+An interrupt (Ctrl-C, i.e. SIGINT, or SIGTERM) sets a stop event before Flower
+sees it: the ServerApp's thread stops at its next poll instead of waiting out the
+reply timeout, the round in progress is dropped (the checkpoint keeps the last
+complete round, so ``--resume`` gives the uninterrupted result), and Flower shuts
+Ray down before the ``KeyboardInterrupt`` leaves :meth:`FlowerSimBackend.run`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -46,6 +54,29 @@ def quiet_flower(level: int = logging.ERROR) -> Iterator[None]:
         logger.setLevel(before)
 
 
+@contextmanager
+def _stop_on_interrupt(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGINT or SIGTERM, then raise ``KeyboardInterrupt`` here.
+
+    Only the main thread can own signal handlers; elsewhere this does nothing (the
+    caller's ``finally`` still sets ``stop``).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        stop.set()  # first, so the server thread never takes the cut round as complete
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 class FlowerSimBackend(Backend):
     """Run the federation on Flower's simulation engine.
 
@@ -58,6 +89,8 @@ class FlowerSimBackend(Backend):
         compute at the same time.
     reply_timeout
         Seconds the server waits for the answers of one exchange.
+    stop_grace
+        Seconds to wait, after an interrupt, for the ServerApp's thread to end.
     """
 
     def __init__(
@@ -65,10 +98,12 @@ class FlowerSimBackend(Backend):
         num_cpus: int | None = None,
         cpus_per_client: float = 1.0,
         reply_timeout: float = 600.0,
+        stop_grace: float = 30.0,
     ) -> None:
         self.num_cpus = num_cpus or os.cpu_count() or 1
         self.cpus_per_client = cpus_per_client
         self.reply_timeout = reply_timeout
+        self.stop_grace = stop_grace
 
     def run(
         self,
@@ -85,12 +120,14 @@ class FlowerSimBackend(Backend):
         names = [c.name for c in data]  # type: ignore[union-attr]
         outcome: dict[str, Any] = {}
         server_app = ServerApp()
+        stop = threading.Event()
 
         @server_app.main()
         def main(grid: FlowerGridAPI, context: Context) -> None:
+            outcome["thread"] = threading.current_thread()
             try:
                 deployment = FlowerDeploymentBackend(
-                    grid, reply_timeout=self.reply_timeout, poll_interval=0.02
+                    grid, reply_timeout=self.reply_timeout, poll_interval=0.02, stop=stop
                 )
                 outcome["result"] = deployment.run(server_fn, method, names, participation, seed)
             except BaseException as exc:  # re-raised in the caller's thread below
@@ -118,13 +155,19 @@ class FlowerSimBackend(Backend):
                 "log_to_driver": False,
             },
         }
-        with quiet_flower():
-            run_simulation(
-                server_app,
-                make_client_app(factory),
-                num_supernodes=len(data),
-                backend_config=backend_config,  # type: ignore[arg-type]
-            )
+        try:
+            with quiet_flower(), _stop_on_interrupt(stop):
+                run_simulation(
+                    server_app,
+                    make_client_app(factory),
+                    num_supernodes=len(data),
+                    backend_config=backend_config,  # type: ignore[arg-type]
+                )
+        finally:
+            stop.set()  # whatever ended the simulation, the server thread ends too
+            thread = outcome.get("thread")
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(self.stop_grace)
         if "error" in outcome:
             raise outcome["error"]
         if "result" not in outcome:

@@ -1,0 +1,270 @@
+"""fedstruct's guards inside Flower's SuperLink and SuperNode processes (Flower 1.41).
+
+Open-source Flower 1.41 authenticates SuperNodes (registered node keys) but not the
+callers of the SuperLink's Control API, which shares the SuperLink's one port with the
+SuperNodes: its account authentication needs an OIDC plugin shipped only with Flower's
+enterprise edition, and a SuperNode's app verification (``--trusted-entities``)
+accepts only apps fetched from Flower Hub with Hub's signatures. Without more, anyone
+who can reach the port and holds the public ``ca.crt`` may submit any Flower App, whose
+own Python code then runs on the SuperLink's machine and on every SuperNode.
+
+``fedstruct flower superlink`` and ``fedstruct flower supernode`` therefore start
+Flower's own daemons through this module (``python -m fedstruct.fl.flower.guard
+flower-superlink ARGS``), which adds, in the same process and before Flower starts:
+
+- **SuperLink, Control API**: every call (submit, list, stop, register a node...)
+  must carry a control token signed by one of the public keys in the file named by
+  :data:`CONTROL_KEYS_ENV` (:class:`ControlKeyAuthn`, a Flower Control-API
+  authentication plugin; see :func:`~fedstruct.fl.flower.credentials.control_token`).
+  Without that file (``--insecure`` loopback tests) the Control API stays open.
+- **SuperLink, runs**: a run is accepted only if its app is fedstruct's deployment
+  app (:func:`app_problem`): a bundle holding nothing but its ``pyproject.toml``,
+  whose components are :mod:`fedstruct.experiments.flower.app`'s and which asks for
+  no package; apps stored on, or fetched from, Flower Hub are refused.
+- **SuperNode**: before a run's first message is handed to any app process, the
+  node checks the run's app the same way and answers every message of a foreign app
+  with Flower's "invalid FAB" error instead of running it.
+
+The guards replace two functions of Flower 1.41 (the Control API's ``start_run``
+and the SuperNode's ``_pull_and_store_message``) and its authentication-plugin
+loader; :func:`main` refuses to start on another Flower version.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import sys
+import tomllib
+import zipfile
+from collections.abc import Callable, Sequence
+from logging import ERROR, WARNING
+from pathlib import Path
+from typing import Any
+
+import flwr
+from flwr.common.constant import ACCESS_TOKEN_KEY, NOOP_ACCOUNT_NAME, NOOP_FLWR_AID
+from flwr.supercore.auth.typing import (
+    AccountAuthCredentials,
+    AccountAuthLoginDetails,
+    AccountInfo,
+)
+from flwr.supercore.error import ApiErrorCode, FlowerError
+from flwr.superlink.auth_plugin import ControlAuthnPlugin
+
+from fedstruct.fl.flower.credentials import load_control_keys, verify_control_token
+
+__all__ = [
+    "CONTROL_KEYS_ENV",
+    "FEDSTRUCT_COMPONENTS",
+    "ControlKeyAuthn",
+    "app_problem",
+    "guard_superlink",
+    "guard_supernode",
+    "main",
+]
+
+#: Environment variable naming the SuperLink's file of control public keys.
+CONTROL_KEYS_ENV = "FEDSTRUCT_CONTROL_KEYS"
+#: The components of the only app a guarded SuperLink or SuperNode runs.
+FEDSTRUCT_COMPONENTS = {
+    "serverapp": "fedstruct.experiments.flower.app:server_app",
+    "clientapp": "fedstruct.experiments.flower.app:client_app",
+}
+_APP_FILES = {"pyproject.toml", ".info/CONTENT"}
+_FLOWER_SERIES = "1.41."
+
+
+def _log(level: int, text: str) -> None:
+    from flwr.supercore import log
+
+    log(level, "fedstruct guard: %s", text)
+
+
+def _table(value: Any, *keys: str) -> Any:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def app_problem(fab: bytes) -> str | None:
+    """Why the Flower App Bundle ``fab`` is not fedstruct's deployment app, or ``None``.
+
+    fedstruct's app (written by :func:`~fedstruct.experiments.flower.deploy.write_app`)
+    ships no code: only a ``pyproject.toml`` naming the installed fedstruct's
+    components, so a bundle with any other file, other components or dependencies
+    would run code that is not the installed fedstruct's.
+    """
+    try:
+        bundle = zipfile.ZipFile(io.BytesIO(fab))
+        names = bundle.namelist()
+        text = bundle.read("pyproject.toml").decode()
+    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, OSError):
+        return "it is not a Flower App Bundle with a readable pyproject.toml"
+    extra = sorted(set(names) - _APP_FILES)
+    if extra or len(names) != len(set(names)):
+        shown = ", ".join(extra[:3]) or "a file twice"
+        return f"it ships files of its own ({shown}); fedstruct's app ships none"
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return "its pyproject.toml is not valid TOML"
+    components = _table(config, "tool", "flwr", "app", "components")
+    if components != FEDSTRUCT_COMPONENTS:
+        return f"its components {components!r} are not fedstruct's deployment app's"
+    if _table(config, "project", "dependencies"):
+        return "it asks for packages to be installed; fedstruct's app asks for none"
+    return None
+
+
+# ------------------------------------------------------------- the SuperLink
+class ControlKeyAuthn(ControlAuthnPlugin):
+    """Control-API authentication: a call is answered only with a valid control token.
+
+    The ``flwr`` CLI sends the token as its OIDC access token (``Authorization:
+    Bearer``); fedstruct writes a fresh one into the CLI's credential store before
+    each call (:func:`~fedstruct.fl.flower.cluster.flwr_json`).
+    """
+
+    def __init__(self, keys: dict[str, Any] | None = None) -> None:
+        self.keys = keys or {}
+
+    def get_login_details(self) -> AccountAuthLoginDetails | None:
+        """No interactive login: tokens are signed with a control key."""
+        return None
+
+    def validate_tokens_in_metadata(
+        self, metadata: Sequence[tuple[str, str | bytes]]
+    ) -> tuple[bool, AccountInfo | None]:
+        """Accept a call whose access token one of the control keys signed recently."""
+        token = next((v for k, v in metadata if k == ACCESS_TOKEN_KEY), None)
+        if isinstance(token, bytes):
+            token = token.decode(errors="replace")
+        reason = "no control token" if not token else verify_control_token(token, self.keys)
+        if reason is not None:
+            _log(WARNING, f"refused a Control API call: {reason}")
+            return False, None
+        return True, AccountInfo(flwr_aid=NOOP_FLWR_AID, account_name=NOOP_ACCOUNT_NAME)
+
+    def get_auth_tokens(self, device_code: str) -> AccountAuthCredentials | None:
+        """No token exchange: tokens are made by the key holder."""
+        raise FlowerError(
+            ApiErrorCode.NO_ACCOUNT_AUTH,
+            "this SuperLink takes fedstruct control tokens; there is no login",
+        )
+
+    def refresh_tokens(
+        self, metadata: Sequence[tuple[str, str | bytes]]
+    ) -> tuple[Sequence[tuple[str, str | bytes]] | None, AccountInfo | None]:
+        """No refresh: the key holder signs a new token."""
+        return [], None
+
+
+def _checked_start_run(start_run: Callable[..., Any]) -> Callable[..., Any]:
+    def start_run_of_fedstruct_app(request: Any, *args: Any, **kwargs: Any) -> Any:
+        if request.app_spec or not request.fab.content:
+            reason = "it names an app stored on the SuperLink or on Flower Hub"
+        else:
+            reason = app_problem(bytes(request.fab.content))
+        if reason is not None:
+            _log(ERROR, f"refused a run: {reason}")
+            raise FlowerError(
+                ApiErrorCode.NO_PERMISSIONS,
+                f"refused a run: {reason}",
+                public_details=f"this SuperLink runs fedstruct's app only: {reason}",
+            )
+        return start_run(request, *args, **kwargs)
+
+    return start_run_of_fedstruct_app
+
+
+def guard_superlink(control_keys: Path | None) -> None:
+    """Install the SuperLink's guards in this process (module docstring)."""
+    # by module path: the package ``flwr.superlink.cli`` exports a function of that name
+    superlink_cli = importlib.import_module("flwr.superlink.cli.flower_superlink")
+    control_handlers = importlib.import_module("flwr.superlink.servicer.control.control_handlers")
+    control_handlers.start_run = _checked_start_run(control_handlers.start_run)
+    if control_keys is not None:
+        plugin = ControlKeyAuthn(load_control_keys(control_keys))
+        superlink_cli.load_control_authn_plugin = lambda: plugin
+
+
+# ------------------------------------------------------------- the SuperNode
+class _ForeignApp(Exception):
+    """The run's app is not fedstruct's (the message is why)."""
+
+
+def _checked_pull(pull: Callable[..., Any]) -> Callable[..., Any]:
+    from flwr.app import Error, Message
+    from flwr.common.constant import ErrorCode
+
+    node = importlib.import_module("flwr.supernode.start_client_internal")
+
+    def pull_for_fedstruct_app_only(**kwargs: Any) -> Any:
+        received: list[Any] = []
+        receive, get_fab = kwargs["receive"], kwargs["get_fab"]
+
+        def receive_and_keep() -> Any:
+            got = receive()
+            if got is not None:
+                received.append(got[0])
+            return got
+
+        def checked_get_fab(fab_hash: str, run_id: int) -> Any:
+            fab = get_fab(fab_hash, run_id)
+            reason = app_problem(bytes(fab.content))
+            if reason is not None:
+                raise _ForeignApp(reason)
+            return fab
+
+        try:
+            return pull(**{**kwargs, "receive": receive_and_keep, "get_fab": checked_get_fab})
+        except _ForeignApp as refused:
+            message = received[-1]
+            _log(ERROR, f"refused run {message.metadata.run_id}: {refused}")
+            reason = f"the SuperNode runs fedstruct's app only: {refused}"
+            error = Error(ErrorCode.INVALID_FAB, reason)
+            node._insert_message(
+                Message(error, reply_to=message), kwargs["state"], kwargs["object_store"]
+            )
+            return message.metadata.run_id
+
+    return pull_for_fedstruct_app_only
+
+
+def guard_supernode() -> None:
+    """Install the SuperNode's guard in this process (module docstring)."""
+    node = importlib.import_module("flwr.supernode.start_client_internal")
+    node._pull_and_store_message = _checked_pull(node._pull_and_store_message)
+
+
+# ---------------------------------------------------------------- entry point
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m fedstruct.fl.flower.guard flower-superlink|flower-supernode ARGS``:
+    install the guards, then run Flower's daemon with ``ARGS``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    daemons = ("flower-superlink", "flower-supernode")
+    if not args or args[0] not in daemons:
+        sys.exit(f"error: usage: python -m {__spec__.name} {'|'.join(daemons)} ARGS")
+    if not flwr.__version__.startswith(_FLOWER_SERIES):
+        sys.exit(
+            f"error: fedstruct's guards are written for Flower {_FLOWER_SERIES}x, not "
+            f"{flwr.__version__}; install flwr {_FLOWER_SERIES}x"
+        )
+    sys.argv = args
+    if args[0] == "flower-superlink":
+        keys = os.environ.get(CONTROL_KEYS_ENV)
+        guard_superlink(Path(keys) if keys else None)
+        from flwr.superlink.cli import flower_superlink
+
+        flower_superlink()
+    else:
+        guard_supernode()
+        from flwr.supernode.cli import flower_supernode
+
+        flower_supernode()
+
+
+if __name__ == "__main__":
+    main()
