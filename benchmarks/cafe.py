@@ -47,7 +47,8 @@ def _run(settings: dict[str, Any]) -> dict[str, float]:
 
 
 def speed(repeats: int) -> None:
-    from fedstruct.experiments.cafe import CafeRun, federation, method
+    from fedstruct.experiments.cafe import CafeRun, method
+    from fedstruct.experiments.cafe.federation import federation
     from fedstruct.fl.grid import torch_threads
 
     settings = CafeRun(rounds=100, local_epochs=5)

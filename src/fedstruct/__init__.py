@@ -18,7 +18,7 @@ __all__ = ["__version__", "errors", "load"]
 
 def load(folder: Any) -> Any:
     """The fitted estimator a run saved in ``folder`` (its ``--out``), as after ``fit``;
-    see :func:`fedstruct.experiments.artifacts.load` and docs/artifacts.md."""
-    from fedstruct.experiments.artifacts import load as load_run
+    see :func:`fedstruct.fl.artifact.load` and docs/artifacts.md."""
+    from fedstruct.fl.artifact import load as load_run
 
     return load_run(folder)

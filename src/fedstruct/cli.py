@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from fedstruct.errors import ConfigError, FedstructError, FedstructWarning, unknown_choice_message
+from fedstruct.errors import ConfigError, FedstructError, FedstructWarning
 
-if TYPE_CHECKING:  # the experiments import every method: load them only when a command runs
+if TYPE_CHECKING:  # imported when a command runs, and then only the method it runs
     from fedstruct.experiments.runs import Runnable
     from fedstruct.experiments.settings import SettingInfo
 
@@ -113,18 +113,18 @@ class _MethodGroup(TyperGroup):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        from fedstruct.experiments import runnable_names
+        from fedstruct.experiments.runs import runnable_names
 
         return list(runnable_names())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from fedstruct.experiments import runnable, runnable_names
+        from fedstruct.experiments.runs import runnable
 
-        if cmd_name not in runnable_names():
-            raise click.UsageError(
-                unknown_choice_message("method", cmd_name, runnable_names()), ctx
-            )
-        return method_command(runnable(cmd_name))
+        try:  # imports this method's run package only (fedstruct.registry)
+            entry = runnable(cmd_name)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+        return method_command(entry)
 
 
 run_app = typer.Typer(
@@ -254,7 +254,7 @@ def _run_method(
     control_key: Path | None,
 ) -> None:
     """What ``fedstruct run METHOD ...`` does once its options are parsed."""
-    from fedstruct.experiments import execute
+    from fedstruct.experiments.runs import execute
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
     if stop_after is not None and stop_after < 1:
@@ -316,10 +316,11 @@ def show(
     ] = None,
 ) -> None:
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
-    from fedstruct.experiments.artifacts import graph_title, load
+    from fedstruct.experiments.artifacts import graph_title
     from fedstruct.experiments.graph_picture import draw_graph
     from fedstruct.experiments.runs import unfinished_run
     from fedstruct.experiments.use import saved_graph, saved_graphs
+    from fedstruct.fl.artifact import load
 
     unfinished = unfinished_run(folder)
     if unfinished is not None:

@@ -10,8 +10,8 @@ from sklearn.base import clone
 
 from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ArtifactError, ConfigError
-from fedstruct.experiments.artifacts import load, write_artifacts
-from fedstruct.fl.artifact import MODEL_JSON, MODEL_WEIGHTS, read_model
+from fedstruct.experiments.artifacts import write_artifacts
+from fedstruct.fl.artifact import MODEL_JSON, MODEL_WEIGHTS, load, read_model
 from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.fcm import FCM
 from fedstruct.methods.fedavg import FedAvg

@@ -1,25 +1,24 @@
 """Recipes, runs and reports (top layer): ``fedstruct run`` / ``reproduce`` / ``demo``.
 
-Importing this package registers every runnable method.
+Importing this package imports no method: ``runnable(NAME)`` imports the run package
+of method NAME only (:mod:`fedstruct.registry`), and the names below are imported when
+first read.
 """
 
-from fedstruct.experiments import cafe as _cafe  # noqa: F401  (registers "cafe" and its recipes)
-from fedstruct.experiments import compositions as _compositions  # noqa: F401  (their recipes)
-from fedstruct.experiments import fcm as _fcm  # noqa: F401  (registers "fcm" and its recipes)
-from fedstruct.experiments import fedavg as _fedavg  # noqa: F401  (registers "fedavg" ...)
-from fedstruct.experiments import fedcd as _fedcd  # noqa: F401  (registers "fedcd" ...)
-from fedstruct.experiments import fedcdnv as _fedcdnv  # noqa: F401  (registers "fedcdnv" ...)
-from fedstruct.experiments import fedngm as _fedngm  # noqa: F401  (registers "fedngm" ...)
-from fedstruct.experiments import robustness as _robustness  # noqa: F401  (its recipe)
-from fedstruct.experiments.runs import (
-    FederationSettings,
-    RunContext,
-    Runnable,
-    RunOutcome,
-    execute,
-    runnable,
-    runnable_names,
-)
+from typing import TYPE_CHECKING
+
+from fedstruct.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.runs import (
+        FederationSettings,
+        RunContext,
+        Runnable,
+        RunOutcome,
+        execute,
+        runnable,
+        runnable_names,
+    )
 
 __all__ = [
     "FederationSettings",
@@ -30,3 +29,5 @@ __all__ = [
     "runnable",
     "runnable_names",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(__all__, "runs"))

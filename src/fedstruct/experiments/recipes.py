@@ -3,10 +3,17 @@
 Each recipe runs a fixed, versioned set of experiments into a results folder
 (``results.json``, plots, one sub-folder per run) and returns a table. ``--quick``
 runs the same design at a size that takes minutes.
+
+A method's recipes live in its run package's ``recipes`` module
+(``fedstruct/experiments/NAME/recipes.py``), which registers them when imported;
+recipes that combine methods live in :data:`SHARED_RECIPES`. They are imported when
+``fedstruct reproduce`` first asks for a recipe, never by a run.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +21,19 @@ from pathlib import Path
 from rich.table import Table
 
 from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.registry import method_modules, method_names
 
-__all__ = ["Recipe", "RecipeReport", "recipe_list", "register_recipe", "run_recipe"]
+__all__ = [
+    "SHARED_RECIPES",
+    "Recipe",
+    "RecipeReport",
+    "recipe_list",
+    "register_recipe",
+    "run_recipe",
+]
+
+#: Modules of the recipes that combine several methods (each registers its own).
+SHARED_RECIPES = ("fedstruct.experiments.compositions", "fedstruct.experiments.robustness")
 
 
 @dataclass(frozen=True)
@@ -52,7 +70,25 @@ def register_recipe(recipe: Recipe) -> Recipe:
 
 def recipe_list() -> list[Recipe]:
     """Every recipe, by name."""
+    _import_recipes()
     return [_RECIPES[k] for k in sorted(_RECIPES)]
+
+
+def _import_recipes() -> None:
+    """Import every method's ``recipes`` module (in its run package, if it has one)
+    and :data:`SHARED_RECIPES`, which register their recipes."""
+    modules = [f"{method_modules(name).run}.recipes" for name in method_names("run")]
+    for module in [*modules, *SHARED_RECIPES]:
+        if _exists(module):
+            importlib.import_module(module)
+
+
+def _exists(module: str) -> bool:
+    """Whether ``module`` can be imported (its parent package is imported to know)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # the parent is a module, not a package
+        return False
 
 
 def run_recipe(name: str, *, quick: bool, out: Path, **options: object) -> RecipeReport:
@@ -64,6 +100,7 @@ def run_recipe(name: str, *, quick: bool, out: Path, **options: object) -> Recip
         For an unknown recipe (listing the valid ones), or an option the recipe does
         not take.
     """
+    _import_recipes()
     if name not in _RECIPES:
         raise ConfigError(unknown_choice_message("recipe", name, _RECIPES))
     recipe = _RECIPES[name]

@@ -61,6 +61,7 @@ from fedstruct.fl import (
 )
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower.cluster import DeploymentOptions
+from fedstruct.registry import import_part, method_names
 
 __all__ = [
     "FederationSettings",
@@ -312,26 +313,35 @@ _REGISTRY: dict[str, Runnable] = {}
 
 
 def register(entry: Runnable) -> Runnable:
-    """Add a runnable method (each method module registers itself on import)."""
+    """Add a runnable method (a method's run module registers its own on import)."""
     _REGISTRY[entry.name] = entry
     return entry
 
 
 def runnable_names() -> tuple[str, ...]:
-    """Names accepted by ``fedstruct run``."""
-    return tuple(sorted(_REGISTRY))
+    """Names accepted by ``fedstruct run`` (found without importing any method:
+    :func:`fedstruct.registry.method_names`)."""
+    return tuple(sorted({*method_names("run"), *_REGISTRY}))
 
 
 def runnable(name: str) -> Runnable:
-    """The runnable method called ``name``.
+    """The runnable method called ``name``, its run module imported if needed (only
+    that method's: :mod:`fedstruct.registry`).
 
     Raises
     ------
     ConfigError
-        For an unknown name (listing the valid ones).
+        For an unknown name (listing the valid ones), or a run module that does not
+        register ``name``.
     """
     if name not in _REGISTRY:
-        raise ConfigError(unknown_choice_message("method", name, runnable_names()))
+        module = import_part(name, "run").__name__
+        if name not in _REGISTRY:
+            raise ConfigError(
+                f"method {name!r}: its run module {module!r} registered no runnable "
+                f"{name!r}; it must call fedstruct.experiments.runs.register(Runnable("
+                f"name={name!r}, ...)) when imported"
+            )
     return _REGISTRY[name]
 
 

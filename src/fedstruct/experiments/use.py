@@ -1,7 +1,7 @@
 """Using what a run saved: predict, sample, query, show and export (docs/artifacts.md).
 
 Every function takes a run folder (the ``--out`` of ``fedstruct run``), loads the
-fitted estimator from its files (:func:`~fedstruct.experiments.artifacts.load`) and
+fitted estimator from its files (:func:`~fedstruct.fl.artifact.load`) and
 works with the names a user knows: a table is read with the codebook the run's sites
 were encoded with (``model.json``'s ``data``: level names in, level names out) and
 its columns are checked against the model's variables; images are read as a site's
@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,12 +23,15 @@ import pandas as pd
 from fedstruct.data.images import LABEL, read_image_site, to_rows
 from fedstruct.data.sites import read_table
 from fedstruct.errors import ArtifactError, ConfigError, DataError
-from fedstruct.experiments.artifacts import graph_files, load
+from fedstruct.experiments.artifacts import graph_files
 from fedstruct.experiments.settings import SEED
 from fedstruct.fl import FederatedEstimator
+from fedstruct.fl.artifact import load
 from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
-from fedstruct.methods.cafe import CAFE
-from fedstruct.methods.fedngm import FedNGM
+
+if TYPE_CHECKING:  # imported where used: show and export load no torch
+    from fedstruct.methods.cafe import CAFE
+    from fedstruct.methods.fedngm import FedNGM
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -65,6 +68,8 @@ def predict_file(
     DataError
         If ``data`` cannot be read or holds a level the run's files never had.
     """
+    from fedstruct.methods.cafe import CAFE
+
     model = load(folder)
     if isinstance(model, CAFE):
         rows, given = _image_rows(model, Path(data))
@@ -104,6 +109,8 @@ def _name(names: Sequence[str] | None, state: Any) -> Any:
 
 # ------------------------------------------------------------ sample, query
 def _fedngm(folder: str | Path, what: str) -> FedNGM:
+    from fedstruct.methods.fedngm import FedNGM
+
     model = load(folder)
     if not isinstance(model, FedNGM):
         raise ArtifactError(
@@ -378,8 +385,7 @@ def run_summary(folder: str | Path) -> RunSummary:
     ConfigError
         If its config.json is missing or unreadable.
     """
-    from fedstruct.experiments import runnable
-    from fedstruct.experiments.runs import read_config
+    from fedstruct.experiments.runs import read_config, runnable
     from fedstruct.experiments.settings import settings_dict
 
     folder = Path(folder)

@@ -15,6 +15,10 @@ model someone sent is safe to open. ``model.json`` holds the rest (docs/artifact
   files (so new rows are encoded with the same codebook), else ``null``;
 * ``weights``: the weights file's name and SHA-256, checked on every read, so a
   changed or truncated file is refused.
+
+:func:`load` (``fedstruct.load``) reads a run folder back into the fitted estimator,
+whose class it finds by the method's name (:func:`fedstruct.registry.estimator_class`:
+it imports that method's estimator only).
 """
 
 from __future__ import annotations
@@ -24,19 +28,25 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct import __version__
-from fedstruct.errors import ArtifactError
+from fedstruct.errors import ArtifactError, ConfigError
+from fedstruct.registry import estimator_class
+
+if TYPE_CHECKING:
+    from fedstruct.fl.estimator import FederatedEstimator
 
 __all__ = [
     "FORMAT",
     "MODEL_JSON",
     "MODEL_WEIGHTS",
     "SavedModel",
+    "load",
+    "read_history",
     "read_model",
     "save_model",
 ]
@@ -150,6 +160,63 @@ def read_model(folder: str | Path) -> SavedModel:
         data=document["data"],
         fedstruct=document["fedstruct"],
     )
+
+
+def load(folder: str | Path) -> FederatedEstimator:
+    """The fitted estimator a run saved in ``folder``, as it was after ``fit``.
+
+    The learned attributes (``graph_``, ``model_``, ...) come from ``model.json`` and
+    ``model.safetensors``, ``history_`` from ``history.json``; ``data_`` is what its
+    inputs are when the run read a user's files (variables, kinds, level names; or
+    image shape and class names), else ``None``. Only the estimator of the run's
+    method is imported.
+
+    Raises
+    ------
+    ArtifactError
+        If the folder holds no saved model, one written by a newer fedstruct, a
+        changed or truncated weights file, or a method this fedstruct does not know.
+    """
+    folder = Path(folder)
+    saved = read_model(folder)
+    try:
+        cls = estimator_class(saved.method)
+    except ConfigError as exc:
+        raise ArtifactError(f"{folder}: {exc}") from None
+    try:
+        estimator = cls(**saved.params)
+        estimator.restore(saved.arrays, saved.learned)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ArtifactError(
+            f"{folder}: model.json and model.safetensors do not fit together ({exc}); "
+            "copy both files again from the run folder that wrote them"
+        ) from exc
+    estimator.history_ = read_history(folder)
+    estimator.data_ = saved.data
+    return estimator  # type: ignore[no-any-return]
+
+
+def read_history(folder: Path) -> list[dict[str, Any]]:
+    """``folder/history.json``: the run's per-round records (``[]`` if absent).
+
+    Raises
+    ------
+    ArtifactError
+        If it is not JSON or not a list of objects.
+    """
+    path = folder / "history.json"
+    if not path.is_file():
+        return []
+    try:
+        history = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ArtifactError(f"{path} is not valid JSON ({exc}); the file is damaged") from None
+    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+        raise ArtifactError(
+            f"{path} is not a list of per-round records (JSON objects); the file is damaged "
+            "or was changed by hand"
+        )
+    return history
 
 
 #: ``model.json``'s entries: name -> (the JSON types it may have, what they are).

@@ -25,6 +25,7 @@ from fedstruct.fl.codebook import Codebook
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
 from fedstruct.fl.threads import default_threads
+from fedstruct.registry import register_estimator
 
 __all__ = ["FederatedEstimator", "InputColumns", "Prediction", "check_targets"]
 
@@ -190,6 +191,8 @@ class FederatedEstimator(ABC):
         """Record the method's name and its config, client and server classes (a
         subclass of a method's estimator inherits those it does not name)."""
         super().__init_subclass__(**kwargs)
+        if method is not None:  # the method's estimator, for fedstruct.load (fedstruct.registry)
+            register_estimator(method, cls)
         for attribute, value in (
             ("method", method),
             ("config_class", config),

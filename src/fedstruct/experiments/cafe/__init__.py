@@ -1,40 +1,54 @@
 """CAFE's slice of the experiments: settings, the paper's federation, run, recipes.
 
-Importing it registers ``fedstruct run cafe`` and its recipes.
+Importing it registers ``fedstruct run cafe`` with its settings only: its federation
+and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
+for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
+The ``federation`` function is ``federation.federation`` (the module has its name).
 """
 
-from fedstruct.experiments.cafe import recipes as _recipes  # noqa: F401  (registers)
-from fedstruct.experiments.cafe.federation import (
-    IMAGES,
-    ImageFederation,
-    build_clients,
-    federation,
-    image_clients,
-)
-from fedstruct.experiments.cafe.run import class_groups, method, run_cafe
+from typing import TYPE_CHECKING
+
+from fedstruct.experiments.cafe.federation import IMAGES
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.runs import Runnable, register
+from fedstruct.lazy import lazy_exports, lazy_function
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.cafe.federation import ImageFederation, build_clients, image_clients
+    from fedstruct.experiments.cafe.run import class_groups, method, run_cafe
 
 __all__ = [
+    "IMAGES",
     "CafeRun",
     "ImageFederation",
     "build_clients",
     "class_groups",
-    "federation",
     "image_clients",
     "method",
     "run_cafe",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ImageFederation": "federation",
+        "build_clients": "federation",
+        "image_clients": "federation",
+        "class_groups": "run",
+        "method": "run",
+        "run_cafe": "run",
+    },
+)
 
 register(
     Runnable(
         name="cafe",
         summary="CAFE: causal drift-aware federated learning (and FedAvg, FedProx, MOON, FedProto)",
         settings=CafeRun,
-        federation=build_clients,
+        federation=lazy_function("fedstruct.experiments.cafe.federation", "build_clients"),
         site_format=IMAGES,
-        method=method,
-        run=run_cafe,
+        method=lazy_function("fedstruct.experiments.cafe.run", "method"),
+        run=lazy_function("fedstruct.experiments.cafe.run", "run_cafe"),
         quick={"clients": 4, "rounds": 3, "local_epochs": 1, "eval_every": 3, "report_rate": 0.5},
         options={
             "dataset": "dataset",

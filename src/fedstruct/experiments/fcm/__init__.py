@@ -1,21 +1,27 @@
 """F-CMs' slice of the experiments: settings, concept data, the paper's federation, run, recipes.
 
-Importing it registers ``fedstruct run fcm`` and its recipes.
+Importing it registers ``fedstruct run fcm`` with its settings only: its federation
+and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
+for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
 """
 
-from fedstruct.experiments.fcm import recipes as _recipes  # noqa: F401  (registers)
-from fedstruct.experiments.fcm.concepts import TASKS, ConceptDataset, make_concept_dataset
-from fedstruct.experiments.fcm.federation import (
-    ConceptPartition,
-    build_federation,
-    concept_clients,
-    concept_data,
-    dataset,
-    site_roles_of,
-)
-from fedstruct.experiments.fcm.run import method, pooled, run_fcm
+from typing import TYPE_CHECKING
+
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.runs import Runnable, register
+from fedstruct.lazy import lazy_exports, lazy_function
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fcm.concepts import TASKS, ConceptDataset, make_concept_dataset
+    from fedstruct.experiments.fcm.federation import (
+        ConceptPartition,
+        build_federation,
+        concept_clients,
+        concept_data,
+        dataset,
+        site_roles_of,
+    )
+    from fedstruct.experiments.fcm.run import method, pooled, run_fcm
 
 __all__ = [
     "TASKS",
@@ -30,17 +36,36 @@ __all__ = [
     "method",
     "pooled",
     "run_fcm",
+    "site_roles_of",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "TASKS": "concepts",
+        "ConceptDataset": "concepts",
+        "make_concept_dataset": "concepts",
+        "ConceptPartition": "federation",
+        "build_federation": "federation",
+        "concept_clients": "federation",
+        "concept_data": "federation",
+        "dataset": "federation",
+        "site_roles_of": "federation",
+        "method": "run",
+        "pooled": "run",
+        "run_fcm": "run",
+    },
+)
 
 register(
     Runnable(
         name="fcm",
         summary="F-CMs: federated concept-based models with evolving concept spaces",
         settings=FCMRun,
-        federation=build_federation,
-        roles=site_roles_of,
-        method=method,
-        run=run_fcm,
+        federation=lazy_function("fedstruct.experiments.fcm.federation", "build_federation"),
+        roles=lazy_function("fedstruct.experiments.fcm.federation", "site_roles_of"),
+        method=lazy_function("fedstruct.experiments.fcm.run", "method"),
+        run=lazy_function("fedstruct.experiments.fcm.run", "run_fcm"),
         quick={
             "network": "asia",
             "clients": 4,

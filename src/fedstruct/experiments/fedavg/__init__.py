@@ -1,24 +1,45 @@
 """FedAvg's slice of the experiments (the runtime's reference): settings, federation, run, recipe.
 
-Importing it registers ``fedstruct run fedavg`` and its recipes.
+Importing it registers ``fedstruct run fedavg`` with its settings only: its federation
+and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
+for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
+The ``federation`` function is ``federation.federation`` (the module has its name).
 """
 
-from fedstruct.experiments.fedavg import recipes as _recipes  # noqa: F401  (registers)
-from fedstruct.experiments.fedavg.federation import federation
-from fedstruct.experiments.fedavg.run import method, run_fedavg
-from fedstruct.experiments.fedavg.settings import FedAvgRun, default_target
-from fedstruct.experiments.runs import Runnable, register
+from typing import TYPE_CHECKING
 
-__all__ = ["FedAvgRun", "default_target", "federation", "method", "run_fedavg"]
+from fedstruct.experiments.fedavg.settings import FedAvgRun
+from fedstruct.experiments.runs import Runnable, register
+from fedstruct.lazy import lazy_exports, lazy_function
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fedavg.run import method, run_fedavg
+    from fedstruct.experiments.fedavg.settings import default_target
+
+__all__ = [
+    "FedAvgRun",
+    "default_target",
+    "method",
+    "run_fedavg",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "method": "run",
+        "run_fedavg": "run",
+        "default_target": "settings",
+    },
+)
 
 register(
     Runnable(
         name="fedavg",
         summary="FedAvg classifier on a task sampled from a network (runtime reference)",
         settings=FedAvgRun,
-        federation=federation,
-        method=method,
-        run=run_fedavg,
+        federation=lazy_function("fedstruct.experiments.fedavg.federation", "federation"),
+        method=lazy_function("fedstruct.experiments.fedavg.run", "method"),
+        run=lazy_function("fedstruct.experiments.fedavg.run", "run_fedavg"),
         quick={"clients": 3, "rounds": 2, "samples": 1500, "test_samples": 500},
         options={"network": "network"},
     )

@@ -1,19 +1,25 @@
 """FED-CD's slice of the experiments: settings, the paper's federations, run, recipes.
 
-Importing it registers ``fedstruct run fedcd`` and its recipes.
+Importing it registers ``fedstruct run fedcd`` with its settings only: its federation
+and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
+for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
 """
 
-from fedstruct.experiments.fedcd import recipes as _recipes  # noqa: F401  (registers)
-from fedstruct.experiments.fedcd.federation import (
-    build_federation,
-    horizontal_interventions,
-    site_roles_of,
-    source,
-    vertical_interventions,
-)
-from fedstruct.experiments.fedcd.run import method, pooled, run_fedcd
+from typing import TYPE_CHECKING
+
 from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.runs import Runnable, register
+from fedstruct.lazy import lazy_exports, lazy_function
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fedcd.federation import (
+        build_federation,
+        horizontal_interventions,
+        site_roles_of,
+        source,
+        vertical_interventions,
+    )
+    from fedstruct.experiments.fedcd.run import method, pooled, run_fedcd
 
 __all__ = [
     "FedCDRun",
@@ -22,19 +28,34 @@ __all__ = [
     "method",
     "pooled",
     "run_fedcd",
+    "site_roles_of",
     "source",
     "vertical_interventions",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "build_federation": "federation",
+        "horizontal_interventions": "federation",
+        "site_roles_of": "federation",
+        "source": "federation",
+        "vertical_interventions": "federation",
+        "method": "run",
+        "pooled": "run",
+        "run_fedcd": "run",
+    },
+)
 
 register(
     Runnable(
         name="fedcd",
         summary="FED-CD: federated ENCO over observational + interventional data",
         settings=FedCDRun,
-        federation=build_federation,
-        roles=site_roles_of,
-        method=method,
-        run=run_fedcd,
+        federation=lazy_function("fedstruct.experiments.fedcd.federation", "build_federation"),
+        roles=lazy_function("fedstruct.experiments.fedcd.federation", "site_roles_of"),
+        method=lazy_function("fedstruct.experiments.fedcd.run", "method"),
+        run=lazy_function("fedstruct.experiments.fedcd.run", "run_fedcd"),
         quick={
             "network": "asia",
             "rounds": 2,

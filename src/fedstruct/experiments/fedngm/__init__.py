@@ -1,33 +1,58 @@
 """FedNGM's slice of the experiments: settings, the paper's federations, run, recipes.
 
-Importing it registers ``fedstruct run fedngm`` and its recipes.
+Importing it registers ``fedstruct run fedngm`` with its settings only: its federation
+and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
+for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
+The ``federation`` function is ``federation.federation`` (the module has its name).
 """
 
-from fedstruct.experiments.fedngm import recipes as _recipes  # noqa: F401  (registers)
-from fedstruct.experiments.fedngm.federation import build_clients, federation, targets
-from fedstruct.experiments.fedngm.run import CLEAR_LOSS, method, run_fedngm
-from fedstruct.experiments.fedngm.settings import DATASETS, FedNGMRun
+from typing import TYPE_CHECKING
+
+from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.runs import Runnable, register
+from fedstruct.lazy import lazy_exports, lazy_function
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fedngm.federation import (
+        build_clients,
+        health_insurance_federation,
+        targets,
+    )
+    from fedstruct.experiments.fedngm.run import CLEAR_LOSS, method, run_fedngm
+    from fedstruct.experiments.fedngm.settings import DATASETS
 
 __all__ = [
     "CLEAR_LOSS",
     "DATASETS",
     "FedNGMRun",
     "build_clients",
-    "federation",
+    "health_insurance_federation",
     "method",
     "run_fedngm",
     "targets",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "build_clients": "federation",
+        "targets": "federation",
+        "CLEAR_LOSS": "run",
+        "method": "run",
+        "run_fedngm": "run",
+        "DATASETS": "settings",
+        "health_insurance_federation": "federation",
+    },
+)
 
 register(
     Runnable(
         name="fedngm",
         summary="FedNGM: federated neural graphical models, distillation and stitching",
         settings=FedNGMRun,
-        federation=build_clients,
-        method=method,
-        run=run_fedngm,
+        federation=lazy_function("fedstruct.experiments.fedngm.federation", "build_clients"),
+        method=lazy_function("fedstruct.experiments.fedngm.run", "method"),
+        run=lazy_function("fedstruct.experiments.fedngm.run", "run_fedngm"),
         quick={
             "dataset": "synthetic",
             "variables": 8,

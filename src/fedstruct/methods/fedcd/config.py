@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.methods.fedcd.aggregate import BELIEF_SPACES, WEIGHTINGS
-from fedstruct.methods.fedcd.enco.learner import ENCOConfig
+from fedstruct.methods.fedcd.enco.config import ENCOConfig
 
 __all__ = ["AGGREGATIONS", "FedCDConfig"]
 

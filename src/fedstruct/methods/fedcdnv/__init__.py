@@ -22,141 +22,31 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-from numpy.typing import NDArray
+from fedstruct.lazy import lazy_exports
 
-from fedstruct.data.client import ClientData
-from fedstruct.fl import FederatedEstimator
-from fedstruct.graphs.io import from_graph_json, to_graph_json
-from fedstruct.methods.fedcdnv.client import FedCDnvClient
-from fedstruct.methods.fedcdnv.config import FedCDnvConfig
-from fedstruct.methods.fedcdnv.server import (
-    FedCDnvServer,
-    FedCDnvState,
-    check_overlap,
-    definite_graph,
+if TYPE_CHECKING:
+    from fedstruct.methods.fedcdnv.client import FedCDnvClient
+    from fedstruct.methods.fedcdnv.config import FedCDnvConfig
+    from fedstruct.methods.fedcdnv.estimator import FedCDnv
+    from fedstruct.methods.fedcdnv.server import FedCDnvServer
+
+__all__ = [
+    "FedCDnv",
+    "FedCDnvClient",
+    "FedCDnvConfig",
+    "FedCDnvServer",
+]
+
+# the classes and functions are imported when first read: importing the config
+# (a run's settings, its --help) imports no torch
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "FedCDnv": "estimator",
+        "FedCDnvClient": "client",
+        "FedCDnvConfig": "config",
+        "FedCDnvServer": "server",
+    },
 )
-from fedstruct.methods.fedcdnv.theory import definite_pairs
-
-__all__ = ["FedCDnv", "FedCDnvClient", "FedCDnvConfig", "FedCDnvServer"]
-
-
-class FedCDnv(
-    FederatedEstimator,
-    method="fedcdnv",
-    config=FedCDnvConfig,
-    client=FedCDnvClient,
-    server=FedCDnvServer,
-):
-    """FedCDnv (or a baseline), scikit-learn style.
-
-    Parameters
-    ----------
-    seed
-        The run's seed (participation draws; FedCDnv itself is deterministic).
-    participation
-        Who takes part in each round (default: everyone).
-    **params
-        Fields of :class:`FedCDnvConfig` (``strategy``, ``learner``, ``alpha``, ...).
-
-    Attributes
-    ----------
-    graph_ : Graph
-        FedG, the global PAG-like graph over the integrated variables.
-    definite_graph_ : Graph
-        FeddG: the edges of FedG whose relationship is definite causal.
-    status_ : pandas.DataFrame
-        FedG's status matrix (2, 1, -1, -2; see :mod:`~fedstruct.methods.fedcdnv.theory`).
-    definite_pairs_ : tuple
-        Lists of the definite causal and definite non-causal pairs.
-    initial_graph_ : Graph
-        G0, the integration of the clients' ``Pag_0``.
-    local_graphs_ : dict
-        Client name -> its ``Pag_0``.
-    decisions_ : dict
-        Pair -> how TPSS decided a disagreement (``"level 1"`` or ``val``).
-    history_ : list of dict
-        Per-round counts (clients, edges, CI tests).
-    """
-
-    def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCDnv:
-        """Run the federation (:meth:`FederatedEstimator.fit`); with ``progress=True``
-        each in-process client shows its adjacency search's progress too (and, for a
-        wide table, what it will cost before it starts)."""
-        self._progress = bool(run_options.get("progress", False))
-        return super().fit(clients, **run_options)
-
-    def make_client(self, data: ClientData) -> FedCDnvClient:
-        """The client holding ``data`` (showing its search's progress when the run
-        shows progress)."""
-        progress = getattr(self, "_progress", False)
-        return FedCDnvClient(data, config=self.config, seed=self.seed, progress=progress)
-
-    def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
-        """Every client must share a variable with another (Assumption 2.3).
-
-        Raises
-        ------
-        DataError
-            If a client shares no variable with any other client (later, a client
-            with a constant column or data its CI test cannot use).
-        """
-        if all(isinstance(c, ClientData) for c in clients):
-            check_overlap({c.name: c.variables for c in clients})  # type: ignore[union-attr]
-
-    def learn(self, state: FedCDnvState) -> None:
-        """The integrated PAG, its definite relations, the local PAGs and decisions
-        (after round 1 only, as with ``stop_after=1``: ``graph_`` is ``None``, and
-        ``initial_graph_`` and ``local_graphs_`` are round 1's)."""
-        self.initial_graph_ = state.g0
-        self.local_graphs_ = {r.name: r.pag for r in state.reports.values()}
-        if state.aggregation is None or state.stat is None:
-            self.graph_ = None  # type: ignore[assignment]
-            return
-        self.graph_ = state.aggregation.graph
-        self.definite_graph_ = definite_graph(self.graph_, state.stat)
-        self.status_ = pd.DataFrame(state.stat, index=state.names, columns=state.names)
-        self.definite_pairs_ = definite_pairs(state.stat, state.names)
-        self.decisions_ = dict(state.aggregation.decisions)
-
-    def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
-        """FedG (``graph``) and FeddG, its definite causal edges (``definite``)."""
-        return {"graph": (self.graph_, None), "definite": (self.definite_graph_, None)}
-
-    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
-        """FedG's status matrix as an array; FedG, G0, the local PAGs and TPSS's
-        decisions as JSON (FeddG and the definite pairs follow from FedG and status)."""
-        decisions = [[a, b, value] for (a, b), value in self.decisions_.items()]
-        return {"status": self.status_.to_numpy(dtype=np.int8)}, {
-            "graph": to_graph_json(self.graph_),
-            "initial_graph": to_graph_json(self.initial_graph_),
-            "local_graphs": {name: to_graph_json(g) for name, g in self.local_graphs_.items()},
-            "decisions": decisions,
-        }
-
-    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
-        """Set the learned attributes from :meth:`learned_state`'s output."""
-        self.graph_ = from_graph_json(meta["graph"]).graph
-        stat = np.asarray(arrays["status"], dtype=np.int8)
-        names = list(self.graph_.names)
-        self.definite_graph_ = definite_graph(self.graph_, stat)
-        self.status_ = pd.DataFrame(stat, index=names, columns=names)
-        self.definite_pairs_ = definite_pairs(stat, names)
-        self.initial_graph_ = from_graph_json(meta["initial_graph"]).graph
-        self.local_graphs_ = {n: from_graph_json(g).graph for n, g in meta["local_graphs"].items()}
-        self.decisions_ = {(a, b): value for a, b, value in meta["decisions"]}
-
-    @property
-    def names_(self) -> tuple[str, ...]:
-        """The integrated variables ``O``, in FedG's order."""
-        return self.graph_.names
-
-    def status_counts(self) -> dict[int, int]:
-        """How many pairs have each status value."""
-        upper = self.status_.to_numpy()[np.triu_indices(len(self.names_), 1)]
-        values, counts = np.unique(upper, return_counts=True)
-        return {int(v): int(c) for v, c in zip(values, counts, strict=True)}

@@ -20,88 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.threads import default_threads, usable_cores
+from fedstruct.methods.fedcd.enco.config import ENCOConfig
 from fedstruct.methods.fedcd.enco.graph_fitting import ThetaAdam, edge_gradients, theta_update_mask
 from fedstruct.methods.fedcd.enco.networks import ConditionalNetworks
 from fedstruct.methods.fedcd.learner import NO_SELF_LOOP, Beliefs, InterventionalData
 
 __all__ = ["ENCO", "ENCOConfig"]
-
-
-@dataclass(frozen=True)
-class ENCOConfig:
-    """ENCO's hyper-parameters; defaults from Lippe et al. (2021), Appendix B.
-
-    Parameters
-    ----------
-    hidden
-        Width of each conditional network (64).
-    model_steps
-        Steps per epoch of distribution fitting: training the conditionals (1000).
-    graph_steps
-        Steps per epoch of graph fitting: updating the edge beliefs γ and θ (100).
-    batch_size
-        Rows per step in both stages (128).
-    graphs_per_step
-        Adjacency matrices ``K`` sampled per graph-fitting step (100).
-    lambda_sparse
-        Sparsity regulariser λ (0.004).
-    lr_model
-        Adam's learning rate of the conditional networks (5e-3).
-    lr_gamma
-        Adam's learning rate of the edge-existence parameters γ (2e-2).
-    lr_theta
-        Adam's learning rate of the edge-orientation parameters θ (1e-1).
-    beta2_gamma
-        Adam's β2 for γ (0.9; β1 = 0.9 everywhere, β2 = 0.999 elsewhere).
-    weight_decay
-        L2 weight decay of the networks' Adam (1e-4, the value of ENCO's experiment
-        scripts; without it the conditionals drift over long runs and true edges are
-        lost after ~8 epochs, see docs/fedcd.md).
-    graph_chunk
-        Graphs scored per batched forward pass (memory vs speed; not a result change).
-    threads
-        Torch threads while learning (default: ``FEDSTRUCT_THREADS``, else 1;
-        :func:`fedstruct.fl.threads.default_threads`; never more than the cores this
-        process may use).
-    """
-
-    hidden: int = 64
-    model_steps: int = 1000
-    graph_steps: int = 100
-    batch_size: int = 128
-    graphs_per_step: int = 100
-    lambda_sparse: float = 0.004
-    lr_model: float = 5e-3
-    lr_gamma: float = 2e-2
-    lr_theta: float = 1e-1
-    beta2_gamma: float = 0.9
-    weight_decay: float = 1e-4
-    graph_chunk: int = 25
-    threads: int | None = None
-
-    def __post_init__(self) -> None:
-        # graphs_per_step >= 2: the gradient compares graphs with and without each edge
-        check_fields(self, _ENCO_CONSTRAINTS, "enco")
-
-
-_ENCO_CONSTRAINTS = {
-    **dict.fromkeys(
-        ("hidden", "model_steps", "graph_steps", "batch_size", "graph_chunk"), Interval(int, 1)
-    ),
-    "graphs_per_step": Interval(int, 2),
-    **dict.fromkeys(("lr_model", "lr_gamma", "lr_theta"), Interval(float, 0, closed="neither")),
-    **dict.fromkeys(("lambda_sparse", "weight_decay"), Interval(float, 0)),
-    "threads": Interval(int, 1, allow_none=True),
-}
 
 
 class ENCO:

@@ -1,0 +1,238 @@
+"""F-CMs's estimator, :class:`FCM` (the package's docstring describes the method)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import given_graph
+from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
+from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.graphs.pag import dag_member
+from fedstruct.methods.fcm.client import FCMClient, LocalConceptData
+from fedstruct.methods.fcm.config import ARCHITECTURES, FEDERATED_REGIMES, REGIMES, FCMConfig
+from fedstruct.methods.fcm.evaluate import (
+    accuracy_metrics,
+    intervention_curve,
+    node_probabilities,
+)
+from fedstruct.methods.fcm.model import ConceptModel, ModelSpec, adapt, parameter_change
+from fedstruct.methods.fcm.server import FCMServer, FCMState, aggregate_graphs
+from fedstruct.methods.fcm.standalone import StandaloneFit, fit_standalone
+
+__all__ = [
+    "ARCHITECTURES",
+    "FCM",
+    "REGIMES",
+    "ConceptModel",
+    "FCMClient",
+    "FCMConfig",
+    "FCMServer",
+    "LocalConceptData",
+    "ModelSpec",
+    "StandaloneFit",
+    "accuracy_metrics",
+    "adapt",
+    "aggregate_graphs",
+    "fit_standalone",
+    "intervention_curve",
+    "parameter_change",
+]
+
+
+class FCM(
+    FederatedEstimator,
+    method="fcm",
+    config=FCMConfig,
+    client=FCMClient,
+    server=FCMServer,
+):
+    """F-CMs, scikit-learn style.
+
+    Parameters
+    ----------
+    task
+        The task variable ``Y``.
+    cardinalities
+        Number of states of every concept and of the task (the shared schema).
+    seed
+        The run's seed.
+    participation
+        Joins, leaves and dropouts (default: everyone every round); the server then
+        samples ``clients_per_round`` of the available clients.
+    graph
+        A concept graph to use instead of aggregating the clients' own graphs, e.g.
+        one a causal discovery run learned on the clients' concept and task columns
+        (DAG, CPDAG or PAG: turned into one DAG of its class by
+        :func:`~fedstruct.graphs.pag.dag_member` with ``bidirected``). Every round the
+        server builds the architecture from its restriction to the federation's
+        concept set (variables it lacks are isolated). A :class:`Graph`, or a graph
+        file or run folder (:func:`~fedstruct.data.graph_files.given_graph`; read by
+        the server only).
+    **params
+        Fields of :class:`FCMConfig` (``model``, ``regime``, ``rounds``, ...).
+
+    Attributes
+    ----------
+    model_ : ConceptModel
+        The model with the best global validation loss.
+    spec_ : ModelSpec
+        Its architecture (concept set, module inputs).
+    graph_ : Graph
+        The aggregated concept DAG at the end.
+    concepts_ : tuple of str
+        The federation's concept set ``M_T``.
+    history_ : list of dict
+        Per round: pool, sampled clients, losses, concepts, edges, parameter count.
+    parameter_change_ : dict
+        ``params_growth`` and ``params_changed_fraction`` between the model before the
+        concept set first grew and the final model (both 0 if it never grew).
+    best_round_ : int
+        The round whose model was kept.
+    """
+
+    def __init__(
+        self,
+        *,
+        task: str,
+        cardinalities: Mapping[str, int],
+        seed: int = 0,
+        participation: Participation | None = None,
+        graph: Graph | str | Path | None = None,
+        **params: Any,
+    ) -> None:
+        if task not in cardinalities:
+            raise UnknownVariableError(
+                f"task {task!r} has no entry in cardinalities; give its number of states"
+            )
+        self.task = task
+        self.cardinalities = {str(k): int(v) for k, v in cardinalities.items()}
+        super().__init__(seed=seed, participation=participation, **params)
+        self._given(task=task, cardinalities=cardinalities, graph=graph)
+        self.graph = graph
+        if self.config.regime not in FEDERATED_REGIMES:
+            raise ConfigError(
+                f"regime {self.config.regime!r} trains no federation; use fit_standalone "
+                f"for it, or one of {list(FEDERATED_REGIMES)} here"
+            )
+
+    def identity(self) -> dict[str, Any]:
+        """The task, the schema and a given graph change the result."""
+        given = given_graph(self.graph)
+        return {
+            "task": self.task,
+            "cardinalities": self.cardinalities,
+            "graph": None if given is None else given.to_dict(),
+        }
+
+    def make_client(self, data: ClientData) -> FCMClient:
+        """The client holding ``data``."""
+        return FCMClient(
+            data, task=self.task, cardinalities=self.cardinalities, config=self.config,
+            seed=self.seed,
+        )  # fmt: skip
+
+    def make_server(self) -> FCMServer:
+        """A fresh server algorithm (with the given graph as a DAG, if any)."""
+        given = given_graph(self.graph)
+        if given is not None:
+            given = dag_member(given, self.config.bidirected)
+        return FCMServer(self.config, self.task, self.cardinalities, self.seed, given)
+
+    def learn(self, state: FCMState) -> None:
+        """The best model (by the early-stopping criterion), graph and concept space.
+
+        Raises
+        ------
+        ProtocolError
+            If no client answered in any round. (During the run:
+            ``UnknownVariableError`` if a client supervises a variable outside
+            ``cardinalities`` or its graph names one it does not supervise;
+            ``DataError`` for a client without concept or task labels, without a
+            feature column, or with invalid label codes; ``ProtocolError`` if clients
+            have different feature columns.)
+        """
+        if state.spec is None or state.params is None:
+            raise ProtocolError("no client answered in any round: F-CMs learned nothing")
+        spec, params, best_round = state.best or (state.spec, state.params, len(state.history))
+        self.spec_ = spec
+        self.model_ = ConceptModel(spec)
+        self.model_.load_arrays(params)
+        self.graph_ = state.graph if state.graph is not None else Graph.empty(spec.nodes)
+        self.concepts_ = state.concepts
+        self.features_ = state.features
+        self.best_round_ = best_round
+        self.parameter_change_ = (
+            parameter_change(state.before_growth, params)
+            if state.before_growth is not None
+            else {"params_growth": 0.0, "params_changed_fraction": 0.0}
+        )
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The model's parameters as arrays; its architecture, the concept graph, the
+        concept set and the input columns as JSON."""
+        return self.model_.state_arrays(), {
+            "spec": json.loads(self.spec_.to_json()),
+            "graph": to_graph_json(self.graph_),
+            "concepts": list(self.concepts_),
+            "features": list(self.features_),
+            "best_round": self.best_round_,
+            "parameter_change": self.parameter_change_,
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.spec_ = ModelSpec.from_json(json.dumps(meta["spec"]))
+        self.model_ = ConceptModel(self.spec_)
+        self.model_.load_arrays(arrays)
+        self.graph_ = from_graph_json(meta["graph"]).graph
+        self.concepts_ = tuple(meta["concepts"])
+        self.features_ = tuple(meta["features"])
+        self.best_round_ = int(meta["best_round"])
+        self.parameter_change_ = dict(meta["parameter_change"])
+
+    def _inputs(self, rows: pd.DataFrame) -> NDArray[np.float32]:
+        missing = [f for f in self.features_ if f not in rows.columns]
+        if missing:
+            raise UnknownVariableError(
+                f"the rows lack input columns {missing[:5]} ({len(missing)} of "
+                f"{len(self.features_)}); the model reads {list(self.features_)[:5]}..."
+            )
+        return rows[list(self.features_)].to_numpy(dtype=np.float32)
+
+    def input_columns(self) -> InputColumns:
+        """The input columns are required; the labels of the concepts and the task
+        (every variable of ``cardinalities``) may be present."""
+        labels = tuple(self.cardinalities)
+        return InputColumns(self.features_, (*self.features_, *labels), labels=labels)
+
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """Every concept's and the task's state and probabilities for coded ``rows``
+        (only the input columns ``features_`` are read), or those of ``targets``."""
+        chosen = check_targets(targets, self.spec_.nodes)
+        probabilities = node_probabilities(self.model_, self._inputs(rows))
+        return Prediction.from_probabilities({n: probabilities[n] for n in chosen}, rows.index)
+
+    def predict(self, rows: pd.DataFrame) -> NDArray[Any]:
+        """The predicted task state of ``rows``: its level name for a run on a user's
+        files, else its code."""
+        return self.prediction(rows, [self.task]).states[self.task].to_numpy()
+
+    def score(self, test: pd.DataFrame, truth: Graph | None = None) -> dict[str, float]:
+        """Task accuracy and concept accuracy on labelled ``test`` rows (by level name
+        for a run on a user's files); with the true graph ``truth``, concept coverage
+        too (see :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`)."""
+        coded = self.model_rows(test)
+        return accuracy_metrics(self.model_, self._inputs(coded), coded, truth, self.cardinalities)

@@ -1,0 +1,114 @@
+"""FED-CD's estimator, :class:`FedCD` (the package's docstring describes the method)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedstruct.errors import ProtocolError
+from fedstruct.fl import FederatedEstimator
+from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.methods.fedcd.client import FedCDClient
+from fedstruct.methods.fedcd.config import FedCDConfig
+from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
+from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData, LocalLearner
+from fedstruct.methods.fedcd.server import FedCDServer, FedCDState, final_graph
+
+__all__ = [
+    "ENCO",
+    "Beliefs",
+    "ENCOConfig",
+    "FedCD",
+    "FedCDClient",
+    "FedCDConfig",
+    "FedCDServer",
+    "InterventionalData",
+    "LocalLearner",
+    "final_graph",
+]
+
+
+class FedCD(
+    FederatedEstimator,
+    method="fedcd",
+    config=FedCDConfig,
+    client=FedCDClient,
+    server=FedCDServer,
+):
+    """FED-CD, scikit-learn style.
+
+    Parameters
+    ----------
+    seed
+        The run's seed (every client's ENCO draws and the participation draws).
+    participation
+        Who takes part in each round (default: everyone).
+    **params
+        Fields of :class:`FedCDConfig` (``rounds``, ``aggregation``, ``discount``, ENCO's
+        ``model_steps``, ...).
+
+    Attributes
+    ----------
+    graph_ : Graph
+        The final aggregated DAG.
+    beliefs_ : Beliefs
+        The final aggregated ``(γ, θ)``.
+    round_graphs_ : list of Graph or None
+        The aggregated DAG after each round (``None`` before any client answered).
+    client_graphs_ : list of dict
+        Per round, each answering client's own (pruned) graph.
+    history_ : list of dict
+        Per-round counts, edges, average edge entropy and training loss.
+    """
+
+    def learn(self, state: FedCDState) -> None:
+        """The global graph, beliefs, and per-round and per-client graphs.
+
+        Raises
+        ------
+        ProtocolError
+            If no client answered in any round. (During the run: ``DataError`` for a
+            client with only observational or only interventional rows, a variable
+            with fewer than 2 categories or non-categorical data;
+            ``UnknownVariableError`` for an intervention outside the federation's
+            variables; ``ProtocolError`` if clients hold different variables.)
+        """
+        if state.graph is None or state.beliefs is None:
+            raise ProtocolError("no client answered in any round: FED-CD learned nothing")
+        self.graph_ = state.graph
+        self.beliefs_ = state.beliefs
+        self.round_graphs_ = state.round_graphs
+        self.client_graphs_ = state.client_graphs
+
+    def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
+        """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
+        return {"graph": (self.graph_, self.beliefs_.edge_probability)}
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The beliefs ``γ``, ``θ`` as arrays; the DAG and the per-round graphs as JSON."""
+        return {"gamma": self.beliefs_.gamma, "theta": self.beliefs_.theta}, {
+            "graph": to_graph_json(self.graph_),
+            "round_graphs": [None if g is None else to_graph_json(g) for g in self.round_graphs_],
+            "client_graphs": [
+                {name: to_graph_json(g) for name, g in graphs.items()}
+                for graphs in self.client_graphs_
+            ],
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.graph_ = from_graph_json(meta["graph"]).graph
+        self.beliefs_ = Beliefs(
+            np.asarray(arrays["gamma"], dtype=np.float64),
+            np.asarray(arrays["theta"], dtype=np.float64),
+        )
+        self.round_graphs_ = [
+            None if g is None else from_graph_json(g).graph for g in meta["round_graphs"]
+        ]
+        self.client_graphs_ = [
+            {name: from_graph_json(g).graph for name, g in graphs.items()}
+            for graphs in meta["client_graphs"]
+        ]

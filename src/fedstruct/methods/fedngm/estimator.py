@@ -1,0 +1,261 @@
+"""FedNGM's estimator, :class:`FedNGM` (the package's docstring describes the method)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import given_graph
+from fedstruct.errors import ConfigError, PrivacyViolationError
+from fedstruct.fl import FederatedEstimator, Participation
+from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.graphs.undirected import dependency_graph
+from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
+from fedstruct.methods.fedngm.config import FedNGMConfig
+from fedstruct.methods.fedngm.metrics import prediction_metrics, sample_fidelity
+from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
+from fedstruct.methods.fedngm.schema import KINDS, Schema
+from fedstruct.methods.fedngm.server import FedNGMServer, FedNGMState
+from fedstruct.methods.fedngm.structure import glasso_graph, merge_graphs
+
+__all__ = [
+    "KINDS",
+    "NGM",
+    "FedNGM",
+    "FedNGMClient",
+    "FedNGMConfig",
+    "FedNGMServer",
+    "Schema",
+    "fit_ngm",
+    "glasso_graph",
+    "local_graph",
+    "merge_graphs",
+    "prediction_metrics",
+    "sample_fidelity",
+    "stitch",
+]
+
+
+class FedNGM(
+    FederatedEstimator,
+    method="fedngm",
+    config=FedNGMConfig,
+    client=FedNGMClient,
+    server=FedNGMServer,
+):
+    """FedNGM, scikit-learn style.
+
+    Parameters
+    ----------
+    kinds
+        Kind of every variable of the federation: ``"real"``, ``"ordinal"``,
+        ``"binary"`` or ``"categorical"`` (the shared data dictionary).
+    seed
+        The run's seed.
+    participation
+        Joins, leaves and dropouts (default: everyone every round).
+    public
+        Public data the master holds (eq. 3, used when ``public_weight > 0``).
+    graph
+        A graph over (at least) the common variables, e.g. one a causal discovery
+        run learned (DAG, CPDAG or PAG), to use instead of merging the clients' local
+        graphs: the master skips the graph round and constrains every NGM by its
+        undirected form (``graph_rule``) restricted to the common variables. A
+        :class:`Graph`, or a graph file or run folder
+        (:func:`~fedstruct.data.graph_files.given_graph`; read by the master only).
+        Not for the NGR variant, which learns no graph.
+    **params
+        Fields of :class:`FedNGMConfig`.
+
+    Attributes
+    ----------
+    model_ : NGM
+        The released global model.
+    graph_ : Graph
+        The merged graph (NGM) or the global NGR's revealed graph.
+    schema_ : Schema
+        The common variables and their shared encoding.
+    client_models_ : dict
+        Client name -> the NGM it trained and sent.
+    site_scores_ : dict
+        Client name -> what it answered with the release when ``test_fraction > 0``:
+        ``held_out`` (rows kept out) and ``global_own_ratio`` (the global model's
+        error relative to the client's own model on them, below 1: the federation
+        helped; :func:`~fedstruct.methods.fedngm.metrics.global_own_ratio`).
+    history_ : list of dict
+        One record per phase.
+    """
+
+    def __init__(
+        self,
+        *,
+        kinds: Mapping[str, str],
+        seed: int = 0,
+        participation: Participation | None = None,
+        public: pd.DataFrame | None = None,
+        graph: Graph | str | Path | None = None,
+        **params: Any,
+    ) -> None:
+        bad = {k: v for k, v in kinds.items() if v not in KINDS}
+        if bad:
+            name, kind = next(iter(bad.items()))
+            raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
+        self.kinds = {str(k): str(v) for k, v in kinds.items()}
+        super().__init__(seed=seed, participation=participation, **params)
+        self._given(kinds=kinds, public=public, graph=graph)
+        self.public = public
+        self.graph = graph
+        if graph is not None and self.config.variant != "ngm":
+            raise ConfigError(
+                "the NGR variant learns no graph, so it takes none; drop graph= or use "
+                "variant='ngm'"
+            )
+
+    def identity(self) -> dict[str, Any]:
+        """The data dictionary and whether public data are used change the result."""
+        given = given_graph(self.graph)
+        return {
+            "kinds": self.kinds,
+            "public_rows": 0 if self.public is None else len(self.public),
+            "graph": None if given is None else given.to_dict(),
+        }
+
+    def make_client(self, data: ClientData) -> FedNGMClient:
+        """The client holding ``data``."""
+        return FedNGMClient(data, kinds=self.kinds, config=self.config, seed=self.seed)
+
+    def make_server(self) -> FedNGMServer:
+        """A fresh master (with the given graph's undirected form, if any)."""
+        given = given_graph(self.graph)
+        if given is not None:
+            given = dependency_graph(given, self.config.graph_rule)
+        return FedNGMServer(self.config, self.seed, self.public, given)
+
+    def learn(self, state: FedNGMState) -> None:
+        """The global NGM and graph, the client models and the shared encoding.
+
+        Raises
+        ------
+        PrivacyViolationError
+            If fewer clients than the release threshold contributed: nothing is
+            released. (During the run: ``ProtocolError`` if a client shares no
+            variable with the others, naming it, or fewer than two are common.)
+        """
+        self.client_models_ = state.client_models
+        self.site_scores_ = state.site_scores
+        self.schema_ = state.schema
+        if state.refused:
+            raise PrivacyViolationError(state.refused)
+        self.model_ = state.global_model
+        if state.global_model is not None:
+            self.graph_ = state.graph if state.graph is not None else state.global_model.graph
+
+    def personalise(self, data: ClientData, graph: Graph | None = None) -> NGM:
+        """Stitch ``data``'s own variables into the global model (§2.4), as the client
+        holding ``data`` does after the release (a local computation)."""
+        client = self.make_client(data)
+        client.global_model = self.model_
+        return client.personalise(graph)
+
+    def input_columns(self) -> InputColumns:
+        """No column is required (any of the global model's variables is evidence),
+        and any other column may be present (a site's own variables, which the global
+        model does not read: stitching, §2.4, is the site's)."""
+        return InputColumns((), self.released().names, others_allowed=True)
+
+    def coded_prediction(
+        self, rows: pd.DataFrame, targets: Sequence[str] | None = None
+    ) -> Prediction:
+        """Each target's prediction from the evidence in coded ``rows`` (every column
+        the global model has), by the global model (§2.3): a categorical target's
+        most likely category and its probabilities, a continuous one's predictive
+        mean. By default the targets are the model's variables that ``rows`` lack.
+        (:meth:`~FederatedEstimator.prediction` reads level names and names the
+        states for a run on a user's files.)
+
+        Raises
+        ------
+        ConfigError
+            If no global model was released, or ``rows`` hold every variable and no
+            ``targets`` are named.
+        UnknownVariableError
+            For a target the model does not have.
+        """
+        model = self.released()
+        absent = [v for v in model.names if v not in rows.columns]
+        if not targets and not absent:
+            raise ConfigError(
+                "the rows hold every variable of the model: name the variables to predict "
+                "(targets; --target COL)"
+            )
+        chosen = check_targets(targets or absent, model.names)
+        states, probabilities = {}, {}
+        for target in chosen:
+            spec = model.schema.spec(target)
+            if spec.is_categorical:
+                p = model.predict_proba(rows, target)
+                probabilities[target] = pd.DataFrame(p, index=rows.index, columns=spec.categories)
+                states[target] = np.asarray(spec.categories)[p.argmax(axis=1)]
+            else:
+                states[target] = model.predict(rows, target)
+        return Prediction(pd.DataFrame(states, index=rows.index), probabilities)
+
+    def released(self) -> NGM:
+        """The released global NGM (``model_``).
+
+        Raises
+        ------
+        ConfigError
+            If none was released (too few clients took part).
+        """
+        if self.model_ is None:
+            raise ConfigError(
+                "FedNGM released no global model (too few clients took part): there is "
+                "nothing to predict, sample or query with"
+            )
+        return self.model_
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """Every NGM's weights, graph and residuals as arrays (the global model's under
+        ``global.``, client ``c``'s under ``client.c.``); their schemas, the shared
+        encoding, the merged graph and the sites' held-out scores as JSON."""
+        models = {f"client.{name}": m for name, m in self.client_models_.items()}
+        if self.model_ is not None:
+            models["global"] = self.model_
+        arrays = {f"{key}.{k}": v for key, m in models.items() for k, v in m.to_arrays().items()}
+        return arrays, {
+            "schema": None if self.schema_ is None else self.schema_.to_json(),
+            "graph": None if self.model_ is None else to_graph_json(self.graph_),
+            "models": {
+                key: {"schema": m.schema.to_json(), "n_rows": m.n_rows} for key, m in models.items()
+            },
+            "site_scores": self.site_scores_,
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+
+        def model(key: str) -> NGM:
+            prefix = f"{key}."
+            own = {k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)}
+            saved = meta["models"][key]
+            return NGM.from_arrays(Schema.from_json(saved["schema"]), own, saved["n_rows"])
+
+        self.schema_ = None if meta["schema"] is None else Schema.from_json(meta["schema"])
+        self.site_scores_ = dict(meta.get("site_scores", {}))
+        self.client_models_ = {
+            key.removeprefix("client."): model(key)
+            for key in meta["models"]
+            if key.startswith("client.")
+        }
+        self.model_ = model("global") if "global" in meta["models"] else None
+        if meta["graph"] is not None:
+            self.graph_ = from_graph_json(meta["graph"]).graph
