@@ -277,15 +277,13 @@ def test_help_and_listing_import_no_torch_and_only_the_method_asked_for(command,
     assert imported(*command) == (methods, False, False)
 
 
-def test_export_of_a_graph_run_imports_its_method_only_and_no_torch(tmp_path):
+def test_show_and_export_of_a_graph_run_import_its_method_only_and_no_torch(tmp_path):
     from fedstruct.experiments.runs import execute
 
+    run = str(tmp_path / "run")
     execute("fedcdnv", [dict(runnable("fedcdnv").quick)], tmp_path / "run")
-    assert imported("export", str(tmp_path / "run"), "--format", "dot") == (
-        ["fedcdnv"],
-        False,
-        False,
-    )
+    assert imported("export", run, "--format", "dot") == (["fedcdnv"], False, False)
+    assert imported("show", run) == (["fedcdnv"], False, False)
 
 
 def test_a_deployment_s_client_app_imports_no_method_until_a_run_names_one():
