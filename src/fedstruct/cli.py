@@ -318,8 +318,8 @@ def show(
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
     from fedstruct.experiments.artifacts import graph_title
     from fedstruct.experiments.graph_picture import draw_graph
+    from fedstruct.experiments.run_graphs import saved_graph, saved_graphs
     from fedstruct.experiments.runs import unfinished_run
-    from fedstruct.experiments.use import saved_graph, saved_graphs
     from fedstruct.fl.artifact import load
 
     unfinished = unfinished_run(folder)
@@ -330,7 +330,7 @@ def show(
     if not saved_graphs(folder):
         _print_summary(folder)
         return
-    learned, weights = saved_graph(model, folder, graph)
+    learned, weights = saved_graph(model.method, folder, graph)
     title = graph_title(model.method, graph, learned)
     out_console.print(title)
     table = Table()
@@ -487,7 +487,7 @@ def export(
     import sys
     import tempfile
 
-    from fedstruct.experiments.use import export_graph
+    from fedstruct.experiments.run_graphs import export_graph
 
     if out is not None:
         _check_out(out, overwrite, _run_inputs(folder))
@@ -502,7 +502,7 @@ def export(
 
 def _run_inputs(folder: Path) -> dict[Path, str]:
     """The files of the run in ``folder`` (never an --out), each with its description."""
-    from fedstruct.experiments.use import run_files
+    from fedstruct.experiments.run_graphs import run_files
 
     return {path: f"a file of the run in {folder}" for path in run_files(folder)}
 

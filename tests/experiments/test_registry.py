@@ -277,13 +277,21 @@ def test_help_and_listing_import_no_torch_and_only_the_method_asked_for(command,
     assert imported(*command) == (methods, False, False)
 
 
-def test_show_and_export_of_a_graph_run_import_its_method_only_and_no_torch(tmp_path):
+def test_export_of_a_graph_run_imports_no_method_and_show_its_own_only(tmp_path):
+    """``export`` needs the saved graph and model.json, not the estimator; ``show``
+    loads the run's estimator (for its summary), no other method and no torch."""
     from fedstruct.experiments.runs import execute
 
     run = str(tmp_path / "run")
     execute("fedcdnv", [dict(runnable("fedcdnv").quick)], tmp_path / "run")
-    assert imported("export", run, "--format", "dot") == (["fedcdnv"], False, False)
+    assert imported("export", run, "--format", "dot") == ([], False, False)
     assert imported("show", run) == (["fedcdnv"], False, False)
+    weights = tmp_path / "run" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8])  # export still checks the saved model
+    done = subprocess.run([sys.executable, "-m", "fedstruct.cli", "export", run, "--format",
+                           "dot"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 2
+    assert "does not match the checksum model.json records" in done.stderr
 
 
 def test_a_deployment_s_client_app_imports_no_method_until_a_run_names_one():
