@@ -277,6 +277,12 @@ def test_help_and_listing_import_no_torch_and_only_the_method_asked_for(command,
     assert imported(*command) == (methods, False, False)
 
 
+def test_listing_the_recipes_imports_no_torch():
+    """``reproduce --list`` imports every recipe module (each registers its own), and
+    none of them imports torch before its recipe runs."""
+    assert imported("reproduce", "--list")[1:] == (False, False)
+
+
 def test_export_of_a_graph_run_imports_no_method_and_show_its_own_only(tmp_path):
     """``export`` needs the saved graph and model.json, not the estimator; ``show``
     loads the run's estimator (for its summary), no other method and no torch."""

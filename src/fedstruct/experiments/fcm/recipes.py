@@ -20,7 +20,6 @@ from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import pair_disagreement
-from fedstruct.methods.fcm import aggregate_graphs
 
 __all__ = ["MODELS", "NETWORKS", "REGIME_LABELS"]
 
@@ -196,6 +195,8 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
     client's for F-CMs (monotone memory), the initial cohort's for S-F-CMs (fixed after
     round 1); Localized is the mean over clients of their own graph's DiffPairs.
     """
+    from fedstruct.methods.fcm import aggregate_graphs  # torch: when run, not when listed
+
     seeds = range(1) if quick else range(3)
     networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
     shares = (0.0, 0.5, 1.0) if quick else (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
