@@ -175,9 +175,10 @@ class FederatedEstimator(ABC):
     arrays plus JSON and back (the run folder's ``model.safetensors`` and
     ``model.json``, :mod:`fedstruct.fl.artifact`).
 
-    The class's signature (``inspect.signature(FedCD)``, ``help``, an IDE) lists the
-    config's fields as keyword-only parameters with their defaults, in place of
-    ``**params`` (:func:`config_signature`); a name that is not a parameter is a
+    The class's signature (``inspect.signature(FedCD)``, ``help``, IPython and the
+    editors that ask the running interpreter) lists the config's fields as
+    keyword-only parameters with their defaults, in place of ``**params``
+    (:func:`config_signature`); a name that is not a parameter is a
     :class:`~fedstruct.errors.ConfigError` naming the valid ones, in ``__init__`` as
     in :meth:`set_params`. :meth:`evaluate` gives every metric of the fitted estimator
     on test data (a dict) and :meth:`score` the main one (a float, higher is better);
