@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
+from fedstruct.discovery import fci, make_ci_test
 from fedstruct.experiments.fedcdnv.federation import Setting, build_setting
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
@@ -35,7 +36,6 @@ from fedstruct.experiments.sites import aligned, file_metrics, site_federation, 
 from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_type_counts, site_agreement
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
-from fedstruct.methods.fedcdnv.local import fci, make_ci_test
 
 __all__ = ["central_reference", "method", "run_fedcdnv", "score"]
 

@@ -1,8 +1,8 @@
 """FedCDnv: federated causal discovery over non-identical variable sets.
 
 Implements "Federated Causal Structure Learning with Non-identical Variable Sets"
-(papers/fedcdnv-non-identical-variable-sets.txt): local FCI (our own, in
-:mod:`fedstruct.methods.fedcdnv.local`), the definite-relation theory (§3.1,
+(papers/fedcdnv-non-identical-variable-sets.txt): local FCI (our own, from the
+shared :mod:`fedstruct.discovery`), the definite-relation theory (§3.1,
 :mod:`~fedstruct.methods.fedcdnv.theory`), C-Update (Algorithm 2,
 :mod:`~fedstruct.methods.fedcdnv.update`) and the two-level priority selection
 strategy TPSS (§3.2, :mod:`~fedstruct.methods.fedcdnv.aggregate`), with the
