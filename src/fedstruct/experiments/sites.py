@@ -16,9 +16,9 @@ On a deployment whose sites keep their files on their own SuperNodes
 ServerApp none. The deployment's handshake (:mod:`fedstruct.experiments.flower.app`)
 gives each process a :class:`DeployedSites` view (:func:`deployed_sites`): the
 federation schema merged from what every site described of its file
-(:func:`describe_file`, :func:`merge_descriptions`), the sites whose files this process reads, and what each node
-reported after encoding. The same slice code then builds a node's own client, or the
-server's estimator and metrics, from it.
+(:func:`describe_file`, :func:`merge_descriptions`), the sites whose files this
+process reads, and what each node reported after encoding. The same slice code then
+builds a node's own client, or the server's estimator and metrics, from it.
 """
 
 from __future__ import annotations
@@ -140,29 +140,28 @@ def site_roles(settings: Any) -> dict[str, Any]:
     return dict(read_manifest(settings.manifest).options) if settings.manifest else {}
 
 
-def site_options(settings: Any, roles: Mapping[str, Any]) -> SiteOptions:
-    """How every site's file is read under ``settings`` and a method's column ``roles``
-    (``regime``, ``supervised``; empty ones are not given)."""
+def site_options(settings: Any) -> SiteOptions:
+    """How every site's file is read under ``settings`` (``kinds``, ``missing``, and
+    what a site's schema may disclose: :func:`schema_limits`)."""
     return SiteOptions(
-        kinds=dict(settings.kinds or {}),
-        missing=settings.missing,
-        regime=roles.get("regime") or None,
-        supervised=tuple(roles.get("supervised") or ()),
-        limits=schema_limits(settings),
+        kinds=dict(settings.kinds or {}), missing=settings.missing, limits=schema_limits(settings)
     )
 
 
 def read_sites(site_format: SiteFormat[Any], settings: Any, roles: Mapping[str, Any]) -> Any:
-    """The sites ``settings`` name, read in ``site_format`` (cached per process: a slice
-    reads its sites with the same roles every time). With ``node_sites``: the sites
-    this process reads (a node's own; none on the server), with the deployment's schema.
+    """The sites ``settings`` name, read in ``site_format`` with the method's column
+    ``roles`` (``regime``, ``supervised``: empty ones are not given), cached per
+    process: a slice reads its sites with the same roles every time. With
+    ``node_sites``: the sites this process reads (a node's own; none on the server),
+    with the deployment's schema.
     """
-    options = _key(asdict(site_options(settings, roles)))
+    options = _key(asdict(site_options(settings)))
+    given = _key({role: value for role, value in roles.items() if value})
     if not settings.node_sites:
         source = settings.manifest or _pairs(parse_site_args(settings.sites))
-        return _read(site_format, source, options, "")
+        return _read(site_format, source, options, given, "")
     view = _deployed()
-    return _read(site_format, _pairs(view.here), options, _key(view.schema))
+    return _read(site_format, _pairs(view.here), options, given, _key(view.schema))
 
 
 def _pairs(specs: Sequence[SiteSpec]) -> tuple[tuple[str, str], ...]:
@@ -198,6 +197,7 @@ def _read(
     site_format: SiteFormat[Any],
     source: str | tuple[tuple[str, str], ...],
     options: str,
+    roles: str,
     schema: str,
 ) -> Any:
     if isinstance(source, str):
@@ -205,8 +205,10 @@ def _read(
     else:
         sites = Manifest(tuple(SiteSpec(name, Path(path), {}) for name, path in source))
     given = json.loads(options)
-    given.update(supervised=tuple(given["supervised"]), limits=SchemaLimits(**given["limits"]))
-    return site_format.read(sites, SiteOptions(**given), json.loads(schema) if schema else None)
+    given["limits"] = SchemaLimits(**given["limits"])
+    return site_format.read(
+        sites, SiteOptions(**given), json.loads(roles), json.loads(schema) if schema else None
+    )
 
 
 def schema_limits(settings: Any) -> SchemaLimits:
@@ -219,7 +221,7 @@ def describe_file(
     site_format: SiteFormat[Any], spec: SiteSpec, settings: Any, roles: Mapping[str, Any]
 ) -> dict[str, Any]:
     """What site ``spec`` reports of its file (metadata only, JSON-able), on its node."""
-    return site_format.describe(spec, site_options(settings, roles))
+    return site_format.describe(spec, site_options(settings), roles)
 
 
 def merge_descriptions(
@@ -229,7 +231,7 @@ def merge_descriptions(
     roles: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The federation schema from every site's description, on the server."""
-    return site_format.merge(descriptions, site_options(settings, roles))
+    return site_format.merge(descriptions, site_options(settings), roles)
 
 
 def site_report(
