@@ -131,6 +131,8 @@ def encode_table(
     supervised: tuple[str, ...],
     min_rows: int,
 ) -> Encoded:
+    """A site's table encoded with ``schema`` (:func:`encode_site`'s steps), before
+    its columns become a client."""
     if missing not in MISSING:
         raise ConfigError(f"missing must be one of {', '.join(MISSING)}; got {missing!r}")
     frame = table.frame

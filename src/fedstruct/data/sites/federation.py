@@ -131,7 +131,7 @@ def read_federation(
             table, schema, settings["missing"], site_regime, site_supervised, min_rows
         )
         del table  # the site's table goes before its encoded rows become a client
-        log_dropped(encoded.site, _spec_path(manifest, encoded.site), encoded.dropped_rows)
+        _log_dropped(encoded.site, _spec_path(manifest, encoded.site), encoded.dropped_rows)
         built = encoded.build()
         clients.append(built.client)
         dropped[encoded.site] = built.dropped_rows
@@ -180,7 +180,7 @@ def _read_spec(
         site_regime = settings["regime"]
     overrides = {c: k for c, k in settings["kinds"].items() if c in columns}
     overrides.update(spec.options.get("kinds", {}))
-    kinds = site_kinds(table, overrides, site_regime)
+    kinds = _site_kinds(table, overrides, site_regime)
     wanted = spec.options.get("supervised", ())
     supervised = tuple(
         dict.fromkeys([*wanted, *(v for v in settings["supervised"] if v in columns)])
@@ -333,17 +333,18 @@ def read_site(
     site = name or site_name(path)
     table = site_table(site, read_table(path, delimiter=delimiter), path)
     if schema is None:
-        kinds_of = site_kinds(table, kinds, regime)
+        kinds_of = _site_kinds(table, kinds, regime)
         schema = merge_schemas([table.schema(kinds_of)])
     encoded = encode_table(table, schema, missing, regime, tuple(supervised), min_rows)
     del table
-    log_dropped(site, path, encoded.dropped_rows)
+    _log_dropped(site, path, encoded.dropped_rows)
     return encoded.build().client
 
 
-def site_kinds(
+def _site_kinds(
     table: SiteTable, kinds: Mapping[str, str] | None, regime: str | None
 ) -> dict[str, str]:
+    """The kinds of the site's columns (``kinds`` win), the regime column left out."""
     columns = [c for c in table.frame.columns if c != regime]
 
     def n_distinct(col: str) -> int:  # factorised once: the schema needs the levels anyway
@@ -361,7 +362,8 @@ def site_kinds(
     return kinds_of
 
 
-def log_dropped(site: str, path: Path | None, dropped: int) -> None:
+def _log_dropped(site: str, path: Path | None, dropped: int) -> None:
+    """Log the rows a site dropped for missing values, if any."""
     if dropped:
         where = f" (file {path})" if path else ""
         logger.warning("site %r%s: dropped %d rows with missing values", site, where, dropped)

@@ -63,6 +63,7 @@ def column_kinds(
     max_levels: int,
     n_distinct: Callable[[str], int],
 ) -> dict[str, str]:
+    """Each of ``columns``' kind (``overrides`` win; ``n_distinct`` counts values)."""
     for col, kind in overrides.items():
         if col not in columns:
             raise UnknownVariableError(

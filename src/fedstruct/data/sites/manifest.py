@@ -173,6 +173,7 @@ def _resolve(value: str, folder: Path) -> Path:
 
 
 def check_site_names(sites: Sequence[SiteSpec]) -> None:
+    """Refuse two sites of one name (:class:`~fedstruct.errors.ConfigError`)."""
     seen: dict[str, Path] = {}
     for s in sites:
         if s.name in seen:

@@ -228,5 +228,6 @@ def _check_header(names: Sequence[Any], path: Path) -> None:
 
 
 def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its type's name if it has none)."""
     text = " ".join(str(exc).split())
     return text or type(exc).__name__

@@ -235,6 +235,7 @@ def require_kinds(
 
 
 def check_kind(kind: str, column: str) -> None:
+    """Refuse a kind not in :data:`KINDS` (:class:`~fedstruct.errors.ConfigError`)."""
     if kind not in KINDS:
         raise ConfigError(
             f"column {column!r}: unknown kind {kind!r}; valid kinds: {', '.join(KINDS)}"
@@ -242,6 +243,7 @@ def check_kind(kind: str, column: str) -> None:
 
 
 def check_unique(names: Sequence[str], owner: str) -> None:
+    """Refuse a column name that appears twice (:class:`~fedstruct.errors.DataError`)."""
     seen = set()
     for name in names:
         if name in seen:
@@ -250,6 +252,7 @@ def check_unique(names: Sequence[str], owner: str) -> None:
 
 
 def level_name(value: Any) -> str:
+    """A level's name: ``str`` of the value, integral numbers without a decimal point."""
     if isinstance(value, bool | np.bool_):
         return str(bool(value))
     if isinstance(value, float | np.floating) and math.isfinite(value) and value == int(value):

@@ -34,6 +34,7 @@ class SiteTable:
 
     @property
     def where(self) -> str:
+        """The site (and its file) as messages name them."""
         return f"site {self.name!r}" + (f" (file {self.path})" if self.path else "")
 
     def factor(self, col: str) -> tuple[NDArray[np.integer], list[str]]:
@@ -49,6 +50,13 @@ class SiteTable:
         return self.isna[col]
 
     def schema(self, kinds: Mapping[str, str]) -> SiteSchema:
+        """The site's :class:`SiteSchema` for the columns ``kinds`` names.
+
+        Raises
+        ------
+        DataError
+            For a column whose values are all missing.
+        """
         columns = []
         for col in self.frame.columns:
             if col not in kinds:
@@ -66,6 +74,7 @@ class SiteTable:
         return SiteSchema(self.name, len(self.frame), tuple(columns))
 
     def all_missing(self, col: str) -> DataError:
+        """The error for column ``col`` without any value."""
         return DataError(
             f"column {col!r} of {self.where} has no values (all {len(self.frame)} missing); "
             "fill it or remove the column"
@@ -73,6 +82,7 @@ class SiteTable:
 
 
 def factorize(column: pd.Series) -> tuple[NDArray[np.integer], list[str]]:
+    """Codes into a column's distinct values (-1: missing) and their level names."""
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     names = [level_name(v) for v in uniques]
     if len(names) < 2**15:  # small codes keep the cache small; -1 still means missing
@@ -113,6 +123,7 @@ def site_schema(
 
 
 def site_table(site: str, frame: pd.DataFrame, path: Path | None) -> SiteTable:
+    """A :class:`SiteTable`, its name and column names checked."""
     if not isinstance(site, str) or not site:
         raise DataError(f"a site's name must be a non-empty string, got {site!r}")
     check_unique([str(c) for c in frame.columns], f"site {site!r}")
