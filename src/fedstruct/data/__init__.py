@@ -9,6 +9,7 @@ that method's slice, ``fedstruct.experiments.<method>.federation``.
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, ClientsOnDemand, check_federation
 from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
+from fedstruct.data.formats import IMAGES, TABLES, SiteFormat, SiteOptions
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.images import (
     LABEL,
@@ -57,9 +58,11 @@ from fedstruct.data.sites import (
 )
 
 __all__ = [
+    "IMAGES",
     "KINDS",
     "LABEL",
     "OBSERVATIONAL",
+    "TABLES",
     "UNIFORM",
     "CategoricalSCM",
     "ClientData",
@@ -80,6 +83,8 @@ __all__ = [
     "Sampler",
     "Schedule",
     "SiteFederation",
+    "SiteFormat",
+    "SiteOptions",
     "SiteSchema",
     "SiteSpec",
     "check_federation",
