@@ -26,9 +26,9 @@ import pandas as pd
 from timing import median_time
 
 from fedstruct.data import load_network
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.fci import fci
 from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.fci import fci
 
 
 def causal_learn_fci(values: np.ndarray) -> None:

@@ -35,11 +35,11 @@ from queue import Empty
 import numpy as np
 
 from fedstruct.data import load_network
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.fci import fci
-from fedstruct.methods.fedcdnv.local.pds import available_workers
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.fci import fci
+from fedstruct.discovery.pds import available_workers
+from fedstruct.discovery.skeleton import adjacency_search
 
 
 def sample(name: str, rows: int):

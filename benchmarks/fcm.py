@@ -37,7 +37,7 @@ def main() -> None:
     start = time.perf_counter()
     model = method(settings).fit(part.clients)
     fit_s = time.perf_counter() - start
-    scores = model.score(part.test, data.graph)
+    scores = model.evaluate(part.test, truth=data.graph)
     print(
         f"F-CMs {args.model} on {args.network}: data {prep_s:.1f} s, federation {fit_s:.1f} s "
         f"({len(model.history_)} rounds, best {model.best_round_}), task accuracy "

@@ -15,11 +15,19 @@ Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [
    loaded frame's size (``DataFrame.memory_usage(deep=True)``) (goal: read_site <= 2x).
 3. A manifest of ``S`` small sites (200 rows x 8 columns each) read by
    ``read_federation`` (goal: under 5 s).
+4. With ``--readers``: the maintained CSV readers fedstruct could read with, each
+   alone in a fresh child process, ``R`` times in turn (median wall, CPU and peak
+   resident set above the baseline, against the loaded frame): pandas' C engine as
+   is and with the text columns (found in a 1,000-row head) read as ``category``,
+   pandas' pyarrow engine, ``pyarrow.csv`` (+ ``to_pandas``) and polars (+
+   ``to_pandas``; skipped unless installed). Only pandas' C engine types a file as
+   ``pandas.read_csv`` does (``tests/data/test_sites.py::test_reading_equals_pandas``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -62,6 +70,50 @@ else:
     size = 0
 print(json.dumps({"base": base, "peak": status("VmHWM"), "frame": size}))
 """
+
+
+READER = """
+import json, resource, sys, time
+import pandas as pd
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(key)) * 1024
+which, path = sys.argv[1], sys.argv[2]
+if which.startswith("pyarrow"):
+    import pyarrow.csv
+elif which.startswith("polars"):
+    import polars as pl
+base = status("VmRSS")
+before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+if which == "pandas C":
+    frame = pd.read_csv(path)
+elif which == "pandas C, text as category":
+    head = pd.read_csv(path, nrows=1000)
+    text = [c for c in head.columns if head[c].dtype.kind not in "biufcmM"]
+    frame = pd.read_csv(path, dtype=dict.fromkeys(text, "category"))
+elif which == "pandas pyarrow engine":
+    frame = pd.read_csv(path, engine="pyarrow")
+elif which == "pyarrow.csv":
+    table = pyarrow.csv.read_csv(path)
+    frame = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
+elif which == "polars":
+    table = pl.read_csv(path)
+    frame = table.to_pandas()
+    del table
+wall = time.perf_counter() - start
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+print(json.dumps({"wall": wall, "cpu": cpu, "peak": status("VmHWM") - base}))
+"""
+#: The readers compared by ``--readers``, and the module each needs.
+READERS = {
+    "pandas C": "pandas",
+    "pandas C, text as category": "pandas",
+    "pandas pyarrow engine": "pyarrow",
+    "pyarrow.csv": "pyarrow",
+    "polars": "polars",
+}
 
 
 def write_table(path: Path, rows: int, columns: int, seed: int = 0) -> None:
@@ -128,6 +180,31 @@ def memory(path: Path, which: str) -> dict[str, int]:
     return json.loads(out.stdout)
 
 
+def readers(path: Path, repeats: int, frame: int) -> None:
+    """Print each installed reader's median wall, CPU and peak memory (fresh processes)."""
+    runs: dict[str, list[dict[str, float]]] = {}
+    for _ in range(repeats):
+        for name, module in READERS.items():
+            if importlib.util.find_spec(module) is None:
+                continue
+            out = subprocess.run(
+                [sys.executable, "-c", READER, name, str(path)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            runs.setdefault(name, []).append(json.loads(out.stdout))
+    for name, found in runs.items():
+        wall, cpu, peak = (statistics.median(r[k] for r in found) for k in ("wall", "cpu", "peak"))
+        print(
+            f"  {name}: {wall:.2f} s (CPU {cpu:.2f} s), "
+            f"peak {peak / 1e6:.0f} MB = {peak / frame:.2f} x frame"
+        )
+    for name, module in READERS.items():
+        if name not in runs:
+            print(f"  {name}: skipped ({module} is not installed)")
+
+
 def manifest(folder: Path, sites: int) -> Path:
     """A manifest of ``sites`` small CSV files."""
     rng = np.random.default_rng(1)
@@ -154,6 +231,9 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sites", type=int, default=100)
+    parser.add_argument(
+        "--readers", action="store_true", help="also compare the maintained CSV readers"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -178,6 +258,9 @@ def main() -> None:
             times = extra / frame
             print(f"{name}: peak RSS above baseline {extra / 1e6:.0f} MB = {times:.2f} x frame")
         print(f"loaded frame (memory_usage deep=True): {frame / 1e6:.0f} MB")
+        if args.readers:
+            print(f"maintained readers alone (median of {args.repeats}, fresh processes):")
+            readers(path, args.repeats, frame)
         sites = folder / "many"
         sites.mkdir()
         source = manifest(sites, args.sites)

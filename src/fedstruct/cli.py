@@ -364,21 +364,21 @@ MARK_MEANINGS = {
 
 def _mark_legend(edges: Sequence[Any]) -> list[str]:
     """One line per kind of edge in ``edges``: its marks and what they say."""
-    seen = []
+    mirrored = {"<--": "-->", "<-o": "o->", "--o": "o--"}
+    seen, turned = [], []
     for edge in edges:
         token = str(edge).split()[1]
-        if token == "<--":
-            token = "-->"
-        elif token == "<-o":
-            token = "o->"
-        elif token == "--o":
-            token = "o--"
+        if token in mirrored:
+            if token not in turned:
+                turned.append(token)
+            token = mirrored[token]
         if token not in seen:
             seen.append(token)
     order = list(MARK_MEANINGS)
     seen.sort(key=lambda t: order.index(t) if t in order else len(order))
     lines = ["marks (read 'A mark B'; 'o' is a mark the data leave open):"]
     lines += [f"  A {t} B: {MARK_MEANINGS.get(t, 'see docs/cli.md')}" for t in seen]
+    lines += [f"  A {t} B reads as B {mirrored[t]} A" for t in sorted(turned)]
     return lines if seen else []
 
 

@@ -11,6 +11,7 @@ working for callers that do not know fedstruct.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -105,7 +106,9 @@ class ArtifactError(FedstructError, ValueError):
     changed or truncated, or given input that does not match its schema."""
 
 
-def unknown_choice_message(what: str, value: object, valid: Iterable[object]) -> str:
+def unknown_choice_message(
+    what: str, value: object, valid: Iterable[object], *, suggest: bool = False
+) -> str:
     """Format the one-line message for a value that is not among the valid choices.
 
     Parameters
@@ -116,11 +119,16 @@ def unknown_choice_message(what: str, value: object, valid: Iterable[object]) ->
         The value given.
     valid
         The valid choices; they are listed, sorted, in the message.
+    suggest
+        Name the closest valid choice, if one is close (a likely typo):
+        ``unknown fedcd parameter 'roundz' (did you mean 'rounds'?); valid ...``.
 
     Returns
     -------
     str
         ``unknown network 'nosuch'; valid networks: alarm, asia, ...``.
     """
-    choices = ", ".join(sorted(str(v) for v in valid))
-    return f"unknown {what} {value!r}; valid {what}s: {choices}"
+    names = sorted(str(v) for v in valid)
+    close = difflib.get_close_matches(str(value), names, n=1) if suggest else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown {what} {value!r}{hint}; valid {what}s: {', '.join(names)}"

@@ -40,7 +40,6 @@ from fedstruct.data.sites import (
     encode_site,
     infer_kinds,
     merge_schemas,
-    parse_site_args,
     read_federation,
     read_manifest,
     read_site,
@@ -55,6 +54,7 @@ from fedstruct.errors import (
     SampleSizeError,
     UnknownVariableError,
 )
+from fedstruct.experiments.site_args import parse_site_args
 
 
 def read_small_federation(source, **options):
@@ -562,8 +562,7 @@ def test_infinite_values_name_the_file(tmp_path: Path) -> None:
         "\ufeffa,b\n1,x\n2,y\n",  # a byte order mark
     ],
 )
-def test_reading_equals_pandas(tmp_path: Path, monkeypatch, text: str) -> None:
-    monkeypatch.setattr("fedstruct.data.sites._PIECE_BYTES", 6)  # pieces of ~2 rows
+def test_reading_equals_pandas(tmp_path: Path, text: str) -> None:
     path = write(tmp_path / "s.csv", text)
     frame, whole = read_table(path), pd.read_csv(path)
     for col in whole.columns:

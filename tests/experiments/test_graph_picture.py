@@ -279,3 +279,20 @@ def test_history_plots_count_rounds_and_counts_in_whole_numbers(monkeypatch, tmp
         assert all(float(t).is_integer() for t in ax.get_xticks())  # rounds
     assert all(float(t).is_integer() for t in counts.get_yticks())  # a count
     assert not all(float(t).is_integer() for t in loss.get_yticks())  # a loss is not
+
+
+def test_a_history_panel_can_hold_a_training_and_a_held_out_metric(monkeypatch, tmp_path):
+    """issue 29, item 11: FedAvg's plot shows a held-out loss beside the training loss."""
+    from fedstruct.experiments import plots
+
+    kept = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: kept.append(fig) or path)
+    history = [{"round": r, "train_loss": 1.0 / r, "test_loss": 2.0 / r} for r in range(1, 5)]
+    plots.plot_history(history, [("train_loss", "test_loss"), "absent"], tmp_path / "h.png", "t")
+    (loss,) = kept[0].axes
+    assert loss.get_title() == "loss"
+    assert [t.get_text() for t in loss.get_legend().get_texts()] == ["train loss", "test loss"]
+    assert [list(line.get_ydata()) for line in loss.get_lines()] == [
+        [1.0 / r for r in range(1, 5)],
+        [2.0 / r for r in range(1, 5)],
+    ]

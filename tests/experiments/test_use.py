@@ -283,3 +283,6 @@ def test_show_explains_the_edge_marks_under_its_table(used):
     assert tokens & set(meanings)
     for token in tokens & set(meanings):
         assert meanings[token] in text
+    mirrored = {"<--": "-->", "<-o": "o->", "--o": "o--"}
+    for token in tokens & set(mirrored):  # printed the other way round: explained too
+        assert f"A {token} B reads as B {mirrored[token]} A" in text

@@ -110,7 +110,8 @@ def test_fcm_from_files_scores_and_predicts_by_level_name(tmp_path):
     assert set(model.predict(frame)) <= set(PRESENCE.values())
     assert model.predict(frame).tolist() == expected["dysp"].tolist()
     same_table(model.prediction(frame).table(), expected)
-    scores = model.score(frame)
+    scores = model.evaluate(frame)
+    assert model.score(frame) == scores["task_accuracy"]
     assert scores["task_accuracy"] == pytest.approx(accuracy(expected["dysp"], frame["dysp"]))
     concepts = [c for c in frame.columns if c in model.cardinalities and c != "dysp"]
     by_cli = np.mean([accuracy(expected[c], frame[c]) if c in expected else 0.5

@@ -6,18 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.base import clone
 
 from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ArtifactError, ConfigError
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.fl.artifact import MODEL_JSON, MODEL_WEIGHTS, load, read_model
-from fedstruct.methods.cafe import CAFE
-from fedstruct.methods.fcm import FCM
 from fedstruct.methods.fedavg import FedAvg
-from fedstruct.methods.fedcd import FedCD
 from fedstruct.methods.fedcdnv import FedCDnv
-from fedstruct.methods.fedngm import FedNGM
 
 
 @pytest.fixture(scope="module")
@@ -92,21 +87,7 @@ def test_missing_weights_are_named(saved, tmp_path):
         load(folder)
 
 
-ESTIMATORS = [
-    FedCDnv(alpha=0.05),
-    FedCD(rounds=3, seed=2),
-    FCM(task="y", cardinalities={"a": 2, "y": 3}, rounds=4),
-    FedNGM(kinds={"a": "real", "b": "binary"}, epochs=3),
-    CAFE((1, 8, 8), 10, rounds=2),
-    FedAvg("y", {"a": 2, "y": 2}, hidden=8),
-]
-
-
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.method)
-def test_every_estimator_clones_with_scikit_learn(estimator):
-    copy = clone(estimator)
-    assert copy is not estimator and type(copy) is type(estimator)
-    assert copy.get_params() == estimator.get_params() and copy.config == estimator.config
+# Cloning every method's estimator with scikit-learn: tests/fl/test_estimator_contract.py.
 
 
 def test_set_params_validates_as_the_constructor_does():

@@ -9,6 +9,7 @@ that method's slice, ``fedstruct.experiments.<method>.federation``.
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, ClientsOnDemand, check_federation
 from fedstruct.data.discrete import UNIFORM, DiscreteNetwork
+from fedstruct.data.formats import IMAGES, TABLES, SiteFormat, SiteOptions
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.images import (
     LABEL,
@@ -48,7 +49,6 @@ from fedstruct.data.sites import (
     encode_site,
     infer_kinds,
     merge_schemas,
-    parse_site_args,
     read_federation,
     read_manifest,
     read_site,
@@ -58,9 +58,11 @@ from fedstruct.data.sites import (
 )
 
 __all__ = [
+    "IMAGES",
     "KINDS",
     "LABEL",
     "OBSERVATIONAL",
+    "TABLES",
     "UNIFORM",
     "CategoricalSCM",
     "ClientData",
@@ -81,6 +83,8 @@ __all__ = [
     "Sampler",
     "Schedule",
     "SiteFederation",
+    "SiteFormat",
+    "SiteOptions",
     "SiteSchema",
     "SiteSpec",
     "check_federation",
@@ -98,7 +102,6 @@ __all__ = [
     "merge_image_schemas",
     "merge_schemas",
     "network_names",
-    "parse_site_args",
     "random_discrete_network",
     "read_federation",
     "read_graph_file",

@@ -6,7 +6,9 @@ round-trips to :class:`~fedstruct.graphs.Graph`), ``STEM.dot`` (Graphviz),
 ``STEM.graphml`` (networkx, yEd; PAG marks as edge attributes) and an edges table
 (one row per edge: its ends, the mark at each end and the method's confidence where
 it has one), ``edges.csv`` for the main graph and ``STEM-edges.csv`` for the others.
-FED-CD also writes its full edge-probability matrix (``edge-probabilities.csv``).
+Every table the estimator names (:meth:`~fedstruct.fl.FederatedEstimator.learned_tables`)
+is written as ``STEM.csv``: FED-CD's full edge-probability matrix
+(``edge-probabilities.csv``).
 Everything else it learned goes into ``model.safetensors`` + ``model.json``
 (:mod:`fedstruct.fl.artifact`, whose :func:`~fedstruct.fl.artifact.load` reads a run
 folder back into a fitted estimator).
@@ -18,8 +20,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from fedstruct.fl import FederatedEstimator
 from fedstruct.fl.artifact import save_model
 from fedstruct.graphs.io import write_graph
@@ -29,9 +29,9 @@ __all__ = [
     "graph_title",
     "write_artifacts",
     "write_graphs",
+    "write_tables",
 ]
 
-PROBABILITIES_FILE = "edge-probabilities.csv"
 
 
 def graph_files(stem: str) -> dict[str, str]:
@@ -59,17 +59,29 @@ def write_graphs(model: Any, out: Path) -> list[str]:
         draw_graph(graph, out / f"{stem}.png", title=graph_title(model.method, stem, graph),
                    weights=confidence)  # fmt: skip
         written.append(f"{stem}.png")
-    if model.method == "fedcd":
-        names = list(model.graph_.names)
-        probabilities = pd.DataFrame(model.beliefs_.edge_probability, index=names, columns=names)
-        probabilities.to_csv(out / PROBABILITIES_FILE, index_label="from\\to")
-        written.append(PROBABILITIES_FILE)
+    return written
+
+
+def write_tables(model: FederatedEstimator, out: Path) -> list[str]:
+    """Write every table ``model`` learned besides its graphs
+    (:meth:`~fedstruct.fl.FederatedEstimator.learned_tables`) as ``out/STEM.csv``, its
+    index first; return the files' names."""
+    written = []
+    for stem, table in model.learned_tables().items():
+        table.to_csv(out / f"{stem}.csv")
+        written.append(f"{stem}.csv")
     return written
 
 
 def write_artifacts(
     model: FederatedEstimator, out: Path, *, data: Mapping[str, Any] | None = None
 ) -> list[str]:
-    """Write what the fitted ``model`` learned into ``out``: its graphs and its model
-    files (``data``: what its inputs are, saved in ``model.json``); return the names."""
-    return [*write_graphs(model, out), *save_model(model, out, data=data)]
+    """Write what the fitted ``model`` learned into ``out``: its graphs, its tables and
+    its model files (``data``: what its inputs are, saved in ``model.json``); return
+    the names."""
+    return [
+        *write_graphs(model, out),
+        *write_tables(model, out),
+        *save_model(model, out, data=data),
+    ]
+

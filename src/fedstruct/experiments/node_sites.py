@@ -5,7 +5,7 @@ handshake, without the transport (:mod:`fedstruct.experiments.flower.app` carrie
 it over Flower; tests call the steps in one process):
 
 1. :func:`describe` — on each site's node: what the method's
-   :class:`~fedstruct.experiments.sites.SiteFormat` reports of the node's own file
+   :class:`~fedstruct.data.formats.SiteFormat` reports of the node's own file
    (names, kinds, level names and row count; or shape, class names and counts),
    refused if it would disclose too much (too few rows, too many levels, an
    identifier column: ``min_site_rows``, ``max_site_levels``) and audited before it
@@ -27,7 +27,14 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.sites import SiteSpec
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.runs import Runnable
-from fedstruct.experiments.sites import DeployedSites, deployed_sites, schema_limits
+from fedstruct.experiments.sites import (
+    DeployedSites,
+    deployed_sites,
+    describe_file,
+    merge_descriptions,
+    schema_limits,
+    site_report,
+)
 from fedstruct.privacy.audit import audit_description
 
 __all__ = ["build_own", "describe", "merge", "node_view", "server_view"]
@@ -43,14 +50,14 @@ def describe(entry: Runnable, settings: Any, spec: SiteSpec) -> dict[str, Any]:
         The file is bad or its schema would disclose too much (``min_site_rows``,
         ``max_site_levels``, an identifier column), naming the site and the column.
     """
-    description = entry.site_format.describe(spec, settings, entry.roles(settings))
+    description = describe_file(entry.site_format, spec, settings, entry.roles(settings))
     audit_description(description, schema_limits(settings), spec.name, "describe")
     return description
 
 
 def merge(entry: Runnable, settings: Any, descriptions: Sequence[Mapping[str, Any]]) -> dict:
     """Step 2, on the server: the federation schema from every site's description."""
-    return entry.site_format.merge(descriptions, settings, entry.roles(settings))
+    return merge_descriptions(entry.site_format, descriptions, settings, entry.roles(settings))
 
 
 def node_view(spec: SiteSpec, schema: Mapping[str, Any]) -> DeployedSites:
@@ -83,6 +90,6 @@ def build_own(
                 f"{entry.name}: site {spec.name!r}'s node built clients "
                 f"{[c.name for c in clients]} from its own file; expected just its own"
             )
-        report = entry.site_format.report(settings, entry.roles(settings))
+        report = site_report(entry.site_format, settings, entry.roles(settings))
     audit_description(report, schema_limits(settings), spec.name, "report")
     return clients[0], report

@@ -31,37 +31,55 @@ def _pyplot() -> ModuleType:
 
 
 def plot_history(
-    history: Sequence[Mapping[str, float]], metrics: Sequence[str], path: Path, title: str
+    history: Sequence[Mapping[str, float]],
+    metrics: Sequence[str | tuple[str, ...]],
+    path: Path,
+    title: str,
 ) -> Path | None:
     """One panel per metric against the round; metrics absent from the history are skipped.
-    Rounds, and a metric whose values are all whole numbers (a count), get integer ticks.
+    An entry that is a tuple of metrics draws them in one panel with a legend (a training
+    loss beside a held-out one). Rounds, and a panel whose values are all whole numbers
+    (a count), get integer ticks.
 
     Returns
     -------
     Path or None
         The file written, or ``None`` if no metric had values.
     """
-    present = [m for m in metrics if any(m in h for h in history)]
-    if not present:
+    panels = [(m,) if isinstance(m, str) else tuple(m) for m in metrics]
+    panels = [p for p in ([m for m in p if any(m in h for h in history)] for p in panels) if p]
+    if not panels:
         return None
-    fig, axes = _pyplot().subplots(
-        1, len(present), figsize=(4.2 * len(present), 3.2), squeeze=False
-    )
-    for ax, metric in zip(axes[0], present, strict=True):
-        points = [(h["round"], h[metric]) for h in history if metric in h]
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3)
+    fig, axes = _pyplot().subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        values: list[float] = []
+        for metric in panel:
+            points = [(h["round"], float(h[metric])) for h in history if metric in h]
+            label = metric.replace("_", " ")
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", ms=3, label=label)
+            values += [p[1] for p in points]
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(_integer_ticks())
-        values = [float(p[1]) for p in points]
         if all(v.is_integer() for v in values):  # a count: whole-number ticks
             ax.yaxis.set_major_locator(_integer_ticks())
             if max(values) - min(values) < 2:  # room for more than one whole number
                 ax.set_ylim(min(values) - 1, max(values) + 1)
-        ax.set_title(metric.replace("_", " "))
+        if len(panel) > 1:
+            ax.set_title(_common_title(panel))
+            ax.legend(fontsize="small")
+        else:
+            ax.set_title(panel[0].replace("_", " "))
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _common_title(metrics: Sequence[str]) -> str:
+    """The word the metrics of one panel share (``train_loss``, ``test_loss``: ``loss``)."""
+    words = [set(m.split("_")) for m in metrics]
+    shared = [w for w in metrics[0].split("_") if all(w in ws for ws in words)]
+    return " ".join(shared) or " / ".join(m.replace("_", " ") for m in metrics)
 
 
 def _save(fig: Figure, path: Path) -> Path:

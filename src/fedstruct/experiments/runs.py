@@ -32,6 +32,7 @@ from typing import Any
 from fedstruct import __version__
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.client import ClientData, ClientsOnDemand
+from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
@@ -49,7 +50,7 @@ from fedstruct.experiments.run_folder import (
     write_record,
 )
 from fedstruct.experiments.settings import SEED, apply_settings, settings_dict, subset
-from fedstruct.experiments.sites import TABLES, SiteFormat, check_truth, site_specs
+from fedstruct.experiments.sites import check_truth, site_inputs, site_specs
 from fedstruct.fl import (
     Backend,
     Federated,
@@ -277,7 +278,7 @@ class Runnable:
     #: (``regime``, ``supervised``; :func:`fedstruct.data.read_federation`).
     roles: Callable[[Any], dict[str, Any]] = field(default=lambda settings: {})
     #: How the method's site files take part in a deployment's schema handshake.
-    site_format: SiteFormat = TABLES
+    site_format: SiteFormat[Any] = TABLES
 
     def client_names(self, settings: Any) -> list[str]:
         """The clients' names: the sites' names, or ``client-1 .. client-K``."""
@@ -558,7 +559,7 @@ def _inputs(entry: Runnable, settings: Any) -> dict[str, Any] | None:
     """What the run's model reads, when it read a user's files (else ``None``)."""
     if not (settings.sites or settings.manifest or settings.node_sites):
         return None
-    return entry.site_format.inputs(settings, entry.roles(settings))
+    return site_inputs(entry.site_format, settings, entry.roles(settings))
 
 
 def read_config(out: Path) -> dict[str, Any]:

@@ -1,63 +1,66 @@
 """Runs on a user's own per-site files: the sites a run's settings name, read once.
 
 A run's settings name the files by ``sites`` (``--site PATH`` or ``NAME=PATH``, one
-client each) or ``manifest`` (``--sites federation.yaml``), with ``missing`` and
-``kinds`` applied to every site. :func:`site_federation` reads them with
-:func:`fedstruct.data.read_federation` (every site's schema, one federation-wide
-codebook, then each site's rows encoded with it) and keeps the result for the
-process, so a method's slice turns it into its clients (its roles: FED-CD's regime,
-F-CMs' inputs, concepts and task, CAFE's label, FedAvg's target) without reading a
-file twice. :func:`truth_graph` reads ``--truth``.
+client each: :func:`~fedstruct.experiments.site_args.parse_site_args`) or
+``manifest`` (``--sites federation.yaml``), with ``missing`` and ``kinds`` applied to
+every site (:func:`site_options`). :func:`read_sites` reads them in the method's
+:class:`~fedstruct.data.formats.SiteFormat` (tables: every site's schema, one
+federation-wide codebook, then each site's rows encoded with it; images: the class
+codebook) and keeps the result for the process, so a method's slice turns it into its
+clients (its roles: FED-CD's regime, F-CMs' inputs, concepts and task, CAFE's label,
+FedAvg's target) without reading a file twice; :func:`site_federation` is the tables'.
+:func:`truth_graph` reads ``--truth``.
 
 On a deployment whose sites keep their files on their own SuperNodes
 (``node_sites``), no process reads every file: each node reads its own, the
 ServerApp none. The deployment's handshake (:mod:`fedstruct.experiments.flower.app`)
 gives each process a :class:`DeployedSites` view (:func:`deployed_sites`): the
 federation schema merged from what every site described of its file
-(:class:`SiteFormat`), the sites whose files this process reads, and what each node
-reported after encoding. The same slice code then builds a node's own client, or the
-server's estimator and metrics, from it.
+(:func:`describe_file`, :func:`merge_descriptions`), the sites whose files this
+process reads, and what each node reported after encoding. The same slice code then
+builds a node's own client, or the server's estimator and metrics, from it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from fedstruct.data.formats import TABLES, SiteFormat, SiteOptions
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.sites import (
     FederationSchema,
+    Manifest,
     SchemaLimits,
     SiteFederation,
-    SiteSchema,
     SiteSpec,
-    check_roles,
-    describe_site,
-    merge_schemas,
-    parse_site_args,
-    read_federation,
     read_manifest,
 )
-from fedstruct.errors import ConfigError, UnknownVariableError
+from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
+from fedstruct.experiments.site_args import parse_site_args
 from fedstruct.graphs import Graph
 
 __all__ = [
-    "TABLES",
     "DeployedSites",
-    "SiteFormat",
     "aligned",
     "check_truth",
     "deployed_schema",
     "deployed_sites",
+    "describe_file",
     "file_metrics",
+    "merge_descriptions",
+    "read_sites",
     "schema_limits",
     "site_federation",
+    "site_inputs",
+    "site_options",
+    "site_report",
     "site_roles",
     "site_specs",
     "truth_graph",
@@ -137,30 +140,52 @@ def site_roles(settings: Any) -> dict[str, Any]:
     return dict(read_manifest(settings.manifest).options) if settings.manifest else {}
 
 
+def site_options(settings: Any) -> SiteOptions:
+    """How every site's file is read under ``settings`` (``kinds``, ``missing``, and
+    what a site's schema may disclose: :func:`schema_limits`)."""
+    return SiteOptions(
+        kinds=dict(settings.kinds or {}), missing=settings.missing, limits=schema_limits(settings)
+    )
+
+
+def read_sites(site_format: SiteFormat[Any], settings: Any, roles: Mapping[str, Any]) -> Any:
+    """The sites ``settings`` name, read in ``site_format`` with the method's column
+    ``roles`` (``regime``, ``supervised``: empty ones are not given), cached per
+    process: a slice reads its sites with the same roles every time. With
+    ``node_sites``: the sites this process reads (a node's own; none on the server),
+    with the deployment's schema.
+    """
+    options = _key(asdict(site_options(settings)))
+    given = _key({role: value for role, value in roles.items() if value})
+    if not settings.node_sites:
+        source = settings.manifest or _pairs(parse_site_args(settings.sites))
+        return _read(site_format, source, options, given, "")
+    view = _deployed()
+    return _read(site_format, _pairs(view.here), options, given, _key(view.schema))
+
+
+def _pairs(specs: Sequence[SiteSpec]) -> tuple[tuple[str, str], ...]:
+    return tuple((spec.name, str(spec.path)) for spec in specs)
+
+
 def site_federation(settings: Any, **roles: Any) -> SiteFederation:
-    """Every site's client, encoded with one federation-wide codebook (cached per process).
+    """Every site's table, encoded with one federation-wide codebook (cached per process).
 
     ``roles`` are the generic column roles the reader applies (``regime``,
-    ``supervised``), over the manifest's; a slice reads its sites with the same roles
-    every time (one read per process). With ``node_sites``: the clients of the sites
-    this process reads (a node's own; none on the server) with the deployment's schema.
+    ``supervised``), over the manifest's. With ``node_sites``: the clients of the sites
+    this process reads (a node's own) with the deployment's schema; on the server, the
+    schema and what every node reported, no client.
     """
-    kinds, wanted = json.dumps(settings.kinds, sort_keys=True), _key(roles)
-    limits = (settings.min_site_rows, settings.max_site_levels)
-    if not settings.node_sites:
-        source = settings.manifest or tuple(settings.sites)
-        return _read(source, kinds, settings.missing, wanted, "", limits)
-    view = _deployed()
-    if view.here:
-        here = tuple(f"{spec.name}={spec.path}" for spec in view.here)
-        return _read(here, kinds, settings.missing, wanted, _key(view.schema), limits)
-    return SiteFederation(
-        [],
-        FederationSchema.from_config(view.schema),
-        {site: int(r.get("dropped_rows", 0)) for site, r in view.reports.items()},
-        {site: tuple(r.get("constant", ())) for site, r in view.reports.items()},
-        {},
-    )
+    if settings.node_sites and not _deployed().here:
+        view = _deployed()
+        return SiteFederation(
+            [],
+            FederationSchema.from_config(view.schema),
+            {site: int(r.get("dropped_rows", 0)) for site, r in view.reports.items()},
+            {site: tuple(r.get("constant", ())) for site, r in view.reports.items()},
+            {},
+        )
+    return read_sites(TABLES, settings, roles)
 
 
 def _key(value: Any) -> str:
@@ -169,22 +194,20 @@ def _key(value: Any) -> str:
 
 @lru_cache(maxsize=4)
 def _read(
-    source: str | tuple[str, ...],
-    kinds: str,
-    missing: str | None,
+    site_format: SiteFormat[Any],
+    source: str | tuple[tuple[str, str], ...],
+    options: str,
     roles: str,
     schema: str,
-    limits: tuple[int | None, int | None],
-) -> SiteFederation:
-    given = {k: v for k, v in json.loads(roles).items() if v}
-    return read_federation(
-        source if isinstance(source, str) else list(source),
-        kinds=json.loads(kinds) or None,
-        missing=missing,
-        schema=FederationSchema.from_config(json.loads(schema)) if schema else None,
-        min_site_rows=limits[0],
-        max_site_levels=limits[1],
-        **given,
+) -> Any:
+    if isinstance(source, str):
+        sites = read_manifest(source)
+    else:
+        sites = Manifest(tuple(SiteSpec(name, Path(path), {}) for name, path in source))
+    given = json.loads(options)
+    given["limits"] = SchemaLimits(**given["limits"])
+    return site_format.read(
+        sites, SiteOptions(**given), json.loads(roles), json.loads(schema) if schema else None
     )
 
 
@@ -194,73 +217,46 @@ def schema_limits(settings: Any) -> SchemaLimits:
     return SchemaLimits.of(settings.min_site_rows, settings.max_site_levels, site_roles(settings))
 
 
-@dataclass(frozen=True)
-class SiteFormat:
-    """How one kind of site file takes part in a deployment's schema handshake.
-
-    Attributes
-    ----------
-    describe
-        ``describe(spec, settings, roles)``, on the site's node: what it reports of its
-        file (metadata only, JSON-able).
-    merge
-        ``merge(descriptions, settings, roles)``, on the server: the federation schema
-        (the ``schema`` of :class:`DeployedSites`) from every site's description.
-    report
-        ``report(settings, roles)``, on a node whose client was built: what the server
-        learns of its encoded file (JSON-able).
-    inputs
-        ``inputs(settings, roles)``: what a model learned from these sites reads, saved
-        with it (tables: the variables, their kinds and level names; images: the shape
-        and class names), so that new rows are encoded as the sites' were.
-    """
-
-    describe: Callable[[SiteSpec, Any, Mapping[str, Any]], dict[str, Any]]
-    merge: Callable[[Sequence[Mapping[str, Any]], Any, Mapping[str, Any]], dict[str, Any]]
-    report: Callable[[Any, Mapping[str, Any]], dict[str, Any]]
-    inputs: Callable[[Any, Mapping[str, Any]], dict[str, Any]]
-
-
-def _describe_table(spec: SiteSpec, settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
-    schema, regime = describe_site(
-        spec, kinds=settings.kinds, regime=roles.get("regime"), limits=schema_limits(settings)
-    )
-    return {**schema.to_config(), "regime": regime or ""}
-
-
-def _merge_tables(
-    descriptions: Sequence[Mapping[str, Any]], settings: Any, roles: Mapping[str, Any]
+def describe_file(
+    site_format: SiteFormat[Any], spec: SiteSpec, settings: Any, roles: Mapping[str, Any]
 ) -> dict[str, Any]:
-    schema = merge_schemas([SiteSchema.from_config(d) for d in descriptions], settings.kinds)
-    check_roles(
-        schema,
-        regime=roles.get("regime") or None,
-        regime_sites=[str(d["site"]) for d in descriptions if d.get("regime")],
-        supervised=roles.get("supervised") or (),
-    )
-    return schema.to_config()
+    """What site ``spec`` reports of its file (metadata only, JSON-able), on its node."""
+    return site_format.describe(spec, site_options(settings), roles)
 
 
-def _report_table(settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
-    federation = site_federation(settings, **roles)
-    (site,) = (client.name for client in federation.clients)
-    return {
-        "dropped_rows": federation.dropped_rows[site],
-        "constant": list(federation.constant[site]),
-    }
+def merge_descriptions(
+    site_format: SiteFormat[Any],
+    descriptions: Sequence[Mapping[str, Any]],
+    settings: Any,
+    roles: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The federation schema from every site's description, on the server."""
+    return site_format.merge(descriptions, site_options(settings), roles)
 
 
-def _table_inputs(settings: Any, roles: Mapping[str, Any]) -> dict[str, Any]:
-    schema = site_federation(settings, **roles).schema
-    return {
-        "variables": list(schema.variables),
-        "kinds": dict(schema.kinds),
-        "levels": {v: list(levels) for v, levels in schema.levels.items()},
-    }
+def site_report(
+    site_format: SiteFormat[Any], settings: Any, roles: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the server learns of a node's encoded file (the node reads only its own).
+
+    Raises
+    ------
+    ProtocolError
+        If this process read other than one site.
+    """
+    read = read_sites(site_format, settings, roles)
+    names = [client.name for client in read.clients]
+    if len(names) != 1:
+        raise ProtocolError(f"a node reports on its own site only; it read {names}")
+    return site_format.report(read, names[0])
 
 
-#: Table files (CSV, TSV, Parquet): :mod:`fedstruct.data.sites`' two passes.
-TABLES = SiteFormat(_describe_table, _merge_tables, _report_table, _table_inputs)
+def site_inputs(
+    site_format: SiteFormat[Any], settings: Any, roles: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What a model learned from the sites reads, saved with it (tables: the variables,
+    their kinds and level names; images: the shape and class names)."""
+    return site_format.inputs(read_sites(site_format, settings, roles))
 
 
 def truth_graph(settings: Any) -> Graph | None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Self
 
@@ -14,9 +15,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import (
     ArtifactError,
     ConfigError,
+    DataError,
     UnknownVariableError,
     unknown_choice_message,
 )
@@ -25,9 +28,18 @@ from fedstruct.fl.codebook import Codebook
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
 from fedstruct.fl.threads import default_threads
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.metrics import graph_metrics
 from fedstruct.registry import register_estimator
 
-__all__ = ["FederatedEstimator", "InputColumns", "Prediction", "check_targets"]
+__all__ = [
+    "FederatedEstimator",
+    "GraphLearner",
+    "InputColumns",
+    "Prediction",
+    "check_targets",
+    "config_signature",
+]
 
 
 class InputColumns(NamedTuple):
@@ -163,6 +175,16 @@ class FederatedEstimator(ABC):
     :meth:`learned_state` and :meth:`restore` turn what ``fit`` learned into named
     arrays plus JSON and back (the run folder's ``model.safetensors`` and
     ``model.json``, :mod:`fedstruct.fl.artifact`).
+
+    The class's signature (``inspect.signature(FedCD)``, ``help``, IPython and the
+    editors that ask the running interpreter) lists the config's fields as
+    keyword-only parameters with their defaults, in place of ``**params``
+    (:func:`config_signature`); a name that is not a parameter is a
+    :class:`~fedstruct.errors.ConfigError` naming the valid ones, in ``__init__`` as
+    in :meth:`set_params`. :meth:`evaluate` gives every metric of the fitted estimator
+    on test data (a dict) and :meth:`score` the main one (a float, higher is better);
+    :meth:`learned_tables` names the tables a run writes besides graphs and model
+    files.
     """
 
     #: The method's name (checkpoint identity and progress label).
@@ -178,6 +200,8 @@ class FederatedEstimator(ABC):
     #: ``data``: variables, kinds, level names; or image shape and class names; set
     #: by :func:`fedstruct.load`), else ``None``: rows are then codes already.
     data_: Mapping[str, Any] | None = None
+    #: The key of :meth:`evaluate`'s result that :meth:`score` returns.
+    score_metric: ClassVar[str] = ""
 
     def __init_subclass__(
         cls,
@@ -189,7 +213,8 @@ class FederatedEstimator(ABC):
         **kwargs: Any,
     ) -> None:
         """Record the method's name and its config, client and server classes (a
-        subclass of a method's estimator inherits those it does not name)."""
+        subclass of a method's estimator inherits those it does not name), and the
+        class's signature with the config's fields (:func:`config_signature`)."""
         super().__init_subclass__(**kwargs)
         if method is not None:  # the method's estimator, for fedstruct.load (fedstruct.registry)
             register_estimator(method, cls)
@@ -201,10 +226,13 @@ class FederatedEstimator(ABC):
         ):
             if value is not None:
                 setattr(cls, attribute, value)
+        if hasattr(cls, "config_class"):
+            cls.__signature__ = config_signature(cls.__init__, cls.config_class)  # type: ignore[attr-defined]
 
     def __init__(
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
+        self._check_parameter_names(params)
         self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
@@ -230,12 +258,32 @@ class FederatedEstimator(ABC):
         ConfigError
             For a name that is not a parameter (listing the valid ones).
         """
-        valid = self.get_params()
-        unknown = [name for name in params if name not in valid]
-        if unknown:
-            raise ConfigError(unknown_choice_message(f"{self.method} parameter", unknown[0], valid))
-        self.__init__(**{**valid, **params})  # type: ignore[misc]
+        self._check_parameter_names(params)
+        self.__init__(**{**self.get_params(), **params})  # type: ignore[misc]
         return self
+
+    @classmethod
+    def parameter_names(cls) -> tuple[str, ...]:
+        """Every constructor parameter's name: the method's own inputs, ``seed``,
+        ``participation`` and the config's fields (the class's signature)."""
+        return tuple(inspect.signature(cls).parameters)
+
+    def _check_parameter_names(self, names: Iterable[str]) -> None:
+        """Refuse a name that is not a constructor parameter (``__init__`` and
+        :meth:`set_params` share this check).
+
+        Raises
+        ------
+        ConfigError
+            Naming the first unknown name, the closest valid one if it looks like a
+            typo, and every valid name.
+        """
+        valid = self.parameter_names()
+        unknown = [name for name in names if name not in valid]
+        if unknown:
+            raise ConfigError(
+                unknown_choice_message(f"{self.method} parameter", unknown[0], valid, suggest=True)
+            )
 
     def make_client(self, data: ClientData) -> Any:
         """The client holding ``data``: ``client_class(data, config=..., seed=...)``."""
@@ -258,6 +306,52 @@ class FederatedEstimator(ABC):
         ``graph_`` attribute, if the method has one, under ``"graph"``."""
         graph = getattr(self, "graph_", None)
         return {} if graph is None else {"graph": (graph, None)}
+
+    def learned_tables(self) -> dict[str, pd.DataFrame]:
+        """Tables the fit learned besides its graphs and model files, by file stem: a
+        run writes each as ``STEM.csv`` (its index as the first column). None by
+        default; FED-CD gives its edge-probability matrix."""
+        return {}
+
+    # Evaluation ---------------------------------------------------------------
+    def evaluate(self, X: Any, y: Any = None) -> dict[str, float]:
+        """Every metric of the fitted estimator on test data ``X`` (rows to predict, or
+        the true graph for a method that learns a graph), by name (a method overrides
+        this).
+
+        Raises
+        ------
+        ConfigError
+            For an estimator that has no evaluation.
+        """
+        raise ConfigError(
+            f"{self.method} has no evaluation of its own: compare its learned attributes "
+            "with what you know"
+        )
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """The main metric of :meth:`evaluate` (:attr:`score_metric`) as a float,
+        higher is better (scikit-learn's ``score(X, y=None)``)."""
+        return float(self.evaluate(X, y)[self.score_metric])
+
+    @staticmethod
+    def _with_labels(rows: pd.DataFrame, y: Any, column: str) -> pd.DataFrame:
+        """``rows`` with the labels ``y`` as their ``column`` (as given without ``y``).
+
+        Raises
+        ------
+        DataError
+            If ``y`` does not hold one label per row.
+        """
+        if y is None:
+            return rows
+        labels = np.asarray(y)
+        if labels.ndim != 1 or len(labels) != len(rows):
+            raise DataError(
+                f"y holds {labels.shape} labels for {len(rows)} rows; give one "
+                f"{column!r} label per row"
+            )
+        return rows.assign(**{column: labels})
 
     @abstractmethod
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
@@ -440,6 +534,99 @@ class FederatedEstimator(ABC):
             },
             sort_keys=True,
         )
+
+
+class GraphLearner(FederatedEstimator):
+    """Base of the estimators that learn a graph (``graph_``), not a model that predicts.
+
+    :meth:`evaluate` compares the learned graph with a true one
+    (:func:`~fedstruct.graphs.metrics.graph_metrics`: SHD, edge and orientation
+    precision/recall/F1) and :meth:`score` is the F1 of its edges, its adjacencies
+    (``f1_edge``): which pairs are adjacent, whatever the marks, so the same score
+    suits a DAG, a CPDAG and a PAG.
+    """
+
+    score_metric: ClassVar[str] = "f1_edge"
+
+    def evaluate(self, X: Graph | str | Path, y: None = None) -> dict[str, float]:
+        """The learned graph's metrics against the true graph ``X``.
+
+        Parameters
+        ----------
+        X
+            The true graph: a :class:`~fedstruct.graphs.Graph`, or a graph file or run
+            folder (:func:`~fedstruct.data.graph_files.given_graph`). Both graphs are
+            placed over the union of their variables (one a graph lacks is isolated in
+            it), the truth's order first.
+        y
+            Not used: present for scikit-learn's ``score(X, y=None)``; must be ``None``.
+
+        Raises
+        ------
+        ConfigError
+            If ``y`` is given, ``X`` is not a graph, or no graph was learned (a run
+            stopped before its graph was built).
+        """
+        return graph_metrics(*self._compared_graphs(X, y))
+
+    def _compared_graphs(self, X: Any, y: Any) -> tuple[Graph, Graph]:
+        """The true graph ``X`` and the learned graph, both over the union of their
+        variables (the truth's order first): what :meth:`evaluate` compares."""
+        truth = self._truth(X, y)
+        learned = self._learned_graph()
+        names = [*truth.names, *(v for v in learned.names if v not in truth)]
+        return truth.expand(names), learned.expand(names)
+
+    def _truth(self, X: Any, y: Any) -> Graph:
+        if y is not None:
+            raise ConfigError(
+                f"{self.method} learns a graph: score/evaluate take the true graph only, "
+                "not y; call score(truth)"
+            )
+        truth = given_graph(X) if isinstance(X, (Graph, str, Path)) else None
+        if truth is None:
+            raise ConfigError(
+                f"{self.method} learns a graph: score/evaluate take the true graph (a Graph, "
+                f"or a graph file), not {type(X).__name__}"
+            )
+        return truth
+
+    def _learned_graph(self) -> Graph:
+        graph = getattr(self, "graph_", None)
+        if graph is None:
+            raise ConfigError(
+                f"{self.method} has learned no graph to evaluate (fit it first, without "
+                "stop_after before the graph is built)"
+            )
+        return graph
+
+
+def config_signature(init: Any, config_class: type) -> inspect.Signature:
+    """The signature of an estimator class whose ``__init__`` is ``init``: its
+    parameters without ``self``, with ``**params`` replaced by the fields of
+    ``config_class`` as keyword-only parameters with their defaults (what
+    ``inspect.signature``, ``help`` and IDEs show)."""
+    parameters = list(inspect.signature(init).parameters.values())[1:]
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return inspect.Signature(parameters)
+    own = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in own}
+    fields = [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=_default(f), annotation=f.type
+        )
+        for f in dataclasses.fields(config_class)
+        if f.name not in taken
+    ]
+    return inspect.Signature([*own, *fields])
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return inspect.Parameter.empty
 
 
 def check_targets(targets: Sequence[str] | None, predicted: Sequence[str]) -> list[str]:

@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 
 from fedstruct.data import ClientData, load_network
+from fedstruct.discovery import OracleTest, fci
 from fedstruct.errors import DataError
 from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvClient
-from fedstruct.methods.fedcdnv.local import OracleTest, fci
 from fedstruct.methods.fedcdnv.update import c_update
 
 # U -> X <- Z -> Y <- V: colliders at X and Y, Z hidden from client "a".

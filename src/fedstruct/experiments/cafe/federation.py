@@ -7,33 +7,22 @@ cut over the clients by ``Dir(alpha)`` (Hsu et al. 2019) with
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import pandas as pd
 
 from fedstruct.data._shared import SeedLike
 from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.datasets.images import load_images
-from fedstruct.data.images import (
-    LABEL,
-    ImageFederationSchema,
-    ImageSet,
-    ImageSiteSchema,
-    image_client,
-    merge_image_schemas,
-    read_image_site,
-    to_rows,
-)
+from fedstruct.data.formats import IMAGES, ImageSites
+from fedstruct.data.images import LABEL, ImageSet, to_rows
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
-from fedstruct.data.sites import SiteSpec
 from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
-from fedstruct.experiments.sites import SiteFormat, deployed_schema, site_specs
+from fedstruct.experiments.sites import read_sites
 
 __all__ = [
     "IMAGES",
@@ -171,57 +160,7 @@ def build_clients(s: CafeRun) -> Sequence[ClientData]:
     return federation(s).clients
 
 
-@dataclass(frozen=True, eq=False)
-class ImageSites:
-    """A user's image sites (folders ``SITE/CLASS/*.png`` or ``.npz`` files) as clients.
-
-    Attributes
-    ----------
-    clients
-        Every site's images, as rows labelled by the federation's class codebook
-        (each client keeps ``test_fraction`` of them out of training itself,
-        :class:`~fedstruct.methods.cafe.CafeClient`).
-    schema
-        The shape and the class codebook (the union of the sites' class names).
-    """
-
-    clients: list[ClientData]
-    schema: ImageFederationSchema
-
-
 def image_sites(s: CafeRun) -> ImageSites:
     """The sites the settings name, read and coded with one class codebook (with
     ``node_sites``: the sites this process reads, coded with the deployment's)."""
-    specs = tuple((spec.name, str(spec.path)) for spec in site_specs(s))
-    schema = json.dumps(dict(deployed_schema()), sort_keys=True) if s.node_sites else ""
-    return _image_sites(specs, schema)
-
-
-@lru_cache(maxsize=2)
-def _image_sites(specs: tuple[tuple[str, str], ...], given: str) -> ImageSites:
-    sites = [read_image_site(path, name=name) for name, path in specs]
-    if given:
-        schema = ImageFederationSchema.from_config(json.loads(given))
-    else:
-        schema = merge_image_schemas([site.schema() for site in sites])
-    return ImageSites([image_client(site, schema) for site in sites], schema)
-
-
-def _describe_images(spec: SiteSpec, settings: CafeRun, roles: Mapping[str, Any]) -> dict:
-    return dict(read_image_site(spec.path, name=spec.name).schema().to_config())
-
-
-def _merge_images(descriptions: Sequence[Mapping[str, Any]], settings: CafeRun,
-                  roles: Mapping[str, Any]) -> dict:  # fmt: skip
-    schema = merge_image_schemas([ImageSiteSchema.from_config(d) for d in descriptions])
-    return dict(schema.to_config())
-
-
-#: Image sites (folders ``SITE/CLASS/*.png`` or ``.npz``): a site describes its shape,
-#: class names and counts; the server merges the class codebook.
-def _image_inputs(settings: CafeRun, roles: Mapping[str, Any]) -> dict:
-    schema = image_sites(settings).schema
-    return {"shape": list(schema.shape), "classes": list(schema.classes)}
-
-
-IMAGES = SiteFormat(_describe_images, _merge_images, lambda settings, roles: {}, _image_inputs)
+    return read_sites(IMAGES, s, {})

@@ -34,13 +34,13 @@ from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.partition import balanced_sizes
 from fedstruct.data.sites import LEVELLED, SiteFederation, require_kinds
+from fedstruct.discovery import fci
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.sites import site_federation, site_roles, site_specs
 from fedstruct.graphs.graph import Graph, reachable
 from fedstruct.graphs.pag import dag_member
-from fedstruct.methods.fedcdnv.local.fci import fci
 
 __all__ = [
     "ConceptPartition",

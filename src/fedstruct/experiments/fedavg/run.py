@@ -65,7 +65,7 @@ def run_fedavg(
     }
     figure = plot_history(
         model.history_,
-        ["test_accuracy", "train_loss", "clients_answered"],
+        ["test_accuracy", ("train_loss", "test_loss"), "clients_answered"],
         ctx.out / "fedavg_rounds.png",
         f"FedAvg on {network.name} (target {target}, {settings.clients} clients)",
     )
@@ -140,7 +140,7 @@ def _on_files(
     }
     figure = plot_history(
         model.history_,
-        ["train_loss", "client_accuracy", "clients_answered"],
+        [("train_loss", "client_loss"), "client_accuracy", "clients_answered"],
         ctx.out / "fedavg_rounds.png",
         f"FedAvg on your sites (target {model.schema.target})",
     )

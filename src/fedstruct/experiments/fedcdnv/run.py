@@ -26,16 +26,16 @@ from collections.abc import Sequence
 
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
+from fedstruct.discovery import fci, make_ci_test
 from fedstruct.experiments.fedcdnv.federation import Setting, build_setting
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
-from fedstruct.graphs import Graph, graph_metrics, relation_fdr
+from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_type_counts, site_agreement
-from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig
-from fedstruct.methods.fedcdnv.local import fci, make_ci_test
+from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
 
 __all__ = ["central_reference", "method", "run_fedcdnv", "score"]
 
@@ -51,16 +51,9 @@ def method(s: FedCDnvRun) -> FedCDnv:
 
 def score(truth: Graph, fed: Graph, definite: Sequence[tuple[str, str]] = ()) -> dict[str, float]:
     """Edge and orientation precision/recall/F1 (both conventions), SHD and the FDRs of
-    the returned causal / non-causal relationships, and of the definite ones (Table 2)."""
-    metrics = graph_metrics(truth, fed)
-    overall = relation_fdr(truth, fed)
-    metrics["fdr_c"] = overall.fdr_causal
-    metrics["fdr_nc"] = overall.fdr_noncausal
-    if definite:
-        sure = relation_fdr(truth, fed, definite)
-        metrics["fdr_dc"] = sure.fdr_causal
-        metrics["fdr_dnc"] = sure.fdr_noncausal
-    return metrics
+    the returned causal / non-causal relationships, and of the definite ones (Table 2):
+    :func:`~fedstruct.methods.fedcdnv.graph_scores`, what ``FedCDnv.evaluate`` gives."""
+    return graph_scores(truth, fed, definite)
 
 
 def central_reference(s: FedCDnvRun, clients: Sequence[ClientData], setting: Setting) -> Graph:

@@ -19,7 +19,7 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
   node config ``data``, ``site`` and optionally ``graph``; the run names its sites
   with ``--node-site SITE``): before round 1 the ServerApp runs a schema handshake.
   Every node describes its file (:data:`DESCRIBE_SITE`: the method's
-  :class:`~fedstruct.experiments.sites.SiteFormat` — column names, kinds, level
+  :class:`~fedstruct.data.formats.SiteFormat` — column names, kinds, level
   names, row count, or an image site's shape, class names and counts; never a row);
   the server merges the descriptions into the federation schema and sends it
   (:data:`FEDERATION_SCHEMA`); each node keeps it in its state, reads and encodes

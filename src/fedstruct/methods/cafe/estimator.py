@@ -76,7 +76,11 @@ class CAFE(
         Per-round records (clients asked/answered, late updates, loss, accuracy).
     traffic_ : fedstruct.fl.Traffic
         Bytes each way per round and client.
+
+    :meth:`score` is the accuracy (:meth:`evaluate`).
     """
+
+    score_metric = "accuracy"
 
     def __init__(
         self,
@@ -209,9 +213,22 @@ class CAFE(
         proba = torch.softmax(torch.as_tensor(self._scores(rows)), dim=1)
         return Prediction.from_probabilities({LABEL: proba.double().numpy()}, rows.index)
 
-    def score(self, rows: pd.DataFrame) -> float:
-        """Accuracy on image rows (which must hold the label column: class names for a
-        run on a user's files)."""
-        coded = self.model_rows(rows)
+    def evaluate(self, X: pd.DataFrame, y: Any = None) -> dict[str, float]:
+        """``accuracy`` of the global model on image rows (:meth:`score`).
+
+        Parameters
+        ----------
+        X
+            Image rows holding the label column (class names for a run on a user's
+            files), unless ``y`` gives the labels.
+        y
+            The labels, one per row.
+
+        Raises
+        ------
+        ConfigError
+            For FedProto, which has no global model.
+        """
+        coded = self.model_rows(self._with_labels(X, y, LABEL))
         _, labels = from_rows(coded, self.shape)
-        return float(np.mean(self._scores(coded).argmax(axis=1) == labels))
+        return {"accuracy": float(np.mean(self._scores(coded).argmax(axis=1) == labels))}

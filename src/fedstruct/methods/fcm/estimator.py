@@ -99,7 +99,11 @@ class FCM(
         concept set first grew and the final model (both 0 if it never grew).
     best_round_ : int
         The round whose model was kept.
+
+    :meth:`score` is the task accuracy; :meth:`evaluate` adds the concepts'.
     """
+
+    score_metric = "task_accuracy"
 
     def __init__(
         self,
@@ -230,9 +234,22 @@ class FCM(
         files, else its code."""
         return self.prediction(rows, [self.task]).states[self.task].to_numpy()
 
-    def score(self, test: pd.DataFrame, truth: Graph | None = None) -> dict[str, float]:
-        """Task accuracy and concept accuracy on labelled ``test`` rows (by level name
-        for a run on a user's files); with the true graph ``truth``, concept coverage
-        too (see :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`)."""
-        coded = self.model_rows(test)
+    def evaluate(
+        self, X: pd.DataFrame, y: Any = None, *, truth: Graph | None = None
+    ) -> dict[str, float]:
+        """Task accuracy and concept accuracy on labelled rows (see
+        :func:`~fedstruct.methods.fcm.evaluate.accuracy_metrics`); :meth:`score` is the
+        task accuracy.
+
+        Parameters
+        ----------
+        X
+            Rows with the input columns and the labels of the task and the concepts
+            (by level name for a run on a user's files).
+        y
+            The task's labels, one per row (then ``X`` needs no task column).
+        truth
+            The true graph: adds concept coverage.
+        """
+        coded = self.model_rows(self._with_labels(X, y, self.task))
         return accuracy_metrics(self.model_, self._inputs(coded), coded, truth, self.cardinalities)

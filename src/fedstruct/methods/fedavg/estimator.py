@@ -53,7 +53,11 @@ class FedAvg(
         Per-round records (clients asked/answered, train loss, test metrics).
     traffic_ : fedstruct.fl.Traffic
         Bytes sent each way per round and client.
+
+    :meth:`score` is the accuracy (:meth:`evaluate`).
     """
+
+    score_metric = "accuracy"
 
     def __init__(
         self,
@@ -136,17 +140,33 @@ class FedAvg(
         else its code."""
         return self.prediction(rows).states[self.schema.target].to_numpy()
 
-    def score(self, rows: pd.DataFrame) -> float:
-        """Accuracy on the rows of ``rows`` that give the target (its column by level
-        name for a run on a user's files; a missing label is not counted)."""
-        coded = self.model_rows(rows)
+    def evaluate(self, X: pd.DataFrame, y: Any = None) -> dict[str, float]:
+        """``accuracy`` on the rows of ``X`` that give the target (:meth:`score`).
+
+        Parameters
+        ----------
+        X
+            Rows with the features and, unless ``y`` gives them, the target's column
+            (by level name for a run on a user's files; a missing label is not
+            counted).
+        y
+            The target's labels, one per row (then ``X`` needs no target column).
+
+        Raises
+        ------
+        UnknownVariableError
+            If neither ``X`` nor ``y`` gives the target.
+        """
+        coded = self.model_rows(self._with_labels(X, y, self.schema.target))
         if self.schema.target not in coded.columns:
             raise UnknownVariableError(
-                f"score needs the target column {self.schema.target!r} in the rows"
+                f"score needs the target column {self.schema.target!r} in the rows, or "
+                "its labels as y"
             )
-        y = coded[self.schema.target].to_numpy()
-        given = y >= 0
-        return float(np.mean(self._proba(coded[given]).argmax(axis=1) == y[given]))
+        labels = coded[self.schema.target].to_numpy()
+        given = labels >= 0
+        correct = self._proba(coded[given]).argmax(axis=1) == labels[given]
+        return {"accuracy": float(np.mean(correct))}
 
     def input_columns(self) -> InputColumns:
         """The features are required; the target may be present."""

@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import FederatedEstimator
+from fedstruct.fl.estimator import GraphLearner
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
@@ -32,7 +33,7 @@ __all__ = [
 
 
 class FedCD(
-    FederatedEstimator,
+    GraphLearner,
     method="fedcd",
     config=FedCDConfig,
     client=FedCDClient,
@@ -62,7 +63,14 @@ class FedCD(
         Per round, each answering client's own (pruned) graph.
     history_ : list of dict
         Per-round counts, edges, average edge entropy and training loss.
+
+    ``score(truth)`` is the F1 of the DAG's adjacencies against the true graph;
+    ``evaluate(truth)`` adds SHD and orientation scores
+    (:class:`~fedstruct.fl.estimator.GraphLearner`).
     """
+
+    #: The file stem of the edge-probability matrix (:meth:`learned_tables`).
+    PROBABILITIES = "edge-probabilities"
 
     def learn(self, state: FedCDState) -> None:
         """The global graph, beliefs, and per-round and per-client graphs.
@@ -86,6 +94,13 @@ class FedCD(
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
         return {"graph": (self.graph_, self.beliefs_.edge_probability)}
+
+    def learned_tables(self) -> dict[str, pd.DataFrame]:
+        """The belief ``sigma(gamma) * sigma(theta)`` of every ordered pair
+        (``edge-probabilities``: row from, column to)."""
+        names = list(self.graph_.names)
+        table = pd.DataFrame(self.beliefs_.edge_probability, index=names, columns=names)
+        return {self.PROBABILITIES: table.rename_axis("from\\to")}
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
         """The beliefs ``γ``, ``θ`` as arrays; the DAG and the per-round graphs as JSON."""

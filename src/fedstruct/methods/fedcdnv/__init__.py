@@ -1,8 +1,8 @@
 """FedCDnv: federated causal discovery over non-identical variable sets.
 
 Implements "Federated Causal Structure Learning with Non-identical Variable Sets"
-(papers/fedcdnv-non-identical-variable-sets.txt): local FCI (our own, in
-:mod:`fedstruct.methods.fedcdnv.local`), the definite-relation theory (§3.1,
+(papers/fedcdnv-non-identical-variable-sets.txt): local FCI (our own, from the
+shared :mod:`fedstruct.discovery`), the definite-relation theory (§3.1,
 :mod:`~fedstruct.methods.fedcdnv.theory`), C-Update (Algorithm 2,
 :mod:`~fedstruct.methods.fedcdnv.update`) and the two-level priority selection
 strategy TPSS (§3.2, :mod:`~fedstruct.methods.fedcdnv.aggregate`), with the
@@ -29,7 +29,7 @@ from fedstruct.lazy import lazy_exports
 if TYPE_CHECKING:
     from fedstruct.methods.fedcdnv.client import FedCDnvClient
     from fedstruct.methods.fedcdnv.config import FedCDnvConfig
-    from fedstruct.methods.fedcdnv.estimator import FedCDnv
+    from fedstruct.methods.fedcdnv.estimator import FedCDnv, graph_scores
     from fedstruct.methods.fedcdnv.server import FedCDnvServer
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "FedCDnvClient",
     "FedCDnvConfig",
     "FedCDnvServer",
+    "graph_scores",
 ]
 
 # the classes and functions are imported when first read: importing the config
@@ -48,5 +49,6 @@ __getattr__, __dir__ = lazy_exports(
         "FedCDnvClient": "client",
         "FedCDnvConfig": "config",
         "FedCDnvServer": "server",
+        "graph_scores": "estimator",
     },
 )

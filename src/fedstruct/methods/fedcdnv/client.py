@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from fedstruct.data.client import ClientData
+from fedstruct.discovery import CITest, LocalResult, fci, make_ci_test, rfci
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
-from fedstruct.methods.fedcdnv.local import CITest, LocalResult, fci, make_ci_test, rfci
 from fedstruct.methods.fedcdnv.pvalues import independence_evidence, scale_pvalues
 from fedstruct.methods.fedcdnv.update import c_update
 

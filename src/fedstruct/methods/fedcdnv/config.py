@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
+from fedstruct.discovery import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
-from fedstruct.methods.fedcdnv.local import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
-from fedstruct.methods.fedcdnv.local.pds import AUTO
 from fedstruct.methods.fedcdnv.pvalues import check_interval
 
 __all__ = ["LEARNERS", "FedCDnvConfig"]
@@ -42,7 +42,7 @@ class FedCDnvConfig:
     pds_depth
         Largest conditioning set in FCI's possible-D-SEP phase: ``"auto"`` (default:
         the size covering 99 % of the adjacency search's separating sets, see
-        :func:`~fedstruct.methods.fedcdnv.local.pds.auto_pds_depth`), an integer, or
+        :func:`~fedstruct.discovery.pds.auto_pds_depth`), an integer, or
         ``None`` (unbounded: FCI's complete search, exponential on large data).
     workers
         Processes for FCI's possible-D-SEP phase at a client; ``None``: the cores the

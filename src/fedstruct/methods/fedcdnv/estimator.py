@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,8 +11,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
-from fedstruct.fl import FederatedEstimator
+from fedstruct.fl.estimator import GraphLearner
+from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.graphs.metrics import graph_metrics, relation_fdr
 from fedstruct.methods.fedcdnv.client import FedCDnvClient
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.server import (
@@ -22,11 +25,11 @@ from fedstruct.methods.fedcdnv.server import (
 )
 from fedstruct.methods.fedcdnv.theory import definite_pairs
 
-__all__ = ["FedCDnv", "FedCDnvClient", "FedCDnvConfig", "FedCDnvServer"]
+__all__ = ["FedCDnv", "FedCDnvClient", "FedCDnvConfig", "FedCDnvServer", "graph_scores"]
 
 
 class FedCDnv(
-    FederatedEstimator,
+    GraphLearner,
     method="fedcdnv",
     config=FedCDnvConfig,
     client=FedCDnvClient,
@@ -61,6 +64,10 @@ class FedCDnv(
         Pair -> how TPSS decided a disagreement (``"level 1"`` or ``val``).
     history_ : list of dict
         Per-round counts (clients, edges, CI tests).
+
+    ``score(truth)`` is the F1 of FedG's adjacencies against the true graph (the true
+    PAG over the observed variables where some are latent); ``evaluate(truth)`` gives
+    every metric of :func:`graph_scores` (Table 2).
     """
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCDnv:
@@ -130,6 +137,19 @@ class FedCDnv(
         self.local_graphs_ = {n: from_graph_json(g).graph for n, g in meta["local_graphs"].items()}
         self.decisions_ = {(a, b): value for a, b, value in meta["decisions"]}
 
+    def evaluate(self, X: Graph | str | Path, y: None = None) -> dict[str, float]:
+        """FedG against the true graph ``X`` (:func:`graph_scores`, with FeddG's
+        definite pairs; both graphs over the union of their variables).
+
+        Raises
+        ------
+        ConfigError
+            If ``y`` is given, ``X`` is not a graph, or no FedG was built.
+        """
+        truth, fed = self._compared_graphs(X, y)
+        causal, noncausal = self.definite_pairs_
+        return graph_scores(truth, fed, [*causal, *noncausal])
+
     @property
     def names_(self) -> tuple[str, ...]:
         """The integrated variables ``O``, in FedG's order."""
@@ -140,3 +160,20 @@ class FedCDnv(
         upper = self.status_.to_numpy()[np.triu_indices(len(self.names_), 1)]
         values, counts = np.unique(upper, return_counts=True)
         return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def graph_scores(
+    truth: Graph, fed: Graph, definite: Sequence[tuple[str, str]] = ()
+) -> dict[str, float]:
+    """Edge and orientation precision/recall/F1 (both conventions), SHD and the FDRs of
+    the returned causal / non-causal relationships, and of the definite ones
+    (``definite``; Table 2), of ``fed`` against ``truth`` (same variables)."""
+    metrics = graph_metrics(truth, fed)
+    overall = relation_fdr(truth, fed)
+    metrics["fdr_c"] = overall.fdr_causal
+    metrics["fdr_nc"] = overall.fdr_noncausal
+    if definite:
+        sure = relation_fdr(truth, fed, definite)
+        metrics["fdr_dc"] = sure.fdr_causal
+        metrics["fdr_dnc"] = sure.fdr_noncausal
+    return metrics

@@ -20,9 +20,9 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery import CITest
 from fedstruct.errors import ConfigError
 from fedstruct.graphs import Graph
-from fedstruct.methods.fedcdnv.local import CITest
 
 __all__ = ["check_interval", "independence_evidence", "read_scaled", "scale_pvalues"]
 

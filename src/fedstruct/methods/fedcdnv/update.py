@@ -23,8 +23,8 @@ from itertools import combinations
 
 import numpy as np
 
+from fedstruct.discovery import CITest
 from fedstruct.graphs import ARROW, NONE, TAIL, Graph
-from fedstruct.methods.fedcdnv.local import CITest
 
 __all__ = ["c_update"]
 

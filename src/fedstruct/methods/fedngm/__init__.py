@@ -12,7 +12,6 @@ Examples
 --------
 >>> import numpy as np, pandas as pd
 >>> from fedstruct.data.client import ClientData
-from fedstruct.data.graph_files import given_graph
 >>> rng = np.random.default_rng(0)
 >>> a = rng.standard_normal(600); b = a + 0.3 * rng.standard_normal(600)
 >>> c = (b > 0).astype(int)

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph
-from fedstruct.errors import ConfigError, PrivacyViolationError
+from fedstruct.errors import ConfigError, PrivacyViolationError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
@@ -92,6 +92,9 @@ class FedNGM(
         helped; :func:`~fedstruct.methods.fedngm.metrics.global_own_ratio`).
     history_ : list of dict
         One record per phase.
+
+    :meth:`score` and :meth:`evaluate` predict one variable (``target``) from the
+    others.
     """
 
     def __init__(
@@ -208,6 +211,53 @@ class FedNGM(
                 states[target] = model.predict(rows, target)
         return Prediction(pd.DataFrame(states, index=rows.index), probabilities)
 
+    def evaluate(
+        self, X: pd.DataFrame, y: Any = None, *, target: str | None = None
+    ) -> dict[str, float]:
+        """How well the released global model predicts ``target`` from every other
+        variable of ``X`` it has (:func:`~fedstruct.methods.fedngm.metrics.prediction_metrics`:
+        MAE and RMSE for a continuous or ordinal target, AUC and AUPR for a binary one,
+        log-loss and micro/macro precision and recall for a multi-class one).
+
+        Parameters
+        ----------
+        X
+            Rows with the evidence and, unless ``y`` gives them, the target's values
+            (level names for a run on a user's files).
+        y
+            The target's values, one per row; a named :class:`pandas.Series` names the
+            target too.
+        target
+            The variable to predict (default: ``y``'s name).
+
+        Raises
+        ------
+        ConfigError
+            If no target is named, or no global model was released.
+        UnknownVariableError
+            If the model does not have the target, or the rows lack its values.
+        """
+        chosen = _scored_target(y, target)
+        model = self.released()
+        check_targets([chosen], model.names)
+        rows = self.model_rows(self._with_labels(X, y, chosen))
+        if chosen not in rows.columns:
+            raise UnknownVariableError(
+                f"the rows lack the values of {chosen!r} to score against; add its column "
+                "or give them as y"
+            )
+        return prediction_metrics(model, rows, chosen)
+
+    def score(self, X: pd.DataFrame, y: Any = None, *, target: str | None = None) -> float:
+        """The paper's headline metric of :meth:`evaluate`, higher is better: minus the
+        MAE for a continuous or ordinal target (scikit-learn's
+        ``neg_mean_absolute_error``), the AUC for a binary one, the macro-averaged
+        recall for a multi-class one."""
+        metrics = self.evaluate(X, y, target=target)
+        if "mae" in metrics:
+            return -metrics["mae"]
+        return metrics["auc"] if "auc" in metrics else metrics["recall_macro"]
+
     def released(self) -> NGM:
         """The released global NGM (``model_``).
 
@@ -259,3 +309,22 @@ class FedNGM(
         self.model_ = model("global") if "global" in meta["models"] else None
         if meta["graph"] is not None:
             self.graph_ = from_graph_json(meta["graph"]).graph
+
+
+def _scored_target(y: Any, target: str | None) -> str:
+    """The variable :meth:`FedNGM.evaluate` scores: ``target``, else ``y``'s name.
+
+    Raises
+    ------
+    ConfigError
+        If neither names one.
+    """
+    if target is not None:
+        return target
+    name = getattr(y, "name", None)
+    if isinstance(name, str):
+        return name
+    raise ConfigError(
+        "FedNGM predicts any of its variables: name the one to score, score(X, "
+        "target='VAR'), or give its values as a named pandas Series y"
+    )

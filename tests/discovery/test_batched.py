@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from fedstruct.data import load_network
+from fedstruct.discovery import pds
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.evidence import SERIAL_HEAD, Evidence
+from fedstruct.discovery.fci import circle_marks, fci
 from fedstruct.errors import ConfigError
-from fedstruct.methods.fedcdnv.local import pds
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.evidence import SERIAL_HEAD, Evidence
-from fedstruct.methods.fedcdnv.local.fci import circle_marks, fci
 
 FCI_MODULE = sys.modules[fci.__module__]  # the package exports the function as `fci`
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from fedstruct.data import load_network
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.citest import CITest, ci_key
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.citest import CITest, ci_key
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.skeleton import adjacency_search
 
 
 @pytest.mark.parametrize(("name", "n"), [("sachs", 1000), ("child", 1500)])

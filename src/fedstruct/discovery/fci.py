@@ -4,11 +4,11 @@ Spirtes, Glymour & Scheines (2000), *Causation, Prediction, and Search*, 2nd ed.
 §6.7; orientation rules of Zhang (2008), AIJ 172, with R5-R7 left out (no selection
 bias; FedCDnv §3 assumes none):
 
-1. adjacency search (:func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`),
+1. adjacency search (:func:`~fedstruct.discovery.skeleton.adjacency_search`),
    every edge ``o-o``;
 2. R0: unshielded colliders from the separating sets;
 3. possible-D-SEP edge removal
-   (:func:`~fedstruct.methods.fedcdnv.local.pds.remove_by_possible_dsep`);
+   (:func:`~fedstruct.discovery.pds.remove_by_possible_dsep`);
 4. every remaining edge back to ``o-o``, R0 again with all separating sets;
 5. R1-R4 and R8-R10 to a fixpoint (R4 reads the separating sets).
 
@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.pds import AUTO, auto_pds_depth, remove_by_possible_dsep
+from fedstruct.discovery.result import LocalResult
+from fedstruct.discovery.search import check_alpha, start_search
+from fedstruct.discovery.skeleton import check_depth
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import CIRCLE, NONE
 from fedstruct.graphs.orientation import apply_rules, orient_colliders
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike
-from fedstruct.methods.fedcdnv.local.pds import AUTO, auto_pds_depth, remove_by_possible_dsep
-from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.search import check_alpha, start_search
-from fedstruct.methods.fedcdnv.local.skeleton import check_depth
 
 # check_alpha now lives in search.py; still exported here for existing imports.
 __all__ = ["check_alpha", "circle_marks", "fci"]
@@ -63,13 +63,13 @@ def fci(
     data, alpha, test, stable, progress
         The data (or a :class:`CITest`, reused with its cache) and the adjacency
         search's options, as in
-        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        :func:`~fedstruct.discovery.search.start_search`.
     depth
         Largest conditioning set in every phase; ``None`` (default) or ``-1``: none.
     pds_depth
         Largest conditioning set in the possible-D-SEP phase: ``"auto"`` (default) the
         size that covers 99 % of the adjacency search's separating sets
-        (:func:`~fedstruct.methods.fedcdnv.local.pds.auto_pds_depth`, never above
+        (:func:`~fedstruct.discovery.pds.auto_pds_depth`, never above
         ``depth``); ``None``: ``depth`` (unbounded when ``depth`` is ``None``: FCI's
         complete search, exponential on large Possible-D-SEP sets); or an integer.
     max_path_length
@@ -79,12 +79,12 @@ def fci(
     biconnected
         Restrict Possible-D-SEP to the edge's biconnected component (default): far
         fewer tests and no separation lost (see
-        :mod:`~fedstruct.methods.fedcdnv.local.pds`); ``False`` is pcalg's default.
+        :mod:`~fedstruct.discovery.pds`); ``False`` is pcalg's default.
     workers
         Processes for the possible-D-SEP phase's edge searches; ``None`` (default): the
         cores this process may use, started only when the phase is large (the result
         is the same for every value; see
-        :func:`~fedstruct.methods.fedcdnv.local.pds.remove_by_possible_dsep`).
+        :func:`~fedstruct.discovery.pds.remove_by_possible_dsep`).
 
     Returns
     -------
@@ -95,9 +95,9 @@ def fci(
     ------
     ConfigError
         For an out-of-range ``pds_depth`` or ``max_path_length``, and as
-        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        :func:`~fedstruct.discovery.search.start_search`.
     DataError, NonFiniteDataError
-        As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        As :func:`~fedstruct.discovery.search.start_search`.
     """
     _check_possible_dsep_options(pds_depth, max_path_length)
     search = start_search(

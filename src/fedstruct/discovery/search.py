@@ -3,7 +3,7 @@
 - :func:`start_search` is every learner's first step: it checks ``alpha`` and
   ``depth``, builds the CI test and the :class:`Evidence`, and runs the adjacency
   search (Spirtes, Glymour & Scheines 2000, §5.4.2, steps A-B, PC-stable form;
-  :func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`). The
+  :func:`~fedstruct.discovery.skeleton.adjacency_search`). The
   :class:`StartedSearch` it returns turns the learner's final marks into its
   :class:`LocalResult` (:meth:`StartedSearch.result`).
 - :func:`separate_by_subset` tries the non-empty subsets of a candidate set by
@@ -21,14 +21,14 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.build import as_ci_test
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.result import LocalResult
+from fedstruct.discovery.skeleton import adjacency_search, check_depth
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import Graph
-from fedstruct.methods.fedcdnv.local.build import as_ci_test
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search, check_depth
 
 __all__ = ["StartedSearch", "check_alpha", "separate_by_subset", "start_search"]
 
@@ -108,7 +108,7 @@ def start_search(
     progress
         A label to show the adjacency search's progress under on stderr (and its
         cost first on a wide table:
-        :func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`);
+        :func:`~fedstruct.discovery.skeleton.adjacency_search`);
         ``None``: silent.
 
     Returns

@@ -15,9 +15,9 @@ A test may also compute many conditioning sets of one pair at once
 those values to :meth:`CITest.query_key` one by one, in their serial order, so the
 cache and the counters end exactly as if every test had been computed alone.
 
-Concrete tests: :class:`~fedstruct.methods.fedcdnv.local.discrete.DiscreteTest` (G²
-and Pearson χ²), :class:`~fedstruct.methods.fedcdnv.local.fisherz.FisherZTest` and
-:class:`OracleTest` (d/m-separation, for testing the learners).
+Concrete tests: :class:`~fedstruct.discovery.discrete.DiscreteTest` (G² and Pearson
+χ²), :class:`~fedstruct.discovery.fisherz.FisherZTest` and :class:`OracleTest`
+(d/m-separation, for testing the learners).
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.evidence import Evidence
 from fedstruct.errors import GraphError
 from fedstruct.graphs.graph import Graph
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
 
 __all__ = ["LocalResult"]
 

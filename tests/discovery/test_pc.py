@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from fedstruct.data import load_network
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.citest import OracleTest
+from fedstruct.discovery.fci import fci
+from fedstruct.discovery.pc import meek_rules, pc
 from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph
 from fedstruct.graphs.random import random_dag
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.citest import OracleTest
-from fedstruct.methods.fedcdnv.local.fci import fci
-from fedstruct.methods.fedcdnv.local.pc import meek_rules, pc
 
 
 def v_structures(adj: np.ndarray) -> set[tuple[int, int, int]]:

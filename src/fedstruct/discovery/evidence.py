@@ -26,7 +26,7 @@ from itertools import islice
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.methods.fedcdnv.local.citest import CITest
+from fedstruct.discovery.citest import CITest
 
 __all__ = ["MAX_BATCH", "SERIAL_HEAD", "Evidence", "paused_gc"]
 

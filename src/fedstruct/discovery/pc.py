@@ -3,7 +3,7 @@
 Spirtes, Glymour & Scheines (2000), §5.4.2 (steps C-D); orientation rules of Meek
 (1995), "Causal inference and causal explanation with background knowledge", UAI:
 
-1. adjacency search (:func:`~fedstruct.methods.fedcdnv.local.skeleton.adjacency_search`),
+1. adjacency search (:func:`~fedstruct.discovery.skeleton.adjacency_search`),
    every edge undirected (``---``, tails at both ends);
 2. every unshielded triple ``x - y - z`` with ``y`` not in ``sepset(x, z)`` becomes
    ``x -> y <- z``; an edge already directed out of ``y`` (a conflict between two
@@ -28,12 +28,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.result import LocalResult
+from fedstruct.discovery.search import start_search
 from fedstruct.graphs.graph import ARROW, NONE, TAIL
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.search import start_search
 
 __all__ = ["meek_rules", "pc"]
 
@@ -123,7 +123,7 @@ def pc(
     data, alpha, test, stable, progress
         The data (or a :class:`CITest`, reused with its cache) and the adjacency
         search's options, as in
-        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        :func:`~fedstruct.discovery.search.start_search`.
     depth
         Largest conditioning set; ``None`` (default): no bound.
 
@@ -135,7 +135,7 @@ def pc(
     Raises
     ------
     ConfigError, DataError, NonFiniteDataError
-        As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        As :func:`~fedstruct.discovery.search.start_search`.
     """
     search = start_search(
         data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress

@@ -28,10 +28,10 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.evidence import Evidence, paused_gc
 from fedstruct.errors import ConfigError
 from fedstruct.fl.progress import show_progress
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.evidence import Evidence, paused_gc
 
 __all__ = ["PROGRESS_EVERY", "WIDE", "adjacency_search", "check_depth", "cost_message"]
 

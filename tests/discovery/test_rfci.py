@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 
 from fedstruct.data import load_network
-from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph
-from fedstruct.graphs.pag import dag_to_pag
-from fedstruct.graphs.random import random_dag
-from fedstruct.graphs.separation import ancestor_matrix
-from fedstruct.methods.fedcdnv.local.citest import CITest, OracleTest, ci_key
-from fedstruct.methods.fedcdnv.local.fci import fci
-from fedstruct.methods.fedcdnv.local.rfci import (
+from fedstruct.discovery.citest import CITest, OracleTest, ci_key
+from fedstruct.discovery.fci import fci
+from fedstruct.discovery.rfci import (
     minimal_discriminating_path,
     rfci,
     unshielded_triples,
 )
+from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph
+from fedstruct.graphs.pag import dag_to_pag
+from fedstruct.graphs.random import random_dag
+from fedstruct.graphs.separation import ancestor_matrix
 
 
 class ScriptedTest(CITest):

@@ -1,6 +1,7 @@
-"""FedCDnv on a wide table shows signs of life: what the adjacency search will cost,
-said before it starts, then its progress (pairs done at each conditioning-set size)
-as plain lines when stderr is not a terminal."""
+"""The adjacency search on a wide table shows signs of life: what it will cost, said
+before it starts, then its progress (pairs done at each conditioning-set size) as
+plain lines when stderr is not a terminal. A FedCDnv run's progress is tested in
+tests/methods/fedcdnv/test_fit_progress.py."""
 
 from __future__ import annotations
 
@@ -9,13 +10,10 @@ import re
 import numpy as np
 
 from fedstruct.data import load_network
-from fedstruct.data.client import ClientData
-from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
-from fedstruct.methods.fedcdnv import FedCDnv
-from fedstruct.methods.fedcdnv.local import fci, make_ci_test
-from fedstruct.methods.fedcdnv.local import skeleton as skeleton_module
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.skeleton import adjacency_search
+from fedstruct.discovery import fci, make_ci_test
+from fedstruct.discovery import skeleton as skeleton_module
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.skeleton import adjacency_search
 
 
 def asia(n=500, seed=0):
@@ -58,21 +56,3 @@ def test_a_narrow_table_starts_without_a_cost_message(capsys):
 def test_fci_passes_its_progress_label_on(capsys):
     fci(asia(), progress="hospital-a: FCI adjacency search")
     assert "hospital-a: FCI adjacency search, depth 0: pairs 28/28" in capsys.readouterr().err
-
-
-def test_a_run_that_shows_progress_shows_each_sites_search(capsys):
-    net = load_network("asia")
-    split = variable_subsets(net.names, 2, seed=1, overlap=0.8)
-    clients = variable_subset_clients(net, split, seed=1, n_range=(300, 400))
-    FedCDnv().fit(clients, progress=True)
-    err = capsys.readouterr().err
-    for client in clients:
-        assert f"{client.name}: FCI adjacency search, depth 0" in err
-    assert "fedcdnv: round 1/2" in err
-
-
-def test_a_quiet_run_prints_nothing(capsys):
-    frame = asia(300)
-    clients = [ClientData(f"s{k}", frame.iloc[k::2].reset_index(drop=True)) for k in range(2)]
-    FedCDnv().fit(clients)
-    assert capsys.readouterr().err == ""

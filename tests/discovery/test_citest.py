@@ -11,6 +11,17 @@ from scipy import stats
 from scipy.special import chdtrc
 
 from fedstruct.data import ClientData
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.citest import OracleTest, ci_key
+from fedstruct.discovery.discrete import (
+    DiscreteTest,
+    SmallSampleRule,
+    contingency_table,
+    sparse_statistics,
+    stratum_codes,
+    table_statistics,
+)
+from fedstruct.discovery.fisherz import FisherZTest
 from fedstruct.errors import (
     ConfigError,
     DataError,
@@ -20,17 +31,6 @@ from fedstruct.errors import (
 )
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.separation import SeparationOracle
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.citest import OracleTest, ci_key
-from fedstruct.methods.fedcdnv.local.discrete import (
-    DiscreteTest,
-    SmallSampleRule,
-    contingency_table,
-    sparse_statistics,
-    stratum_codes,
-    table_statistics,
-)
-from fedstruct.methods.fedcdnv.local.fisherz import FisherZTest
 
 CARDS = [2, 3, 4, 3, 2, 4, 3, 3, 2, 4]
 

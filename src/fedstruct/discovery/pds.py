@@ -24,7 +24,7 @@ Choices (as pcalg's ``pdsep``, Kalisch et al. 2012):
 - The edges' searches are independent of each other and run in worker processes
   when the phase is large (``workers``), with the same result as one process; the
   tests of one pair given many small sets are counted in batches
-  (:meth:`~fedstruct.methods.fedcdnv.local.evidence.Evidence.first_independent`).
+  (:meth:`~fedstruct.discovery.evidence.Evidence.first_independent`).
 - With ``biconnected=True`` the candidates are intersected with the biconnected
   component of the current skeleton that holds the edge ``x - y`` (pcalg's ``biCC``):
   every path between ``x`` and ``y`` lies in it, and a separating set keeps separating
@@ -44,10 +44,10 @@ from itertools import combinations, compress
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.evidence import Evidence, paused_gc
+from fedstruct.discovery.skeleton import check_depth
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import ARROW, NONE
-from fedstruct.methods.fedcdnv.local.evidence import Evidence, paused_gc
-from fedstruct.methods.fedcdnv.local.skeleton import check_depth
 
 __all__ = [
     "AUTO",

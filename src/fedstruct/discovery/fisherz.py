@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike, as_matrix
 from fedstruct.errors import DataError
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike, as_matrix
 
 __all__ = ["FisherZTest", "partial_correlation"]
 

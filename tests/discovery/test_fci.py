@@ -7,15 +7,15 @@ import pandas as pd
 import pytest
 
 from fedstruct.data import ClientData, load_network
+from fedstruct.discovery.build import make_ci_test
+from fedstruct.discovery.citest import CITest, OracleTest, ci_key
+from fedstruct.discovery.fci import fci
+from fedstruct.discovery.pds import auto_pds_depth
+from fedstruct.discovery.rfci import rfci
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.pag import dag_to_pag
 from fedstruct.graphs.random import random_dag
-from fedstruct.methods.fedcdnv.local.build import make_ci_test
-from fedstruct.methods.fedcdnv.local.citest import CITest, OracleTest, ci_key
-from fedstruct.methods.fedcdnv.local.fci import fci
-from fedstruct.methods.fedcdnv.local.pds import auto_pds_depth
-from fedstruct.methods.fedcdnv.local.rfci import rfci
 
 #: Seed of the latent-variable choice on the bundled networks (15 % latent). With seed 0
 #: the MAGs of water and hailfinder get nodes of degree 18-19 and the oracle adjacency

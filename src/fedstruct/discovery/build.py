@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.discrete import DiscreteTest, SmallSampleRule
+from fedstruct.discovery.fisherz import FisherZTest
 from fedstruct.errors import ConfigError, unknown_choice_message
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike
-from fedstruct.methods.fedcdnv.local.discrete import DiscreteTest, SmallSampleRule
-from fedstruct.methods.fedcdnv.local.fisherz import FisherZTest
 
 __all__ = ["CI_TESTS", "as_ci_test", "make_ci_test"]
 
@@ -37,7 +37,7 @@ def make_ci_test(
         Variable names for an array.
     cardinalities, small_sample, dof
         Options of the discrete tests (see
-        :class:`~fedstruct.methods.fedcdnv.local.discrete.DiscreteTest`); ignored by
+        :class:`~fedstruct.discovery.discrete.DiscreteTest`); ignored by
         Fisher-z.
 
     Raises

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedstruct.discovery.citest import CITest, ci_key
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.search import separate_by_subset, start_search
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import NONE, TAIL
-from fedstruct.methods.fedcdnv.local.citest import CITest, ci_key
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.search import separate_by_subset, start_search
 
 
 class ScriptedTest(CITest):

@@ -40,14 +40,14 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.fci import circle_marks
+from fedstruct.discovery.result import LocalResult
+from fedstruct.discovery.search import separate_by_subset, start_search
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL
 from fedstruct.graphs.orientation import apply_rules
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike
-from fedstruct.methods.fedcdnv.local.evidence import Evidence
-from fedstruct.methods.fedcdnv.local.fci import circle_marks
-from fedstruct.methods.fedcdnv.local.result import LocalResult
-from fedstruct.methods.fedcdnv.local.search import separate_by_subset, start_search
 
 __all__ = ["minimal_discriminating_path", "rfci", "unshielded_triples"]
 
@@ -236,7 +236,7 @@ def rfci(
     data, alpha, test, stable, progress
         The data (or a :class:`CITest`, reused with its cache) and the adjacency
         search's options, as in
-        :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        :func:`~fedstruct.discovery.search.start_search`.
     depth
         Largest conditioning set of the adjacency search; ``None`` (default): none.
         Steps 2-3 try the subsets of its separating sets, so they stay within it.
@@ -249,7 +249,7 @@ def rfci(
     Raises
     ------
     ConfigError, DataError, NonFiniteDataError
-        As :func:`~fedstruct.methods.fedcdnv.local.search.start_search`.
+        As :func:`~fedstruct.discovery.search.start_search`.
     """
     search = start_search(
         data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress

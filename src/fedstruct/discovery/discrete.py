@@ -56,9 +56,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import chdtrc
 
+from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.dataset import DataLike, as_matrix
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
-from fedstruct.methods.fedcdnv.local.citest import CITest
-from fedstruct.methods.fedcdnv.local.dataset import DataLike, as_matrix
 
 __all__ = [
     "DOF_CONVENTIONS",
