@@ -16,26 +16,13 @@ from fedstruct.errors import ConfigError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.fl.params import get_params, set_params
-from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis, remove_drift
 from fedstruct.methods.cafe.client import CafeClient
-from fedstruct.methods.cafe.config import ALGORITHMS, BACKBONES, CafeConfig
+from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import predict_logits
 from fedstruct.methods.cafe.networks import DriftNet
 from fedstruct.methods.cafe.server import CafeServer, CafeState
 
-__all__ = [
-    "ALGORITHMS",
-    "BACKBONES",
-    "CAFE",
-    "CafeClient",
-    "CafeConfig",
-    "CafeServer",
-    "CafeState",
-    "DriftNet",
-    "cosine_logits",
-    "drift_basis",
-    "remove_drift",
-]
+__all__ = ["CAFE"]
 
 
 class CAFE(

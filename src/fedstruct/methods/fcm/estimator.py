@@ -19,35 +19,16 @@ from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.pag import dag_member
-from fedstruct.methods.fcm.client import FCMClient, LocalConceptData
-from fedstruct.methods.fcm.config import ARCHITECTURES, FEDERATED_REGIMES, REGIMES, FCMConfig
+from fedstruct.methods.fcm.client import FCMClient
+from fedstruct.methods.fcm.config import FEDERATED_REGIMES, FCMConfig
 from fedstruct.methods.fcm.evaluate import (
     accuracy_metrics,
-    intervention_curve,
     node_probabilities,
 )
-from fedstruct.methods.fcm.model import ConceptModel, ModelSpec, adapt, parameter_change
-from fedstruct.methods.fcm.server import FCMServer, FCMState, aggregate_graphs
-from fedstruct.methods.fcm.standalone import StandaloneFit, fit_standalone
+from fedstruct.methods.fcm.model import ConceptModel, ModelSpec, parameter_change
+from fedstruct.methods.fcm.server import FCMServer, FCMState
 
-__all__ = [
-    "ARCHITECTURES",
-    "FCM",
-    "REGIMES",
-    "ConceptModel",
-    "FCMClient",
-    "FCMConfig",
-    "FCMServer",
-    "LocalConceptData",
-    "ModelSpec",
-    "StandaloneFit",
-    "accuracy_metrics",
-    "adapt",
-    "aggregate_graphs",
-    "fit_standalone",
-    "intervention_curve",
-    "parameter_change",
-]
+__all__ = ["FCM"]
 
 
 class FCM(

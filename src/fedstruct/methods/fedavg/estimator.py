@@ -20,7 +20,7 @@ from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import TabularSchema, build_model
 from fedstruct.methods.fedavg.server import FedAvgServer, FedAvgState
 
-__all__ = ["FedAvg", "FedAvgClient", "FedAvgConfig", "FedAvgServer", "TabularSchema"]
+__all__ = ["FedAvg"]
 
 
 class FedAvg(

@@ -14,22 +14,10 @@ from fedstruct.fl.estimator import GraphLearner
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
-from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
-from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData, LocalLearner
-from fedstruct.methods.fedcd.server import FedCDServer, FedCDState, final_graph
+from fedstruct.methods.fedcd.learner import Beliefs
+from fedstruct.methods.fedcd.server import FedCDServer, FedCDState
 
-__all__ = [
-    "ENCO",
-    "Beliefs",
-    "ENCOConfig",
-    "FedCD",
-    "FedCDClient",
-    "FedCDConfig",
-    "FedCDServer",
-    "InterventionalData",
-    "LocalLearner",
-    "final_graph",
-]
+__all__ = ["FedCD"]
 
 
 class FedCD(

@@ -25,7 +25,7 @@ from fedstruct.methods.fedcdnv.server import (
 )
 from fedstruct.methods.fedcdnv.theory import definite_pairs
 
-__all__ = ["FedCDnv", "FedCDnvClient", "FedCDnvConfig", "FedCDnvServer", "graph_scores"]
+__all__ = ["FedCDnv", "graph_scores"]
 
 
 class FedCDnv(

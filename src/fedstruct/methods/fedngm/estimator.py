@@ -18,30 +18,14 @@ from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.undirected import dependency_graph
-from fedstruct.methods.fedngm.client import FedNGMClient, local_graph
+from fedstruct.methods.fedngm.client import FedNGMClient
 from fedstruct.methods.fedngm.config import FedNGMConfig
-from fedstruct.methods.fedngm.metrics import prediction_metrics, sample_fidelity
-from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
+from fedstruct.methods.fedngm.metrics import prediction_metrics
+from fedstruct.methods.fedngm.model import NGM
 from fedstruct.methods.fedngm.schema import KINDS, Schema
 from fedstruct.methods.fedngm.server import FedNGMServer, FedNGMState
-from fedstruct.methods.fedngm.structure import glasso_graph, merge_graphs
 
-__all__ = [
-    "KINDS",
-    "NGM",
-    "FedNGM",
-    "FedNGMClient",
-    "FedNGMConfig",
-    "FedNGMServer",
-    "Schema",
-    "fit_ngm",
-    "glasso_graph",
-    "local_graph",
-    "merge_graphs",
-    "prediction_metrics",
-    "sample_fidelity",
-    "stitch",
-]
+__all__ = ["FedNGM"]
 
 
 class FedNGM(
