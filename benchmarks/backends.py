@@ -19,29 +19,32 @@ import time
 from pathlib import Path
 
 from fedstruct.experiments import execute
+from fedstruct.experiments.flower.launcher import FlowerLauncher
+from fedstruct.experiments.launch import Launcher
 from fedstruct.fl.flower.cluster import DeploymentOptions
 from fedstruct.fl.flower.loopback import LoopbackCluster
 
 SETTINGS = {"network": "asia", "clients": 3, "samples": 3000, "test_samples": 1000}
 
 
-def timed_run(rounds: int, out: Path, backend: str, deployment: DeploymentOptions | None) -> float:
+def timed_run(rounds: int, out: Path, launcher: str | Launcher) -> float:
     start = time.perf_counter()
-    execute("fedavg", [{**SETTINGS, "rounds": rounds}], out, backend=backend, deployment=deployment)
+    execute("fedavg", [{**SETTINGS, "rounds": rounds}], out, backend=launcher)
     return time.perf_counter() - start
 
 
 def measure(
-    backend: str, r1: int, r2: int, repeats: int, root: Path, deployment: DeploymentOptions | None
+    launcher: str | Launcher, r1: int, r2: int, repeats: int, root: Path
 ) -> tuple[float, float]:
+    name = launcher if isinstance(launcher, str) else launcher.name
     per_round, fixed = [], []
     for rep in range(repeats):
-        t1 = timed_run(r1, root / f"{backend}-{rep}-a", backend, deployment)
-        t2 = timed_run(r2, root / f"{backend}-{rep}-b", backend, deployment)
+        t1 = timed_run(r1, root / f"{name}-{rep}-a", launcher)
+        t2 = timed_run(r2, root / f"{name}-{rep}-b", launcher)
         per = (t2 - t1) / (r2 - r1)
         per_round.append(per)
         fixed.append(t1 - r1 * per)
-        print(f"  {backend:<10} repeat {rep}: T({r1})={t1:6.2f} s  T({r2})={t2:6.2f} s", flush=True)
+        print(f"  {name:<10} repeat {rep}: T({r1})={t1:6.2f} s  T({r2})={t2:6.2f} s", flush=True)
     return statistics.median(per_round), statistics.median(fixed)
 
 
@@ -54,15 +57,17 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="fedstruct-backends-"))
     results = {}
     for backend in ("local", "flower-sim"):
-        results[backend] = measure(backend, args.r1, args.r2, args.repeats, root, None)
+        results[backend] = measure(backend, args.r1, args.r2, args.repeats, root)
     with LoopbackCluster(root / "cluster") as cluster:
         started = time.perf_counter()
         cluster.superlink("--insecure")
         for k in range(SETTINGS["clients"]):
             cluster.supernode(k, "--insecure")
         cluster_start = time.perf_counter() - started
-        options = DeploymentOptions(superlink=cluster.address, home=str(cluster.home))
-        results["flower"] = measure("flower", args.r1, args.r2, args.repeats, root, options)
+        flower = FlowerLauncher(
+            DeploymentOptions(superlink=cluster.address, home=str(cluster.home))
+        )
+        results["flower"] = measure(flower, args.r1, args.r2, args.repeats, root)
     local = results["local"][0]
     print(f"\nfedavg, {SETTINGS}, rounds {args.r1} and {args.r2}, median of {args.repeats}")
     print(f"{'backend':<11}{'per round':>12}{'x local':>10}{'fixed cost':>13}")

@@ -254,6 +254,7 @@ def _run_method(
     control_key: Path | None,
 ) -> None:
     """What ``fedstruct run METHOD ...`` does once its options are parsed."""
+    from fedstruct.experiments.launch import make_launcher
     from fedstruct.experiments.runs import execute
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
@@ -278,26 +279,23 @@ def _run_method(
         options,
         parse_assignments(assignments),
     ]
-    deployment = None
-    if backend == "flower":
-        from fedstruct.fl.flower.cluster import DeploymentOptions
-
-        deployment = DeploymentOptions(
-            superlink=superlink,
-            root_certificates=str(root_certificates) if root_certificates else None,
-            min_nodes=min_nodes,
-            reply_timeout=reply_timeout,
-            control_key=str(control_key.resolve()) if control_key else None,
-        )
-        deployment.link()  # check the address and the key files before writing
+    launcher = make_launcher(
+        backend,
+        {
+            "superlink": superlink,
+            "root_certificates": root_certificates,
+            "min_nodes": min_nodes,
+            "reply_timeout": reply_timeout,
+            "control_key": control_key,
+        },
+    )
     outcome = execute(
         method,
         layers,
         out,
         progress=not quiet,
-        backend=backend,
+        backend=launcher,
         stop_after=stop_after,
-        deployment=deployment,
         overwrite=overwrite,
     )
     _print_metrics(method, outcome.metrics, out)

@@ -71,7 +71,7 @@ def test_flower_is_not_a_python_level_backend():
     with pytest.raises(ConfigError, match="runs on a SuperLink"):
         get_backend("flower")
     with pytest.raises(
-        ConfigError, match="unknown backend 'ray'; valid backends: flower, flower-sim, local"
+        ConfigError, match="unknown backend 'ray'; valid backends: flower-sim, local"
     ):
         get_backend("ray")
 

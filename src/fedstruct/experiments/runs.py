@@ -19,7 +19,6 @@ same run works in one process and across machines:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -36,8 +35,9 @@ from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
-from fedstruct.errors import CheckpointError, ConfigError, DataError, unknown_choice_message
+from fedstruct.errors import CheckpointError, ConfigError, DataError
 from fedstruct.experiments.artifacts import write_artifacts
+from fedstruct.experiments.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.experiments.outcome import RunOutcome
 from fedstruct.experiments.run_folder import (
     RUN_FILE,
@@ -57,11 +57,8 @@ from fedstruct.fl import (
     FederatedEstimator,
     LocalBackend,
     Participation,
-    backend_names,
-    get_backend,
 )
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
-from fedstruct.fl.flower.cluster import DeploymentOptions
 from fedstruct.registry import import_part, method_names
 
 __all__ = [
@@ -353,20 +350,21 @@ def execute(
     *,
     resume: bool = False,
     progress: bool = False,
-    backend: str = "local",
+    backend: str | Launcher = "local",
     stop_after: int | None = None,
-    deployment: DeploymentOptions | None = None,
     overwrite: bool = False,
 ) -> RunOutcome:
     """Run method ``name`` with settings layers applied over its defaults.
 
-    Writes ``out/config.json`` first, then runs here (``local``, ``flower-sim``) or
-    submits the run to a SuperLink (``flower``, with ``deployment`` options), holding
-    the folder's lock (:mod:`fedstruct.experiments.run_folder`) throughout. A
-    folder holding another run is refused unless ``overwrite``, which deletes only the
-    files ``run.json`` says that run wrote; the folder of a run that failed before
-    saving a round is reused.
-    With ``resume=True`` the settings, backend and deployment options come from
+    Writes ``out/config.json`` first, then hands the run to the launcher ``backend``
+    chooses (:mod:`fedstruct.experiments.launch`): it runs here on a backend's grid
+    (``local``, ``flower-sim``) or submits it elsewhere (``flower``: a SuperLink; give
+    a launcher made by :func:`~fedstruct.experiments.launch.make_launcher` to pass its
+    options), holding the folder's lock (:mod:`fedstruct.experiments.run_folder`)
+    throughout. A folder holding another run is refused unless ``overwrite``, which
+    deletes only the files ``run.json`` says that run wrote; the folder of a run that
+    failed before saving a round is reused.
+    With ``resume=True`` the settings, backend and launcher options come from
     ``out/config.json`` and the run continues from its checkpoint. With
     ``stop_after=r`` the run stops after round ``r`` (its checkpoint can be resumed
     later).
@@ -380,8 +378,7 @@ def execute(
         writing (its lock), or an ``out`` that cannot be written.
     """
     entry = runnable(name)
-    if backend not in backend_names():
-        raise ConfigError(unknown_choice_message("backend", backend, backend_names()))
+    launcher = make_launcher(backend) if isinstance(backend, str) else backend
     if resume:
         saved = read_config(out)
         if saved["method"] != name:
@@ -390,56 +387,54 @@ def execute(
                 f"resume it with 'fedstruct run {saved['method']} --resume {out}'"
             )
         layers = [saved["settings"]]
-        backend = saved.get("backend", backend)
-        if saved.get("deployment") is not None:
-            deployment = _deployment_options(saved["deployment"], out)
+        launcher = _resumed_launcher(launcher, saved, out)
     settings = apply_settings(entry.settings(), *layers, method=name)
     config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
-        "backend": backend,
+        "backend": launcher.name,
         "fedstruct_version": __version__,
     }
-    if settings.node_sites and backend != "flower":
-        raise ConfigError(
-            "--node-site names sites whose files stay on their own SuperNodes: add "
-            "--backend flower (for files on this machine use --site PATH)"
-        )
-    if backend == "flower":
-        if settings.sites or settings.manifest:
-            raise ConfigError(
-                "--site/--sites name files on this machine, which the SuperNodes of a "
-                "deployment must not read; start each site's node with 'fedstruct flower "
-                "supernode --data FILE --name SITE' and name the sites with --node-site SITE"
-            )
-        deployment = deployment or DeploymentOptions()
-        config["deployment"] = dataclasses.asdict(deployment)
+    launcher.check(settings)
+    config.update(launcher.record())
     digest = _settings_digest(config)
     with folder_lock(out):
         if resume:
-            _check_resumable(out, digest, checkpoint=backend != "flower")
+            _check_resumable(out, digest, checkpoint=launcher.checkpoint_here)
         else:
             kept = prepare_out(out, overwrite=overwrite)
             write_record(out, "running", kept=kept, settings_digest=digest)
         _write_json(out / "config.json", config)
         try:
-            if backend == "flower":
-                from fedstruct.experiments.flower.deploy import submit
-
-                return submit(
+            return launcher.launch(
+                PreparedRun(
                     name,
+                    settings,
                     out,
-                    config["settings"],
-                    deployment,  # type: ignore[arg-type]
-                    resume=resume,
-                    stop_after=stop_after,
-                    progress=progress,
+                    resume,
+                    progress,
+                    stop_after,
+                    here=lambda on: run_resolved(
+                        entry, settings, out, on, resume, progress, stop_after
+                    ),
                 )
-            return run_resolved(
-                entry, settings, out, get_backend(backend), resume, progress, stop_after
             )
         finally:
             update_files(out)
+
+
+def _resumed_launcher(given: Launcher, saved: Mapping[str, Any], out: Path) -> Launcher:
+    """The launcher of a resumed run: the one its ``config.json`` names (``given`` if it
+    names none), with the options it records.
+
+    Raises
+    ------
+    ConfigError
+        If it names no backend or launcher, or records options the launcher refuses.
+    """
+    name = saved.get("backend", given.name)
+    launcher = given if name == given.name else make_launcher(name)
+    return launcher.resumed(saved, out)
 
 
 def _settings_digest(config: Mapping[str, Any]) -> str:
@@ -478,26 +473,6 @@ def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
             f"{out / 'config.json'} holds other settings than the run began with, so its "
             "checkpoint does not belong to them; restore the file or start a new run"
         )
-
-
-def _deployment_options(saved: Any, out: Path) -> DeploymentOptions:
-    """The deployment options a resumed run's ``config.json`` records.
-
-    Raises
-    ------
-    ConfigError
-        If they are not the options this fedstruct writes.
-    """
-    fields = {f.name for f in dataclasses.fields(DeploymentOptions)}
-    if not isinstance(saved, dict) or not set(saved) <= fields:
-        raise ConfigError(
-            f"{out / 'config.json'}: 'deployment' is not an object of {sorted(fields)}; "
-            "the file was changed by hand"
-        )
-    try:
-        return DeploymentOptions(**saved)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{out / 'config.json'}: 'deployment' is invalid ({exc})") from None
 
 
 def run_resolved(

@@ -7,9 +7,11 @@ A method exposes how to build its clients and its server algorithm (the
 - ``"local"`` (:class:`LocalBackend`): in-process, the default;
 - ``"flower-sim"``: Flower's simulation engine (Ray) on this machine;
 - a :class:`Backend` object, e.g. the deployment backend a Flower ``ServerApp``
-  builds around the grid of a real SuperLink (``fedstruct run ... --backend flower``).
+  builds around the grid of a real SuperLink.
 
-No method changes when a backend is added.
+Every registered backend provides a grid here. Submitting a run to a SuperLink
+(``fedstruct run ... --backend flower``) is not a backend but a launcher
+(:mod:`fedstruct.experiments.launch`). No method changes when a backend is added.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ __all__ = [
     "backend_names",
     "get_backend",
     "register_backend",
+    "register_elsewhere",
     "run_on_backend",
 ]
 
 T = TypeVar("T")
 
-#: Backend name -> a function making the backend; ``local`` here, the Flower ones
+#: Backend name -> a function making the backend; ``local`` here, ``flower-sim``
 #: registered by :mod:`fedstruct.fl.flower` (without importing Flower until used).
 _REGISTRY: dict[str, Callable[[], Backend]] = {}
 
@@ -48,6 +51,17 @@ _REGISTRY: dict[str, Callable[[], Backend]] = {}
 def register_backend(name: str, factory: Callable[[], Backend]) -> None:
     """Make ``get_backend(name)`` call ``factory()`` (a backend package registers its own)."""
     _REGISTRY[name] = factory
+
+
+#: Names that are not backends but say where such a run goes instead (name -> where),
+#: e.g. ``flower``, a deployment submitted to a SuperLink.
+_ELSEWHERE: dict[str, str] = {}
+
+
+def register_elsewhere(name: str, where: str) -> None:
+    """Make ``get_backend(name)`` say ``backend {name!r} {where}`` instead of listing
+    the backends: ``name`` is no backend, but a run that goes elsewhere."""
+    _ELSEWHERE[name] = where
 
 
 def backend_names() -> tuple[str, ...]:
@@ -111,12 +125,14 @@ def get_backend(backend: str | Backend) -> Backend:
     Raises
     ------
     ConfigError
-        For an unknown name, or ``"flower"``, which is not a Python-level backend:
-        a deployment is submitted to a SuperLink with ``fedstruct run ... --backend
-        flower``, and its ``ServerApp`` builds the backend around the real grid.
+        For an unknown name, or a name registered with :func:`register_elsewhere`
+        (``"flower"``: a deployment is submitted to a SuperLink with ``fedstruct run ...
+        --backend flower``, and its ``ServerApp`` builds the backend around the real grid).
     """
     if isinstance(backend, Backend):
         return backend
+    if backend in _ELSEWHERE:
+        raise ConfigError(f"backend {backend!r} {_ELSEWHERE[backend]}")
     if backend not in _REGISTRY:
         raise ConfigError(unknown_choice_message("backend", backend, _REGISTRY))
     return _REGISTRY[backend]()

@@ -1,10 +1,13 @@
 """Flower backends: run any fedstruct federation on Flower (simulation or deployment).
 
 Needs the ``flower`` extra (``pip install fedstruct[flower]``: flwr[simulation] 1.41).
-Importing this package imports no Flower code: it registers the ``flower-sim`` and
-``flower`` backends with :func:`fedstruct.fl.backend.register_backend`, each loading
-its module only when asked for, so that a local run and
-:mod:`fedstruct.fl.flower.cluster` (process commands) stay light.
+Importing this package imports no Flower code: it registers the ``flower-sim``
+backend with :func:`fedstruct.fl.backend.register_backend`, loading its module only
+when asked for, so that a local run and :mod:`fedstruct.fl.flower.cluster` (process
+commands) stay light. A deployment is no backend here: ``fedstruct run ... --backend
+flower`` chooses the launcher that submits the run to a SuperLink
+(:mod:`fedstruct.experiments.flower.launcher`), whose ServerApp runs it on the
+deployment backend (:mod:`~fedstruct.fl.flower.deployment`) around the real grid.
 
 - :mod:`~fedstruct.fl.flower.records`: Message <-> Flower records;
 - :mod:`~fedstruct.fl.flower.grid`: :class:`FlowerGrid`, our grid over Flower's;
@@ -17,8 +20,7 @@ its module only when asked for, so that a local run and
   SuperNode processes (control-key authentication, fedstruct's app only).
 """
 
-from fedstruct.errors import ConfigError
-from fedstruct.fl.backend import Backend, register_backend
+from fedstruct.fl.backend import Backend, register_backend, register_elsewhere
 
 
 def _simulation() -> Backend:
@@ -27,12 +29,9 @@ def _simulation() -> Backend:
     return FlowerSimBackend()
 
 
-def _deployment() -> Backend:
-    raise ConfigError(
-        "backend 'flower' runs on a SuperLink: submit the run with "
-        "'fedstruct run METHOD --backend flower ...' (see docs/deploy.md)"
-    )
-
-
 register_backend("flower-sim", _simulation)
-register_backend("flower", _deployment)
+register_elsewhere(
+    "flower",
+    "runs on a SuperLink: submit the run with "
+    "'fedstruct run METHOD --backend flower ...' (see docs/deploy.md)",
+)

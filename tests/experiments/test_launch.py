@@ -1,0 +1,118 @@
+"""Launchers apart from backends: ``--backend`` chooses a launcher once; backends only
+provide grids; no module outside the Flower packages branches on ``"flower"``."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+import fedstruct
+from fedstruct.errors import ConfigError
+from fedstruct.experiments import runnable
+from fedstruct.experiments.flower.launcher import FlowerLauncher
+from fedstruct.experiments.launch import (
+    LocalLauncher,
+    PreparedRun,
+    launcher_names,
+    make_launcher,
+)
+from fedstruct.experiments.runs import execute
+from fedstruct.fl import Backend, LocalBackend, backend_names, get_backend
+
+SRC = Path(fedstruct.__file__).parent
+#: The only packages that may know the name of the Flower launcher.
+FLOWER_PACKAGES = (SRC / "experiments" / "flower", SRC / "fl" / "flower")
+
+
+def test_the_backend_registry_lists_only_backends_that_provide_a_grid():
+    assert backend_names() == ("flower-sim", "local")
+    for name in backend_names():
+        assert isinstance(get_backend(name), Backend)
+    with pytest.raises(ConfigError, match="backend 'flower' runs on a SuperLink"):
+        get_backend("flower")
+
+
+def test_backend_chooses_a_launcher_once():
+    assert launcher_names() == ("flower", "flower-sim", "local")
+    assert make_launcher("local") == LocalLauncher("local")
+    assert make_launcher("flower-sim") == LocalLauncher("flower-sim")
+    flower = make_launcher("flower", {"superlink": "10.0.0.5:9091", "min_nodes": 2})
+    assert isinstance(flower, FlowerLauncher) and not flower.checkpoint_here
+    assert flower.record()["deployment"]["superlink"] == "10.0.0.5:9091"
+    assert flower.record()["deployment"]["min_nodes"] == 2
+    with pytest.raises(
+        ConfigError, match="unknown backend 'ray'; valid backends: flower, flower-sim, local"
+    ):
+        make_launcher("ray")
+
+
+def test_the_flower_launcher_checks_its_own_options(tmp_path):
+    with pytest.raises(ConfigError, match="--control-key"):
+        make_launcher("flower", {"control_key": tmp_path / "absent"})
+
+
+def _compares_with_flower(tree: ast.AST) -> list[int]:
+    """Lines of ``tree`` comparing something with the string ``"flower"``."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Constant) and s.value == "flower" for s in sides):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_outside_the_flower_packages_branches_on_flower():
+    found = {
+        f"{path.relative_to(SRC)}:{line}"
+        for path in SRC.rglob("*.py")
+        if not any(path.is_relative_to(p) for p in FLOWER_PACKAGES)
+        for line in _compares_with_flower(ast.parse(path.read_text()))
+    }
+    assert not found, f"compared with 'flower' outside the Flower launcher: {sorted(found)}"
+
+
+def test_the_scan_finds_a_comparison():
+    """The scan above can fail: it sees the branches this item removed."""
+    assert _compares_with_flower(ast.parse('if backend == "flower":\n    pass')) == [1]
+    assert _compares_with_flower(ast.parse('x = a and "flower" != backend')) == [1]
+
+
+class ToyLauncher:
+    """A launcher defined here: runs here on the local grid, records one option."""
+
+    name = "toy"
+    checkpoint_here = True
+
+    def __init__(self) -> None:
+        self.launched: list[PreparedRun] = []
+
+    def check(self, settings):
+        if settings.rounds > 5:
+            raise ConfigError("toy: at most 5 rounds")
+
+    def record(self):
+        return {"toy": {"answer": 42}}
+
+    def resumed(self, config, out):
+        return self
+
+    def launch(self, run):
+        self.launched.append(run)
+        return run.here(LocalBackend())
+
+
+def test_execute_hands_the_run_to_the_launcher(tmp_path):
+    toy = ToyLauncher()
+    settings = {**runnable("fedavg").quick, "rounds": 2}
+    outcome = execute("fedavg", [settings], tmp_path / "run", backend=toy)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["backend"] == "toy" and config["toy"] == {"answer": 42}
+    assert [r.method for r in toy.launched] == ["fedavg"]
+    assert outcome.metrics == json.loads((tmp_path / "run" / "metrics.json").read_text())
+    with pytest.raises(ConfigError, match="toy: at most 5 rounds"):
+        execute("fedavg", [{**settings, "rounds": 6}], tmp_path / "other", backend=toy)
+    assert not (tmp_path / "other").exists()  # refused before the folder was touched
