@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from fedstruct.errors import ConfigError
+from fedstruct.fl.checkpoint import write_atomically
 from fedstruct.fl.federation import CHECKPOINT_FILE
 
 __all__ = [
@@ -163,18 +164,7 @@ def write_record(
     record = {"format": RUN_FORMAT, "status": status, **details, "files": files, "kept": kept}
     if settings_digest is not None:
         record["settings_digest"] = settings_digest
-    _write_atomically(out / RUN_FILE, json.dumps(record, indent=2) + "\n")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(out / RUN_FILE, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def update_files(out: Path) -> None:

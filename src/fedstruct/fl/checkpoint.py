@@ -58,6 +58,7 @@ __all__ = [
     "read_header",
     "read_tree",
     "register",
+    "write_atomically",
     "write_tree",
 ]
 
@@ -425,10 +426,16 @@ def write_tree(path: Path, tree: Any, header: Mapping[str, Any] | None = None) -
     """
     blob = dumps(tree, header)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
+    write_atomically(path, blob)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, so that a
+    crash mid-write leaves the previous file whole."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(blob)
+            handle.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

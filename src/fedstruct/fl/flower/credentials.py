@@ -180,22 +180,7 @@ def make_node_key(path: Path, comment: str | None = None) -> tuple[Path, Path]:
     tuple
         The private and public key paths.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = ec.generate_private_key(ec.SECP384R1())
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.OpenSSH,
-            serialization.NoEncryption(),
-        )
-    )
-    path.chmod(0o600)
-    public = key.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
-    pub_path = path.with_name(path.name + ".pub")
-    pub_path.write_bytes(public + b" " + (comment or path.name).encode() + b"\n")
-    return path, pub_path
+    return _write_key_pair(path, ec.generate_private_key(ec.SECP384R1()), comment)
 
 
 def make_control_key(path: Path, comment: str | None = None) -> tuple[Path, Path]:
@@ -207,8 +192,15 @@ def make_control_key(path: Path, comment: str | None = None) -> tuple[Path, Path
     tuple
         The private and public key paths.
     """
+    return _write_key_pair(path, ed25519.Ed25519PrivateKey.generate(), comment)
+
+
+def _write_key_pair(
+    path: Path, key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey, comment: str | None
+) -> tuple[Path, Path]:
+    """Write ``key`` to ``path`` (OpenSSH PEM, readable by its owner only) and its public
+    half to ``path.pub`` (one OpenSSH line ending with ``comment``, default the file name)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    key = ed25519.Ed25519PrivateKey.generate()
     path.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM,
