@@ -167,10 +167,10 @@ def test_horizontal_applies_min_per_client() -> None:
 
 
 def test_fedavg_iid_split_applies_min_per_client() -> None:
-    from fedstruct.experiments.fedavg.federation import federation
+    from fedstruct.experiments.fedavg.federation import NetworkTask
     from fedstruct.experiments.fedavg.settings import FedAvgRun
 
     fine = FedAvgRun(clients=4, samples=80, min_per_client=20)
-    assert [c.n_rows for c in federation(fine)] == [20] * 4
+    assert [c.n_rows for c in NetworkTask(fine).clients()] == [20] * 4
     with pytest.raises(PartitionError, match="fewer than min_per_client=21"):
-        federation(FedAvgRun(clients=4, samples=80, min_per_client=21))
+        NetworkTask(FedAvgRun(clients=4, samples=80, min_per_client=21)).clients()

@@ -29,10 +29,10 @@ from fedstruct.errors import (
     SampleSizeError,
     UnknownVariableError,
 )
-from fedstruct.experiments.node_sites import build_own, describe, merge, server_view
+from fedstruct.experiments.node_sites import build_own, describe, merge
 from fedstruct.experiments.runs import execute, run_resolved, runnable
 from fedstruct.experiments.settings import apply_settings
-from fedstruct.experiments.sites import deployed_sites
+from fedstruct.experiments.source import server_view
 from fedstruct.fl import LocalBackend
 
 _OPENED: list[list[str]] = []
@@ -86,9 +86,12 @@ def deployed(name: str, settings: dict, paths: list[Path], out: Path) -> dict:
         with opened() as files:
             built.append(build_own(entry, resolved, spec, json.loads(json.dumps(schema))))
         assert _site_files(files, paths) == {str(spec.path.resolve())}, files
-    reports = {s.name: r for s, (_, r) in zip(specs, built, strict=True)}
-    with opened() as files, deployed_sites(server_view(schema, reports)):
-        outcome = run_resolved(entry, resolved, out, NodesBackend([c for c, _ in built]))
+    reports = {s.name: r for s, (_, _, r) in zip(specs, built, strict=True)}
+    view = server_view(resolved, schema, reports)
+    with opened() as files:
+        outcome = run_resolved(
+            entry, resolved, out, NodesBackend([c for _, c, _ in built]), view=view
+        )
     assert not _site_files(files, paths), files
     return outcome.metrics
 

@@ -20,6 +20,7 @@ from fedstruct.data import ClientData, ClientsOnDemand
 from fedstruct.errors import DataError
 from fedstruct.experiments.runs import runnable, runnable_names
 from fedstruct.experiments.settings import apply_settings, settings_dict
+from fedstruct.experiments.source import checked_clients
 
 #: Partition the node hosts (the second client).
 OWN = 1
@@ -64,7 +65,7 @@ def test_a_node_builds_its_own_partition_only():
     for method in runnable_names():
         entry, settings = _quick(method)
         name = entry.client_names(settings)[OWN]
-        whole = list(entry.build_clients(settings))
+        whole = list(checked_clients(entry.resolve(settings)))
         assert nodes[method]["built"] == [name], method
         assert nodes[method]["name"] == whole[OWN].name == name
         assert nodes[method]["rows"] == int(pd.util.hash_pandas_object(whole[OWN].rows).sum())

@@ -101,6 +101,7 @@ TOY_FILES = {
 
         from fedstruct.data.client import ClientData
         from fedstruct.experiments.runs import FederationSettings, Runnable, RunOutcome, register
+        from fedstruct.experiments.source import Source
         from toy_method.estimator import ToyConfig, ToyMean
 
 
@@ -118,20 +119,32 @@ TOY_FILES = {
             rows: int = 20
 
 
-        def federation(settings):
-            rng = np.random.default_rng(settings.seed)
-            return [
-                ClientData(name, pd.DataFrame({"x": rng.normal(k, 1.0, settings.rows + k)}))
-                for k, name in enumerate(settings.client_names())
-            ]
+        class ToyData(Source):
+            """Normal draws around each client's index."""
+
+            def __init__(self, settings):
+                self.settings = settings
+                self.names = tuple(settings.client_names())
+
+            def clients(self):
+                rng = np.random.default_rng(self.settings.seed)
+                rows = self.settings.rows
+                return [
+                    ClientData(name, pd.DataFrame({"x": rng.normal(k, 1.0, rows + k)}))
+                    for k, name in enumerate(self.names)
+                ]
 
 
-        def method(settings):
+        def source(settings, sites):
+            return ToyData(settings) if sites is None else sites
+
+
+        def method(settings, source):
             return ToyMean(seed=settings.seed, rounds=settings.rounds)
 
 
-        def run_toy(settings, ctx, model, clients):
-            ctx.fit(model, clients)
+        def run_toy(settings, ctx, model, source):
+            ctx.fit(model, source)
             return RunOutcome({"mean": model.mean_}, model.history_)
 
 
@@ -140,7 +153,7 @@ TOY_FILES = {
                 name="toy",
                 summary="A toy mean, from a package outside fedstruct",
                 settings=ToyRun,
-                federation=federation,
+                source=source,
                 method=method,
                 run=run_toy,
                 options={"rows": "rows"},

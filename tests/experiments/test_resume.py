@@ -70,13 +70,14 @@ def test_fedngm_resumes_from_its_models(tmp_path):
     entry = runnable("fedngm")
     q = {**entry.quick, "samples": 1200, "epochs": 1, "burn_in": 2}
     s = apply_settings(entry.settings(), q, method="fedngm")
-    clients = entry.build_clients(s)
-    full = entry.method(s).fit(clients)
+    source = entry.resolve(s)
+    clients = source.clients()
+    full = entry.method(s, source).fit(clients)
     path = tmp_path / CHECKPOINT_FILE
-    entry.method(s).fit(clients, checkpoint=path, stop_after=3)
+    entry.method(s, source).fit(clients, checkpoint=path, stop_after=3)
     state = read_tree(path)[1]["server_state"]
     assert state.phase == "release" and state.global_model is not None and state.client_models
-    resumed = entry.method(s).fit(clients, checkpoint=path, resume=True)
+    resumed = entry.method(s, source).fit(clients, checkpoint=path, resume=True)
     assert resumed.history_ == full.history_
     assert resumed.model_.to_arrays().keys() == full.model_.to_arrays().keys()
     for key, array in full.model_.to_arrays().items():

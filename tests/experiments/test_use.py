@@ -67,7 +67,7 @@ def first_client_rows(method: str) -> pd.DataFrame:
     from fedstruct.experiments.settings import apply_settings
 
     settings = apply_settings(entry.settings(), dict(entry.quick), method=method)
-    return entry.build_clients(settings)[0].rows.reset_index(drop=True)
+    return entry.resolve(settings).clients()[0].rows.reset_index(drop=True)
 
 
 def predict_args(out: Path, data: Path, *targets: str) -> list[str]:

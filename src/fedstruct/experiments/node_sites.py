@@ -11,11 +11,13 @@ it over Flower; tests call the steps in one process):
    identifier column: ``min_site_rows``, ``max_site_levels``) and audited before it
    leaves, as every reply is;
 2. :func:`merge` — on the server: the federation schema from every description;
-3. :func:`build_own` — on each node: its client from its own file, encoded with that
+3. :func:`build_own` — on each node: the run's source over its own file
+   (:func:`~fedstruct.experiments.source.node_view`), its client encoded with that
    schema (every check of the method's slice runs here), and its report to the
    server (rows dropped, constant columns), audited like the description;
-4. the server runs the method inside :func:`~fedstruct.experiments.sites.deployed_sites`
-   with :func:`server_view`: the schema and the reports, no file.
+4. the server runs the method on the source over
+   :func:`~fedstruct.experiments.source.server_view`: the schema and the reports, no
+   file.
 """
 
 from __future__ import annotations
@@ -27,17 +29,11 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.sites import SiteSpec
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.runs import Runnable
-from fedstruct.experiments.sites import (
-    DeployedSites,
-    deployed_sites,
-    describe_file,
-    merge_descriptions,
-    schema_limits,
-    site_report,
-)
+from fedstruct.experiments.sites import describe_file, merge_descriptions, schema_limits
+from fedstruct.experiments.source import Source, node_view
 from fedstruct.privacy.audit import audit_description
 
-__all__ = ["build_own", "describe", "merge", "node_view", "server_view"]
+__all__ = ["build_own", "describe", "merge"]
 
 
 def describe(entry: Runnable, settings: Any, spec: SiteSpec) -> dict[str, Any]:
@@ -50,32 +46,21 @@ def describe(entry: Runnable, settings: Any, spec: SiteSpec) -> dict[str, Any]:
         The file is bad or its schema would disclose too much (``min_site_rows``,
         ``max_site_levels``, an identifier column), naming the site and the column.
     """
-    description = describe_file(entry.site_format, spec, settings, entry.roles(settings))
-    audit_description(description, schema_limits(settings), spec.name, "describe")
+    description = describe_file(entry.site_format, spec, settings, entry.roles(settings, {}))
+    audit_description(description, schema_limits(settings, {}), spec.name, "describe")
     return description
 
 
 def merge(entry: Runnable, settings: Any, descriptions: Sequence[Mapping[str, Any]]) -> dict:
     """Step 2, on the server: the federation schema from every site's description."""
-    return merge_descriptions(entry.site_format, descriptions, settings, entry.roles(settings))
-
-
-def node_view(spec: SiteSpec, schema: Mapping[str, Any]) -> DeployedSites:
-    """What a site's node sees: its own file and the federation schema."""
-    return DeployedSites((spec,), schema)
-
-
-def server_view(
-    schema: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]]
-) -> DeployedSites:
-    """What the server sees: the federation schema and every node's report, no file."""
-    return DeployedSites((), schema, reports)
+    return merge_descriptions(entry.site_format, descriptions, settings, entry.roles(settings, {}))
 
 
 def build_own(
     entry: Runnable, settings: Any, spec: SiteSpec, schema: Mapping[str, Any]
-) -> tuple[ClientData, dict[str, Any]]:
-    """Step 3, on the site's node: its client's data from its own file, and its report.
+) -> tuple[Source, ClientData, dict[str, Any]]:
+    """Step 3, on the site's node: the run's source over its own file, its client's
+    data and its report.
 
     Raises
     ------
@@ -83,13 +68,13 @@ def build_own(
         Whatever the method's slice finds wrong with the file (missing values, a
         text column where numbers are needed, ...), named by site and column.
     """
-    with deployed_sites(node_view(spec, schema)):
-        clients = entry.federation(settings)
-        if [c.name for c in clients] != [spec.name]:
-            raise ProtocolError(
-                f"{entry.name}: site {spec.name!r}'s node built clients "
-                f"{[c.name for c in clients]} from its own file; expected just its own"
-            )
-        report = site_report(entry.site_format, settings, entry.roles(settings))
-    audit_description(report, schema_limits(settings), spec.name, "report")
-    return clients[0], report
+    source = entry.resolve(settings, node_view(settings, spec, schema))
+    clients = list(source.clients())
+    if [c.name for c in clients] != [spec.name] or source.sites is None:
+        raise ProtocolError(
+            f"{entry.name}: site {spec.name!r}'s node built clients "
+            f"{[c.name for c in clients]} from its own file; expected just its own"
+        )
+    report = source.sites.own_report()
+    audit_description(report, schema_limits(settings, {}), spec.name, "report")
+    return source, clients[0], report

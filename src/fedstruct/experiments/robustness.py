@@ -380,10 +380,11 @@ def _scores(
         layer.update({**entry.quick, **_QUICK_KEEPS.get(method, {})})
     layer.update({**changes, "clients": 6, "seed": seed})
     settings = apply_settings(entry.settings(), layer, method=method)
-    model = entry.method(settings)
-    names = entry.client_names(settings)[:liars]
+    source = entry.resolve(settings)
+    model = entry.method(settings, source)
+    names = list(source.names)[:liars]
     with torch_threads(1):
-        model.fit(entry.build_clients(settings),
+        model.fit(source.clients(),
                   backend=AdversarialBackend(names, rate, seed, collude=collude))  # fmt: skip
     truth = truth_of(method, settings)
     if method == "fedngm":  # the merge is over the common variables only

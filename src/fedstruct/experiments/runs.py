@@ -3,14 +3,18 @@
 Every runnable method registers a :class:`Runnable` with three pieces, so that the
 same run works in one process and across machines:
 
-- ``federation(settings)``: every client's data, named ``client-1 .. client-K``
-  (deterministic in the settings, so a SuperNode rebuilds exactly its own share;
-  built-in federations build each client when it is read,
-  :class:`~fedstruct.data.ClientsOnDemand`);
-- ``method(settings)``: the estimator (its ``make_client`` builds a node's client);
-- ``run(settings, ctx, method, clients)``: the server side — fit on the backend and
-  compute metrics and plots. ``clients`` is the data on in-process backends and
-  just the names on a deployment, where the server never holds client data.
+- ``source(settings, sites)``: the run's data, resolved once
+  (:mod:`fedstruct.experiments.source`): the slice's protocol when ``sites`` is
+  ``None``, else the user's site files as the method reads them
+  (:class:`~fedstruct.experiments.source.SiteFiles`: the files the settings name, a
+  deployed node's own file, or a deployment server's schema-only view). Its clients
+  are built when read (a SuperNode builds only its own).
+- ``method(settings, source)``: the estimator (its ``make_client`` builds a node's
+  client).
+- ``run(settings, ctx, model, source)``: the server side — fit on the backend
+  (:meth:`RunContext.fit` hands it the source's clients on in-process backends and
+  just their names on a deployment, where the server never holds client data) and
+  compute metrics and plots.
 
 :func:`execute` resolves the settings, writes ``DIR/config.json`` before the run (so
 ``--resume DIR`` can continue it), runs, and writes ``DIR/metrics.json`` (flat: name
@@ -30,12 +34,11 @@ from typing import Any
 
 from fedstruct import __version__
 from fedstruct.constraints import Interval, OneOf, check_fields
-from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import MISSING
-from fedstruct.errors import CheckpointError, ConfigError, DataError
+from fedstruct.errors import CheckpointError, ConfigError
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.experiments.outcome import RunOutcome
@@ -50,7 +53,8 @@ from fedstruct.experiments.run_folder import (
     write_record,
 )
 from fedstruct.experiments.settings import SEED, apply_settings, settings_dict, subset
-from fedstruct.experiments.sites import check_truth, site_inputs, site_specs
+from fedstruct.experiments.sites import site_specs
+from fedstruct.experiments.source import SiteFiles, SiteView, Source, checked_clients, site_view
 from fedstruct.fl import (
     Backend,
     Federated,
@@ -240,10 +244,22 @@ class RunContext:
         return self.out / CHECKPOINT_FILE
 
     def fit(
-        self, model: FederatedEstimator, clients: Sequence[Any], **data: Any
+        self, model: FederatedEstimator, data: Source | Sequence[Any], **extra: Any
     ) -> FederatedEstimator:
-        """``model.fit(clients, **data)`` on this context's backend, with its checkpoint,
-        resume, progress and stop-after options (every method's run fits this way)."""
+        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint,
+        resume, progress and stop-after options (every method's run fits this way).
+
+        ``data`` is the run's :class:`~fedstruct.experiments.source.Source` (its
+        clients on a backend that runs them here, their names on a deployment, whose
+        server holds no client data) or the clients themselves.
+        """
+        if isinstance(data, Source):
+            if self.backend.needs_client_data:
+                clients: Sequence[Any] = checked_clients(data)
+            else:
+                clients = list(data.names)
+        else:
+            clients = data
         self.fitted.append(model)
         return model.fit(
             clients,
@@ -252,7 +268,7 @@ class RunContext:
             resume=self.resume,
             progress=self.progress,
             stop_after=self.stop_after,
-            **data,
+            **extra,
         )
 
 
@@ -263,17 +279,24 @@ class Runnable:
     name: str
     summary: str
     settings: type
-    federation: Callable[[Any], Sequence[ClientData]]
-    method: Callable[[Any], Federated]
-    run: Callable[[Any, RunContext, Any, Sequence[ClientData] | Sequence[str]], RunOutcome]
+    #: ``source(settings, sites)``: the run's data (:mod:`fedstruct.experiments.source`)
+    #: from the user's site ``sites``, or the slice's protocol when ``sites`` is ``None``.
+    source: Callable[[Any, SiteFiles | None], Source]
+    #: ``method(settings, source)``: the estimator.
+    method: Callable[[Any, Any], Federated]
+    #: ``run(settings, ctx, model, source)``: fit on ``ctx`` and score.
+    run: Callable[[Any, RunContext, Any, Any], RunOutcome]
     #: Settings of a small run that finishes in seconds (backend-equivalence tests).
     quick: Mapping[str, Any] = field(default_factory=dict)
     #: The method's own ``fedstruct run`` options: flag (without ``--``) -> setting name,
     #: besides ``--clients``, ``--rounds`` and ``--seed``, which every method has.
     options: Mapping[str, str] = field(default_factory=dict)
-    #: ``roles(settings)``: the column roles every site's file is read with
-    #: (``regime``, ``supervised``; :func:`fedstruct.data.read_federation`).
-    roles: Callable[[Any], dict[str, Any]] = field(default=lambda settings: {})
+    #: ``roles(settings, given)``: the column roles every site's file is read with
+    #: (``regime``, ``supervised``; :func:`fedstruct.data.read_federation`), from the
+    #: settings over the manifest's options ``given``.
+    roles: Callable[[Any, Mapping[str, Any]], dict[str, Any]] = field(
+        default=lambda settings, given: {}
+    )
     #: How the method's site files take part in a deployment's schema handshake.
     site_format: SiteFormat[Any] = TABLES
 
@@ -281,30 +304,16 @@ class Runnable:
         """The clients' names: the sites' names, or ``client-1 .. client-K``."""
         return settings.client_names()
 
-    def build_clients(self, settings: Any) -> Sequence[ClientData]:
-        """:attr:`federation` checked to hold the expected clients in order.
+    def resolve(self, settings: Any, view: SiteView | None = None) -> Source:
+        """The run's data: the slice's source over the site files of ``view``, by
+        default those the settings name (:func:`~fedstruct.experiments.source.site_view`;
+        none: the slice's protocol)."""
+        view = view if view is not None else site_view(settings)
+        return self.source(settings, None if view is None else self.site_files(settings, view))
 
-        A built-in federation's clients come :class:`~fedstruct.data.ClientsOnDemand`:
-        their names are checked without building any, and a deployment's node that
-        reads its own client builds none of the others.
-
-        Raises
-        ------
-        DataError
-            If the federation's clients are not ``client-1 .. client-K``.
-        """
-        clients = self.federation(settings)
-        found = (
-            list(clients.names)
-            if isinstance(clients, ClientsOnDemand)
-            else [c.name for c in clients]
-        )
-        expected = self.client_names(settings)
-        if found != expected:
-            raise DataError(
-                f"{self.name}: the federation's clients are {found}, expected {expected}"
-            )
-        return clients
+    def site_files(self, settings: Any, view: SiteView) -> SiteFiles:
+        """The files of ``view`` as this method reads them (its site format and roles)."""
+        return SiteFiles(view, self.site_format, self.roles(settings, view.roles))
 
 
 _REGISTRY: dict[str, Runnable] = {}
@@ -483,30 +492,29 @@ def run_resolved(
     resume: bool = False,
     progress: bool = False,
     stop_after: int | None = None,
+    view: SiteView | None = None,
 ) -> RunOutcome:
     """Run resolved ``settings`` on ``backend`` here and write metrics, history and plots.
 
-    The deployment ServerApp calls this directly with the backend built around its
-    Flower grid (``config.json`` was written by the submitting side).
+    The run's data are resolved once (:meth:`Runnable.resolve`, over ``view``: the
+    deployment ServerApp passes its :func:`~fedstruct.experiments.source.server_view`),
+    and ``--truth`` is read and checked before round 1. The deployment ServerApp calls
+    this directly with the backend built around its Flower grid (``config.json`` was
+    written by the submitting side).
     """
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     write_record(out, "running")
     try:
-        clients = (
-            entry.build_clients(settings)
-            if backend.needs_client_data
-            else entry.client_names(settings)
-        )
-        if settings.from_files:
-            check_truth(settings, entry.roles(settings))
+        source = entry.resolve(settings, view)
+        _ = source.truth  # read and checked against the data before round 1
         ctx = RunContext(out, resume, progress, backend, stop_after)
-        outcome = entry.run(settings, ctx, entry.method(settings), clients)
+        outcome = entry.run(settings, ctx, entry.method(settings, source), source)
         _check_flat(entry.name, outcome.metrics)
         _write_json(out / "metrics.json", outcome.metrics)
         _write_json(out / "history.json", outcome.history)
         artifacts = (
-            write_artifacts(ctx.fitted[-1], out, data=_inputs(entry, settings))
+            write_artifacts(ctx.fitted[-1], out, data=source.inputs())
             if ctx.fitted and stop_after is None
             else []
         )
@@ -528,13 +536,6 @@ def run_resolved(
     if ctx.fitted:
         outcome.model = ctx.fitted[-1]
     return outcome
-
-
-def _inputs(entry: Runnable, settings: Any) -> dict[str, Any] | None:
-    """What the run's model reads, when it read a user's files (else ``None``)."""
-    if not (settings.sites or settings.manifest or settings.node_sites):
-        return None
-    return site_inputs(entry.site_format, settings, entry.roles(settings))
 
 
 def read_config(out: Path) -> dict[str, Any]:

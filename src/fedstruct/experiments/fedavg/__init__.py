@@ -3,7 +3,8 @@
 Importing it registers ``fedstruct run fedavg`` with its settings only: its federation
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
-The ``federation`` function is ``federation.federation`` (the module has its name).
+Its data (:func:`~fedstruct.experiments.fedavg.federation.source`) are rows sampled
+from a network or the user's site files.
 """
 
 from typing import TYPE_CHECKING
@@ -37,7 +38,7 @@ register(
         name="fedavg",
         summary="FedAvg classifier on a task sampled from a network (runtime reference)",
         settings=FedAvgRun,
-        federation=lazy_function("fedstruct.experiments.fedavg.federation", "federation"),
+        source=lazy_function("fedstruct.experiments.fedavg.federation", "source"),
         method=lazy_function("fedstruct.experiments.fedavg.run", "method"),
         run=lazy_function("fedstruct.experiments.fedavg.run", "run_fedavg"),
         quick={"clients": 3, "rounds": 2, "samples": 1500, "test_samples": 500},

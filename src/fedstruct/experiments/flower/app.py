@@ -25,9 +25,10 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
   (:data:`FEDERATION_SCHEMA`); each node keeps it in its state, reads and encodes
   its own file with it, builds its client (every check of the method's slice runs
   there, on its own file) and reports what it dropped and found constant. The
-  server then runs the method with a
-  :class:`~fedstruct.experiments.sites.DeployedSites` view holding that schema and
-  those reports, and no file; each node builds its client from its own file only.
+  server then runs the method on a source over
+  :func:`~fedstruct.experiments.source.server_view` (that schema and those reports,
+  no file); each node builds its client from its own file only
+  (:func:`~fedstruct.experiments.source.node_view`).
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.sites import SiteSpec, site_name
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
 from fedstruct.experiments.flower.contract import ERROR_FILE
-from fedstruct.experiments.node_sites import build_own, describe, merge, node_view, server_view
+from fedstruct.experiments.node_sites import build_own, describe, merge
 from fedstruct.experiments.runs import Runnable, run_resolved, runnable
 from fedstruct.experiments.settings import apply_settings
-from fedstruct.experiments.sites import DeployedSites, deployed_sites
+from fedstruct.experiments.source import SiteView, checked_clients, server_view
 from fedstruct.fl.client import Client
 from fedstruct.fl.flower.client_app import make_client_app, partition_of
 from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
@@ -83,13 +84,16 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
         settings = apply_settings(
             entry.settings(), json.loads(str(cfg["settings"])), method=entry.name
         )
-        run = (entry, settings, out, backend)
-        options = {"resume": bool(cfg["resume"]), "stop_after": int(cfg["stop-after"]) or None}
-        if not settings.node_sites:
-            run_resolved(*run, **options)
-        else:
-            with deployed_sites(_handshake(backend, entry, settings)):
-                run_resolved(*run, **options)
+        view = _handshake(backend, entry, settings) if settings.node_sites else None
+        run_resolved(
+            entry,
+            settings,
+            out,
+            backend,
+            resume=bool(cfg["resume"]),
+            stop_after=int(cfg["stop-after"]) or None,
+            view=view,
+        )
     except FedstructError as exc:
         out.mkdir(parents=True, exist_ok=True)
         (out / ERROR_FILE).write_text(
@@ -98,7 +102,7 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
         raise
 
 
-def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any) -> DeployedSites:
+def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any) -> SiteView:
     """The schema handshake with every site's node (module docstring); the server's view.
 
     Raises
@@ -133,7 +137,7 @@ def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any)
 
     schema = merge(entry, settings, ask(DESCRIBE_SITE, "description"))
     reports = ask(FEDERATION_SCHEMA, "report", schema=json.dumps(schema, sort_keys=True))
-    return server_view(schema, dict(zip(sites, reports, strict=True)))
+    return server_view(settings, schema, dict(zip(sites, reports, strict=True)))
 
 
 # ------------------------------------------------------------------ the nodes
@@ -205,9 +209,8 @@ def _site_client(
     entry, settings = _submitted(method, settings_json)
     name, path, graph = site
     spec = SiteSpec(name, Path(path), {"graph": graph} if graph else {})
-    own, report = build_own(entry, settings, spec, json.loads(schema))
-    with deployed_sites(node_view(spec, json.loads(schema))):
-        model = entry.method(settings)
+    source, own, report = build_own(entry, settings, spec, json.loads(schema))
+    model = entry.method(settings, source)
     return model.make_client(own), report  # type: ignore[attr-defined]
 
 
@@ -216,7 +219,8 @@ def _partition(method: str, settings_json: str, partition: int) -> tuple[Any, Cl
     """The method and built-in partition ``partition``'s data, nothing of the other
     partitions (module docstring; cached per process)."""
     entry, settings = _submitted(method, settings_json)
-    return entry.method(settings), entry.build_clients(settings)[partition]
+    source = entry.resolve(settings)
+    return entry.method(settings, source), checked_clients(source)[partition]
 
 
 def _client_for(context: Context) -> Client:
