@@ -9,7 +9,7 @@ import pandas as pd
 from fedstruct.data import load_network
 from fedstruct.data.client import ClientData
 from fedstruct.experiments.compositions import _fcm_case, discovery_clients
-from fedstruct.experiments.fcm.federation import build_federation, own_fci_graph
+from fedstruct.experiments.fcm.federation import ConceptSource, own_fci_graph
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.graphs.io import read_graph
 
@@ -29,8 +29,8 @@ def test_a_clients_own_graph_is_its_fci_pag_as_a_dag():
 
 
 def test_local_graphs_replace_the_given_ones():
-    given = build_federation(FCMRun(**SMALL))
-    local = build_federation(FCMRun(**SMALL, client_graphs="fci"))
+    given = ConceptSource(FCMRun(**SMALL)).clients()
+    local = ConceptSource(FCMRun(**SMALL, client_graphs="fci")).clients()
     assert [c.name for c in local] == [c.name for c in given]
     for mine, theirs in zip(local, given, strict=True):
         assert mine.graph.names == mine.supervised and mine.graph.is_dag()
@@ -39,7 +39,7 @@ def test_local_graphs_replace_the_given_ones():
 
 def test_the_discovery_sees_concepts_and_task_only(tmp_path):
     settings = FCMRun(**SMALL)
-    clients = build_federation(settings)
+    clients = ConceptSource(settings).clients()
     seen = discovery_clients(clients)
     for client, view in zip(clients, seen, strict=True):
         assert list(view.rows.columns) == list(client.supervised)

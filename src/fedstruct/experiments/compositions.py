@@ -61,7 +61,7 @@ from fedstruct.experiments.compare import (
     variant_folder,
     write_results,
 )
-from fedstruct.experiments.fcm.federation import concept_data
+from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
 from fedstruct.experiments.fedngm.settings import FedNGMRun
@@ -147,8 +147,8 @@ def discover(
 
 
 def _fcm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
-    dataset, partition = concept_data(FCMRun(**settings))
-    return discover(discovery_clients(partition.clients), dataset.graph, folder,
+    concepts = ConceptSource(FCMRun(**settings))
+    return discover(discovery_clients(concepts.partition.clients), concepts.truth, folder,
                     seed=int(settings["seed"]))  # fmt: skip
 
 

@@ -46,7 +46,7 @@ from fedstruct.data.checks import fraction
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.compare import count_done, write_results
-from fedstruct.experiments.fcm.federation import concept_data
+from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fedcd.federation import source
 from fedstruct.experiments.fedcdnv.federation import build_setting
 from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
@@ -325,7 +325,7 @@ def truth_of(method: str, settings: Any) -> Graph:
     if method == "fedcd":
         return source(settings)[0]
     if method == "fcm":
-        return concept_data(settings)[0].graph
+        return ConceptSource(settings).truth
     dataset = fedngm_federation(settings).dataset
     return dataset.graph
 

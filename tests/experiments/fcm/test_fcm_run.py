@@ -5,7 +5,8 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.fcm import FCMRun, build_federation
+from fedstruct.experiments.fcm import ConceptSource, FCMRun, method
+from fedstruct.experiments.fcm.federation import roles
 
 runner = CliRunner()
 
@@ -52,10 +53,35 @@ def test_localized_and_static_regimes_cover_less(tmp_path):
 
 def test_the_late_cohort_brings_the_new_concepts():
     s = FCMRun(network="asia", clients=6, initial_clients=3, samples=2000, autoencoder_epochs=2)
-    clients = build_federation(s)
+    clients = list(ConceptSource(s).clients())
     early = set().union(*(c.supervised for c in clients[:3]))
     late = set().union(*(c.supervised for c in clients[3:]))
     assert late - early  # concepts only late clients supervise
+
+
+def test_the_protocol_source_builds_its_data_once_and_scores_against_their_graph():
+    s = FCMRun(network="asia", clients=4, initial_clients=2, samples=400, autoencoder_epochs=1)
+    source = ConceptSource(s)
+    assert source.names == ("client-1", "client-2", "client-3", "client-4")
+    assert "data" not in vars(source)  # the names need no data
+    data = source.data
+    assert source.data is data and source.truth is data.graph
+    assert ConceptSource(s).data is not data  # nothing kept between sources (no cache)
+    assert list(source.clients().names) == list(source.names)
+    assert len(source.test) == int((data.split == 2).sum())
+    model = method(s, source)
+    assert model.task == "dysp" and model.cardinalities == data.cardinalities
+    schedule = model.participation.schedule
+    assert schedule.active(source.names, 1) == ["client-1", "client-2"]
+    assert schedule.active(source.names, s.arrival) == list(source.names)
+
+
+def test_the_roles_of_site_files_come_from_the_settings_over_the_manifest():
+    given = {"task": "y", "concepts": ["a", "b"]}
+    assert roles(FCMRun(), given) == {"supervised": ["a", "b", "y"]}
+    assert roles(FCMRun(task="z"), given) == {"supervised": ["a", "b", "z"]}
+    with pytest.raises(ConfigError, match="--set task=COLUMN"):
+        roles(FCMRun(), {"task": "y"})
 
 
 @pytest.mark.parametrize(

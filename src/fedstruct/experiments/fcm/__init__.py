@@ -3,6 +3,8 @@
 Importing it registers ``fedstruct run fcm`` with its settings only: its federation
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
+Its data (:func:`~fedstruct.experiments.fcm.federation.source`) are the paper's concept
+data set split over the clients, or the user's site files with concepts and a task.
 """
 
 from typing import TYPE_CHECKING
@@ -15,11 +17,10 @@ if TYPE_CHECKING:
     from fedstruct.experiments.fcm.concepts import TASKS, ConceptDataset, make_concept_dataset
     from fedstruct.experiments.fcm.federation import (
         ConceptPartition,
-        build_federation,
+        ConceptSource,
+        SiteConcepts,
         concept_clients,
-        concept_data,
-        dataset,
-        site_roles_of,
+        source,
     )
     from fedstruct.experiments.fcm.run import method, pooled, run_fcm
 
@@ -27,16 +28,15 @@ __all__ = [
     "TASKS",
     "ConceptDataset",
     "ConceptPartition",
+    "ConceptSource",
     "FCMRun",
-    "build_federation",
+    "SiteConcepts",
     "concept_clients",
-    "concept_data",
-    "dataset",
     "make_concept_dataset",
     "method",
     "pooled",
     "run_fcm",
-    "site_roles_of",
+    "source",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -46,11 +46,10 @@ __getattr__, __dir__ = lazy_exports(
         "ConceptDataset": "concepts",
         "make_concept_dataset": "concepts",
         "ConceptPartition": "federation",
-        "build_federation": "federation",
+        "ConceptSource": "federation",
+        "SiteConcepts": "federation",
         "concept_clients": "federation",
-        "concept_data": "federation",
-        "dataset": "federation",
-        "site_roles_of": "federation",
+        "source": "federation",
         "method": "run",
         "pooled": "run",
         "run_fcm": "run",
@@ -62,8 +61,8 @@ register(
         name="fcm",
         summary="F-CMs: federated concept-based models with evolving concept spaces",
         settings=FCMRun,
-        federation=lazy_function("fedstruct.experiments.fcm.federation", "build_federation"),
-        roles=lazy_function("fedstruct.experiments.fcm.federation", "site_roles_of"),
+        source=lazy_function("fedstruct.experiments.fcm.federation", "source"),
+        roles=lazy_function("fedstruct.experiments.fcm.federation", "roles"),
         method=lazy_function("fedstruct.experiments.fcm.run", "method"),
         run=lazy_function("fedstruct.experiments.fcm.run", "run_fcm"),
         quick={

@@ -15,14 +15,20 @@ enforced within it, so late clients bring new concepts and new edges. Rows of bo
 cohorts come from the same distribution (the shift is in supervision, not in ``x``).
 
 All randomness comes from the ``seed`` arguments.
+
+A run's data (:func:`source`, :mod:`fedstruct.experiments.source`): the paper's protocol
+(:class:`ConceptSource`: the concept data set, its partition and its test rows, built
+once per run when first read; the truth is the data set's graph), or a user's site
+files (:class:`SiteConcepts`: inputs, concepts and task, each site's own graph file).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,27 +38,29 @@ from fedstruct.data._shared import make_rng, round_half_up
 from fedstruct.data.checks import fraction, integer_at_least
 from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.graph_files import read_graph_file
-from fedstruct.data.partition import balanced_sizes
-from fedstruct.data.sites import LEVELLED, SiteFederation, require_kinds
+from fedstruct.data.partition import balanced_sizes, client_names
+from fedstruct.data.schedule import Schedule
+from fedstruct.data.sites import LEVELLED, require_kinds
 from fedstruct.discovery import fci
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
-from fedstruct.experiments.sites import site_federation, site_roles, site_specs
+from fedstruct.experiments.settings import subset
+from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.fl import Participation
 from fedstruct.graphs.graph import Graph, reachable
 from fedstruct.graphs.pag import dag_member
 
 __all__ = [
     "ConceptPartition",
-    "SiteData",
-    "build_federation",
+    "ConceptSource",
+    "SiteConcepts",
     "concept_clients",
-    "concept_data",
-    "dataset",
+    "own_fci_graph",
     "perturb_dag",
-    "site_clients",
-    "site_data",
-    "site_roles_of",
+    "roles",
+    "source",
+    "task_and_concepts",
 ]
 
 #: Tries of the rejection sampler of the new concepts before its fallback.
@@ -442,55 +450,88 @@ def perturb_dag(graph: Graph, n_modifications: int, rng: np.random.Generator) ->
     return Graph.from_dag_matrix(graph.names, adj)
 
 
-@lru_cache(maxsize=4)
-def _dataset(
-    network: str, n_samples: int, latent_dim: int, epochs: int, noise: float, standardise: bool,
-    seed: int,
-) -> ConceptDataset:  # fmt: skip
-    return make_concept_dataset(
-        network,
-        n_samples=n_samples or None,
-        latent_dim=latent_dim or None,
-        autoencoder_epochs=epochs,
-        noise=noise,
-        standardise_latent=standardise,
-        seed=seed,
-    )
+def source(settings: FCMRun, sites: SiteFiles | None) -> ConceptSource | SiteConcepts:
+    """The run's data: the user's ``sites`` (:class:`SiteConcepts`), else the paper's
+    concept data set split over the clients (:class:`ConceptSource`)."""
+    return ConceptSource(settings) if sites is None else SiteConcepts(settings, sites)
 
 
-def dataset(s: FCMRun) -> ConceptDataset:
-    """The run's concept data set (App. B.1), built once per settings in a process."""
-    return _dataset(s.network, s.samples, s.latent_dim, s.autoencoder_epochs, s.noise,
-                    s.standardise_latent, s.seed)  # fmt: skip
+class ConceptSource(Source):
+    """The paper's protocol (App. B.1, D.1): a concept data set built from
+    ``settings.network`` and split over ``client-1 .. client-K`` (initial cohort first),
+    each client with its (possibly perturbed) sub-graph, or with ``client_graphs =
+    fci`` the graph it learns alone; the data set's test rows score the run against
+    the data set's graph. Each is built once, when first read."""
 
+    def __init__(self, settings: FCMRun):
+        self.settings = settings
+        self.names = tuple(client_names(settings.clients))
 
-def concept_data(s: FCMRun) -> tuple[ConceptDataset, ConceptPartition]:
-    """The data set and its client partition (built once per settings in a process)."""
-    data = dataset(s)
-    part = concept_clients(
-        data,
-        s.clients,
-        s.initial_clients,
-        paths_per_client=s.paths_per_client,
-        extra_concepts=s.extra_concepts,
-        task_missing=s.task_missing,
-        new_concept_fraction=s.new_concept_fraction,
-        perturbed_clients=s.perturbed_clients,
-        perturbed_edges=s.perturbed_edges,
-        seed=s.seed,
-    )
-    return data, part
+    @cached_property
+    def data(self) -> ConceptDataset:
+        """The concept data set (App. B.1)."""
+        s = self.settings
+        return make_concept_dataset(
+            s.network,
+            n_samples=s.samples or None,
+            latent_dim=s.latent_dim or None,
+            autoencoder_epochs=s.autoencoder_epochs,
+            noise=s.noise,
+            standardise_latent=s.standardise_latent,
+            seed=s.seed,
+        )
 
+    @cached_property
+    def partition(self) -> ConceptPartition:
+        """The data set split over the clients, with their given sub-graphs (App. D.1)."""
+        s = self.settings
+        return concept_clients(
+            self.data,
+            s.clients,
+            s.initial_clients,
+            paths_per_client=s.paths_per_client,
+            extra_concepts=s.extra_concepts,
+            task_missing=s.task_missing,
+            new_concept_fraction=s.new_concept_fraction,
+            perturbed_clients=s.perturbed_clients,
+            perturbed_edges=s.perturbed_edges,
+            seed=s.seed,
+        )
 
-def build_federation(s: FCMRun) -> Sequence[ClientData]:
-    """The clients (App. D.1): initial cohort first, then the late one; or the sites'
-    files (:func:`site_clients`)."""
-    if s.from_files:
-        return site_clients(s)
-    clients = concept_data(s)[1].clients
-    if s.client_graphs == "fci":
-        return clients.map(lambda c: dataclasses.replace(c, graph=own_fci_graph(c)))
-    return clients
+    def clients(self) -> ClientsOnDemand:
+        """The federated clients (built when read): the partition's, each with the
+        graph it learns alone when ``client_graphs = fci`` (:func:`own_fci_graph`)."""
+        clients = self.partition.clients
+        if self.settings.client_graphs == "fci":
+            return clients.map(lambda c: dataclasses.replace(c, graph=own_fci_graph(c)))
+        return clients
+
+    @property
+    def truth(self) -> Graph:
+        """The data set's graph."""
+        return self.data.graph
+
+    @property
+    def test(self) -> pd.DataFrame:
+        """The data set's test rows (no client holds them), fully labelled."""
+        return self.partition.test
+
+    @property
+    def task(self) -> str:
+        """The task variable."""
+        return self.data.task
+
+    @property
+    def cardinalities(self) -> dict[str, int]:
+        """Every variable's number of levels (concepts and task)."""
+        return self.data.cardinalities
+
+    def participation(self) -> Participation:
+        """The initial cohort from round 1, the late cohort from
+        :attr:`~fedstruct.experiments.fcm.settings.FCMRun.arrival`."""
+        s = self.settings
+        schedule = Schedule.arrivals(list(self.names), s.initial_clients, s.arrival)
+        return subset(s, Participation, schedule=schedule)
 
 
 def own_fci_graph(client: ClientData) -> Graph:
@@ -505,25 +546,111 @@ def own_fci_graph(client: ClientData) -> Graph:
     return dag_member(fci(rows[varying].reset_index(drop=True)).graph).expand(client.supervised)
 
 
-@dataclass(frozen=True, eq=False)
-class SiteData:
-    """A user's sites for F-CMs: which columns are inputs, concepts and the task, and
-    the sites read with the concepts and the task supervised (a missing value is a
-    missing label)."""
+class SiteConcepts(Source):
+    """A user's site files for F-CMs: which columns are the inputs, the concepts and
+    the task (the settings over the manifest's ``inputs``/``concepts``/``task``), the
+    files read with the concepts and the task supervised (a missing value is a missing
+    label), and each site's own concept graph (``graph:`` in the manifest, a node's
+    ``--graph``)."""
 
-    inputs: tuple[str, ...]
-    concepts: tuple[str, ...]
-    task: str
-    federation: SiteFederation
+    def __init__(self, settings: FCMRun, sites: SiteFiles):
+        self.settings = settings
+        self.sites = sites
+        self.names = sites.names
+
+    @cached_property
+    def _roles(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+        """(inputs, concepts, task), checked against the sites' columns.
+
+        Raises
+        ------
+        ConfigError
+            If no task or no concept is named, or a column is named both an input and
+            a concept or the task.
+        UnknownVariableError
+            If a role names a column no site has.
+        DataError
+            If a concept or the task is continuous.
+        """
+        s, sites = self.settings, self.sites
+        task, concepts = task_and_concepts(s, sites.roles)
+        variables = sites.schema.variables
+        others = [v for v in variables if v != task and v not in concepts]
+        inputs = tuple(sites.role(s.inputs, "inputs", ()) or others)
+        unknown = [v for v in (*inputs, *concepts, task) if v not in variables]
+        if unknown:
+            raise UnknownVariableError(
+                f"no site has the columns {unknown}; the sites' columns are {list(variables)}"
+            )
+        both = set(inputs) & {*concepts, task}
+        if both:
+            raise ConfigError(f"columns {sorted(both)} are named both inputs and concepts or task")
+        require_kinds(sites.schema, LEVELLED, method="F-CMs (concepts, task)",
+                      variables=(*concepts, task))  # fmt: skip
+        return inputs, concepts, task
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The input columns (default: every column that is not a concept or the task)."""
+        return self._roles[0]
+
+    @property
+    def concepts(self) -> tuple[str, ...]:
+        """The concept columns."""
+        return self._roles[1]
+
+    @property
+    def task(self) -> str:
+        """The task column."""
+        return self._roles[2]
 
     @property
     def labels(self) -> tuple[str, ...]:
         """The concepts, then the task."""
         return (*self.concepts, self.task)
 
+    @property
+    def cardinalities(self) -> dict[str, int]:
+        """The levels of every concept and the task."""
+        levels = self.sites.schema.cardinalities()
+        return {v: levels[v] for v in self.labels}
 
-def _labels(s: FCMRun) -> tuple[str, tuple[str, ...]]:
-    given = site_roles(s)
+    def participation(self) -> Participation:
+        """The participation settings over the sites."""
+        return self.settings.participation(self.names)
+
+    def clients(self) -> list[ClientData]:
+        """The sites read here as F-CMs clients (a deployed node: its own; its server:
+        none): inputs, then the concepts and the task each site has (supervised), and
+        the site's own concept graph restricted to what it supervises."""
+        graphs = self.sites.view.graphs
+        clients = []
+        for client in self.sites.clients():
+            labels = [v for v in self.labels if v in client.variables]
+            inputs = [v for v in self.input_columns if v in client.variables]
+            own = client.select([*inputs, *labels])
+            graph, path = None, graphs.get(client.name)
+            if path:
+                proposed = read_graph_file(path)
+                graph = proposed.restrict([v for v in labels if v in proposed])
+            clients.append(dataclasses.replace(own, supervised=tuple(labels), graph=graph))
+        return clients
+
+    @property
+    def truth(self) -> Graph | None:
+        """The graph of ``--truth`` (or the manifest's ``truth:``), if any."""
+        return self.sites.truth
+
+
+def task_and_concepts(s: FCMRun, given: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """The task and the concept columns: the settings', else the manifest's options
+    ``given``.
+
+    Raises
+    ------
+    ConfigError
+        If no task or no concept is named.
+    """
     task = s.task or given.get("task", "")
     concepts = tuple(s.concepts or given.get("concepts", ()))
     if not task or not concepts:
@@ -534,66 +661,15 @@ def _labels(s: FCMRun) -> tuple[str, tuple[str, ...]]:
     return task, concepts
 
 
-def site_roles_of(s: FCMRun) -> dict[str, list[str]]:
+def roles(s: FCMRun, given: Mapping[str, Any]) -> dict[str, list[str]]:
     """The columns every site's file is read with as supervised: the concepts and the
-    task (a missing value is a missing label).
+    task (a missing value is a missing label), from the settings over the manifest's
+    options ``given``.
 
     Raises
     ------
     ConfigError
         If no task or no concept is named.
     """
-    task, concepts = _labels(s)
+    task, concepts = task_and_concepts(s, given)
     return {"supervised": [*concepts, task]}
-
-
-def site_data(s: FCMRun) -> SiteData:
-    """The roles the settings or the manifest give (settings win) and the sites read
-    with them.
-
-    Raises
-    ------
-    ConfigError
-        If no task or no concept is named, or a role names a column twice.
-    UnknownVariableError
-        If a role names a column no site has.
-    DataError
-        If a concept or the task is continuous.
-    """
-    given = site_roles(s)
-    task, concepts = _labels(s)
-    federation = site_federation(s, **site_roles_of(s))
-    variables = federation.schema.variables
-    others = [v for v in variables if v != task and v not in concepts]
-    inputs = tuple(s.inputs or given.get("inputs", ()) or others)
-    unknown = [v for v in (*inputs, *concepts, task) if v not in variables]
-    if unknown:
-        raise UnknownVariableError(
-            f"no site has the columns {unknown}; the sites' columns are {list(variables)}"
-        )
-    both = set(inputs) & {*concepts, task}
-    if both:
-        raise ConfigError(f"columns {sorted(both)} are named both inputs and concepts or task")
-    data = SiteData(inputs, concepts, task, federation)
-    require_kinds(federation.schema, LEVELLED, method="F-CMs (concepts, task)",
-                  variables=data.labels)  # fmt: skip
-    return data
-
-
-def site_clients(s: FCMRun) -> list[ClientData]:
-    """The sites as F-CMs clients: inputs, then the concepts and the task each site has
-    (supervised), and the site's own concept graph (``graph:`` in the manifest)
-    restricted to what it supervises."""
-    data = site_data(s)
-    graphs = {spec.name: spec.options.get("graph") for spec in site_specs(s)}
-    clients = []
-    for client in data.federation.clients:
-        labels = [v for v in data.labels if v in client.variables]
-        inputs = [v for v in data.inputs if v in client.variables]
-        own = client.select([*inputs, *labels])
-        graph, path = None, graphs.get(client.name)
-        if path:
-            proposed = read_graph_file(path)
-            graph = proposed.restrict([v for v in labels if v in proposed])
-        clients.append(dataclasses.replace(own, supervised=tuple(labels), graph=graph))
-    return clients

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from fedstruct.experiments.compare import Comparison, compare_variants, write_results
-from fedstruct.experiments.fcm.federation import concept_data
+from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
@@ -211,7 +211,8 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
                     s = FCMRun(network=n, clients=200, initial_clients=100, seed=seed,
                                perturbed_clients=share, perturbed_edges=alter,
                                samples=4000 if quick else 0)  # fmt: skip
-                    data, part = concept_data(s)
+                    concepts = ConceptSource(s)
+                    data, part = concepts.data, concepts.partition
                     reports = {c.name: (c.graph, float(c.n_rows)) for c in part.clients}
                     early = {c.name: reports[c.name] for c in part.initial}
                     for label, chosen in (("F-CMs", reports), ("S-F-CMs", early)):

@@ -19,27 +19,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fedstruct.data import ClientData, Schedule
+from fedstruct.data import ClientData
 from fedstruct.experiments.fcm.concepts import ConceptDataset
-from fedstruct.experiments.fcm.federation import (
-    ConceptPartition,
-    concept_data,
-    dataset,
-    site_data,
-)
+from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
-from fedstruct.fl import Participation
+from fedstruct.experiments.sites import aligned
 from fedstruct.fl.grid import torch_threads
-from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_type_counts, pair_disagreement
 from fedstruct.methods.fcm import (
     FCM,
@@ -50,7 +42,7 @@ from fedstruct.methods.fcm import (
 )
 from fedstruct.methods.fcm.config import FEDERATED_REGIMES
 
-__all__ = ["method", "participation", "pooled", "run_fcm"]
+__all__ = ["method", "pooled", "run_fcm"]
 
 
 def pooled(clients: Sequence[ClientData]) -> ClientData:
@@ -61,32 +53,18 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
     return ClientData("pooled", rows, tuple(supervised))
 
 
-def participation(s: FCMRun) -> Participation:
-    """Initial cohort from round 1, late cohort from :attr:`FCMRun.arrival`."""
-    names = [f"client-{k + 1}" for k in range(s.clients)]
-    schedule = Schedule.arrivals(names, s.initial_clients, s.arrival)
-    return subset(s, Participation, schedule=schedule)
-
-
-def method(s: FCMRun) -> FCM:
-    """The F-CMs estimator the settings describe (``local``/``central``: the federated
-    F-CMs settings, which :func:`run_fcm` does not fit)."""
+def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
+    """The F-CMs estimator the settings describe for the source's task and labels
+    (``local``/``central``: the federated F-CMs settings, which :func:`run_fcm` does
+    not fit)."""
     config = subset(s, FCMConfig)
     if config.regime not in FEDERATED_REGIMES:
         config = dataclasses.replace(config, regime="fcm")
-    if s.from_files:
-        data = site_data(s)
-        levels = data.federation.schema.cardinalities()
-        task, cardinalities = data.task, {v: levels[v] for v in data.labels}
-        who = s.participation(s.client_names())
-    else:
-        concepts = dataset(s)
-        task, cardinalities, who = concepts.task, concepts.cardinalities, participation(s)
     return FCM(
-        task=task,
-        cardinalities=cardinalities,
+        task=source.task,
+        cardinalities=source.cardinalities,
         seed=s.seed,
-        participation=who,
+        participation=source.participation(),
         graph=s.graph,
         **dataclasses.asdict(config),
     )
@@ -102,8 +80,10 @@ def _test_metrics(model, predicted, features, data: ConceptDataset, test: pd.Dat
     return metrics
 
 
-def _alone(s: FCMRun, data: ConceptDataset, part: ConceptPartition) -> dict[str, float]:
-    """Localized (mean over the final pool's clients) or Centralized metrics."""
+def _alone(s: FCMRun, source: ConceptSource) -> dict[str, float]:
+    """Localized (mean over the final pool's clients) or Centralized metrics (the
+    partition's clients with their given graphs)."""
+    data, part = source.data, source.partition
     common = {
         "task": data.task,
         "cardinalities": data.cardinalities,
@@ -122,28 +102,28 @@ def _alone(s: FCMRun, data: ConceptDataset, part: ConceptPartition) -> dict[str,
 
 
 def run_fcm(
-    s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[ClientData] | Sequence[str]
+    s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource | SiteConcepts
 ) -> RunOutcome:
-    """Fit the regime; score on the test rows; plot the validation loss per round."""
+    """Fit the regime; score on the test rows (a user's files: the sites' held-out
+    rows); plot the validation loss per round."""
     with torch_threads(1):  # small models: one thread is fastest (fl.grid.torch_threads)
-        return _run(s, ctx, model, clients)
+        if isinstance(source, SiteConcepts):
+            return _on_files(s, ctx, model, source)
+        return _on_concepts(s, ctx, model, source)
 
 
-def _run(
-    s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[ClientData] | Sequence[str]
-) -> RunOutcome:
-    if s.from_files:
-        return _on_files(s, ctx, model, clients)
-    data, part = concept_data(s)
+def _on_concepts(s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource) -> RunOutcome:
+    """A run of the paper's protocol, scored on the data set's test rows and graph."""
     if s.regime not in FEDERATED_REGIMES:
-        metrics = _alone(s, data, part)
+        metrics = _alone(s, source)
         metrics.update({"params_growth": 0.0, "params_changed_fraction": 0.0})
         return RunOutcome(metrics)
-    ctx.fit(model, clients)
-    metrics = _test_metrics(model.model_, None, model.features_, data, part.test)
+    ctx.fit(model, source)
+    data = source.data
+    metrics = _test_metrics(model.model_, None, model.features_, data, source.test)
     metrics.update(model.parameter_change_)
-    shared = [v for v in data.graph.names if v in set(model.graph_.names)]
-    truth: Graph = data.graph.restrict(shared)
+    shared = [v for v in source.truth.names if v in set(model.graph_.names)]
+    truth = source.truth.restrict(shared)
     metrics["pair_disagreement"] = float(pair_disagreement(truth, model.graph_.restrict(shared)))
     metrics["rounds_run"] = float(len(model.history_))
     metrics["best_round"] = float(model.best_round_)
@@ -178,12 +158,12 @@ def _run(
     return RunOutcome(metrics, [dict(h) for h in model.history_], figures)
 
 
-def _on_files(s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[Any]) -> RunOutcome:
+def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> RunOutcome:
     """A run on a user's files: the kept model's held-out task and concept accuracy
     and losses over the sites (federated evaluation on the rows each site holds out,
     ``validation_fraction``), the concept space and the aggregated graph, and with
     ``--truth`` the pairs on which that graph disagrees with the truth."""
-    ctx.fit(model, clients)
+    ctx.fit(model, source)
     history = [dict(h) for h in model.history_]
     kept = next(h for h in history if h["round"] == model.best_round_) if history else {}
     metrics: dict[str, float] = {
@@ -198,10 +178,10 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, clients: Sequence[Any]) ->
             "best_round": float(model.best_round_),
             **edge_type_counts(model.graph_),
             **model.parameter_change_,
-            **file_metrics(site_data(s).federation),
+            **source.report(),
         }
     )
-    truth = truth_graph(s)
+    truth = source.truth
     if truth is not None:
         truth, learned = aligned(truth, model.graph_)
         metrics["pair_disagreement"] = float(pair_disagreement(truth, learned))
