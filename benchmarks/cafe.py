@@ -47,19 +47,19 @@ def _run(settings: dict[str, Any]) -> dict[str, float]:
 
 
 def speed(repeats: int) -> None:
-    from fedstruct.experiments.cafe import CafeRun, method
-    from fedstruct.experiments.cafe.federation import federation
+    from fedstruct.experiments.cafe import CafeRun, SplitImages, method
     from fedstruct.fl.grid import torch_threads
 
     settings = CafeRun(rounds=100, local_epochs=5)
     start = time.perf_counter()
-    fed = federation(settings)  # cached: prepared once
+    source = SplitImages(settings)
+    fed = source.federation  # prepared once, kept by the source
     prep = time.perf_counter() - start
     times, accuracy = [], 0.0
     for _ in range(repeats):
         start = time.perf_counter()
         with torch_threads(1):
-            model = method(settings).fit(fed.clients, test=fed.test)
+            model = method(settings, source).fit(fed.clients, test=fed.test)
         times.append(time.perf_counter() - start)
         accuracy = model.score(fed.test)
     print(

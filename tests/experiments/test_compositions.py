@@ -56,12 +56,12 @@ def test_the_discovery_sees_concepts_and_task_only(tmp_path):
 
 def test_fedngms_discovery_runs_on_all_and_on_the_common_columns(tmp_path):
     from fedstruct.experiments.compositions import _fedngm_case
-    from fedstruct.experiments.fedngm.federation import federation
+    from fedstruct.experiments.fedngm.federation import SubpopulationSource
     from fedstruct.experiments.fedngm.settings import FedNGMRun
 
     settings = {"dataset": "synthetic", "variables": 8, "samples": 3000, "seed": 0}
     found = _fedngm_case(settings, tmp_path)
-    common = federation(FedNGMRun(**settings)).common
+    common = SubpopulationSource(FedNGMRun(**settings)).federation.common
     assert set(read_graph(found["found_common"]).names) == set(common)
     assert set(read_graph(found["found"]).names) > set(common)  # the private ones too
     assert not read_graph(found["truth"]).is_directed()  # the CI graph the data keep

@@ -63,7 +63,7 @@ from fedstruct.experiments.compare import (
 )
 from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fcm.settings import FCMRun
-from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
+from fedstruct.experiments.fedngm.federation import SubpopulationSource
 from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.graphs.graph import Graph
@@ -153,8 +153,8 @@ def _fcm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def _fedngm_case(settings: Mapping[str, Any], folder: Path) -> dict[str, Any]:
-    fed = fedngm_federation(FedNGMRun(**settings))
-    seed, truth = int(settings["seed"]), fed.dataset.graph
+    source = SubpopulationSource(FedNGMRun(**settings))
+    fed, seed, truth = source.federation, int(settings["seed"]), source.truth
     seen = discovery_clients(fed.clients, "all")
     found = discover(seen, truth, folder / "all", seed=seed, ci_test="fisherz")
     common = [ClientData(c.name, c.rows[list(fed.common)]) for c in seen]

@@ -49,7 +49,7 @@ from fedstruct.experiments.compare import count_done, write_results
 from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fedcd.federation import source
 from fedstruct.experiments.fedcdnv.federation import build_setting
-from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
+from fedstruct.experiments.fedngm.federation import SubpopulationSource
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.experiments.runs import runnable
 from fedstruct.experiments.settings import apply_settings
@@ -326,8 +326,7 @@ def truth_of(method: str, settings: Any) -> Graph:
         return source(settings)[0]
     if method == "fcm":
         return ConceptSource(settings).truth
-    dataset = fedngm_federation(settings).dataset
-    return dataset.graph
+    return SubpopulationSource(settings).truth
 
 
 def robustness_runs(

@@ -3,25 +3,32 @@
 Importing it registers ``fedstruct run cafe`` with its settings only: its federation
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
-The ``federation`` function is ``federation.federation`` (the module has its name).
+Its data (:func:`~fedstruct.experiments.cafe.federation.source`) are the paper's
+Dirichlet split of an image set or the user's image sites.
 """
 
 from typing import TYPE_CHECKING
 
-from fedstruct.experiments.cafe.federation import IMAGES
+from fedstruct.data.formats import IMAGES
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.runs import Runnable, register
 from fedstruct.lazy import lazy_exports, lazy_function
 
 if TYPE_CHECKING:
-    from fedstruct.experiments.cafe.federation import ImageFederation, build_clients, image_clients
+    from fedstruct.experiments.cafe.federation import (
+        ImageFederation,
+        SiteImages,
+        SplitImages,
+        image_clients,
+    )
     from fedstruct.experiments.cafe.run import class_groups, method, run_cafe
 
 __all__ = [
     "IMAGES",
     "CafeRun",
     "ImageFederation",
-    "build_clients",
+    "SiteImages",
+    "SplitImages",
     "class_groups",
     "image_clients",
     "method",
@@ -32,7 +39,8 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "ImageFederation": "federation",
-        "build_clients": "federation",
+        "SiteImages": "federation",
+        "SplitImages": "federation",
         "image_clients": "federation",
         "class_groups": "run",
         "method": "run",
@@ -45,7 +53,7 @@ register(
         name="cafe",
         summary="CAFE: causal drift-aware federated learning (and FedAvg, FedProx, MOON, FedProto)",
         settings=CafeRun,
-        federation=lazy_function("fedstruct.experiments.cafe.federation", "build_clients"),
+        source=lazy_function("fedstruct.experiments.cafe.federation", "source"),
         site_format=IMAGES,
         method=lazy_function("fedstruct.experiments.cafe.run", "method"),
         run=lazy_function("fedstruct.experiments.cafe.run", "run_cafe"),

@@ -1,37 +1,38 @@
-"""CAFE's federation (§VI-A): long-tailed training images split over clients by a Dirichlet.
+"""CAFE's data (§VI-A): long-tailed training images split over clients by a Dirichlet,
+or a user's image sites.
 
 The training images get a long tail (``imbalance_factor``: Cao et al. 2019) and are
 cut over the clients by ``Dir(alpha)`` (Hsu et al. 2019) with
-:func:`fedstruct.data.partition.label_skew`; the test set stays balanced.
+:func:`fedstruct.data.partition.label_skew`; the test set stays balanced
+(:class:`SplitImages`). A user's image sites are read in the
+:data:`~fedstruct.data.formats.IMAGES` site format (:class:`SiteImages`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property
 
 import pandas as pd
 
 from fedstruct.data._shared import SeedLike
 from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.datasets.images import load_images
-from fedstruct.data.formats import IMAGES, ImageSites
-from fedstruct.data.images import LABEL, ImageSet, to_rows
+from fedstruct.data.formats import IMAGES
+from fedstruct.data.images import LABEL, ImageFederationSchema, ImageSet, to_rows
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
 from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
-from fedstruct.experiments.sites import read_sites
+from fedstruct.experiments.source import SiteFiles, Source
 
 __all__ = [
     "IMAGES",
     "ImageFederation",
-    "ImageSites",
-    "build_clients",
-    "federation",
+    "SiteImages",
+    "SplitImages",
     "image_clients",
-    "image_sites",
+    "source",
 ]
 
 logger = logging.getLogger(__name__)
@@ -132,35 +133,86 @@ def image_clients(
     )
 
 
-@lru_cache(maxsize=4)
-def _federation(
-    dataset: str,
-    data_dir: str | None,
-    clients: int,
-    dirichlet: float,
-    imbalance_factor: float | None,
-    min_per_client: int,
-    seed: int,
-) -> ImageFederation:
-    images = load_images(dataset, data_dir, seed=seed)
-    return image_clients(images, clients, alpha=dirichlet, imbalance_factor=imbalance_factor,
-                         min_per_client=min_per_client, seed=seed)  # fmt: skip
+def source(s: CafeRun, sites: SiteFiles | None) -> SplitImages | SiteImages:
+    """The run's data: the user's image ``sites``, else the paper's split of
+    ``s.dataset`` (:class:`SplitImages`)."""
+    return SplitImages(s) if sites is None else SiteImages(s, sites)
 
 
-def federation(s: CafeRun) -> ImageFederation:
-    """The clients and test rows the settings describe (cached)."""
-    return _federation(s.dataset, s.data_dir, s.clients, s.skew_alpha, s.imbalance_factor,
-                       s.min_per_client, s.seed)  # fmt: skip
+class SplitImages(Source):
+    """The paper's federation (§VI-A): ``settings.dataset``'s training images with a
+    long tail, cut over ``client-1 .. client-K`` by ``Dir(skew_alpha)``
+    (:func:`image_clients`), and its balanced test set on the server; built once,
+    when first read."""
+
+    #: Share of each client's images it keeps out itself: none, the server has a test set.
+    held_out = 0.0
+
+    def __init__(self, settings: CafeRun):
+        self.settings = settings
+        self.names = tuple(client_names(settings.clients))
+
+    @cached_property
+    def federation(self) -> ImageFederation:
+        """The clients' images, the split and the test rows."""
+        s = self.settings
+        images = load_images(s.dataset, s.data_dir, seed=s.seed)
+        return image_clients(images, s.clients, alpha=s.skew_alpha,
+                             imbalance_factor=s.imbalance_factor,
+                             min_per_client=s.min_per_client, seed=s.seed)  # fmt: skip
+
+    def clients(self) -> ClientsOnDemand:
+        """The clients' images, as rows (each client built when read)."""
+        return self.federation.clients
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(C, H, W)`` of every image."""
+        return self.federation.shape
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes."""
+        return self.federation.n_classes
+
+    @property
+    def test(self) -> pd.DataFrame:
+        """The balanced test images, as rows (the server's)."""
+        return self.federation.test
 
 
-def build_clients(s: CafeRun) -> Sequence[ClientData]:
-    """The clients' images, as rows (a user's image sites, or the paper's split)."""
-    if s.from_files:
-        return image_sites(s).clients
-    return federation(s).clients
+class SiteImages(Source):
+    """A user's image sites (folders ``SITE/CLASS/*.png`` or ``.npz`` files), read as
+    :class:`~fedstruct.data.formats.ImageSites` with one class codebook (a deployed
+    node: its own site; its ServerApp: the schema only). Each site keeps
+    ``test_fraction`` of its images out to score the final model on. CAFE learns no
+    graph: there is no truth."""
 
+    def __init__(self, settings: CafeRun, sites: SiteFiles):
+        self.settings = settings
+        self.sites = sites
+        self.names = sites.names
 
-def image_sites(s: CafeRun) -> ImageSites:
-    """The sites the settings name, read and coded with one class codebook (with
-    ``node_sites``: the sites this process reads, coded with the deployment's)."""
-    return read_sites(IMAGES, s, {})
+    @property
+    def held_out(self) -> float:
+        """Share of each site's images it keeps out of training."""
+        return self.settings.test_fraction
+
+    def clients(self) -> list[ClientData]:
+        """Every site's images read here, as rows."""
+        return self.sites.clients()
+
+    @property
+    def schema(self) -> ImageFederationSchema:
+        """The image shape, the class codebook and every site's number of images."""
+        return self.sites.schema
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(C, H, W)`` of every image."""
+        return self.schema.shape
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes of the codebook."""
+        return len(self.schema.classes)

@@ -23,14 +23,12 @@ uploads). Plot: test accuracy per round.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from fedstruct.data.images import LABEL
-from fedstruct.experiments.cafe.federation import federation, image_sites
+from fedstruct.experiments.cafe.federation import SiteImages, SplitImages
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
@@ -41,24 +39,16 @@ from fedstruct.methods.cafe import CAFE, CafeConfig
 __all__ = ["class_groups", "method", "run_cafe"]
 
 
-def method(s: CafeRun) -> CAFE:
-    """The estimator for the settings' algorithm (on a user's image sites, each client
-    keeps ``test_fraction`` of its images out to score the final model on; the
-    paper's split has a server-side test set)."""
-    if s.from_files:
-        schema = image_sites(s).schema
-        shape, n_classes = schema.shape, len(schema.classes)
-    else:
-        fed = federation(s)
-        shape, n_classes = fed.shape, fed.n_classes
+def method(s: CafeRun, source: SplitImages | SiteImages) -> CAFE:
+    """The estimator for the settings' algorithm and the source's images (on a user's
+    image sites, each client keeps ``test_fraction`` of its images out to score the
+    final model on; the paper's split has a server-side test set)."""
     return CAFE(
-        shape,
-        n_classes,
+        source.shape,
+        source.n_classes,
         seed=s.seed,
-        participation=s.participation(s.client_names()),
-        **dataclasses.asdict(
-            subset(s, CafeConfig, test_fraction=s.test_fraction if s.from_files else 0.0)
-        ),
+        participation=s.participation(source.names),
+        **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
     )
 
 
@@ -69,13 +59,15 @@ def class_groups(counts: np.ndarray) -> dict[str, np.ndarray]:
     return dict(zip(("many", "medium", "few"), np.array_split(order, 3), strict=True))
 
 
-def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
+def run_cafe(
+    s: CafeRun, ctx: RunContext, model: CAFE, source: SplitImages | SiteImages
+) -> RunOutcome:
     """Fit, then score the final model (module docstring)."""
-    if s.from_files:
-        return _on_files(s, ctx, model, clients)
-    fed = federation(s)
+    if isinstance(source, SiteImages):
+        return _on_files(s, ctx, model, source)
+    fed = source.federation
     with torch_threads(1):
-        ctx.fit(model, clients, test=fed.test)
+        ctx.fit(model, source, test=fed.test)
     history = [dict(h) for h in model.history_]
     scored = [h["test_accuracy"] for h in history if "test_accuracy" in h]
     metrics: dict[str, float] = {
@@ -99,13 +91,13 @@ def run_cafe(s: CafeRun, ctx: RunContext, model: CAFE, clients) -> RunOutcome:
     return RunOutcome(metrics, history, [figure] if figure else [])
 
 
-def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, clients: Sequence[Any]) -> RunOutcome:
+def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, source: SiteImages) -> RunOutcome:
     """A run on a user's image sites: the final model's accuracy on the images each
     site kept out (``accuracy_<site>``, and over all of them ``accuracy``), scored by
     each site where its images lie (on every backend, a deployment too)."""
     with torch_threads(1):
-        ctx.fit(model, clients)
-    schema = image_sites(s).schema
+        ctx.fit(model, source)
+    schema = source.schema
     history = [dict(h) for h in model.history_]
     metrics: dict[str, float] = {
         "late_merged": float(sum(h["late_merged"] for h in history)),

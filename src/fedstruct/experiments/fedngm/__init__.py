@@ -3,7 +3,9 @@
 Importing it registers ``fedstruct run fedngm`` with its settings only: its federation
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
-The ``federation`` function is ``federation.federation`` (the module has its name).
+Its data (:func:`~fedstruct.experiments.fedngm.federation.source`) are the paper's
+federation of a data set (:class:`~fedstruct.experiments.fedngm.federation.SubpopulationSource`)
+or the user's site files.
 """
 
 from typing import TYPE_CHECKING
@@ -14,7 +16,7 @@ from fedstruct.lazy import lazy_exports, lazy_function
 
 if TYPE_CHECKING:
     from fedstruct.experiments.fedngm.federation import (
-        build_clients,
+        SubpopulationSource,
         health_insurance_federation,
         targets,
     )
@@ -25,7 +27,7 @@ __all__ = [
     "CLEAR_LOSS",
     "DATASETS",
     "FedNGMRun",
-    "build_clients",
+    "SubpopulationSource",
     "health_insurance_federation",
     "method",
     "run_fedngm",
@@ -35,7 +37,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "build_clients": "federation",
+        "SubpopulationSource": "federation",
         "targets": "federation",
         "CLEAR_LOSS": "run",
         "method": "run",
@@ -50,7 +52,7 @@ register(
         name="fedngm",
         summary="FedNGM: federated neural graphical models, distillation and stitching",
         settings=FedNGMRun,
-        federation=lazy_function("fedstruct.experiments.fedngm.federation", "build_clients"),
+        source=lazy_function("fedstruct.experiments.fedngm.federation", "source"),
         method=lazy_function("fedstruct.experiments.fedngm.run", "method"),
         run=lazy_function("fedstruct.experiments.fedngm.run", "run_fedngm"),
         quick={

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -25,19 +25,23 @@ from fedstruct.data.checks import fraction
 from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.mixed import CATEGORICAL_KINDS, MixedDataset, make_mixed_data
+from fedstruct.data.partition import client_names
+from fedstruct.data.sites import FederationSchema
 from fedstruct.errors import PartitionError, UnknownVariableError
 from fedstruct.experiments.fedngm.settings import FedNGMRun
-from fedstruct.experiments.sites import site_federation
+from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.graphs import Graph
 
 __all__ = [
     "HEALTH_SHARES",
     "HEALTH_TARGETS",
+    "MixedSites",
     "Segment",
     "SubpopulationFederation",
-    "build_clients",
-    "federation",
+    "SubpopulationSource",
     "health_insurance_federation",
     "site_kinds",
+    "source",
     "subpopulation_clients",
     "synthetic_federation",
     "targets",
@@ -635,17 +639,97 @@ def synthetic_federation(
     )
 
 
-@lru_cache(maxsize=4)
-def _federation(dataset: str, clients: int, n_variables: int, n_samples: int, seed: int):
-    if dataset == "health":
-        return health_insurance_federation(seed=seed)
-    data = make_mixed_data(n_variables, n_samples, seed=seed)
-    return synthetic_federation(data, n_clients=clients, seed=seed)
+def source(s: FedNGMRun, sites: SiteFiles | None) -> SubpopulationSource | MixedSites:
+    """The run's data: the user's ``sites``, else the paper's federation of
+    ``s.dataset`` (:class:`SubpopulationSource`)."""
+    return SubpopulationSource(s) if sites is None else MixedSites(s, sites)
 
 
-def federation(s: FedNGMRun) -> SubpopulationFederation:
-    """The public data, clients and test rows the settings describe (cached)."""
-    return _federation(s.dataset, s.clients, s.variables, s.samples, s.seed)
+class SubpopulationSource(Source):
+    """The paper's federation (§3.2) of ``settings.dataset``: the RAND HIE table
+    (:func:`health_insurance_federation`) or a mixed-type random SCM
+    (:func:`~fedstruct.data.mixed.make_mixed_data`, ``variables`` x ``samples``)
+    arranged the same way (:func:`synthetic_federation`); built once, when first read.
+
+    The master holds the public training rows (:attr:`public`, FedNGM's eq. 3); the
+    clients' held-out rows and the public test rows are the run's test sets.
+    """
+
+    #: Share of each client's rows it keeps out itself: none, the federation has its own.
+    held_out = 0.0
+
+    def __init__(self, settings: FedNGMRun):
+        self.settings = settings
+        self.names = tuple(client_names(settings.clients))
+
+    @cached_property
+    def dataset(self) -> MixedDataset:
+        """The full table: the synthetic SCM's data (with its graph), or the RAND HIE
+        table (read with its federation)."""
+        s = self.settings
+        if s.dataset == "health":
+            return self.federation.dataset
+        return make_mixed_data(s.variables, s.samples, seed=s.seed)
+
+    @cached_property
+    def federation(self) -> SubpopulationFederation:
+        """The public rows, the clients and every test set."""
+        s = self.settings
+        if s.dataset == "health":
+            return health_insurance_federation(seed=s.seed)
+        return synthetic_federation(self.dataset, n_clients=s.clients, seed=s.seed)
+
+    def clients(self) -> ClientsOnDemand:
+        """The clients' training rows (each built when read)."""
+        return self.federation.clients
+
+    @property
+    def truth(self) -> Graph | None:
+        """The synthetic SCM's graph (the health table has none)."""
+        return self.dataset.graph
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """FedNGM's kind of every variable of the table."""
+        return self.dataset.kinds
+
+    @property
+    def public(self) -> pd.DataFrame:
+        """The public training rows the master holds."""
+        return self.federation.public
+
+
+class MixedSites(Source):
+    """A user's site files, every column read as FedNGM models it
+    (:func:`site_kinds`); each site keeps ``test_fraction`` of its rows out itself
+    (:class:`~fedstruct.methods.fedngm.FedNGMClient`) to score the released model on.
+    A user's sites have no public rows."""
+
+    public = None
+
+    def __init__(self, settings: FedNGMRun, sites: SiteFiles):
+        self.settings = settings
+        self.sites = sites
+        self.names = sites.names
+
+    @property
+    def held_out(self) -> float:
+        """Share of each site's rows it keeps out of training."""
+        return self.settings.test_fraction
+
+    def clients(self) -> Sequence[ClientData]:
+        """Every site's rows read here (a deployed node: its own; its server: none)."""
+        return self.sites.clients()
+
+    @property
+    def truth(self) -> Graph | None:
+        """The graph of ``--truth``, checked against the sites' columns, or ``None``."""
+        return self.sites.truth
+
+    @cached_property
+    def kinds(self) -> dict[str, str]:
+        """FedNGM's kind of every column of the sites."""
+        return site_kinds(self.sites.schema)
 
 
 def targets(fed: SubpopulationFederation) -> dict[str, str]:
@@ -665,11 +749,10 @@ def targets(fed: SubpopulationFederation) -> dict[str, str]:
     return out
 
 
-def site_kinds(s: FedNGMRun) -> dict[str, str]:
-    """FedNGM's kind of every variable of the sites' files: a categorical column with
-    two levels is ``binary``, other categorical ones ``categorical``, ordinal
+def site_kinds(schema: FederationSchema) -> dict[str, str]:
+    """FedNGM's kind of every variable of the sites' ``schema``: a categorical column
+    with two levels is ``binary``, other categorical ones ``categorical``, ordinal
     ``ordinal``, continuous ``real``."""
-    schema = site_federation(s).schema
     return {
         v: _fedngm_kind(schema.kinds[v], len(schema.levels.get(v, ()))) for v in schema.variables
     }
@@ -679,12 +762,3 @@ def _fedngm_kind(kind: str, n_levels: int) -> str:
     if kind == "categorical":
         return "binary" if n_levels == 2 else "categorical"
     return "ordinal" if kind == "ordinal" else "real"
-
-
-def build_clients(s: FedNGMRun) -> Sequence[ClientData]:
-    """The clients' rows: the sites' files (each client keeps ``test_fraction`` of its
-    rows out itself, :class:`~fedstruct.methods.fedngm.FedNGMClient`), or the paper's
-    federation's training rows."""
-    if s.from_files:
-        return list(site_federation(s).clients)
-    return federation(s).clients

@@ -38,25 +38,24 @@ binary, multiclass) and model ``M`` (``global`` or ``own``, a client's own NGM):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from fedstruct.data.client import ClientData
 from fedstruct.experiments.fedngm.federation import (
+    MixedSites,
     SubpopulationFederation,
-    federation,
-    site_kinds,
+    SubpopulationSource,
     targets,
 )
 from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.plots import plot_bars
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
+from fedstruct.experiments.sites import aligned
 from fedstruct.fl.grid import torch_threads
+from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_scores, edge_type_counts
 from fedstruct.graphs.undirected import moral_graph, undirected
 from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
@@ -72,32 +71,30 @@ __all__ = ["CLEAR_LOSS", "method", "run_fedngm"]
 CLEAR_LOSS = 0.05
 
 
-def method(s: FedNGMRun) -> FedNGM:
-    """The estimator (the master holds the public training rows, used by eq. 3; a
-    user's sites have no public rows, and their clients keep ``test_fraction`` of
-    their rows out to score the released model on; the paper's federation has its
-    own test rows)."""
-    held_out = s.test_fraction if s.from_files else 0.0
-    config = dataclasses.asdict(subset(s, FedNGMConfig, test_fraction=held_out))
-    if s.from_files:
-        return FedNGM(kinds=site_kinds(s), seed=s.seed, public=None, graph=s.graph, **config)
-    fed = federation(s)
-    return FedNGM(kinds=fed.dataset.kinds, seed=s.seed, public=fed.public, graph=s.graph, **config)
+def method(s: FedNGMRun, source: SubpopulationSource | MixedSites) -> FedNGM:
+    """The estimator for the source's variables (the paper's master holds the public
+    training rows, used by eq. 3; a user's sites have none, and each keeps
+    ``test_fraction`` of its rows out to score the released model on)."""
+    config = dataclasses.asdict(subset(s, FedNGMConfig, test_fraction=source.held_out))
+    return FedNGM(kinds=source.kinds, seed=s.seed, public=source.public, graph=s.graph, **config)
 
 
 def run_fedngm(
-    s: FedNGMRun, ctx: RunContext, model: FedNGM, clients: Sequence[ClientData] | Sequence[str]
+    s: FedNGMRun, ctx: RunContext, model: FedNGM, source: SubpopulationSource | MixedSites
 ) -> RunOutcome:
     """Fit FedNGM, then score every model on every test set (module docstring)."""
     with torch_threads(1):
-        return _run(s, ctx, model, clients)
+        ctx.fit(model, source)
+        if isinstance(source, MixedSites):
+            return _on_files(model, source)
+        return _on_federation(s, ctx, model, source)
 
 
-def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
-    ctx.fit(model, clients)
-    if s.from_files:
-        return _on_files(s, ctx, model)
-    fed = federation(s)
+def _on_federation(
+    s: FedNGMRun, ctx: RunContext, model: FedNGM, source: SubpopulationSource
+) -> RunOutcome:
+    """The paper's metrics (module docstring) of the fitted ``model`` on its test sets."""
+    fed = source.federation
     glob = model.model_
     metrics: dict[str, float] = {"common_variables": float(len(model.schema_))}
     if glob is None:
@@ -139,8 +136,8 @@ def _run(s: FedNGMRun, ctx: RunContext, model: FedNGM, clients) -> RunOutcome:
     metrics["beats_mean"] = float(np.mean(beats)) if beats else float("nan")
     metrics.update(_fidelity(s, fed, model))
     metrics.update(_stitching(s, fed, model))
-    if fed.dataset.graph is not None:
-        metrics.update(_graph_recovery(fed, model))
+    if source.truth is not None:
+        metrics.update(_graph_recovery(source.truth, model))
     figures = [
         plot_bars(
             {
@@ -195,10 +192,11 @@ def _stitching(s: FedNGMRun, fed: SubpopulationFederation, model: FedNGM) -> dic
     return out
 
 
-def _graph_recovery(fed: SubpopulationFederation, model: FedNGM) -> dict[str, float]:
-    """The global model's path strengths and the merged graph against the truth."""
+def _graph_recovery(truth: Graph, model: FedNGM) -> dict[str, float]:
+    """The global model's path strengths and the merged graph against the ``truth``
+    (over the common variables)."""
     names = list(model.schema_.names)
-    truth = fed.dataset.graph.restrict(names)
+    truth = truth.restrict(names)
     paths = model.model_.path_strength()
     scores = 0.5 * (paths + paths.T)
     rows, cols = np.triu_indices(len(names), 1)
@@ -213,7 +211,7 @@ def _graph_recovery(fed: SubpopulationFederation, model: FedNGM) -> dict[str, fl
     return out
 
 
-def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
+def _on_files(model: FedNGM, source: MixedSites) -> RunOutcome:
     """A run on a user's files: every site scores the released model on its held-out
     rows, where they lie (on every backend, a deployment too).
 
@@ -227,7 +225,7 @@ def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
     metrics: dict[str, float] = {
         "common_variables": float(len(model.schema_)),
         **edge_type_counts(model.graph_),
-        **file_metrics(site_federation(s)),
+        **source.report(),
     }
     if model.model_ is None:
         return RunOutcome(metrics, list(model.history_))
@@ -239,7 +237,7 @@ def _on_files(s: FedNGMRun, ctx: RunContext, model: FedNGM) -> RunOutcome:
     metrics.update({f"global_own_ratio_{name}": r for name, r in ratios.items()})
     if ratios:
         metrics["worst_own_ratio"] = float(max(ratios.values()))
-    truth = truth_graph(s)
+    truth = source.truth
     if truth is not None:
         skeleton = (
             moral_graph(truth) if truth.is_dag() else undirected(truth.names, truth.adjacency())
