@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,13 +47,12 @@ from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.compare import count_done, write_results
 from fedstruct.experiments.fcm.federation import concept_data
-from fedstruct.experiments.fedcd.federation import source
-from fedstruct.experiments.fedcdnv.federation import build_setting
 from fedstruct.experiments.fedngm.federation import federation as fedngm_federation
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.experiments.runs import runnable
 from fedstruct.experiments.settings import apply_settings
 from fedstruct.experiments.sites import aligned
+from fedstruct.experiments.source import Source
 from fedstruct.fl.backend import Federated, LocalBackend
 from fedstruct.fl.client import Client
 from fedstruct.fl.grid import Grid, LocalGrid, torch_threads
@@ -318,12 +317,11 @@ class AdversarialBackend(LocalBackend):
         return server_fn(LocalGrid(members, participation, seed))
 
 
-def truth_of(method: str, settings: Any) -> Graph:
-    """The graph each method's run scores against (module docstring)."""
-    if method == "fedcdnv":
-        return build_setting(settings).truth
-    if method == "fedcd":
-        return source(settings)[0]
+def truth_of(method: str, settings: Any, source: Source) -> Graph:
+    """The graph each method's run scores against (module docstring), of the run's
+    ``source``."""
+    if method in ("fedcdnv", "fedcd"):  # a paper's protocol source: the data's own graph
+        return cast(Graph, source.truth)
     if method == "fcm":
         return concept_data(settings)[0].graph
     dataset = fedngm_federation(settings).dataset
@@ -386,7 +384,7 @@ def _scores(
     with torch_threads(1):
         model.fit(source.clients(),
                   backend=AdversarialBackend(names, rate, seed, collude=collude))  # fmt: skip
-    truth = truth_of(method, settings)
+    truth = truth_of(method, settings, source)
     if method == "fedngm":  # the merge is over the common variables only
         truth = truth.restrict(model.graph_.names)
     truth, graph = aligned(truth, model.graph_)
