@@ -46,10 +46,6 @@ from fedstruct.data.checks import fraction
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
 from fedstruct.experiments.compare import count_done, write_results
-from fedstruct.experiments.fcm.federation import ConceptSource
-from fedstruct.experiments.fedcd.federation import source
-from fedstruct.experiments.fedcdnv.federation import build_setting
-from fedstruct.experiments.fedngm.federation import SubpopulationSource
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.experiments.runs import runnable
 from fedstruct.experiments.settings import apply_settings
@@ -318,17 +314,6 @@ class AdversarialBackend(LocalBackend):
         return server_fn(LocalGrid(members, participation, seed))
 
 
-def truth_of(method: str, settings: Any) -> Graph:
-    """The graph each method's run scores against (module docstring)."""
-    if method == "fedcdnv":
-        return build_setting(settings).truth
-    if method == "fedcd":
-        return source(settings)[0]
-    if method == "fcm":
-        return ConceptSource(settings).truth
-    return SubpopulationSource(settings).truth
-
-
 def robustness_runs(
     adversaries: Sequence[int],
     rate: float,
@@ -385,7 +370,9 @@ def _scores(
     with torch_threads(1):
         model.fit(source.clients(),
                   backend=AdversarialBackend(names, rate, seed, collude=collude))  # fmt: skip
-    truth = truth_of(method, settings)
+    truth = source.truth
+    if truth is None:
+        raise ProtocolError(f"{method}'s benchmark data have no graph to score against")
     if method == "fedngm":  # the merge is over the common variables only
         truth = truth.restrict(model.graph_.names)
     truth, graph = aligned(truth, model.graph_)

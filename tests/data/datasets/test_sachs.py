@@ -277,3 +277,18 @@ def test_row_sampler_feeds_the_fedcdnv_partitioner():
         assert len(variables) == 9
         assert 100 <= len(client.rows) <= 2000
         assert set(np.unique(client.rows.to_numpy())) <= {0, 1, 2}
+
+
+def test_the_codes_are_computed_once_and_every_caller_gets_its_own_frame(monkeypatch):
+    from fedstruct.data.datasets import sachs
+
+    sachs._codes.cache_clear()
+    calls = []
+    discretize = sachs._discretize
+    monkeypatch.setattr(sachs, "_discretize", lambda *a: calls.append(a[1:]) or discretize(*a))
+    first = load_sachs_data("log-interval", conditions="general")
+    first.iloc[0, 0] = 2 - first.iloc[0, 0]  # a caller's frame is its own to change
+    again = load_sachs_data("log-interval", conditions=["cd3cd28icam2", "cd3cd28"])
+    assert calls == [("log-interval", 3)]  # the same rows: computed once
+    assert again.iloc[0, 0] != first.iloc[0, 0] and again.iloc[1:].equals(first.iloc[1:])
+    sachs._codes.cache_clear()

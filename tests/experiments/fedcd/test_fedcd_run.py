@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.fedcd import FedCDRun, build_federation
+from fedstruct.experiments.fedcd import FedCDRun, InterventionTask
 
 runner = CliRunner()
 
@@ -37,10 +37,10 @@ def test_run_fedcd_writes_shd_per_round_and_the_single_client_baseline(tmp_path)
 
 
 def test_vertical_split_follows_targets_per_client():
-    clients = build_federation(
+    clients = InterventionTask(
         FedCDRun(network="er", variables=10, split="vertical", targets_per_client="8,2",
                  samples=200, samples_per_intervention=10)
-    )  # fmt: skip
+    ).clients()  # fmt: skip
     assert [len(c.intervention_targets) for c in clients] == [8, 2]
     assert not set(clients[0].intervention_targets) & set(clients[1].intervention_targets)
 

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 from fedstruct.cli import app
 from fedstruct.data import load_network
 from fedstruct.errors import DataError
-from fedstruct.experiments.fedcdnv import FedCDnvRun, build_setting
+from fedstruct.experiments.fedcdnv import FedCDnvRun, VariableSubsetTask
 from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 from fedstruct.methods.fedcdnv import FedCDnv
 
@@ -56,11 +56,11 @@ def test_run_fedcdnv_writes_the_metrics_the_issue_asks_for(tmp_path):
 
 
 def test_the_truth_is_the_pag_over_the_integrated_variables():
-    setting = build_setting(FedCDnvRun(network="alarm", seed=0))
+    setting = VariableSubsetTask(FedCDnvRun(network="alarm", seed=0))
     assert len(setting.split.latent) == round(0.15 * 37)
     assert setting.truth.names == setting.split.observed
     assert not setting.truth.is_dag()  # a PAG: circles and arrowheads
-    sachs = build_setting(FedCDnvRun(network="sachs-cytometry", seed=0))
+    sachs = VariableSubsetTask(FedCDnvRun(network="sachs-cytometry", seed=0))
     assert sachs.split.latent == () and sachs.truth.is_dag()  # scored against the DAG
     assert all(len(c) == 9 for c in sachs.split.clients)  # 9 of 11 proteins each
 

@@ -3,6 +3,10 @@
 Importing it registers ``fedstruct run fedcd`` with its settings only: its federation
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
+Its data (:func:`~fedstruct.experiments.fedcd.federation.source`) are the paper's
+interventional federation (:class:`~fedstruct.experiments.fedcd.federation.InterventionTask`)
+or the user's site files with their ``regime`` column
+(:class:`~fedstruct.experiments.fedcd.federation.RegimeSites`).
 """
 
 from typing import TYPE_CHECKING
@@ -13,33 +17,30 @@ from fedstruct.lazy import lazy_exports, lazy_function
 
 if TYPE_CHECKING:
     from fedstruct.experiments.fedcd.federation import (
-        build_federation,
+        InterventionTask,
+        RegimeSites,
         horizontal_interventions,
-        site_roles_of,
-        source,
         vertical_interventions,
     )
     from fedstruct.experiments.fedcd.run import method, pooled, run_fedcd
 
 __all__ = [
     "FedCDRun",
-    "build_federation",
+    "InterventionTask",
+    "RegimeSites",
     "horizontal_interventions",
     "method",
     "pooled",
     "run_fedcd",
-    "site_roles_of",
-    "source",
     "vertical_interventions",
 ]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "build_federation": "federation",
+        "InterventionTask": "federation",
+        "RegimeSites": "federation",
         "horizontal_interventions": "federation",
-        "site_roles_of": "federation",
-        "source": "federation",
         "vertical_interventions": "federation",
         "method": "run",
         "pooled": "run",
@@ -52,8 +53,8 @@ register(
         name="fedcd",
         summary="FED-CD: federated ENCO over observational + interventional data",
         settings=FedCDRun,
-        federation=lazy_function("fedstruct.experiments.fedcd.federation", "build_federation"),
-        roles=lazy_function("fedstruct.experiments.fedcd.federation", "site_roles_of"),
+        source=lazy_function("fedstruct.experiments.fedcd.federation", "source"),
+        roles=lazy_function("fedstruct.experiments.fedcd.federation", "roles"),
         method=lazy_function("fedstruct.experiments.fedcd.run", "method"),
         run=lazy_function("fedstruct.experiments.fedcd.run", "run_fedcd"),
         quick={

@@ -3,13 +3,15 @@
 The global data set has observational rows and rows per variable under a perfect
 intervention; :func:`horizontal_interventions` gives every client a share of every
 part (§6.2), :func:`vertical_interventions` gives clients disjoint intervened-variable
-sets (§6.4). :func:`build_federation` builds the run's clients from its settings.
+sets (§6.4). :func:`source` gives a run's data: the paper's federation
+(:class:`InterventionTask`: the true DAG, its sampler and the split clients) or the
+user's site files with their ``regime`` column (:class:`RegimeSites`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -22,19 +24,18 @@ from fedstruct.data.client import OBSERVATIONAL
 from fedstruct.data.discrete import UNIFORM
 from fedstruct.data.partition import Sampler, balanced_sizes, check_n_clients, client_names
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.data.sites import LEVELLED, SiteFederation, require_kinds
+from fedstruct.data.sites import LEVELLED, require_kinds
 from fedstruct.errors import ConfigError, PartitionError, UnknownVariableError
 from fedstruct.experiments.fedcd.settings import ER, FedCDRun
-from fedstruct.experiments.sites import site_federation, site_roles
+from fedstruct.experiments.source import SiteFiles, Source
 from fedstruct.graphs import Graph
 from fedstruct.graphs.random import GRAPH_KINDS, random_dag
 
 __all__ = [
-    "build_federation",
+    "InterventionTask",
+    "RegimeSites",
     "horizontal_interventions",
-    "site_clients",
-    "site_data",
-    "site_roles_of",
+    "roles",
     "source",
     "vertical_interventions",
 ]
@@ -219,47 +220,85 @@ def horizontal_interventions(
     return ClientsOnDemand(names, build)
 
 
-def source(s: FedCDRun) -> tuple[Graph, object]:
-    """The true DAG and a sampler with perfect interventions."""
-    if s.network == ER or s.network in GRAPH_KINDS[1:]:
-        kind = "random" if s.network == ER else s.network
-        options = {"edges_per_node": s.edges_per_node} if kind == "random" else {}
-        dag = random_dag(kind, s.variables, seed=s.seed, shuffle=True, **options)
-        return dag, CategoricalSCM(dag, seed=s.seed, n_categories=s.cardinality)
-    net = load_network(s.network)
-    return net.graph, net
+def source(settings: FedCDRun, sites: SiteFiles | None) -> InterventionTask | RegimeSites:
+    """The run's data: the user's ``sites`` read with their ``regime`` column
+    (:class:`RegimeSites`), else the paper's interventional federation
+    (:class:`InterventionTask`)."""
+    return InterventionTask(settings) if sites is None else RegimeSites(sites)
 
 
-def build_federation(s: FedCDRun) -> Sequence[ClientData]:
-    """Every client's observational share and interventional rows (§6.1, §9.5), or the
-    sites' files (:func:`site_clients`)."""
-    if s.from_files:
-        return site_clients(s)
-    _, sampler = source(s)
-    common = {
-        "n_observational": s.samples,
-        "n_per_intervention": s.samples_per_intervention,
-        "seed": s.seed,
-    }
-    if s.split == "vertical":
-        return vertical_interventions(
-            sampler,
-            s.clients,
-            targets_per_client=s.blocks(),
-            **common,  # type: ignore[arg-type]
-        )
-    return horizontal_interventions(sampler, s.clients, **common)  # type: ignore[arg-type]
+class InterventionTask(Source):
+    """The paper's federation (§6.1, §9.5): a DAG (a random family or a bundled
+    network) and a sampler with perfect interventions, whose observational and
+    interventional rows are split ``horizontal`` or ``vertical`` over ``client-1 ..
+    client-K``; each computed once, when first read.
+
+    Parameters
+    ----------
+    settings
+        The run's settings (``network``, ``variables``, ``split``, sample sizes,
+        ``seed``).
+    """
+
+    def __init__(self, settings: FedCDRun):
+        self.settings = settings
+        self.names = tuple(client_names(settings.clients))
+
+    @cached_property
+    def _model(self) -> tuple[Graph, Sampler]:
+        """The true DAG and a sampler with perfect interventions."""
+        s = self.settings
+        if s.network == ER or s.network in GRAPH_KINDS[1:]:
+            kind = "random" if s.network == ER else s.network
+            options = {"edges_per_node": s.edges_per_node} if kind == "random" else {}
+            dag = random_dag(kind, s.variables, seed=s.seed, shuffle=True, **options)
+            return dag, CategoricalSCM(dag, seed=s.seed, n_categories=s.cardinality)
+        net = load_network(s.network)
+        return net.graph, net
+
+    @property
+    def truth(self) -> Graph:
+        """The true DAG the rows are sampled from."""
+        return self._model[0]
+
+    @property
+    def sampler(self) -> Sampler:
+        """The sampler of observational and interventional rows."""
+        return self._model[1]
+
+    @cached_property
+    def _clients(self) -> ClientsOnDemand:
+        s = self.settings
+        common = {
+            "n_observational": s.samples,
+            "n_per_intervention": s.samples_per_intervention,
+            "seed": s.seed,
+        }
+        if s.split == "vertical":
+            return vertical_interventions(
+                self.sampler,
+                s.clients,
+                targets_per_client=s.blocks(),
+                **common,  # type: ignore[arg-type]
+            )
+        return horizontal_interventions(self.sampler, s.clients, **common)  # type: ignore[arg-type]
+
+    def clients(self) -> ClientsOnDemand:
+        """Every client's observational share and interventional rows, each built when
+        first read (and kept: a run that reads them again gets the same rows)."""
+        return self._clients
 
 
-def site_roles_of(s: FedCDRun) -> dict[str, str]:
-    """The ``regime`` column every site's file is read with (each row's intervention).
+def roles(settings: FedCDRun, given: Mapping[str, Any]) -> dict[str, str]:
+    """The ``regime`` column every site's file is read with (each row's intervention):
+    the setting, else the manifest's (``given``).
 
     Raises
     ------
     ConfigError
         If no ``regime`` column is named.
     """
-    regime = s.regime or site_roles(s).get("regime")
+    regime = settings.regime or given.get("regime")
     if not regime:
         raise ConfigError(
             "FED-CD learns from interventions: name the column that says which variable "
@@ -268,31 +307,48 @@ def site_roles_of(s: FedCDRun) -> dict[str, str]:
     return {"regime": regime}
 
 
-def site_data(s: FedCDRun) -> SiteFederation:
-    """The sites' files read with the ``regime`` column as each row's intervention."""
-    return site_federation(s, **site_roles_of(s))
+class RegimeSites(Source):
+    """A user's site files read with the ``regime`` column as each row's intervention
+    (:func:`roles`), as FED-CD clients: every column categorical or ordinal, every
+    site's columns in the federation's order (FED-CD assumes every client observes
+    every variable, §5.2, and matches them by name).
 
-
-def site_clients(s: FedCDRun) -> list[ClientData]:
-    """The sites' files as FED-CD clients (:func:`site_data`), every site's columns in
-    the federation's order (FED-CD assumes every client observes every variable, §5.2,
-    and matches them by name).
-
-    Raises
-    ------
-    DataError
-        If a variable is not categorical or ordinal.
-    UnknownVariableError
-        If a site lacks one of the federation's variables.
+    Parameters
+    ----------
+    sites
+        The files, read with FED-CD's roles (a deployed node: its own; its server:
+        none, the schema only).
     """
-    federation = site_data(s)
-    require_kinds(federation.schema, LEVELLED, method="FED-CD (ENCO)")
-    variables = federation.schema.variables
-    for client in federation.clients:
-        missing = [v for v in variables if v not in client.variables]
-        if missing:
-            raise UnknownVariableError(
-                f"site {client.name!r} lacks {missing}; FED-CD needs every site to observe "
-                "every variable (§5.2): add the columns, or leave the variables out everywhere"
-            )
-    return [client.select(variables) for client in federation.clients]
+
+    def __init__(self, sites: SiteFiles):
+        self.sites = sites
+        self.names = sites.names
+
+    @property
+    def truth(self) -> Graph | None:
+        """The graph of ``--truth``, checked against the sites' variables, or ``None``."""
+        return self.sites.truth
+
+    def clients(self) -> list[ClientData]:
+        """The sites' clients read here, each with the federation's variables in order.
+
+        Raises
+        ------
+        DataError
+            If a variable is not categorical or ordinal.
+        UnknownVariableError
+            If a site lacks one of the federation's variables.
+        """
+        schema = self.sites.schema
+        require_kinds(schema, LEVELLED, method="FED-CD (ENCO)")
+        variables = schema.variables
+        clients = self.sites.clients()
+        for client in clients:
+            missing = [v for v in variables if v not in client.variables]
+            if missing:
+                raise UnknownVariableError(
+                    f"site {client.name!r} lacks {missing}; FED-CD needs every site to "
+                    "observe every variable (§5.2): add the columns, or leave the variables "
+                    "out everywhere"
+                )
+        return [client.select(variables) for client in clients]

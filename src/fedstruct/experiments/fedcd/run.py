@@ -27,12 +27,13 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData
-from fedstruct.experiments.fedcd.federation import site_data, source
+from fedstruct.experiments.fedcd.federation import InterventionTask, RegimeSites
 from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, truth_graph
+from fedstruct.experiments.sites import aligned
+from fedstruct.experiments.source import Source
 from fedstruct.graphs import Graph, graph_metrics
 from fedstruct.graphs.metrics import edge_type_counts, shd, site_agreement
 from fedstruct.methods.fedcd import (
@@ -54,11 +55,11 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
     return ClientData("pooled", rows, intervention=regimes)
 
 
-def method(s: FedCDRun) -> FedCD:
-    """The FED-CD estimator the settings describe."""
+def method(s: FedCDRun, source: Source) -> FedCD:
+    """The FED-CD estimator the settings describe, for the source's clients."""
     return FedCD(
         seed=s.seed,
-        participation=s.participation(s.client_names()),
+        participation=s.participation(source.names),
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )
 
@@ -73,13 +74,14 @@ def _alone(s: FedCDRun, data: ClientData, names: Sequence[str]) -> Graph:
 
 
 def run_fedcd(
-    s: FedCDRun, ctx: RunContext, model: FedCD, clients: Sequence[ClientData] | Sequence[str]
+    s: FedCDRun, ctx: RunContext, model: FedCD, source: InterventionTask | RegimeSites
 ) -> RunOutcome:
-    """Fit on the backend; SHD of the final and of every round's graph against the truth."""
-    ctx.fit(model, clients)
-    if s.from_files:
-        return _on_files(s, ctx, model)
-    truth, _ = source(s)
+    """Fit on the backend; SHD of the final and of every round's graph against the truth
+    (on a user's files: :func:`_on_files`)."""
+    ctx.fit(model, source)
+    if isinstance(source, RegimeSites):
+        return _on_files(ctx, model, source)
+    truth = source.truth
     fed = model.graph_
     truth = truth.restrict(fed.names) if set(fed.names) <= set(truth.names) else truth
     metrics: dict[str, float] = {"shd": float(shd(truth, fed))}
@@ -93,8 +95,8 @@ def run_fedcd(
         for name, g in locals_.items():
             record[f"shd_{name}"] = float(shd(truth, g))
     metrics["edge_entropy"] = float(history[-1].get("edge_entropy", np.nan))
-    if all(isinstance(c, ClientData) for c in clients):
-        data = list(clients)  # type: ignore[arg-type]
+    if ctx.backend.needs_client_data:  # a deployment's server holds no client data
+        data = list(source.clients())
         solo = data[:1] if s.alone == "first" else data if s.alone == "all" else []
         for client in solo:
             alone = float(shd(truth, _alone(s, client, fed.names)))
@@ -109,7 +111,7 @@ def run_fedcd(
     return RunOutcome(metrics, history, [figure])
 
 
-def _on_files(s: FedCDRun, ctx: RunContext, model: FedCD) -> RunOutcome:
+def _on_files(ctx: RunContext, model: FedCD, source: RegimeSites) -> RunOutcome:
     """A run on a user's files: the DAG's edges, the certainty of the beliefs (edge
     entropy), how far the sites' last graphs agree with it, and, with ``--truth``, the
     scores against that graph (SHD per round too)."""
@@ -119,10 +121,10 @@ def _on_files(s: FedCDRun, ctx: RunContext, model: FedCD) -> RunOutcome:
         **edge_type_counts(fed),
         "edge_entropy": float(history[-1].get("edge_entropy", np.nan)),
         "site_agreement": site_agreement(fed, model.client_graphs_[-1].values()),
-        **file_metrics(site_data(s)),
+        **source.report(),
     }
     figures = []
-    truth = truth_graph(s)
+    truth = source.truth
     if truth is not None:
         truth, learned = aligned(truth, fed)
         metrics.update({k: float(v) for k, v in graph_metrics(truth, learned).items()})

@@ -3,7 +3,9 @@
 Importing it registers ``fedstruct run fedcdnv`` with its settings only: its federation
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
-The ``federation`` function is ``federation.federation`` (the module has its name).
+Its data (:func:`~fedstruct.experiments.fedcdnv.federation.source`) are the paper's
+variable subsets (:class:`~fedstruct.experiments.fedcdnv.federation.VariableSubsetTask`)
+or the user's site files.
 """
 
 from typing import TYPE_CHECKING
@@ -14,9 +16,8 @@ from fedstruct.lazy import lazy_exports, lazy_function
 
 if TYPE_CHECKING:
     from fedstruct.experiments.fedcdnv.federation import (
-        Setting,
         VariableSplit,
-        build_setting,
+        VariableSubsetTask,
         variable_subset_clients,
         variable_subsets,
     )
@@ -24,9 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FedCDnvRun",
-    "Setting",
     "VariableSplit",
-    "build_setting",
+    "VariableSubsetTask",
     "method",
     "run_fedcdnv",
     "score",
@@ -37,9 +37,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "Setting": "federation",
         "VariableSplit": "federation",
-        "build_setting": "federation",
+        "VariableSubsetTask": "federation",
         "variable_subset_clients": "federation",
         "variable_subsets": "federation",
         "method": "run",
@@ -53,7 +52,7 @@ register(
         name="fedcdnv",
         summary="FedCDnv: federated FCI over non-identical variable sets (and its baselines)",
         settings=FedCDnvRun,
-        federation=lazy_function("fedstruct.experiments.fedcdnv.federation", "federation"),
+        source=lazy_function("fedstruct.experiments.fedcdnv.federation", "source"),
         method=lazy_function("fedstruct.experiments.fedcdnv.run", "method"),
         run=lazy_function("fedstruct.experiments.fedcdnv.run", "run_fedcdnv"),
         quick={"network": "sachs", "clients": 3, "reference": False, "max_samples": 800},

@@ -3,9 +3,10 @@
 A share ``latent`` (λ) of the variables is hidden from every client (absolute latent
 variables), every client observes a share ``overlap`` (δ) of the rest, and holds
 ``n_k`` rows, ``n_k`` uniform in ``[min_samples, max_samples]``
-(:func:`variable_subsets`, :func:`variable_subset_clients`). :func:`build_setting`
-picks the source of rows (a synthetic network, a bundled one or the real Sachs data)
-and the ground truth: the PAG over the integrated observed variables.
+(:func:`variable_subsets`, :func:`variable_subset_clients`). :class:`VariableSubsetTask`
+is a run's instance: the source of rows (a synthetic network, a bundled one or the real
+Sachs data), the split and the ground truth, the PAG over the integrated observed
+variables; :func:`source` gives it, or the user's site files.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cached_property
 from numbers import Real
 
 import numpy as np
@@ -25,15 +26,14 @@ from fedstruct.data.datasets.sachs import RowSampler, load_sachs_data, sachs_gro
 from fedstruct.data.partition import Sampler, check_n_clients, client_names
 from fedstruct.errors import PartitionError, SampleSizeError, UnknownVariableError
 from fedstruct.experiments.fedcdnv.settings import SACHS, SYNTHETIC, FedCDnvRun
-from fedstruct.experiments.sites import site_federation
+from fedstruct.experiments.source import SiteFiles, Source
 from fedstruct.graphs import Graph, dag_to_pag
 from fedstruct.graphs.random import erdos_renyi_dag
 
 __all__ = [
-    "Setting",
     "VariableSplit",
-    "build_setting",
-    "federation",
+    "VariableSubsetTask",
+    "source",
     "variable_subset_clients",
     "variable_subsets",
 ]
@@ -245,51 +245,88 @@ def variable_subset_clients(
     return ClientsOnDemand(names, draw)
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One problem instance: the source of rows, the variable split, the truth."""
-
-    sampler: Sampler
-    variables: tuple[str, ...]
-    split: VariableSplit
-    truth: Graph
+def source(settings: FedCDnvRun, sites: SiteFiles | None) -> VariableSubsetTask | SiteFiles:
+    """The run's data: the user's ``sites`` as they are (FedCDnv reads every column,
+    with no role), else the paper's federation (:class:`VariableSubsetTask`)."""
+    return VariableSubsetTask(settings) if sites is None else sites
 
 
-@cache
-def _sachs(discretize: str) -> RowSampler:
-    return RowSampler(load_sachs_data(discretize))
+class VariableSubsetTask(Source):
+    """One problem instance of the paper (§4.1): the source of rows (a synthetic
+    network, a bundled one or the real Sachs data), the variable split, and the truth,
+    the PAG over the integrated observed variables; each computed once, when first
+    read.
 
+    Parameters
+    ----------
+    settings
+        The run's settings (``network``, ``clients``, ``latent``, ``overlap``, sample
+        sizes, ``seed``).
+    """
 
-def build_setting(s: FedCDnvRun) -> Setting:
-    """The sampler, the variable split and the true PAG over the integrated variables."""
-    if s.network == SACHS:
-        sampler: Sampler = _sachs(s.discretize)
-        dag = sachs_ground_truth()
-    elif s.network == SYNTHETIC:
-        dag = erdos_renyi_dag(
-            s.variables, seed=s.seed, edges_per_node=s.edges_per_node, shuffle=True
-        )
-        sampler = random_discrete_network(
-            dag, seed=s.seed, cardinality=s.cardinality, alpha=s.cpt_alpha
-        )
-    else:
+    def __init__(self, settings: FedCDnvRun):
+        self.settings = settings
+        self.names = tuple(client_names(settings.clients))
+
+    @cached_property
+    def _model(self) -> tuple[Sampler, Graph]:
+        """The sampler of rows and the DAG they come from."""
+        s = self.settings
+        if s.network == SACHS:
+            return RowSampler(load_sachs_data(s.discretize)), sachs_ground_truth()
+        if s.network == SYNTHETIC:
+            dag = erdos_renyi_dag(
+                s.variables, seed=s.seed, edges_per_node=s.edges_per_node, shuffle=True
+            )
+            network = random_discrete_network(
+                dag, seed=s.seed, cardinality=s.cardinality, alpha=s.cpt_alpha
+            )
+            return network, dag
         network = load_network(s.network)
-        sampler, dag = network, network.graph
-    split = variable_subsets(dag.names, s.clients, seed=s.seed, overlap=s.overlap, latent=s.latent)
-    if s.network == SACHS and not split.latent:
-        # The consensus network has no unshielded collider, so its PAG has no arrowhead
-        # and orientations could not be scored at all: score them against the DAG.
-        truth = dag.restrict(split.observed)
-    else:
-        truth = dag_to_pag(dag, split.latent).restrict(split.observed)
-    return Setting(sampler, dag.names, split, truth)
+        return network, network.graph
 
+    @property
+    def sampler(self) -> Sampler:
+        """Where every client's rows are drawn from."""
+        return self._model[0]
 
-def federation(s: FedCDnvRun) -> Sequence[ClientData]:
-    """Every client's rows over its own variables: the sites' files, or the paper's split."""
-    if s.from_files:
-        return site_federation(s).clients
-    setting = build_setting(s)
-    return variable_subset_clients(
-        setting.sampler, setting.split, seed=s.seed, n_range=(s.min_samples, s.max_samples)
-    )
+    @property
+    def dag(self) -> Graph:
+        """The DAG over every variable, latent ones included."""
+        return self._model[1]
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Every variable of the model, latent ones included."""
+        return self.dag.names
+
+    @cached_property
+    def split(self) -> VariableSplit:
+        """The latent variables and each client's observed ones."""
+        s = self.settings
+        return variable_subsets(
+            self.dag.names, s.clients, seed=s.seed, overlap=s.overlap, latent=s.latent
+        )
+
+    @cached_property
+    def truth(self) -> Graph:
+        """The true PAG over the integrated observed variables (for the real Sachs data
+        without latent variables, the consensus DAG itself)."""
+        split = self.split
+        if self.settings.network == SACHS and not split.latent:
+            # The consensus network has no unshielded collider, so its PAG has no arrowhead
+            # and orientations could not be scored at all: score them against the DAG.
+            return self.dag.restrict(split.observed)
+        return dag_to_pag(self.dag, split.latent).restrict(split.observed)
+
+    @cached_property
+    def _clients(self) -> ClientsOnDemand:
+        s = self.settings
+        return variable_subset_clients(
+            self.sampler, self.split, seed=s.seed, n_range=(s.min_samples, s.max_samples)
+        )
+
+    def clients(self) -> ClientsOnDemand:
+        """Every client's rows over its own variables, each drawn when first read (and
+        kept: a run that reads them again gets the same rows, not a new draw)."""
+        return self._clients

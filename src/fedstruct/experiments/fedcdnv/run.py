@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
-from fedstruct.experiments.fedcdnv.federation import Setting, build_setting
+from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned, file_metrics, site_federation, truth_graph
+from fedstruct.experiments.sites import aligned
+from fedstruct.experiments.source import SiteFiles, Source
 from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_type_counts, site_agreement
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
@@ -40,11 +41,11 @@ from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
 __all__ = ["central_reference", "method", "run_fedcdnv", "score"]
 
 
-def method(s: FedCDnvRun) -> FedCDnv:
-    """The FedCDnv estimator the settings describe."""
+def method(s: FedCDnvRun, source: Source) -> FedCDnv:
+    """The FedCDnv estimator the settings describe, for the source's clients."""
     return FedCDnv(
         seed=s.seed,
-        participation=s.participation(s.client_names()),
+        participation=s.participation(source.names),
         **dataclasses.asdict(subset(s, FedCDnvConfig)),
     )
 
@@ -56,42 +57,45 @@ def score(truth: Graph, fed: Graph, definite: Sequence[tuple[str, str]] = ()) ->
     return graph_scores(truth, fed, definite)
 
 
-def central_reference(s: FedCDnvRun, clients: Sequence[ClientData], setting: Setting) -> Graph:
+def central_reference(
+    s: FedCDnvRun, clients: Sequence[ClientData], source: VariableSubsetTask
+) -> Graph:
     """Centralised FCI on pooled data: the clients' total size over all of ``O``."""
     total = sum(c.n_rows for c in clients)
-    if isinstance(setting.sampler, RowSampler):
-        total = min(total, len(setting.sampler.table))
-    rows = setting.sampler.sample(total, seed=s.seed + 1)[list(setting.split.observed)]
+    if isinstance(source.sampler, RowSampler):
+        total = min(total, len(source.sampler.table))
+    rows = source.sampler.sample(total, seed=s.seed + 1)[list(source.split.observed)]
     rows = rows.loc[:, rows.nunique() > 1]  # a constant column relates to nothing
     ci = make_ci_test(rows, s.ci_test, small_sample=s.small_sample, dof=s.dof)
     graph = fci(ci, alpha=s.alpha, depth=s.depth, pds_depth=s.pds_depth, workers=s.workers).graph
-    return graph.expand(setting.truth.names)
+    return graph.expand(source.truth.names)
 
 
 def run_fedcdnv(
-    s: FedCDnvRun, ctx: RunContext, model: FedCDnv, clients: Sequence[ClientData] | Sequence[str]
+    s: FedCDnvRun, ctx: RunContext, model: FedCDnv, source: VariableSubsetTask | SiteFiles
 ) -> RunOutcome:
-    """Fit on the backend; score FedG (and FeddG's definite pairs) against the true PAG."""
-    ctx.fit(model, clients)
+    """Fit on the backend; score FedG (and FeddG's definite pairs) against the true PAG,
+    or, on a user's files, report what FedG holds (:func:`_on_files`)."""
+    ctx.fit(model, source)
     if model.graph_ is None:  # stopped after round 1 (--stop-after 1): nothing integrated
         tests = float(sum(h.get("tests", 0.0) for h in model.history_))
         return RunOutcome({"tests": tests}, list(model.history_))
     causal, noncausal = model.definite_pairs_
-    if s.from_files:
-        return _on_files(s, ctx, model, [*causal, *noncausal])
-    setting = build_setting(s)
+    if isinstance(source, SiteFiles):
+        return _on_files(s, ctx, model, [*causal, *noncausal], source)
+    truth = source.truth
     # A variable constant at every client that observes it reaches no graph: isolated.
-    fed = model.graph_.expand(setting.truth.names)
-    metrics = score(setting.truth, fed, [*causal, *noncausal])
+    fed = model.graph_.expand(truth.names)
+    metrics = score(truth, fed, [*causal, *noncausal])
     metrics["n_definite"] = float(len(causal) + len(noncausal))
     metrics["n_variables"] = float(len(model.names_))
     metrics["tests"] = float(sum(h.get("tests", 0.0) for h in model.history_))
-    if s.reference and all(isinstance(c, ClientData) for c in clients):
-        central = central_reference(s, clients, setting)  # type: ignore[arg-type]
-        for key, value in score(setting.truth, central).items():
+    if s.reference and ctx.backend.needs_client_data:  # a deployment's server has none
+        central = central_reference(s, source.clients(), source)
+        for key, value in score(truth, central).items():
             metrics[f"central_{key}"] = value
     figure = plot_graph_comparison(
-        setting.truth,
+        truth,
         fed,
         ctx.out / "fedcdnv_graph.png",
         title=f"{s.strategy} on {s.network}: {s.clients} clients",
@@ -101,7 +105,11 @@ def run_fedcdnv(
 
 
 def _on_files(
-    s: FedCDnvRun, ctx: RunContext, model: FedCDnv, definite: Sequence[tuple[str, str]]
+    s: FedCDnvRun,
+    ctx: RunContext,
+    model: FedCDnv,
+    definite: Sequence[tuple[str, str]],
+    source: SiteFiles,
 ) -> RunOutcome:
     """A run on a user's files: what FedG holds, how far the sites' own PAGs agree with
     it, and, with ``--truth``, the scores against that graph."""
@@ -111,10 +119,10 @@ def _on_files(
         "n_variables": float(len(model.names_)),
         "tests": float(sum(h.get("tests", 0.0) for h in model.history_)),
         "site_agreement": site_agreement(model.graph_, model.local_graphs_.values()),
-        **file_metrics(site_federation(s)),
+        **source.report(),
     }
     figures = []
-    truth = truth_graph(s)
+    truth = source.truth
     if truth is not None:
         truth, fed = aligned(truth, model.graph_)
         metrics.update(score(truth, fed, definite))

@@ -1,0 +1,121 @@
+"""FED-CD's sources: the paper's federation and a user's files with a regime column,
+each resolved once per run (the run reads the truth and the data from them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+import fedstruct.experiments.fedcd.federation as fedcd_federation
+import fedstruct.experiments.sites as sites_module
+import fedstruct.experiments.source as source_module
+from fedstruct.data import load_network
+from fedstruct.errors import ConfigError, UnknownVariableError
+from fedstruct.experiments.fedcd import FedCDRun, InterventionTask, RegimeSites
+from fedstruct.experiments.fedcd.federation import roles, source
+from fedstruct.experiments.runs import execute, runnable
+from fedstruct.experiments.settings import apply_settings
+from fedstruct.graphs import write_graph
+
+TINY = {
+    "rounds": 1,
+    "epochs_per_round": 1,
+    "model_steps": 20,
+    "graph_steps": 5,
+    "graphs_per_step": 10,
+    "alone": "none",
+}
+
+
+def test_the_regime_role_is_the_setting_over_the_manifest():
+    assert roles(FedCDRun(), {"regime": "lab"}) == {"regime": "lab"}
+    assert roles(FedCDRun(regime="mine"), {"regime": "lab"}) == {"regime": "mine"}
+    with pytest.raises(ConfigError, match="--set regime=COLUMN"):
+        roles(FedCDRun(), {"target": "x"})
+
+
+def test_the_protocol_source_draws_its_dag_and_rows_once(monkeypatch):
+    calls = []
+    drawn = fedcd_federation.random_dag
+    monkeypatch.setattr(
+        fedcd_federation, "random_dag", lambda *a, **k: calls.append(a) or drawn(*a, **k)
+    )
+    settings = FedCDRun(network="chain", variables=4, samples=60, samples_per_intervention=8)
+    task = source(settings, None)
+    assert isinstance(task, InterventionTask)
+    assert task.names == ("client-1", "client-2")  # FED-CD's default: 2 clients
+    clients = task.clients()
+    assert task.clients() is clients  # the rows are kept, not drawn again
+    assert list(clients[0].rows.columns) == list(task.truth.names)
+    assert task.truth is task.truth and len(calls) == 1
+
+
+def test_a_protocol_run_builds_the_dag_once(monkeypatch, tmp_path):
+    calls = []
+    drawn = fedcd_federation.random_dag
+    monkeypatch.setattr(
+        fedcd_federation, "random_dag", lambda *a, **k: calls.append(a) or drawn(*a, **k)
+    )
+    settings = {"network": "chain", "variables": 4, "clients": 2, "samples": 200,
+                "samples_per_intervention": 10, **TINY}  # fmt: skip
+    metrics = execute("fedcd", [settings], tmp_path / "run").metrics
+    assert metrics["shd"] >= 0 and len(calls) == 1
+
+
+def _regime_sites(folder) -> list[str]:
+    network = load_network("asia")
+    paths = []
+    for k in range(2):
+        parts = [network.sample(150, seed=k).assign(regime="obs")]
+        for target in network.names[k::2]:
+            rows = network.sample(20, seed=10 + k, interventions={target: "uniform"})
+            parts.append(rows.assign(regime=target))
+        path = folder / f"lab-{k}.csv"
+        pd.concat(parts).to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_a_manifest_run_reads_the_manifest_and_the_truth_once(monkeypatch, tmp_path):
+    paths = _regime_sites(tmp_path)
+    truth = tmp_path / "asia.json"
+    write_graph(load_network("asia").graph, truth)
+    manifest = tmp_path / "federation.yaml"
+    sites = [{"name": Path(path).stem, "path": path} for path in paths]
+    manifest.write_text(yaml.safe_dump({"regime": "regime", "truth": str(truth), "sites": sites}))
+    reads: list[tuple[str, str]] = []
+    for module, name in ((source_module, "read_graph_file"), (source_module, "read_manifest"),
+                         (sites_module, "read_manifest")):  # fmt: skip
+        monkeypatch.setattr(module, name, _counted(getattr(module, name), name, reads))
+    metrics = execute("fedcd", [{"manifest": str(manifest), **TINY}], tmp_path / "run").metrics
+    # the manifest once for the run's source; the truth checked before round 1 and
+    # scored after the fit, from that one read
+    assert reads == [("read_manifest", str(manifest)), ("read_graph_file", str(truth))]
+    assert metrics["shd"] >= 0 and metrics["rows_lab-0"] == 150 + 4 * 20
+
+
+def _counted(read: Callable[[Any], Any], name: str, reads: list[tuple[str, str]]) -> Callable:
+    def counted(path: Any) -> Any:
+        reads.append((name, str(path)))
+        return read(path)
+
+    return counted
+
+
+def test_a_files_source_names_the_site_that_lacks_a_variable(tmp_path):
+    paths = _regime_sites(tmp_path)
+    frame = pd.read_csv(paths[1]).drop(columns=["asia"])
+    frame.to_csv(paths[1], index=False)
+    entry = runnable("fedcd")
+    settings = apply_settings(
+        entry.settings(), {"sites": paths, "regime": "regime"}, method="fedcd"
+    )
+    files = entry.resolve(settings)
+    assert isinstance(files, RegimeSites) and files.names == ("lab-0", "lab-1")
+    with pytest.raises(UnknownVariableError, match=r"site 'lab-1' lacks \['asia'\]"):
+        files.clients()
