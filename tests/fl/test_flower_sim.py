@@ -98,7 +98,8 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
     marker = uuid.uuid4().hex
     env = {**os.environ, "FEDSTRUCT_TEST_MARKER": marker}
     out = tmp_path / "sim"
-    settings = ["fedavg", "--clients", "2", "--rounds", "60", "--seed", "1",
+    # enough rounds that the run is still going when Ctrl-C comes, right after round 1
+    settings = ["fedavg", "--clients", "2", "--rounds", "20", "--seed", "1",
                 "--set", "samples=1500", "--set", "test_samples=500",
                 "--set", "dropout=0.2", "--quiet"]  # fmt: skip
     proc = subprocess.Popen(
