@@ -241,3 +241,43 @@ def test_a_tls_superlink_needs_control_keys(tmp_path):
          "--out", str(tmp_path / "run")]
     )  # fmt: skip
     assert "--control-key" in text and "does not exist" in text
+
+
+def test_a_guarded_supernode_polls_at_the_interval_the_environment_gives(monkeypatch):
+    import importlib
+
+    from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV, guard_supernode, poll_interval
+
+    assert poll_interval({}) is None  # Flower's own 3 s
+    assert poll_interval({POLL_INTERVAL_ENV: "0.25"}) == 0.25
+    for bad in ("0", "-1", "5", "soon", "nan"):
+        with pytest.raises(ConfigError, match=f"{POLL_INTERVAL_ENV}='{bad}' is not a number"):
+            poll_interval({POLL_INTERVAL_ENV: bad})
+    node = importlib.import_module("flwr.supernode.start_client_internal")
+    answers = iter([None, None, 7])  # two empty polls, then a message of run 7
+    monkeypatch.setattr(node, "_pull_and_store_message", lambda **kwargs: next(answers))
+    guard_supernode(0.01)
+    # Flower's loop sleeps 3 s after an empty poll: the guard polls again itself
+    assert node._pull_and_store_message(receive=lambda: None, get_fab=None) == 7
+    assert next(answers, "used up") == "used up"
+
+
+def test_a_loopback_cluster_sets_the_poll_intervals_it_is_given(tmp_path, monkeypatch):
+    from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
+    from fedstruct.fl.flower.loopback import SUPEREXEC_POLL_ENV, LoopbackCluster
+
+    monkeypatch.setenv(POLL_INTERVAL_ENV, "2")
+    fast = LoopbackCluster(tmp_path / "fast", poll_interval=0.25).env
+    assert fast[POLL_INTERVAL_ENV] == fast[SUPEREXEC_POLL_ENV] == "0.25"
+    default = LoopbackCluster(tmp_path / "default").env
+    assert POLL_INTERVAL_ENV not in default and SUPEREXEC_POLL_ENV not in default
+
+
+def test_a_run_status_without_a_superlink_is_one_line(tmp_path, capsys):
+    from fedstruct.errors import DeploymentError
+    from fedstruct.fl.flower.cluster import run_status, write_connection
+
+    write_connection(tmp_path, Link(f"127.0.0.1:{free_port()}"))
+    with pytest.raises(DeploymentError, match=r"^'flwr ls' failed: Connection to the SuperLink"):
+        run_status(5, tmp_path)
+    assert capsys.readouterr().out == ""  # the CLI's own lines stay out of our output

@@ -1,9 +1,10 @@
 """Flower deployment on loopback: SuperLink + SuperNodes as separate processes.
 
-Each round costs ~10 s here (Flower starts a ClientApp process per message and its
-SuperNodes poll every 3 s), so the runs are short and each test proves several
-things: a plain deployment's result equals the local backend's in
-tests/experiments/test_node_sites_deployed.py and, after a stop and a resume, here.
+Flower starts a ClientApp process per message, so each round costs a few seconds
+here even though the clusters poll every :data:`POLL` s instead of Flower's 3 s;
+the runs are short and each test proves several things: a plain deployment's
+result equals the local backend's in tests/experiments/test_node_sites_deployed.py
+and, after a stop and a resume, here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ pytest.importorskip("flwr")
 from flwr.common.constant import ErrorCode
 
 from fedstruct.errors import CheckpointError, DeploymentError
+from fedstruct.experiments import execute
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower.cluster import (
     CONNECTION,
@@ -35,12 +37,15 @@ from fedstruct.fl.flower.loopback import FEDSTRUCT, LoopbackCluster
 
 pytestmark = pytest.mark.slow
 
-SMALL = ["--set", "samples=1500", "--set", "test_samples=500", "--quiet"]
+SIZES = {"samples": 1500, "test_samples": 500}
+SMALL = [*(a for k, v in SIZES.items() for a in ("--set", f"{k}={v}")), "--quiet"]
+#: Seconds between the polls of the clusters' SuperNodes and SuperExecs (Flower: 3 s, 1 s).
+POLL = 0.25
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LoopbackCluster(tmp_path_factory.mktemp("insecure"))
+    c = LoopbackCluster(tmp_path_factory.mktemp("insecure"), poll_interval=POLL)
     try:
         c.superlink("--insecure")
         c.supernode(0, "--insecure")
@@ -86,19 +91,11 @@ def wait_for_round(out: Path, rnd: int, proc: subprocess.Popen, timeout: float =
         time.sleep(0.5)
 
 
-def local_metrics(cluster: LoopbackCluster, out: Path, clients: int, rounds: int) -> dict:
-    result = cluster.fedstruct(
-        "run",
-        "fedavg",
-        "--clients",
-        str(clients),
-        "--rounds",
-        str(rounds),
-        *SMALL,
-        "--out",
-        str(out),
-    )
-    assert result.returncode == 0, result.stderr
+def local_metrics(out: Path, clients: int, rounds: int) -> dict:
+    """The local backend's metrics for :func:`run_args`'s settings (in this process:
+    the command line's own path is the deployed runs')."""
+    settings = {"clients": clients, "rounds": rounds, **SIZES}
+    execute("fedavg", [settings], out)
     return json.loads((out / "metrics.json").read_text())
 
 
@@ -127,9 +124,7 @@ def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_pat
     resumed = cluster.fedstruct("run", "fedavg", "--resume", str(out), "--quiet")
     assert resumed.returncode == 0, resumed.stderr
     # the deployed rounds, stopped and resumed, give the local backend's result
-    assert json.loads((out / "metrics.json").read_text()) == local_metrics(
-        cluster, tmp_path / "local", 2, 4
-    )
+    assert json.loads((out / "metrics.json").read_text()) == local_metrics(tmp_path / "local", 2, 4)
     assert json.loads((out / "config.json").read_text())["backend"] == "flower"
 
 
@@ -165,7 +160,7 @@ def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreig
     """With TLS, node keys and control keys: a node with an unregistered key, a node
     registration or run submitted without a control key, and an app that is not
     fedstruct's are all refused; the coordinator's signed run goes through."""
-    c = LoopbackCluster(tmp_path)
+    c = LoopbackCluster(tmp_path, poll_interval=POLL)
     certs, keys = tmp_path / "certs", tmp_path / "keys"
     assert c.fedstruct("flower", "certificates", str(certs)).returncode == 0
     for name in ("hospital", "intruder"):
@@ -212,7 +207,7 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
     """Even behind a SuperLink that is not fedstruct's (or was compromised), a node
     started by 'fedstruct flower supernode' answers a foreign app's messages with
     Flower's invalid-app error and never runs its code."""
-    c = LoopbackCluster(tmp_path)
+    c = LoopbackCluster(tmp_path, poll_interval=POLL)
     try:
         c.start(
             "superlink", "--insecure", "--host", "127.0.0.1", "--port", str(c.port),

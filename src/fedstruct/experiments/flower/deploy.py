@@ -30,6 +30,7 @@ from fedstruct.fl.flower.cluster import (
     Link,
     default_home,
     flwr_json,
+    run_status,
     write_connection,
 )
 
@@ -164,7 +165,7 @@ def _wait(
     try:
         while True:
             try:
-                answer = flwr_json(["ls", CONNECTION, "--run-id", run_id], home, control=control)
+                answer = run_status(int(run_id), home, control=control)
                 runs = answer["runs"]
             except ControlKeyRefused:
                 raise

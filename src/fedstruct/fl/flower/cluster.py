@@ -16,6 +16,9 @@
   reliable, so :func:`flwr_json` parses its JSON output. With a control key,
   :func:`flwr_json` first stores a fresh control token where the CLI reads its
   access token (``$FLWR_HOME/credentials.yaml``).
+- A run's status, asked every second while a run is watched, is read in this
+  process with the CLI's own code (:func:`run_status`): a ``flwr ls`` process
+  costs about a second of CPU, which the run's own processes need.
 
 Every function here only builds commands or talks to the given address; nothing is
 sent anywhere else.
@@ -23,13 +26,16 @@ sent anywhere else.
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,7 @@ __all__ = [
     "flower_env",
     "flwr_json",
     "guarded",
+    "run_status",
     "superlink_command",
     "supernode_command",
     "wait_reachable",
@@ -365,6 +372,57 @@ def flwr_json(
 
 #: How Flower's CLI reports a Control API call refused for want of authentication.
 _AUTH_FAILED = ("Authentication failed", "Not authenticated")
+
+
+def run_status(run_id: int, home: Path, *, control: ControlAuth | None = None) -> dict[str, Any]:
+    """What ``flwr ls CONNECTION --run-id RUN_ID --format json`` answers (its
+    ``runs``, without ``success``), asked in this process with the CLI's own code.
+
+    Raises
+    ------
+    DeploymentError
+        If the SuperLink does not answer (:class:`ControlKeyRefused` if it refuses
+        the call for want of a control key), one line with Flower's reason.
+    """
+    from flwr.cli.flower_config import read_superlink_connection
+    from flwr.cli.ls import _display_one_run, _to_json
+    from flwr.cli.utils import init_http_client_from_connection
+
+    if control is not None:
+        control.store(home)
+    with _flower_home(home):
+        try:
+            client = init_http_client_from_connection(read_superlink_connection(CONNECTION))
+            try:
+                rows = _display_one_run(client, int(run_id))
+            finally:
+                client.close()
+        except Exception as exc:  # the CLI's errors (click, HTTP, protobuf) name no class of ours
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            if any(sign in reason for sign in _AUTH_FAILED):
+                raise ControlKeyRefused(_refusal("ls", control)) from None
+            raise DeploymentError(f"'flwr ls' failed: {reason}") from None
+    return {"runs": json.loads(_to_json(rows))["runs"]}
+
+
+@contextmanager
+def _flower_home(home: Path) -> Iterator[None]:
+    """``$FLWR_HOME`` set to ``home`` in this process, and the CLI's chatter (INFO
+    lines, "Using SuperLink ..." on stdout) kept out of this process's output."""
+    before = os.environ.get("FLWR_HOME")
+    logger = logging.getLogger("flwr")
+    level = logger.level
+    os.environ["FLWR_HOME"] = str(home)
+    logger.setLevel(logging.ERROR)
+    try:
+        with redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        logger.setLevel(level)
+        if before is None:
+            os.environ.pop("FLWR_HOME", None)
+        else:
+            os.environ["FLWR_HOME"] = before
 
 
 class ControlKeyRefused(DeploymentError):

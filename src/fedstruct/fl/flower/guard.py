@@ -25,6 +25,10 @@ flower-superlink ARGS``), which adds, in the same process and before Flower star
   node checks the run's app the same way and answers every message of a foreign app
   with Flower's "invalid FAB" error instead of running it.
 
+A guarded SuperNode also takes the seconds between its polls of the SuperLink from
+:data:`POLL_INTERVAL_ENV` (Flower's own wait, 3 s, when unset): a loopback cluster polls
+faster, so its rounds do not wait out the interval (:mod:`fedstruct.fl.flower.loopback`).
+
 The guards replace two functions of Flower 1.41 (the Control API's ``start_run``
 and the SuperNode's ``_pull_and_store_message``) and its authentication-plugin
 loader; :func:`main` refuses to start on another Flower version.
@@ -36,9 +40,10 @@ import importlib
 import io
 import os
 import sys
+import time
 import tomllib
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from logging import ERROR, WARNING
 from pathlib import Path
 from typing import Any
@@ -53,20 +58,27 @@ from flwr.supercore.auth.typing import (
 from flwr.supercore.error import ApiErrorCode, FlowerError
 from flwr.superlink.auth_plugin import ControlAuthnPlugin
 
+from fedstruct.errors import ConfigError
 from fedstruct.fl.flower.credentials import load_control_keys, verify_control_token
 
 __all__ = [
     "CONTROL_KEYS_ENV",
     "FEDSTRUCT_COMPONENTS",
+    "POLL_INTERVAL_ENV",
     "ControlKeyAuthn",
     "app_problem",
     "guard_superlink",
     "guard_supernode",
     "main",
+    "poll_interval",
 ]
 
 #: Environment variable naming the SuperLink's file of control public keys.
 CONTROL_KEYS_ENV = "FEDSTRUCT_CONTROL_KEYS"
+#: Environment variable: seconds a guarded SuperNode waits between polls of the SuperLink.
+POLL_INTERVAL_ENV = "FEDSTRUCT_SUPERNODE_POLL_INTERVAL"
+#: Flower 1.41's own wait after a poll that brought no message.
+_FLOWER_POLL_INTERVAL = 3.0
 #: The components of the only app a guarded SuperLink or SuperNode runs.
 FEDSTRUCT_COMPONENTS = {
     "serverapp": "fedstruct.experiments.flower.app:server_app",
@@ -233,10 +245,49 @@ def _checked_pull(pull: Callable[..., Any]) -> Callable[..., Any]:
     return pull_for_fedstruct_app_only
 
 
-def guard_supernode() -> None:
-    """Install the SuperNode's guard in this process (module docstring)."""
+def _polled_every(pull: Callable[..., Any], interval: float) -> Callable[..., Any]:
+    """``pull`` retried every ``interval`` seconds until it brings a message: Flower's
+    loop then never reaches its own 3 s wait."""
+
+    def pull_every_interval(**kwargs: Any) -> Any:
+        while (run_id := pull(**kwargs)) is None:
+            time.sleep(interval)
+        return run_id
+
+    return pull_every_interval
+
+
+def poll_interval(environ: Mapping[str, str]) -> float | None:
+    """The SuperNode's poll interval in ``environ`` (:data:`POLL_INTERVAL_ENV`), or
+    ``None`` for Flower's own.
+
+    Raises
+    ------
+    ConfigError
+        If the value is not a number of seconds above 0 and at most Flower's 3 s.
+    """
+    raw = environ.get(POLL_INTERVAL_ENV)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= _FLOWER_POLL_INTERVAL:
+        raise ConfigError(
+            f"{POLL_INTERVAL_ENV}={raw!r} is not a number of seconds in (0, "
+            f"{_FLOWER_POLL_INTERVAL:g}]; set it to e.g. 0.2, or unset it for Flower's "
+            f"{_FLOWER_POLL_INTERVAL:g} s"
+        )
+    return value
+
+
+def guard_supernode(interval: float | None = None) -> None:
+    """Install the SuperNode's guard in this process (module docstring); ``interval``:
+    seconds between polls of the SuperLink (``None``: Flower's own)."""
     node = importlib.import_module("flwr.supernode.start_client_internal")
-    node._pull_and_store_message = _checked_pull(node._pull_and_store_message)
+    pull = _checked_pull(node._pull_and_store_message)
+    node._pull_and_store_message = pull if interval is None else _polled_every(pull, interval)
 
 
 # ---------------------------------------------------------------- entry point
@@ -260,7 +311,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         flower_superlink()
     else:
-        guard_supernode()
+        try:
+            interval = poll_interval(os.environ)
+        except ConfigError as exc:
+            sys.exit(f"error: {exc}")
+        guard_supernode(interval)
         from flwr.supernode.cli import flower_supernode
 
         flower_supernode()

@@ -4,7 +4,10 @@ For trying a deployment on one machine, for tests and for benchmarks. Every proc
 is started through fedstruct's own commands (``fedstruct flower ...``) in its own
 session, so stopping its process group also stops the SuperExec and app processes
 Flower spawns. Everything binds to 127.0.0.1 on free ports, with a private
-FLWR_HOME, telemetry and update checks off. Use it as a context manager::
+FLWR_HOME, telemetry and update checks off. Its daemons poll as often as Flower's
+own defaults (a SuperNode every 3 s, a SuperExec every 1 s) unless ``poll_interval``
+says otherwise: tests poll faster, so their rounds do not wait out the intervals.
+Use it as a context manager::
 
     with LoopbackCluster(Path("/tmp/fl")) as cluster:
         cluster.superlink("--insecure")
@@ -24,6 +27,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
+
+#: Flower's environment variable for a SuperExec's seconds between task polls.
+SUPEREXEC_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
 
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
 
@@ -45,9 +53,12 @@ class LoopbackCluster:
     ----------
     root
         Folder for the private FLWR_HOME and one log file per process.
+    poll_interval
+        Seconds between the polls of every SuperNode (for messages) and SuperExec (for
+        app processes to start); ``None``: Flower's own intervals.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, poll_interval: float | None = None) -> None:
         self.root = root
         self.home = root / "flwr-home"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -57,6 +68,10 @@ class LoopbackCluster:
             FLWR_TELEMETRY_ENABLED="0",
             FLWR_DISABLE_UPDATE_CHECK="1",
         )
+        for name in (POLL_INTERVAL_ENV, SUPEREXEC_POLL_ENV):
+            self.env.pop(name, None)
+            if poll_interval is not None:
+                self.env[name] = str(poll_interval)
         self.procs: dict[str, subprocess.Popen] = {}
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
