@@ -12,6 +12,7 @@ import bz2
 import csv
 import gzip
 import lzma
+import warnings
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -137,13 +138,7 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
     header = next(csv.reader([lines[0]], delimiter=sep))
     _check_header(header, path)
     try:
-        text = _text_columns(path, sep)
-        frame = pd.read_csv(path, sep=sep, dtype=_BY_COLUMN)
-        if not all(isinstance(frame[col].dtype, pd.StringDtype) for col in text):
-            # pandas' low-memory read typed some chunks of a text column as numbers
-            # (an object column of numbers and text): read its values as text
-            frame = pd.read_csv(path, sep=sep, dtype=dict.fromkeys(text, "category"))
-            text = []
+        return _read_whole(path, sep, _text_columns(path, sep))
     except _DECOMPRESS_ERRORS as exc:
         raise _damaged(path, exc) from exc
     except UnicodeDecodeError as exc:
@@ -157,6 +152,19 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
             f"file {path} does not parse with delimiter {sep!r}: {one_line(exc)}; "
             "fix the file or pass --set delimiter=..."
         ) from exc
+
+
+def _read_whole(path: Path, sep: str, text: list[str]) -> pd.DataFrame:
+    """The whole file as pandas types it, the ``text`` columns as ``category``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = pd.read_csv(path, sep=sep, dtype=_BY_COLUMN)
+    if not all(isinstance(frame[col].dtype, pd.StringDtype) for col in text):
+        # pandas' low-memory read typed a text column's later chunks as numbers (an
+        # object column of both, and a DtypeWarning): read its values as text
+        return pd.read_csv(path, sep=sep, dtype=dict.fromkeys(text, "category"))
+    for found in caught:  # e.g. a DtypeWarning for a column of numbers, then text
+        warnings.warn(found.message, stacklevel=1)
     for col in text:
         frame[col] = _as_category(frame[col])
     return frame
