@@ -242,7 +242,7 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
         values = column.to_numpy()  # no copy: NaN already marks missing values
     else:  # integers, nullable extension types
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    finite = table.all_finite(col) or np.isfinite(values).all()
+    finite = table.only_finite(col) or np.isfinite(values).all()
     infinite = 0 if finite else int(np.isinf(values).sum())
     if infinite:
         raise DataError(

@@ -51,7 +51,7 @@ class SiteTable:
             self.isna[col] = self.frame[col].isna().to_numpy()
         return self.isna[col]
 
-    def all_finite(self, col: str) -> bool:
+    def only_finite(self, col: str) -> bool:
         """Whether ``col`` is a ``float64`` column of finite numbers only (no missing or
         infinite value), checked once by its sum (:func:`all_finite`): then its
         missing values need not be looked for row by row."""
@@ -69,7 +69,7 @@ class SiteTable:
             return True
         if isinstance(dtype, np.dtype) and dtype.kind in "biu":
             return False
-        return not self.all_finite(col) and bool(self.missing(col).any())
+        return not self.only_finite(col) and bool(self.missing(col).any())
 
     def schema(self, kinds: Mapping[str, str]) -> SiteSchema:
         """The site's :class:`SiteSchema` for the columns ``kinds`` names.
