@@ -1,13 +1,15 @@
 """Speed and memory of reading a user's own site files (``fedstruct.data.sites``).
 
-Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [--sites S]``
+Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [--sites S]
+[--readers] [--against SRC]``
 
 1. Speed: one CSV of ``N`` rows x ``C`` columns (3/5 continuous, 1/5 integer codes
    0..4, 1/5 text levels), written to a temporary folder. ``read_site`` (read +
    validate + encode + ``ClientData``) against pandas' own ``read_csv`` of the same
    file, alternating, median of ``R`` runs each (goal: ratio <= 1.5); with the
-   median CPU time (user + system, all threads) of each path and the load average
-   before and after, since both paths use every core and the machine may be shared.
+   median CPU time (user + system, all threads) of each path, their ratio, and the
+   load average before and after, since both paths use every core and the machine
+   may be shared.
    A breakdown of one run by step follows.
 2. Memory: each path in a fresh child process; the peak resident set (``VmHWM`` of
    ``/proc/self/status``, which starts afresh at ``exec``; ``ru_maxrss`` does not: it
@@ -22,6 +24,10 @@ Usage: ``python benchmarks/read_site.py [--rows N] [--columns C] [--repeats R] [
    pandas' pyarrow engine, ``pyarrow.csv`` (+ ``to_pandas``) and polars (+
    ``to_pandas``; skipped unless installed). Only pandas' C engine types a file as
    ``pandas.read_csv`` does (``tests/data/test_sites.py::test_reading_equals_pandas``).
+5. With ``--against SRC`` (another checkout's ``src/``, e.g. before a change):
+   ``pandas.read_csv``, ``read_site`` from ``SRC`` and ``read_site`` from this checkout,
+   each in a fresh child process, in turn, ``R`` rounds (median wall and CPU), so that
+   both versions are timed under the same load.
 """
 
 from __future__ import annotations
@@ -105,6 +111,22 @@ wall = time.perf_counter() - start
 after = resource.getrusage(resource.RUSAGE_SELF)
 cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 print(json.dumps({"wall": wall, "cpu": cpu, "peak": status("VmHWM") - base}))
+"""
+AGAINST = """
+import json, resource, sys, time
+import pandas as pd
+from fedstruct.data.sites import read_site
+which, path = sys.argv[1], sys.argv[2]
+pd.read_csv(path, nrows=10)
+before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+if which == "pandas.read_csv":
+    pd.read_csv(path)
+else:
+    read_site(path)
+wall = time.perf_counter() - start
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+print(json.dumps({"wall": wall, "cpu": cpu}))
 """
 #: The readers compared by ``--readers``, and the module each needs.
 READERS = {
@@ -205,6 +227,31 @@ def readers(path: Path, repeats: int, frame: int) -> None:
             print(f"  {name}: skipped ({module} is not installed)")
 
 
+def against(path: Path, repeats: int, other: Path) -> None:
+    """Print pandas' and both versions' median wall and CPU (fresh processes, in turn)."""
+    here = Path(__file__).resolve().parents[1] / "src"
+    paths = {"pandas.read_csv": here, f"read_site ({other})": other, "read_site (here)": here}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in paths}
+    for _ in range(repeats):
+        for name, src in paths.items():
+            which = name.split(" ")[0]
+            out = subprocess.run(
+                [sys.executable, "-c", AGAINST, which, str(path)],
+                env={**os.environ, "PYTHONPATH": str(src)},
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            runs[name].append(json.loads(out.stdout))
+    base = {k: statistics.median(r[k] for r in runs["pandas.read_csv"]) for k in ("wall", "cpu")}
+    for name, found in runs.items():
+        wall, cpu = (statistics.median(r[k] for r in found) for k in ("wall", "cpu"))
+        print(
+            f"  {name}: {wall:.2f} s (CPU {cpu:.2f} s), "
+            f"ratio {wall / base['wall']:.2f}, CPU ratio {cpu / base['cpu']:.2f}"
+        )
+
+
 def manifest(folder: Path, sites: int) -> Path:
     """A manifest of ``sites`` small CSV files."""
     rng = np.random.default_rng(1)
@@ -234,6 +281,9 @@ def main() -> None:
     parser.add_argument(
         "--readers", action="store_true", help="also compare the maintained CSV readers"
     )
+    parser.add_argument(
+        "--against", type=Path, help="also time read_site from this src/ folder, in turn"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -247,7 +297,8 @@ def main() -> None:
         for name, (wall, cpu) in times.items():
             print(f"{name}: {wall:.2f} s (CPU {cpu:.2f} s)")
         ratio = times["read_site"][0] / times["pandas.read_csv"][0]
-        print(f"ratio {ratio:.2f} (goal <= 1.5)")
+        cpu_ratio = times["read_site"][1] / times["pandas.read_csv"][1]
+        print(f"ratio {ratio:.2f} (goal <= 1.5), CPU ratio {cpu_ratio:.2f}")
         print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         for step, seconds in breakdown(path).items():
             print(f"  {step}: {seconds:.2f} s")
@@ -261,6 +312,11 @@ def main() -> None:
         if args.readers:
             print(f"maintained readers alone (median of {args.repeats}, fresh processes):")
             readers(path, args.repeats, frame)
+        if args.against:
+            print(f"against {args.against} (median of {args.repeats}, fresh processes in turn):")
+            print("  load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+            against(path, args.repeats, args.against.resolve())
+            print("  load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
         sites = folder / "many"
         sites.mkdir()
         source = manifest(sites, args.sites)

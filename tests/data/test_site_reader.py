@@ -1,13 +1,22 @@
-"""The table reader on pandas' C parser: text columns as ``category``, typed as pandas."""
+"""The table reader on pandas' C parser: text columns as ``category``, typed as pandas;
+levels and codes taken from category codes and integer ranges."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from fedstruct.data.sites import infer_kinds, read_federation, read_table
+from fedstruct.data.sites import (
+    encode_site,
+    infer_kinds,
+    merge_schemas,
+    read_federation,
+    read_table,
+    site_schema,
+)
 
 
 def test_text_columns_are_categories_holding_pandas_values(tmp_path: Path) -> None:
@@ -38,3 +47,61 @@ def test_a_path_with_an_equals_sign_is_a_path(tmp_path: Path) -> None:
     path.write_text("x\n" + "".join(f"{i % 3}\n" for i in range(12)))
     (client,) = read_federation([str(path)]).clients
     assert client.name == "k=v" and client.n_rows == 12
+
+
+def test_text_in_chunks_pandas_types_as_numbers_keeps_every_value_as_written(
+    tmp_path: Path,
+) -> None:
+    """pandas reads a long file in chunks of 262,144 rows: a text column whose later
+    chunks hold only numbers ("01") would be numbers there; read as text throughout,
+    without pandas' warning of mixed types."""
+    path = tmp_path / "mixed.csv"
+    path.write_text("t,y\n" + "a,1\n" * 1000 + "".join(f"0{i % 5},1\n" for i in range(263_000)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = read_table(path)
+    whole = pd.read_csv(path, dtype={"t": "category"})
+    assert list(frame["t"].cat.categories) == ["00", "01", "02", "03", "04", "a"]
+    pd.testing.assert_frame_equal(frame, whole)
+
+
+def test_a_category_column_and_its_values_as_text_give_one_schema_and_codes() -> None:
+    """Codes and levels are taken from a category column's codes (categories without
+    rows left out), from an integer column by counting its range: both as hashing
+    every value gives them."""
+    text = ["x", "z", None, "x", "z", "z"]
+    kinds = {"c": "categorical", "n": "categorical", "y": "continuous"}
+    ints = np.array([-128, 127, 3, -128, 3, 3], dtype=np.int8)
+    y = np.arange(6.0)
+    as_codes = pd.DataFrame(
+        {"c": pd.Categorical(text, categories=["w", "x", "y", "z"]), "n": ints, "y": y}
+    )
+    as_values = pd.DataFrame({"c": pd.Series(text, dtype=object), "n": ints.astype(object), "y": y})
+    schemas = [site_schema("s", frame, kinds) for frame in (as_codes, as_values)]
+    assert schemas[0] == schemas[1]
+    assert schemas[0].columns[0].levels == ("x", "z")
+    assert schemas[0].columns[1].levels == ("-128", "3", "127")
+    codebook = merge_schemas(schemas[:1])
+    rows = [
+        encode_site("s", frame, codebook, missing="drop-rows").client.rows
+        for frame in (as_codes, as_values)
+    ]
+    pd.testing.assert_frame_equal(rows[0], rows[1])
+    assert rows[0]["c"].tolist() == [0, 1, 0, 1, 1] and rows[0]["n"].tolist() == [0, 2, 0, 1, 1]
+
+
+def test_integer_columns_at_the_ends_of_int64_and_wide_ones_keep_their_values() -> None:
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    frame = pd.DataFrame(
+        {
+            "low": np.array([low, low + 2, low], dtype=np.int64),
+            "high": np.array([high, high - 1, high], dtype=np.int64),
+            "wide": np.array([0, 10**12, 5], dtype=np.int64),
+        }
+    )
+    schema = site_schema("s", frame, dict.fromkeys(frame.columns, "categorical"))
+    rows = encode_site("s", frame, merge_schemas([schema])).client.rows
+    for column in schema.columns:
+        assert sorted(column.levels) == sorted({str(v) for v in frame[column.name]})
+        decoded = [column.levels[code] for code in rows[column.name]]
+        assert decoded == [str(v) for v in frame[column.name]], column.name

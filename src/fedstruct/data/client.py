@@ -277,7 +277,7 @@ def _check_finite(name: str, rows: pd.DataFrame) -> None:
                 values = part.to_numpy()
             else:  # a nullable or pyarrow float column: a missing value is NaN
                 values = part.to_numpy(dtype=np.float64, na_value=np.nan)
-            if _all_finite(values):
+            if all_finite(values):
                 continue
             counts = (~np.isfinite(values)).sum(axis=0)
             j = int(np.flatnonzero(counts)[0])
@@ -300,7 +300,7 @@ def _float_runs(dtypes: Sequence[Any]) -> list[tuple[int, int, Any]]:
     return runs
 
 
-def _all_finite(values: NDArray[np.floating]) -> bool:
+def all_finite(values: NDArray[np.floating]) -> bool:
     """Whether every value is finite: their sum is, unless it overflows (then check all)."""
     with np.errstate(all="ignore"):
         if np.isfinite(values.sum()):

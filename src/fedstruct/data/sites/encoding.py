@@ -196,6 +196,9 @@ def _rows_to_keep(
     frame = table.frame
     bad: NDArray[np.bool_] | None = None
     for col in variables:
+        if not table.any_missing(col):
+            table.isna.pop(col, None)
+            continue
         isna = table.isna.pop(col, None)
         if isna is None:
             isna = frame[col].isna().to_numpy()
@@ -239,7 +242,8 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
         values = column.to_numpy()  # no copy: NaN already marks missing values
     else:  # integers, nullable extension types
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    infinite = 0 if np.isfinite(values).all() else int(np.isinf(values).sum())
+    finite = table.only_finite(col) or np.isfinite(values).all()
+    infinite = 0 if finite else int(np.isinf(values).sum())
     if infinite:
         raise DataError(
             f"{infinite} infinite values in column {col!r} of {table.where}; "

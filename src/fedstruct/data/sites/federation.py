@@ -351,7 +351,9 @@ def _site_kinds(
         return len(table.factor(col)[1])
 
     try:
-        kinds_of = column_kinds(table.frame, columns, dict(kinds or {}), 10, n_distinct)
+        kinds_of = column_kinds(
+            table.frame, columns, dict(kinds or {}), 10, n_distinct, table.any_missing
+        )
     except UnknownVariableError as exc:
         raise UnknownVariableError(f"{table.where}: {exc}") from exc
     except DataError as exc:

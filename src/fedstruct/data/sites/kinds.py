@@ -62,8 +62,12 @@ def column_kinds(
     overrides: Mapping[str, str],
     max_levels: int,
     n_distinct: Callable[[str], int],
+    any_missing: Callable[[str], bool] | None = None,
 ) -> dict[str, str]:
-    """Each of ``columns``' kind (``overrides`` win; ``n_distinct`` counts values)."""
+    """Each of ``columns``' kind (``overrides`` win; ``n_distinct`` counts values;
+    ``any_missing`` says whether a float column misses values, by default
+    ``Series.hasnans``)."""
+    has_missing = any_missing or (lambda col: bool(frame[col].hasnans))
     for col, kind in overrides.items():
         if col not in columns:
             raise UnknownVariableError(
@@ -72,12 +76,17 @@ def column_kinds(
             )
         check_kind(kind, col)
     return {
-        col: overrides.get(col) or _infer_kind(frame[col], max_levels, n_distinct)
+        col: overrides.get(col) or _infer_kind(frame[col], max_levels, n_distinct, has_missing)
         for col in columns
     }
 
 
-def _infer_kind(column: pd.Series, max_levels: int, n_distinct: Callable[[str], int]) -> str:
+def _infer_kind(
+    column: pd.Series,
+    max_levels: int,
+    n_distinct: Callable[[str], int],
+    any_missing: Callable[[str], bool],
+) -> str:
     dtype = column.dtype
     if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
         if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
@@ -88,7 +97,7 @@ def _infer_kind(column: pd.Series, max_levels: int, n_distinct: Callable[[str], 
         return "categorical"
     if pd.api.types.is_integer_dtype(dtype):
         return "categorical" if n_distinct(column.name) <= max_levels else "continuous"
-    if column.hasnans:  # pandas reads an integer column with missing values as floats
+    if any_missing(column.name):  # pandas reads an integer column with missing values as floats
         values = column.dropna().to_numpy(dtype=np.float64)
         integral = values.size and np.array_equal(values, np.floor(values))
         if integral and pd.unique(values).size <= max_levels:
