@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 
-
 def graph_files(stem: str) -> dict[str, str]:
     """The file of each format for the graph called ``stem``."""
     edges = "edges.csv" if stem == "graph" else f"{stem}-edges.csv"
@@ -84,4 +83,3 @@ def write_artifacts(
         *write_tables(model, out),
         *save_model(model, out, data=data),
     ]
-
