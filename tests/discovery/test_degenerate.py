@@ -202,11 +202,17 @@ def test_the_cache_round_trips_through_arrays():
 
 
 def test_too_few_rows_for_the_regression_skip_the_test_as_dependent():
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({f"c{k}": rng.integers(0, 4, 8) for k in range(3)})
-    frame["x"] = rng.standard_normal(8)
+    rng = np.random.default_rng(5)
+    levels = np.arange(10) % 4  # every level of 4 in 10 rows
+    frame = pd.DataFrame({f"c{k}": rng.permutation(levels) for k in range(3)})
+    frame["x"] = rng.standard_normal(10)
     test = make_ci_test(frame, "dg")
-    assert test.query(0, 1, (2,)) == (0.0, True)  # 3 + 3 + 3 columns + 1 >= 8 rows
+    assert test.widths == (3, 3, 3, 1)
+    assert test.query(0, 1, (2,)) == (0.0, True)  # 3 + 3 + 3 columns + 1 intercept: 0 residual df
+    assert test.query(0, 3, (1,))[1] is False  # 2 residual df
+    # Learners do not enumerate sets that could only be skipped: room for 4 columns of Z.
+    assert test.max_testable_size(0, 3, [1, 2]) == 1
+    assert test.max_testable_size(0, 1, [2, 3]) == 1  # x (1 column) fits, c2 does not
 
 
 def test_bad_input_names_the_variable_and_the_fix():
@@ -219,6 +225,11 @@ def test_bad_input_names_the_variable_and_the_fix():
         make_ci_test(frame, "dg", kinds={"zz": "categorical"})
     with pytest.raises(ConfigError, match=r"'a'.*kind"):
         make_ci_test(frame, "auto", kinds={"a": "nominal"})
-    twin = frame.assign(e=frame["a"])  # a categorical copy: singular indicator columns
-    with pytest.raises(DataError, match=r"'a', 'e' .* singular"):
-        make_ci_test(twin, "dg").pvalue_of("a", "e", ["b"])
+
+
+def test_a_singular_regression_is_skipped_as_dependent():
+    frame = small_mixed_frame()
+    twin = make_ci_test(frame.assign(e=frame["a"]), "dg")  # a categorical copy
+    assert twin.query(0, 4, (1,)) == (0.0, True)
+    assert twin.query(1, 2, (0, 4)) == (0.0, True)
+    assert twin.n_skipped == 2

@@ -37,11 +37,14 @@ works on its sub-blocks, and the log-determinants of the sub-matrices are cached
 variable set (PC and FCI test many pairs given one ``Z``, and one pair given many
 ``Z``, so ``log det C(Z)``, ``C(X,Z)`` and ``C(Y,Z)`` recur).
 
-A test whose regression has no residual degrees of freedom
-(``n - p_X - p_Y - Σ p_Z - 1 < 1``) is skipped and treated as dependent (p = 0), as
-Fisher-z does. A singular sub-matrix (a column that is an exact linear function of
-others, e.g. a category that occurs exactly where a level of another variable does)
-raises :class:`~fedstruct.errors.DataError` naming the variables.
+A test whose regression cannot be fitted is skipped and treated as dependent (p = 0;
+counted in :attr:`~fedstruct.discovery.citest.CITest.n_skipped`): no residual degrees
+of freedom (``n - p_X - p_Y - Σ p_Z - 1 < 1``, as Fisher-z), or a singular
+sub-matrix (a column that is an exact linear function of others). Unlike Fisher-z,
+which raises on a singular matrix, the mixed test skips: with indicator columns a
+small sample makes exact collinearity likely by chance (a rare category seen only in
+the rows of one level of another variable), and a copied column, the other cause, is
+indeed dependent on its original.
 """
 
 from __future__ import annotations
@@ -172,7 +175,7 @@ class DegenerateGaussianTest(CITest):
         For NaN or infinite values.
     DataError
         For a constant or non-numeric column, a categorical column with non-integer or
-        negative codes; during a test, for a singular correlation sub-matrix.
+        negative codes.
     UnknownVariableError, ConfigError
         For ``kinds`` naming an unknown variable or kind.
     """
@@ -205,23 +208,33 @@ class DegenerateGaussianTest(CITest):
         """Each variable's number of expanded columns (``k - 1`` for ``k`` levels, else 1)."""
         return tuple(self._widths)
 
-    def _logdet(self, variables: tuple[int, ...], i: int, j: int, z: tuple[int, ...]) -> float:
-        """``log det`` of the correlation sub-matrix over ``variables``' columns (cached)."""
+    def max_testable_size(self, i: int, j: int, candidates: Sequence[int]) -> int:
+        """See :meth:`CITest.max_testable_size`: the largest ``k`` for which the ``k``
+        candidates with the fewest columns leave the regression a residual degree of
+        freedom (a larger set is skipped as dependent)."""
+        room = self._n_samples - self._widths[i] - self._widths[j] - 2  # type: ignore[operator]
+        if room < 0:
+            return -1
+        k = 0
+        for width in sorted(self._widths[v] for v in candidates):
+            room -= width
+            if room < 0:
+                break
+            k += 1
+        return k
+
+    def _logdet(self, variables: tuple[int, ...]) -> float:
+        """``log det`` of the correlation sub-matrix over ``variables``' columns (cached);
+        NaN when the sub-matrix is singular."""
         value = self._logdets.get(variables)
         if value is not None:
             return value
         cols = [c for v in variables for c in self._blocks[v]]
         try:
             chol = np.linalg.cholesky(self._corr[np.ix_(cols, cols)])
+            value = 2.0 * float(np.log(np.diagonal(chol)).sum())
         except np.linalg.LinAlgError:
-            given = [self._names[k] for k in z]
-            raise DataError(
-                f"{self._where}the correlation matrix of {self._names[i]!r}, "
-                f"{self._names[j]!r} and {given} (categorical ones as indicator columns) is "
-                "singular: some column is a linear function of others; drop duplicated or "
-                "deterministic columns, or merge categories that always co-occur"
-            ) from None
-        value = 2.0 * float(np.log(np.diagonal(chol)).sum())
+            value = math.nan
         if len(self._logdets) >= _LOGDET_CACHE:
             self._logdets = {(): 0.0}
         self._logdets[variables] = value
@@ -233,15 +246,14 @@ class DegenerateGaussianTest(CITest):
         n = self._n_samples
         if n - p_x - p_y - sum(widths[k] for k in z) - 1 < 1:  # type: ignore[operator]
             return 0.0, True
-        xz = tuple(sorted((i, *z)))
-        yz = tuple(sorted((j, *z)))
-        xyz = tuple(sorted((i, j, *z)))
         stat = n * (  # type: ignore[operator]
-            self._logdet(xz, i, j, z)
-            + self._logdet(yz, i, j, z)
-            - self._logdet(xyz, i, j, z)
-            - self._logdet(z, i, j, z)
+            self._logdet(tuple(sorted((i, *z))))
+            + self._logdet(tuple(sorted((j, *z))))
+            - self._logdet(tuple(sorted((i, j, *z))))
+            - self._logdet(z)
         )
+        if math.isnan(stat):  # a singular sub-matrix: the regression cannot be fitted
+            return 0.0, True
         if not math.isfinite(stat):
             return 0.0, False
         return float(chdtrc(p_x * p_y, max(stat, 0.0))), False
