@@ -195,7 +195,6 @@ class DegenerateGaussianTest(CITest):
         self._blocks = blocks
         self._widths = [len(b) for b in blocks]
         self._corr = expanded_correlation(matrix.values, levels, width)
-        self._where = matrix.where
         self._logdets: dict[tuple[int, ...], float] = {(): 0.0}
 
     @property
