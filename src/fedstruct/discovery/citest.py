@@ -16,7 +16,8 @@ those values to :meth:`CITest.query_key` one by one, in their serial order, so t
 cache and the counters end exactly as if every test had been computed alone.
 
 Concrete tests: :class:`~fedstruct.discovery.discrete.DiscreteTest` (G² and Pearson
-χ²), :class:`~fedstruct.discovery.fisherz.FisherZTest` and :class:`OracleTest`
+χ²), :class:`~fedstruct.discovery.fisherz.FisherZTest`,
+:class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest` (mixed data) and :class:`OracleTest`
 (d/m-separation, for testing the learners).
 """
 
@@ -59,7 +60,7 @@ class CITest(ABC):
     names
         The variable names; index ``k`` means ``names[k]``.
     kind
-        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"oracle"``).
+        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``, ``"oracle"``).
     n_samples
         Number of rows behind the test, ``None`` for the oracle.
     """
@@ -84,7 +85,7 @@ class CITest(ABC):
 
     @property
     def kind(self) -> str:
-        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"oracle"``)."""
+        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``, ``"oracle"``)."""
         return self._kind
 
     @property

@@ -100,7 +100,8 @@ def start_search(
     alpha
         Significance level; a test says independent iff ``p > alpha``.
     test
-        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+        Test name when ``data`` is data: ``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``
+        or ``"auto"`` (:data:`~fedstruct.discovery.build.CI_TESTS`).
     depth
         Largest conditioning set of the adjacency search; ``None`` or ``-1``: none.
     stable

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
-from fedstruct.discovery import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.pvalues import check_interval
@@ -13,7 +13,6 @@ from fedstruct.methods.fedcdnv.pvalues import check_interval
 __all__ = ["LEARNERS", "FedCDnvConfig"]
 
 LEARNERS = ("fci", "rfci")
-CI_TESTS = ("g2", "chi2", "fisherz")
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,10 @@ class FedCDnvConfig:
     learner
         Local learner: ``"fci"`` or ``"rfci"`` (§3.3.1).
     ci_test
-        ``"g2"`` (the paper's default), ``"chi2"`` or ``"fisherz"`` (continuous data).
+        ``"g2"`` (the paper's default), ``"chi2"``, ``"fisherz"`` (continuous data),
+        ``"dg"`` (the degenerate-Gaussian test, mixed data) or ``"auto"`` (chosen from
+        the columns' dtypes: integer codes categorical, floats continuous; see
+        :func:`~fedstruct.discovery.choose_ci_test`).
     alpha
         Significance level of the CI tests (0.05).
     theta1
