@@ -305,7 +305,8 @@ def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
         DataError,
         match=exact(
             f"2 missing values in column 'age' of site 'h2' (file {path}); fill them, "
-            "or pass --set missing=drop-rows"
+            "pass --set missing=keep for a method that handles them (FedCDnv), or --set "
+            "missing=drop-rows"
         ),
     ):
         read_site(path)

@@ -184,9 +184,12 @@ def test_learners_and_fedcdnv_accept_dg_and_auto():
     frame = small_mixed_frame()
     assert pc(frame, test="auto").ci_test.kind == "dg"
     assert FedCDnvConfig(ci_test="dg").ci_test == "dg"
-    assert FedCDnvConfig().ci_test == "g2"  # the default is unchanged
-    client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig(ci_test="auto"))
+    assert FedCDnvConfig().ci_test == "auto"  # the default: G² on codes, as the paper
+    assert pc(frame).ci_test.kind == "dg"  # and the learners'
+    client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig())
     assert client.learn().ci_test.kind == "dg"
+    codes = frame.select_dtypes("int64")
+    assert FedCDnvClient(ClientData("s", codes), config=FedCDnvConfig()).learn().ci_test.kind == "g2"
     with pytest.raises(ConfigError, match="ci_test"):
         FedCDnvConfig(ci_test="kci")
 

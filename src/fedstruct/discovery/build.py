@@ -51,6 +51,7 @@ def make_ci_test(
     cardinalities: Mapping[str, int] | Sequence[int] | None = None,
     small_sample: str | SmallSampleRule = "toolbox",
     dof: str = "adjusted",
+    missing: str = "testwise",
 ) -> CITest:
     """A cached CI test over ``data``.
 
@@ -60,9 +61,10 @@ def make_ci_test(
         A ``ClientData``, ``DataFrame`` or 2-D array.
     test
         ``"g2"`` (default), ``"chi2"`` (discrete data), ``"fisherz"`` (continuous),
-        ``"dg"`` (the degenerate-Gaussian test, mixed data:
-        :class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest`) or ``"auto"``
-        (one of these from the variables' kinds: :func:`choose_ci_test`).
+        ``"dg"`` (the degenerate-Gaussian test,
+        mixed data: :class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest`)
+        or ``"auto"`` (one of these from the variables' kinds: :func:`choose_ci_test`;
+        the learners' and FedCDnv's default).
     names
         Variable names for an array.
     kinds
@@ -73,6 +75,10 @@ def make_ci_test(
         Options of the discrete tests (see
         :class:`~fedstruct.discovery.discrete.DiscreteTest`); ignored by
         Fisher-z.
+    missing
+        ``"testwise"`` (default: NaN, and ``-1`` in an integer column, are missing
+        values; each test uses the rows complete on its own variables,
+        :mod:`fedstruct.discovery.missing`) or ``"error"`` (refuse them).
 
     Raises
     ------
@@ -91,15 +97,16 @@ def make_ci_test(
             cardinalities=cardinalities,
             small_sample=small_sample,
             dof=dof,
+            missing=missing,
         )
     if test == "fisherz":
-        return FisherZTest(data, names=names)
+        return FisherZTest(data, names=names, missing=missing)
     if test == "dg":
-        return DegenerateGaussianTest(data, names=names, kinds=kinds)
+        return DegenerateGaussianTest(data, names=names, kinds=kinds, missing=missing)
     raise ConfigError(unknown_choice_message("CI test", test, CI_TESTS))
 
 
-def as_ci_test(source: CITest | DataLike, test: str = "g2") -> CITest:
+def as_ci_test(source: CITest | DataLike, test: str = "auto") -> CITest:
     """``source`` itself if it is a :class:`CITest`, else ``make_ci_test(source, test)``."""
     if isinstance(source, CITest):
         return source

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import GraphError, UnknownVariableError
 from fedstruct.graphs.graph import Graph, variable_position
 from fedstruct.graphs.separation import SeparationOracle
@@ -72,6 +73,8 @@ class CITest(ABC):
         self._n_samples = n_samples
         self._cache: dict[CIKey, float] = {}
         self._skipped: set[CIKey] = set()
+        #: Observed-row masks when the data have missing values (test-wise deletion).
+        self._masks: RowMasks | None = None
         self.n_cache_hits = 0
         #: When a list, every newly computed test is appended as ``(key, p, skipped)``
         #: (a worker process reports what it computed; see :meth:`absorb`).
@@ -107,6 +110,36 @@ class CITest(ABC):
     def n_skipped(self) -> int:
         """Distinct tests the small-sample rule did not perform (part of :attr:`n_tests`)."""
         return len(self._skipped)
+
+    @property
+    def has_missing(self) -> bool:
+        """Whether the data have missing values (each test then uses the rows complete
+        on its own variables: :mod:`fedstruct.discovery.missing`)."""
+        return self._masks is not None
+
+    def rows_used(self, i: int, j: int, z: Iterable[int] = ()) -> int | None:
+        """Rows behind the test of ``X_i ⊥ X_j | X_z``: those observed on all its
+        variables (every row without missing values; ``None`` for the oracle)."""
+        if self._masks is None:
+            return self._n_samples
+        return self._masks.count((i, j, *z))
+
+    def rows_summary(self) -> dict[str, float]:
+        """The fewest and the median rows behind the tests computed so far
+        (``rows_min``, ``rows_median``) and how many were skipped (``skipped``);
+        empty for the oracle or before any test."""
+        if self._n_samples is None or not self._cache:
+            return {}
+        if self._masks is None:
+            used = np.full(1, self._n_samples)
+        else:
+            masks = self._masks
+            used = np.array([masks.count((i, j, *z)) for i, j, z in self._cache])
+        return {
+            "rows_min": float(used.min()),
+            "rows_median": float(np.median(used)),
+            "skipped": float(len(self._skipped)),
+        }
 
     @property
     def cache(self) -> Mapping[CIKey, float]:

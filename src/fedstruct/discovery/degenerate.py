@@ -45,11 +45,20 @@ which raises on a singular matrix, the mixed test skips: with indicator columns 
 small sample makes exact collinearity likely by chance (a rare category seen only in
 the rows of one level of another variable), and a copied column, the other cause, is
 indeed dependent on its original.
+
+Missing values (``missing="testwise"``: NaN, or ``-1`` in an integer column): a test
+whose variables are observed in every row works as above; any other test embeds its
+variables ``(X, Y, Z)`` afresh on the rows complete on all of them (the levels seen
+there; cached per variable set, so ``a, b | c`` and ``a, c | b`` share the work) and
+uses that number of rows as ``n``: the p-value of the same test on those rows alone
+(:mod:`fedstruct.discovery.missing`). A variable with a single value on those rows
+makes the test skipped (dependent), as a constant column would be an error.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -59,6 +68,7 @@ from scipy.special import chdtrc
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike, as_matrix
 from fedstruct.discovery.kinds import resolve_kinds
+from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import DataError
 
 __all__ = ["DegenerateGaussianTest", "embedding"]
@@ -67,6 +77,8 @@ __all__ = ["DegenerateGaussianTest", "embedding"]
 _CHUNK_ROWS = 1 << 15
 #: Log-determinants kept before the cache is emptied (a long run keeps its memory bounded).
 _LOGDET_CACHE = 1 << 18
+#: Embeddings of variable sets on their complete rows kept (test-wise deletion).
+_SUBSET_CACHE = 4096
 
 
 def embedding(
@@ -168,11 +180,15 @@ class DegenerateGaussianTest(CITest):
         ``"continuous"``/``"real"``) for some or all variables; the others get their
         dtype's kind (integer or bool: categorical; float: continuous). Ordinal
         variables enter as scores, like continuous ones.
+    missing
+        ``"testwise"`` (default: NaN, and ``-1`` in an integer column, are missing
+        values, each test on the rows complete on its variables; module docstring)
+        or ``"error"``.
 
     Raises
     ------
     NonFiniteDataError
-        For NaN or infinite values.
+        For infinite values, or NaN with ``missing="error"``.
     DataError
         For a constant or non-numeric column, a categorical column with non-integer or
         negative codes.
@@ -186,8 +202,9 @@ class DegenerateGaussianTest(CITest):
         *,
         names: Sequence[str] | None = None,
         kinds: Mapping[str, str] | None = None,
+        missing: str = "testwise",
     ) -> None:
-        matrix = as_matrix(data, names)
+        matrix = as_matrix(data, names, missing)
         super().__init__(matrix.names, "dg", matrix.values.shape[0])
         self._kinds = resolve_kinds(data, matrix.names, kinds)
         blocks, levels = embedding(matrix.values, self._kinds, matrix.names, matrix.where)
@@ -196,6 +213,10 @@ class DegenerateGaussianTest(CITest):
         self._widths = [len(b) for b in blocks]
         self._corr = expanded_correlation(matrix.values, levels, width)
         self._logdets: dict[tuple[int, ...], float] = {(): 0.0}
+        if matrix.observed is not None:
+            self._masks = RowMasks(matrix.observed)
+            self._values = matrix.values
+            self._subsets: OrderedDict[tuple[int, ...], _Subset | None] = OrderedDict()
 
     @property
     def variable_kinds(self) -> tuple[str, ...]:
@@ -240,19 +261,89 @@ class DegenerateGaussianTest(CITest):
         return value
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
+        rows = None if self._masks is None else self._masks.rows((i, j, *z))
+        if rows is not None:
+            return self._compute_on(rows, i, j, z)
         widths = self._widths
         p_x, p_y = widths[i], widths[j]
         n = self._n_samples
         if n - p_x - p_y - sum(widths[k] for k in z) - 1 < 1:  # type: ignore[operator]
             return 0.0, True
-        stat = n * (  # type: ignore[operator]
+        return _likelihood_ratio(
+            n,  # type: ignore[arg-type]
+            p_x * p_y,
             self._logdet(tuple(sorted((i, *z))))
             + self._logdet(tuple(sorted((j, *z))))
             - self._logdet(tuple(sorted((i, j, *z))))
-            - self._logdet(z)
+            - self._logdet(z),
         )
-        if math.isnan(stat):  # a singular sub-matrix: the regression cannot be fitted
+
+    def _compute_on(
+        self, rows: NDArray[np.bool_], i: int, j: int, z: tuple[int, ...]
+    ) -> tuple[float, bool]:
+        """The test on the rows ``rows`` marks (test-wise deletion; module docstring)."""
+        key = tuple(sorted((i, j, *z)))
+        if key in self._subsets:
+            self._subsets.move_to_end(key)
+            subset = self._subsets[key]
+        else:
+            subset = _Subset.of(self._values[np.ix_(rows, key)], [self._kinds[v] for v in key])
+            self._subsets[key] = subset
+            if len(self._subsets) > _SUBSET_CACHE:
+                self._subsets.popitem(last=False)
+        if subset is None:  # a variable with one value on these rows
             return 0.0, True
-        if not math.isfinite(stat):
-            return 0.0, False
-        return float(chdtrc(p_x * p_y, max(stat, 0.0))), False
+        where = {v: k for k, v in enumerate(key)}
+        x, y, zs = where[i], where[j], tuple(where[k] for k in z)
+        widths = subset.widths
+        if subset.n - widths[x] - widths[y] - sum(widths[k] for k in zs) - 1 < 1:
+            return 0.0, True
+        return _likelihood_ratio(
+            subset.n,
+            widths[x] * widths[y],
+            subset.logdet((x, *zs)) + subset.logdet((y, *zs)) - subset.logdet((x, y, *zs))
+            - subset.logdet(zs),
+        )
+
+
+def _likelihood_ratio(n: int, df: int, logdets: float) -> tuple[float, bool]:
+    """``(p, skipped)`` of ``G = n · logdets`` on ``df`` degrees of freedom (module
+    docstring); a NaN (a singular sub-matrix: the regression cannot be fitted) is
+    skipped as dependent."""
+    stat = n * logdets
+    if math.isnan(stat):
+        return 0.0, True
+    if not math.isfinite(stat):
+        return 0.0, False
+    return float(chdtrc(df, max(stat, 0.0))), False
+
+
+class _Subset:
+    """Some variables embedded on some rows (test-wise deletion): the correlation
+    matrix of their expanded columns, each variable's block, and the rows' number."""
+
+    def __init__(self, corr: NDArray[np.float64], blocks: list[tuple[int, ...]], n: int) -> None:
+        self.corr, self.blocks, self.n = corr, blocks, n
+        self.widths = [len(b) for b in blocks]
+
+    @classmethod
+    def of(cls, values: NDArray, kinds: Sequence[str]) -> _Subset | None:
+        """The embedding of ``values``' columns, or ``None`` when one holds one value."""
+        if values.shape[0] < 2 or (values == values[0]).all(axis=0).any():
+            return None
+        names = [f"X{k}" for k in range(values.shape[1])]
+        blocks, levels = embedding(values, kinds, names)
+        width = sum(len(b) for b in blocks)
+        return cls(expanded_correlation(values, levels, width), blocks, values.shape[0])
+
+    def logdet(self, variables: tuple[int, ...]) -> float:
+        """``log det`` of the correlation sub-matrix over ``variables``' columns; NaN
+        when it is singular."""
+        if not variables:
+            return 0.0
+        cols = [c for v in variables for c in self.blocks[v]]
+        try:
+            chol = np.linalg.cholesky(self.corr[np.ix_(cols, cols)])
+        except np.linalg.LinAlgError:
+            return math.nan
+        return 2.0 * float(np.log(np.diagonal(chol)).sum())
