@@ -222,8 +222,10 @@ def test_bad_input_names_the_variable_and_the_fix():
     frame = small_mixed_frame()
     with pytest.raises(DataError, match=r"'b' is categorical but holds the value .*continuous"):
         make_ci_test(frame, "dg", kinds={"b": "categorical"})
+    with pytest.raises(DataError, match=r"'a' is categorical but holds the value -2"):
+        make_ci_test(frame.assign(a=frame["a"] - 2), "dg")  # -1: a missing value
     with pytest.raises(DataError, match=r"'a' is categorical but holds the value -1"):
-        make_ci_test(frame.assign(a=frame["a"] - 1), "dg")
+        make_ci_test(frame.assign(a=frame["a"] - 1), "dg", missing="error")
     with pytest.raises(UnknownVariableError, match="'zz'"):
         make_ci_test(frame, "dg", kinds={"zz": "categorical"})
     with pytest.raises(ConfigError, match=r"'a'.*kind"):
