@@ -189,7 +189,9 @@ def test_learners_and_fedcdnv_accept_dg_and_auto():
     client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig())
     assert client.learn().ci_test.kind == "dg"
     codes = frame.select_dtypes("int64")
-    assert FedCDnvClient(ClientData("s", codes), config=FedCDnvConfig()).learn().ci_test.kind == "g2"
+    assert (
+        FedCDnvClient(ClientData("s", codes), config=FedCDnvConfig()).learn().ci_test.kind == "g2"
+    )
     with pytest.raises(ConfigError, match="ci_test"):
         FedCDnvConfig(ci_test="kci")
 

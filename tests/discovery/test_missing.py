@@ -121,7 +121,7 @@ def test_a_test_with_too_few_complete_rows_is_skipped_counted_and_dependent():
 
 def test_missing_values_need_testwise_and_bad_values_stay_errors():
     frame = with_holes(mixed_frame()[["x", "y"]], 0.1)
-    with pytest.raises(NonFiniteDataError, match="'x' has NaN.*missing='testwise'"):
+    with pytest.raises(NonFiniteDataError, match=r"'x' has NaN.*missing='testwise'"):
         make_ci_test(frame, "fisherz", missing="error")
     frame.loc[3, "y"] = np.inf
     with pytest.raises(NonFiniteDataError, match="'y' has infinite values"):

@@ -105,9 +105,7 @@ def _constant_column(values: NDArray, missing: NDArray[np.bool_] | None) -> int 
     return int(np.flatnonzero(constant)[0]) if constant.any() else None
 
 
-def as_matrix(
-    data: DataLike, names: Sequence[str] | None = None, missing: str = "error"
-) -> Matrix:
+def as_matrix(data: DataLike, names: Sequence[str] | None = None, missing: str = "error") -> Matrix:
     """Check ``data`` and return it as a :class:`Matrix`.
 
     Parameters

@@ -301,7 +301,9 @@ class DegenerateGaussianTest(CITest):
         return _likelihood_ratio(
             subset.n,
             widths[x] * widths[y],
-            subset.logdet((x, *zs)) + subset.logdet((y, *zs)) - subset.logdet((x, y, *zs))
+            subset.logdet((x, *zs))
+            + subset.logdet((y, *zs))
+            - subset.logdet((x, y, *zs))
             - subset.logdet(zs),
         )
 

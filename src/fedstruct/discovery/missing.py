@@ -61,7 +61,7 @@ class RowMasks:
     """
 
     def __init__(self, observed: NDArray[np.bool_]) -> None:
-        n, d = observed.shape
+        n = observed.shape[0]
         self.n_rows = n
         complete = observed.all(axis=0)
         #: Variables with at least one missing value.

@@ -146,7 +146,7 @@ def breast_cancer_sites(folder, missing=0.05, seed=0):
 def test_fedcdnv_runs_on_a_mixed_table_with_missing_values_with_no_settings(tmp_path):
     """Issue 31: the schema's kinds choose the mixed test, missing values are deleted
     test-wise (no row dropped), and metrics.json says both, per site."""
-    frame, paths = breast_cancer_sites(tmp_path)
+    _, paths = breast_cancer_sites(tmp_path)
     args = [a for p in paths for a in ("--site", p)]
     out = tmp_path / "run"
     result = runner.invoke(app, ["run", "fedcdnv", *args, "--quiet", "--out", str(out)])
