@@ -180,3 +180,26 @@ def test_on_codes_auto_is_g2_and_every_pvalue_is_unchanged():
     assert {e["ci_test"] for e in auto.site_tests_.values()} == {"g2"}
     assert auto.graph_ == g2.graph_ and auto.history_ == g2.history_
     assert (auto.status_.to_numpy() == g2.status_.to_numpy()).all()
+
+
+def test_site_test_reports_become_metrics_and_a_warning_when_all_were_skipped():
+    from fedstruct.errors import FedstructWarning
+    from fedstruct.experiments.fedcdnv.run import test_metrics, warn_skipped
+
+    tests = {
+        "h1": {
+            "ci_test": "dg",
+            "rows_min": 80.0,
+            "rows_median": 95.0,
+            "skipped": 2.0,
+            "total": 40.0,
+        },
+        "h2": {"ci_test": "dg", "rows_min": 3.0, "rows_median": 4.0, "skipped": 6.0, "total": 6.0},
+    }
+    metrics = test_metrics(tests)
+    assert metrics["ci_test_dg"] == 2.0 and metrics["test_rows_min_h1"] == 80.0
+    assert metrics["test_rows_median_h2"] == 4.0 and metrics["skipped_tests_h2"] == 6.0
+    assert not any("total" in key for key in metrics)
+    with pytest.warns(FedstructWarning, match=r"site 'h2': all 6 CI tests were skipped") as seen:
+        warn_skipped(tests)
+    assert len(seen) == 1

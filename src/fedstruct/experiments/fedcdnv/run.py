@@ -22,11 +22,13 @@ scored against the DAG's arrowheads there (``*_arrowhead`` metrics).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
+from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
@@ -130,6 +132,23 @@ def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[st
     return out
 
 
+def warn_skipped(site_tests: Mapping[str, Mapping[str, float | str]]) -> None:
+    """A :class:`~fedstruct.errors.FedstructWarning` for each site whose every CI test
+    was skipped (too few rows complete on the tests' variables): its graph is then the
+    complete graph, not evidence."""
+    for site, entry in site_tests.items():
+        total, skipped = entry.get("total", 0.0), entry.get("skipped", 0.0)
+        if total and skipped == total:
+            warnings.warn(
+                f"site {site!r}: all {int(total)} CI tests were skipped for too few rows "
+                f"complete on their variables (fewest {entry.get('rows_min', 0):g}), so its "
+                "graph keeps every edge; fill in missing values, drop mostly-empty columns "
+                "from its file, or add rows",
+                FedstructWarning,
+                stacklevel=2,
+            )
+
+
 def _on_files(
     s: FedCDnvRun,
     ctx: RunContext,
@@ -148,6 +167,7 @@ def _on_files(
         **source.report(),
         **test_metrics(model.site_tests_),
     }
+    warn_skipped(model.site_tests_)
     figures = []
     truth = source.truth
     if truth is not None:

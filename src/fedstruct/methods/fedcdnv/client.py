@@ -125,7 +125,7 @@ class FedCDnvClient(Client):
 
     def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:
         """The test's name (a config entry) and its rows per test (metrics)."""
-        summary = ci_test.rows_summary()
+        summary = {**ci_test.rows_summary(), "total": float(ci_test.n_tests)}
         return {"ci_test": ci_test.kind}, {f"tests_{k}": v for k, v in summary.items()}
 
     @handles(INIT, max_entries=_init_bound, graph_arrays=("pag",))
