@@ -305,7 +305,8 @@ def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
         DataError,
         match=exact(
             f"2 missing values in column 'age' of site 'h2' (file {path}); fill them, "
-            "or pass --set missing=drop-rows"
+            "pass --set missing=keep for a method that handles them (FedCDnv), or --set "
+            "missing=drop-rows"
         ),
     ):
         read_site(path)
@@ -315,6 +316,17 @@ def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
     assert f"site 'h2' (file {path}): dropped 3 rows with missing values" in caplog.text
     fed = read_small_federation([str(path)], missing="drop-rows")
     assert fed.dropped_rows == {"h2": 3}
+
+
+def test_missing_values_kept(tmp_path: Path) -> None:
+    """missing="keep": every row stays, a missing level is -1, a missing number NaN."""
+    path = write(tmp_path / "h2.csv", "age,sex\n1.5,f\n,m\n,f\n4.5,\n5.5,m\n")
+    client = read_site(path, missing="keep")
+    assert client.missing and client.rows["sex"].tolist() == [0, 1, 0, -1, 1]
+    assert np.isnan(client.rows["age"]).tolist() == [False, True, True, False, False]
+    assert not read_site(path, missing="drop-rows").missing
+    fed = read_small_federation([str(path)], missing="keep")
+    assert fed.dropped_rows == {"h2": 0} and fed.constant == {"h2": ()}
 
 
 def test_missing_label_of_a_supervised_column_is_minus_one(tmp_path: Path) -> None:

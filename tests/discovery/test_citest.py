@@ -232,11 +232,13 @@ def test_bad_data_names_the_variable():
         make_ci_test(frame, "g2")
     assert make_ci_test(frame, "fisherz").kind == "fisherz"
     frame = pd.DataFrame({"a": [0.0, 1.0, np.nan, 1.0], "b": [0.5, 0.1, 0.2, 0.3]})
-    with pytest.raises(NonFiniteDataError, match="variable 'a' has NaN"):
-        make_ci_test(frame, "fisherz")
+    with pytest.raises(NonFiniteDataError, match=r"variable 'a' has NaN.*missing='testwise'"):
+        make_ci_test(frame, "fisherz", missing="error")
     frame = pd.DataFrame({"a": [0, 1, -1, 1], "b": [0, 1, 1, 0]})
     with pytest.raises(DataError, match="variable 'a' has the negative code -1"):
-        make_ci_test(frame)
+        make_ci_test(frame, missing="error")
+    with pytest.raises(DataError, match="variable 'a' has the negative code -2"):
+        make_ci_test(frame.replace(-1, -2))
     frame = pd.DataFrame({"a": [0, 1, 2, 1], "b": [0, 1, 1, 0]})
     with pytest.raises(DataError, match="variable 'a' has the code 2 but cardinality 2"):
         make_ci_test(frame, cardinalities={"a": 2, "b": 2})

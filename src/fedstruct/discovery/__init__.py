@@ -3,15 +3,17 @@
 A library layer that every method and experiment may call (it imports only
 ``graphs``, ``data``, ``errors`` and ``fl.progress``): :func:`pc` learns a CPDAG,
 :func:`fci` and :func:`rfci` a PAG, on one table. :func:`make_ci_test` builds the CI test from the
-data (G², Pearson χ² or Fisher-z; :data:`CI_TESTS`); :class:`OracleTest` answers
+data (G², Pearson χ², Fisher-z, the degenerate-Gaussian test for mixed data, or
+``"auto"``, chosen from the variables' kinds; :data:`CI_TESTS`); :class:`OracleTest` answers
 from a known graph's d-separations. Every learner returns a :class:`LocalResult`:
 the graph, every separating set, the per-pair p-values and the cached
 :class:`CITest`, on which a caller runs further tests without recomputing any
 (FedCDnv's C-Update does). See docs/local_learners.md.
 """
 
-from fedstruct.discovery.build import CI_TESTS, as_ci_test, make_ci_test
+from fedstruct.discovery.build import CI_TESTS, as_ci_test, choose_ci_test, make_ci_test
 from fedstruct.discovery.citest import CIKey, CITest, OracleTest, ci_key
+from fedstruct.discovery.degenerate import DegenerateGaussianTest
 from fedstruct.discovery.discrete import (
     DOF_CONVENTIONS,
     SMALL_SAMPLE_RULES,
@@ -30,12 +32,14 @@ __all__ = [
     "SMALL_SAMPLE_RULES",
     "CIKey",
     "CITest",
+    "DegenerateGaussianTest",
     "DiscreteTest",
     "FisherZTest",
     "LocalResult",
     "OracleTest",
     "SmallSampleRule",
     "as_ci_test",
+    "choose_ci_test",
     "ci_key",
     "fci",
     "make_ci_test",

@@ -4,16 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+import pandas as pd
+
+from fedstruct.data.client import ClientData
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.degenerate import DegenerateGaussianTest
 from fedstruct.discovery.discrete import DiscreteTest, SmallSampleRule
 from fedstruct.discovery.fisherz import FisherZTest
+from fedstruct.discovery.kinds import auto_test, resolve_kinds
 from fedstruct.errors import ConfigError, unknown_choice_message
 
-__all__ = ["CI_TESTS", "as_ci_test", "make_ci_test"]
+__all__ = ["CI_TESTS", "as_ci_test", "choose_ci_test", "make_ci_test"]
 
-CI_TESTS = ("g2", "chi2", "fisherz")
-"""Names :func:`make_ci_test` accepts."""
+CI_TESTS = ("g2", "chi2", "fisherz", "dg", "auto")
+"""Names :func:`make_ci_test` accepts (``"auto"``: :func:`choose_ci_test`)."""
+
+
+def choose_ci_test(
+    data: DataLike,
+    *,
+    names: Sequence[str] | None = None,
+    kinds: Mapping[str, str] | None = None,
+) -> str:
+    """The test ``"auto"`` runs on ``data``: ``"g2"`` when every variable is categorical
+    or ordinal, ``"fisherz"`` when none is categorical, else ``"dg"``.
+
+    Kinds come from ``kinds`` (name -> kind), else from the dtypes (integer or bool:
+    categorical; float: continuous); see :mod:`fedstruct.discovery.kinds`.
+    """
+    if isinstance(data, ClientData | pd.DataFrame):
+        columns = list(data.variables if isinstance(data, ClientData) else data.columns)
+    else:  # an array: as_matrix checks the names when the test is built
+        width = np.shape(data)[1] if np.ndim(data) == 2 else 0
+        columns = list(names) if names is not None else [f"X{k}" for k in range(width)]
+    return auto_test(resolve_kinds(data, columns, kinds))
 
 
 def make_ci_test(
@@ -21,9 +47,11 @@ def make_ci_test(
     test: str = "g2",
     *,
     names: Sequence[str] | None = None,
+    kinds: Mapping[str, str] | None = None,
     cardinalities: Mapping[str, int] | Sequence[int] | None = None,
     small_sample: str | SmallSampleRule = "toolbox",
     dof: str = "adjusted",
+    missing: str = "testwise",
 ) -> CITest:
     """A cached CI test over ``data``.
 
@@ -32,13 +60,25 @@ def make_ci_test(
     data
         A ``ClientData``, ``DataFrame`` or 2-D array.
     test
-        ``"g2"`` (default), ``"chi2"`` (discrete data) or ``"fisherz"`` (continuous).
+        ``"g2"`` (default), ``"chi2"`` (discrete data), ``"fisherz"`` (continuous),
+        ``"dg"`` (the degenerate-Gaussian test,
+        mixed data: :class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest`)
+        or ``"auto"`` (one of these from the variables' kinds: :func:`choose_ci_test`;
+        the learners' and FedCDnv's default).
     names
         Variable names for an array.
+    kinds
+        Name -> kind (``"categorical"``, ``"ordinal"``, ``"continuous"``) for some or
+        all variables, read by ``"dg"`` and ``"auto"``; the others get their dtype's
+        kind (integer or bool: categorical; float: continuous).
     cardinalities, small_sample, dof
         Options of the discrete tests (see
         :class:`~fedstruct.discovery.discrete.DiscreteTest`); ignored by
         Fisher-z.
+    missing
+        ``"testwise"`` (default: NaN, and ``-1`` in an integer column, are missing
+        values; each test uses the rows complete on its own variables,
+        :mod:`fedstruct.discovery.missing`) or ``"error"`` (refuse them).
 
     Raises
     ------
@@ -47,6 +87,8 @@ def make_ci_test(
     DataError, NonFiniteDataError
         For bad data (the message names the variable).
     """
+    if test == "auto":
+        test = choose_ci_test(data, names=names, kinds=kinds)
     if test in ("g2", "chi2"):
         return DiscreteTest(
             data,
@@ -55,13 +97,16 @@ def make_ci_test(
             cardinalities=cardinalities,
             small_sample=small_sample,
             dof=dof,
+            missing=missing,
         )
     if test == "fisherz":
-        return FisherZTest(data, names=names)
+        return FisherZTest(data, names=names, missing=missing)
+    if test == "dg":
+        return DegenerateGaussianTest(data, names=names, kinds=kinds, missing=missing)
     raise ConfigError(unknown_choice_message("CI test", test, CI_TESTS))
 
 
-def as_ci_test(source: CITest | DataLike, test: str = "g2") -> CITest:
+def as_ci_test(source: CITest | DataLike, test: str = "auto") -> CITest:
     """``source`` itself if it is a :class:`CITest`, else ``make_ci_test(source, test)``."""
     if isinstance(source, CITest):
         return source

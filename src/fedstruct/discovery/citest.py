@@ -16,7 +16,8 @@ those values to :meth:`CITest.query_key` one by one, in their serial order, so t
 cache and the counters end exactly as if every test had been computed alone.
 
 Concrete tests: :class:`~fedstruct.discovery.discrete.DiscreteTest` (G² and Pearson
-χ²), :class:`~fedstruct.discovery.fisherz.FisherZTest` and :class:`OracleTest`
+χ²), :class:`~fedstruct.discovery.fisherz.FisherZTest`,
+:class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest` (mixed data) and :class:`OracleTest`
 (d/m-separation, for testing the learners).
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import GraphError, UnknownVariableError
 from fedstruct.graphs.graph import Graph, variable_position
 from fedstruct.graphs.separation import SeparationOracle
@@ -59,7 +61,7 @@ class CITest(ABC):
     names
         The variable names; index ``k`` means ``names[k]``.
     kind
-        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"oracle"``).
+        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``, ``"oracle"``).
     n_samples
         Number of rows behind the test, ``None`` for the oracle.
     """
@@ -71,6 +73,8 @@ class CITest(ABC):
         self._n_samples = n_samples
         self._cache: dict[CIKey, float] = {}
         self._skipped: set[CIKey] = set()
+        #: Observed-row masks when the data have missing values (test-wise deletion).
+        self._masks: RowMasks | None = None
         self.n_cache_hits = 0
         #: When a list, every newly computed test is appended as ``(key, p, skipped)``
         #: (a worker process reports what it computed; see :meth:`absorb`).
@@ -84,7 +88,7 @@ class CITest(ABC):
 
     @property
     def kind(self) -> str:
-        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"oracle"``)."""
+        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``, ``"oracle"``)."""
         return self._kind
 
     @property
@@ -106,6 +110,36 @@ class CITest(ABC):
     def n_skipped(self) -> int:
         """Distinct tests the small-sample rule did not perform (part of :attr:`n_tests`)."""
         return len(self._skipped)
+
+    @property
+    def has_missing(self) -> bool:
+        """Whether the data have missing values (each test then uses the rows complete
+        on its own variables: :mod:`fedstruct.discovery.missing`)."""
+        return self._masks is not None
+
+    def rows_used(self, i: int, j: int, z: Iterable[int] = ()) -> int | None:
+        """Rows behind the test of ``X_i ⊥ X_j | X_z``: those observed on all its
+        variables (every row without missing values; ``None`` for the oracle)."""
+        if self._masks is None:
+            return self._n_samples
+        return self._masks.count((i, j, *z))
+
+    def rows_summary(self) -> dict[str, float]:
+        """The fewest and the median rows behind the tests computed so far
+        (``rows_min``, ``rows_median``) and how many were skipped (``skipped``);
+        empty for the oracle or before any test."""
+        if self._n_samples is None or not self._cache:
+            return {}
+        if self._masks is None:
+            used = np.full(1, self._n_samples)
+        else:
+            masks = self._masks
+            used = np.array([masks.count((i, j, *z)) for i, j, z in self._cache])
+        return {
+            "rows_min": float(used.min()),
+            "rows_median": float(np.median(used)),
+            "skipped": float(len(self._skipped)),
+        }
 
     @property
     def cache(self) -> Mapping[CIKey, float]:

@@ -41,6 +41,14 @@ agree to floating-point rounding.
 
 The small-sample rule (:class:`SmallSampleRule`) decides, before counting, whether a
 test is performed at all.
+
+Missing values (``missing="testwise"``, a code ``-1`` or NaN): a test whose variables
+all have a value in every row runs as above; any other test counts the rows complete
+on ``X``, ``Y`` and ``Z`` (the AND of the variables' observed-row masks,
+:mod:`fedstruct.discovery.missing`), one test at a time, with the small-sample rule
+applied to that number of rows, so its p-value is the one the same test gives on
+those rows alone; with no complete row it is skipped (whatever the rule). Batched
+counting is used only on data without missing values.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from scipy.special import chdtrc
 
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike, as_matrix
+from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 
 __all__ = [
@@ -535,6 +544,9 @@ class DiscreteTest(CITest):
         default ``"toolbox"`` (at least 5 rows per cell, else dependent).
     dof
         ``"adjusted"`` (default) or ``"plain"`` degrees of freedom.
+    missing
+        ``"testwise"`` (default: ``-1`` codes and NaN are missing values, each test on
+        the rows complete on its variables; module docstring) or ``"error"``.
 
     Raises
     ------
@@ -542,7 +554,7 @@ class DiscreteTest(CITest):
         For non-integer values (use Fisher-z or discretise), negative codes, a code
         not below the given cardinality, a constant column, a non-numeric column.
     NonFiniteDataError
-        For NaN or infinite values.
+        For infinite values, or NaN with ``missing="error"``.
     ConfigError
         For an unknown statistic, rule or convention.
     """
@@ -556,6 +568,7 @@ class DiscreteTest(CITest):
         cardinalities: Mapping[str, int] | Sequence[int] | None = None,
         small_sample: str | SmallSampleRule = "toolbox",
         dof: str = "adjusted",
+        missing: str = "testwise",
     ) -> None:
         if statistic not in ("g2", "chi2"):
             raise ConfigError(
@@ -563,10 +576,12 @@ class DiscreteTest(CITest):
             )
         if dof not in DOF_CONVENTIONS:
             raise ConfigError(unknown_choice_message("dof convention", dof, DOF_CONVENTIONS))
-        matrix = as_matrix(data, names)
+        matrix = as_matrix(data, names, missing)
         codes = _integer_codes(matrix.values, matrix.names, matrix.where)
         n = codes.shape[0]
         super().__init__(matrix.names, statistic, n)
+        if matrix.observed is not None:
+            self._masks = RowMasks(matrix.observed)
         self._cards = _cardinalities(codes, matrix.names, cardinalities, matrix.where)
         self._columns = [np.ascontiguousarray(codes[:, k]) for k in range(codes.shape[1])]
         self._rule = resolve_small_sample_rule(small_sample)
@@ -658,6 +673,8 @@ class DiscreteTest(CITest):
         variables (module docstring); ``None`` for larger sets or too large data."""
         if not sets:
             return []
+        if self._masks is not None:
+            return None  # one test at a time, each on its complete rows
         size = len(sets[0])
         if any(len(s) != size for s in sets):
             return None
@@ -697,6 +714,8 @@ class DiscreteTest(CITest):
         of all variables' indicators (module docstring), ``None`` when too large."""
         if not pairs:
             return []
+        if self._masks is not None:
+            return None
         d = len(self._cards)
         counted = self._counts_over(0, 1, tuple(range(d)), 2, unconditional=True)
         if counted is None:
@@ -849,7 +868,11 @@ class DiscreteTest(CITest):
             self._pool_key, self._pool_counts = key, counted
         return counted
 
-    def _performed(self, i: int, j: int, z: tuple[int, ...]) -> bool:
+    def _performed(self, i: int, j: int, z: tuple[int, ...], n: int | None = None) -> bool:
+        """Whether the small-sample rule performs the test on ``n`` rows (default: all)."""
+        n = self._n_samples if n is None else n
+        if n == 0:
+            return False
         rule = self._rule
         if rule.min_ratio == 0:
             return True
@@ -857,9 +880,12 @@ class DiscreteTest(CITest):
         size = (cards[i] - 1) * (cards[j] - 1) if rule.per == "df" else cards[i] * cards[j]
         for k in z:
             size *= cards[k]
-        return self._n_samples >= rule.min_ratio * size  # type: ignore[operator]
+        return n >= rule.min_ratio * size  # type: ignore[operator]
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
+        rows = None if self._masks is None else self._masks.rows((i, j, *z))
+        if rows is not None:
+            return self._compute_on(rows, i, j, z)
         if not self._performed(i, j, z):
             return (0.0 if self._rule.verdict == "dependent" else 1.0), True
         cols, cards = self._columns, self._cards
@@ -873,6 +899,37 @@ class DiscreteTest(CITest):
             stat, df = table_statistics(table, self._kind, self._dof, card_z, self._xlogx)
         else:
             stat, df = sparse_statistics(code, cols[i], cols[j], cx, cy, self._kind, self._xlogx)
+            if self._dof == "plain":
+                df = (cx - 1) * (cy - 1) * int(np.prod(card_z, dtype=np.int64))
+        if df <= 0:
+            return 1.0, False
+        return float(chdtrc(df, stat)), False
+
+    def _compute_on(
+        self, rows: NDArray[np.bool_], i: int, j: int, z: tuple[int, ...]
+    ) -> tuple[float, bool]:
+        """The test on the rows ``rows`` marks (test-wise deletion): the same counts,
+        rule and statistic as the test on those rows alone. No row: skipped, dependent
+        (there is no evidence either way, and a skipped test never removes an edge)."""
+        n = int(np.count_nonzero(rows))
+        if not self._performed(i, j, z, n):
+            verdict = 0.0 if n == 0 or self._rule.verdict == "dependent" else 1.0
+            return verdict, True
+        cols, cards = self._columns, self._cards
+        card_z = [cards[k] for k in z]
+        code, strata = self._stratum_codes(z)
+        cx, cy = cards[i], cards[j]
+        if code is not None:
+            code = code[rows]
+        if strata * cx * cy <= self._dense_cells:
+            xy = self._pair_codes(i, j)[rows]
+            flat = xy if code is None else code * (cx * cy) + xy
+            table = np.bincount(flat, minlength=strata * cx * cy).reshape(strata, cx, cy)
+            stat, df = table_statistics(table, self._kind, self._dof, card_z, self._xlogx)
+        else:
+            stat, df = sparse_statistics(
+                code, cols[i][rows], cols[j][rows], cx, cy, self._kind, self._xlogx
+            )
             if self._dof == "plain":
                 df = (cx - 1) * (cy - 1) * int(np.prod(card_z, dtype=np.int64))
         if df <= 0:

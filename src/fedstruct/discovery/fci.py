@@ -43,7 +43,7 @@ def fci(
     data: CITest | DataLike,
     *,
     alpha: float = 0.05,
-    test: str = "g2",
+    test: str = "auto",
     depth: int | None = None,
     pds_depth: int | str | None = AUTO,
     max_path_length: int | None = None,

@@ -8,22 +8,33 @@ the null hypothesis ``sqrt(n - |Z| - 3) · atanh(r)`` is approximately standard 
 ``erfc(|t| / sqrt 2)``. ``|r|`` is capped just below 1 (a deterministic relation gives
 p ≈ 0). With ``n - |Z| - 3 < 1`` the test cannot be performed: it is skipped and
 treated as dependent (p = 0).
+
+Missing values (``missing="testwise"``, NaN): a test whose variables are observed in
+every row reads the correlation matrix of all rows; any other test computes the
+correlations of its variables ``(i, j, Z)`` on the rows complete on all of them (cached
+per variable set: the tests of ``a, b | c`` and ``a, c | b`` share one matrix) and
+uses that number of rows as ``n`` (:mod:`fedstruct.discovery.missing`): the p-value
+of the same test on those rows alone.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike, as_matrix
+from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import DataError
 
 __all__ = ["FisherZTest", "partial_correlation"]
 
 _R_MAX = 1.0 - np.finfo(np.float64).eps
+#: Correlation matrices of variable sets on their complete rows kept (test-wise deletion).
+_SUBSET_CACHE = 4096
 
 
 def partial_correlation(corr: np.ndarray, i: int, j: int, z: Sequence[int]) -> float:
@@ -50,28 +61,77 @@ class FisherZTest(CITest):
         A ``ClientData``, ``DataFrame`` or 2-D array of numbers.
     names
         Variable names for an array (default ``X0, X1, ...``).
+    missing
+        ``"testwise"`` (default: NaN is a missing value, each test on the rows complete
+        on its variables; module docstring) or ``"error"``.
 
     Raises
     ------
     NonFiniteDataError
-        For NaN or infinite values.
+        For infinite values, or NaN with ``missing="error"``.
     DataError
         For a constant or non-numeric column; during a test, for a conditioning set
         whose correlation matrix is singular (collinear variables).
     """
 
-    def __init__(self, data: DataLike, *, names: Sequence[str] | None = None) -> None:
-        matrix = as_matrix(data, names)
+    def __init__(
+        self, data: DataLike, *, names: Sequence[str] | None = None, missing: str = "testwise"
+    ) -> None:
+        matrix = as_matrix(data, names, missing)
         super().__init__(matrix.names, "fisherz", matrix.values.shape[0])
-        self._corr = np.corrcoef(matrix.values.astype(np.float64), rowvar=False)
+        values = matrix.values.astype(np.float64)
+        self._corr = np.corrcoef(values, rowvar=False)
         self._where = matrix.where
+        if matrix.observed is not None:
+            self._masks = RowMasks(matrix.observed)
+            self._values = values
+            self._subsets: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+
+    def _subset_correlation(
+        self, rows: np.ndarray, i: int, j: int, z: tuple[int, ...]
+    ) -> tuple[np.ndarray, tuple[int, ...]]:
+        """The correlation matrix of ``(i, j, *z)`` on ``rows`` (cached per variable
+        set) and the positions of ``i``, ``j``, ``z`` in it."""
+        key = tuple(sorted((i, j, *z)))
+        corr = self._subsets.get(key)
+        if corr is None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                corr = np.corrcoef(self._values[np.ix_(rows, key)], rowvar=False)
+            self._subsets[key] = corr
+            if len(self._subsets) > _SUBSET_CACHE:
+                self._subsets.popitem(last=False)
+        else:
+            self._subsets.move_to_end(key)
+        where = {v: k for k, v in enumerate(key)}
+        return corr, (where[i], where[j], *(where[k] for k in z))
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
-        dof = self._n_samples - len(z) - 3  # type: ignore[operator]
+        corr, n = self._corr, self._n_samples
+        rows = None if self._masks is None else self._masks.rows((i, j, *z))
+        if rows is not None:
+            n = int(np.count_nonzero(rows))
+            if n - len(z) - 3 < 1:
+                return 0.0, True
+            corr, (i2, j2, *z2) = self._subset_correlation(rows, i, j, z)
+            if not np.isfinite(corr).all():  # a variable constant on these rows
+                return 0.0, True
+            return self._pvalue(corr, n, (i, j, z), (i2, j2, tuple(z2)))
+        return self._pvalue(corr, n, (i, j, z), (i, j, z))  # type: ignore[arg-type]
+
+    def _pvalue(
+        self,
+        corr: np.ndarray,
+        n: int,
+        test: tuple[int, int, tuple[int, ...]],
+        at: tuple[int, int, tuple[int, ...]],
+    ) -> tuple[float, bool]:
+        """The test ``test`` (named in messages) read at positions ``at`` of ``corr``."""
+        i, j, z = test
+        dof = n - len(z) - 3
         if dof < 1:
             return 0.0, True
         try:
-            r = partial_correlation(self._corr, i, j, z)
+            r = partial_correlation(corr, *at)
         except np.linalg.LinAlgError:
             given = [self._names[k] for k in z]
             raise DataError(

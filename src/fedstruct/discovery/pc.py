@@ -109,7 +109,7 @@ def pc(
     data: CITest | DataLike,
     *,
     alpha: float = 0.05,
-    test: str = "g2",
+    test: str = "auto",
     depth: int | None = None,
     stable: bool = True,
     progress: str | None = None,

@@ -221,7 +221,7 @@ def rfci(
     data: CITest | DataLike,
     *,
     alpha: float = 0.05,
-    test: str = "g2",
+    test: str = "auto",
     depth: int | None = None,
     stable: bool = True,
     progress: str | None = None,

@@ -100,7 +100,10 @@ def start_search(
     alpha
         Significance level; a test says independent iff ``p > alpha``.
     test
-        Test name when ``data`` is data: ``"g2"``, ``"chi2"`` or ``"fisherz"``.
+        Test name when ``data`` is data: ``"auto"`` (the learners' default),
+        ``"g2"``, ``"chi2"``, ``"fisherz"`` or ``"dg"``
+        (:data:`~fedstruct.discovery.build.CI_TESTS`); missing values are deleted
+        test-wise (:mod:`fedstruct.discovery.missing`).
     depth
         Largest conditioning set of the adjacency search; ``None`` or ``-1``: none.
     stable

@@ -112,9 +112,11 @@ class FederationSettings:
     truth
         A graph file (graph.json, DOT, GraphML, BIF) to score a learned graph against.
     missing
-        Missing values in a site's file: ``error`` (name the column and count) or
-        ``drop-rows`` (drop those rows; the counts per site go to metrics.json); empty:
-        the manifest's choice, else ``error``.
+        Missing values in a site's file: ``error`` (name the column and count),
+        ``drop-rows`` (drop those rows; the counts per site go to metrics.json) or
+        ``keep`` (every row stays, for a method that handles missing values: FedCDnv
+        deletes them test-wise); empty: the manifest's choice, else the method's
+        default (``keep`` for FedCDnv, ``error`` for the others).
     kinds
         Kind of a site column, overriding the inferred one (``--set kinds.COL=ordinal``):
         categorical, ordinal or continuous.

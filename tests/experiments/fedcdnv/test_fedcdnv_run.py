@@ -96,8 +96,10 @@ def test_continuous_data_given_to_g2_suggests_fisher_z():
     frame = pd.DataFrame(rng.normal(size=(200, 3)), columns=list("abc"))
     clients = [ClientData("a", frame), ClientData("b", frame.copy())]
     with pytest.raises(DataError, match=r"(?i)fisher"):
-        FedCDnv().fit(clients)
-    assert FedCDnv(ci_test="fisherz").fit(clients).graph_.n_nodes == 3
+        FedCDnv(ci_test="g2").fit(clients)
+    model = FedCDnv().fit(clients)  # "auto": Fisher-z on numbers
+    assert model.graph_.n_nodes == 3
+    assert {e["ci_test"] for e in model.site_tests_.values()} == {"fisherz"}
 
 
 def test_the_quick_sachs_recipe_writes_table_1(tmp_path):
@@ -115,3 +117,89 @@ def test_the_quick_sachs_recipe_writes_table_1(tmp_path):
     # the real data in the paper's regime: most true edges found, a good F1
     assert all(0.55 < r["f1_edge"] < 0.8 and r["recall_edge"] > 0.7 for r in rows[:3])
     assert "| FedCDnv |" in (tmp_path / "results.md").read_text()
+
+
+def breast_cancer_sites(folder, missing=0.05, seed=0):
+    """scikit-learn's breast-cancer table (7 measurements, the diagnosis and a
+    categorical size class made from the mean area) in 4 sites, with values missing
+    completely at random."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True)
+    frame = data.frame.iloc[:, [0, 1, 2, 4, 5, 6, 7]].copy()
+    frame.columns = [c.replace(" ", "_") for c in frame.columns]
+    frame["diagnosis"] = np.where(data.target == 0, "malignant", "benign")
+    frame["size"] = pd.cut(data.frame["mean area"], [0, 400, 700, 1e9],
+                           labels=["small", "medium", "large"]).astype(str)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    frame = frame.mask(rng.random(frame.shape) < missing)
+    paths = []
+    for k, part in enumerate(np.array_split(rng.permutation(len(frame)), 4)):
+        path = folder / f"h{k + 1}.csv"
+        frame.iloc[part].to_csv(path, index=False)
+        paths.append(str(path))
+    return frame, paths
+
+
+def test_fedcdnv_runs_on_a_mixed_table_with_missing_values_with_no_settings(tmp_path):
+    """Issue 31: the schema's kinds choose the mixed test, missing values are deleted
+    test-wise (no row dropped), and metrics.json says both, per site."""
+    _, paths = breast_cancer_sites(tmp_path)
+    args = [a for p in paths for a in ("--site", p)]
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", "fedcdnv", *args, "--quiet", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["ci_test_dg"] == 4.0
+    assert metrics["n_variables"] == 9.0
+    for k in range(1, 5):
+        site = f"h{k}"
+        assert metrics[f"dropped_rows_{site}"] == 0.0
+        rows = metrics[f"rows_{site}"]
+        # each test on the rows complete on its variables: fewer than the site's rows
+        # (about 0.95^5 of them for a test of 5 variables), more than drop-rows keeps
+        assert rows * 0.5 < metrics[f"test_rows_min_{site}"] < metrics[f"test_rows_median_{site}"]
+        assert metrics[f"test_rows_median_{site}"] < rows
+        assert f"skipped_tests_{site}" in metrics
+    dropped = tmp_path / "dropped"
+    result = runner.invoke(app, ["run", "fedcdnv", *args, "--quiet", "--out", str(dropped),
+                                 "--set", "missing=drop-rows"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    kept = json.loads((dropped / "metrics.json").read_text())
+    assert kept["rows_h1"] < metrics["test_rows_min_h1"]  # list-wise deletion keeps fewer
+    assert kept["test_rows_min_h1"] == kept["rows_h1"]
+
+
+def test_on_codes_auto_is_g2_and_every_pvalue_is_unchanged():
+    net = load_network("alarm")
+    split = variable_subsets(net.names, 3, seed=0, overlap=0.6)
+    clients = list(variable_subset_clients(net, split, seed=0, n_range=(300, 300)))
+    auto, g2 = FedCDnv().fit(clients), FedCDnv(ci_test="g2").fit(clients)
+    assert {e["ci_test"] for e in auto.site_tests_.values()} == {"g2"}
+    assert auto.graph_ == g2.graph_ and auto.history_ == g2.history_
+    assert (auto.status_.to_numpy() == g2.status_.to_numpy()).all()
+
+
+def test_site_test_reports_become_metrics_and_a_warning_when_all_were_skipped():
+    from fedstruct.errors import FedstructWarning
+    from fedstruct.experiments.fedcdnv.run import test_metrics, warn_skipped
+
+    tests = {
+        "h1": {
+            "ci_test": "dg",
+            "rows_min": 80.0,
+            "rows_median": 95.0,
+            "skipped": 2.0,
+            "total": 40.0,
+        },
+        "h2": {"ci_test": "dg", "rows_min": 3.0, "rows_median": 4.0, "skipped": 6.0, "total": 6.0},
+    }
+    metrics = test_metrics(tests)
+    assert metrics["ci_test_dg"] == 2.0 and metrics["test_rows_min_h1"] == 80.0
+    assert metrics["test_rows_median_h2"] == 4.0 and metrics["skipped_tests_h2"] == 6.0
+    assert not any("total" in key for key in metrics)
+    with pytest.warns(FedstructWarning, match=r"site 'h2': all 6 CI tests were skipped") as seen:
+        warn_skipped(tests)
+    assert len(seen) == 1

@@ -2,8 +2,11 @@
 
 Categorical and ordinal columns become ``int64`` codes ``0..k-1`` in the codebook's
 order, continuous columns ``float64``. Missing values are an error naming the site,
-file, column and count, unless ``missing="drop-rows"``; a missing label of a
-supervised categorical column is kept as ``-1``. In a regime column, an empty,
+file, column and count, unless ``missing="drop-rows"`` (the rows with one go) or
+``missing="keep"`` (every row stays: a missing level is the code ``-1``, a missing
+number NaN, and the client is marked ``ClientData.missing``, for methods that handle
+missing values, e.g. FedCDnv's test-wise deletion); a missing label of a supervised
+categorical column is kept as ``-1``. In a regime column, an empty,
 missing or ``obs`` value marks an observational row; any other value must name one
 of the site's columns.
 """
@@ -25,7 +28,7 @@ from fedstruct.data.sites.table import SiteTable, factorize, site_table
 from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
 
 #: What to do with missing values.
-MISSING = ("error", "drop-rows")
+MISSING = ("error", "drop-rows", "keep")
 _OBSERVATIONAL_MARKS = ("", "obs")
 
 
@@ -71,7 +74,7 @@ def encode_site(
         The federation schema; every column (but the regime column) must be one of
         its variables.
     missing
-        ``"error"`` or ``"drop-rows"``.
+        ``"error"``, ``"drop-rows"`` or ``"keep"`` (module docstring).
     regime
         A column naming, per row, the intervened variable (empty, missing or ``obs``:
         observational). It becomes ``ClientData.intervention`` and is not a variable.
@@ -115,11 +118,14 @@ class Encoded:
     intervention: NDArray[np.int64] | None
     dropped_rows: int
     constant: tuple[str, ...]
+    missing: bool = False
 
     def build(self) -> EncodedSite:
         rows = pd.DataFrame(self.columns, copy=False)
         self.columns = {}
-        client = ClientData(self.site, rows, self.supervised, self.intervention)
+        client = ClientData(
+            self.site, rows, self.supervised, self.intervention, missing=self.missing
+        )
         return EncodedSite(client, self.dropped_rows, self.constant)
 
 
@@ -166,7 +172,13 @@ def encode_table(
     if regime is not None:
         intervention = _regime_codes(table, regime, variables, keep)
     return Encoded(
-        table.name, columns, supervised, intervention, len(frame) - n_kept, tuple(constant)
+        table.name,
+        columns,
+        supervised,
+        intervention,
+        len(frame) - n_kept,
+        tuple(constant),
+        missing == "keep",
     )
 
 
@@ -205,12 +217,13 @@ def _rows_to_keep(
         count = int(isna.sum())
         if count == len(frame):
             raise table.all_missing(col)
-        if count == 0 or col in labels:
+        if count == 0 or col in labels or missing == "keep":
             continue
         if missing == "error":
             raise DataError(
                 f"{count} missing values in column {col!r} of {table.where}; "
-                "fill them, or pass --set missing=drop-rows"
+                "fill them, pass --set missing=keep for a method that handles them "
+                "(FedCDnv), or --set missing=drop-rows"
             )
         bad = isna if bad is None else bad | isna
     return None if bad is None else ~bad
@@ -253,7 +266,11 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
 
 
 def _is_constant(values: NDArray[Any]) -> bool:
-    """Whether a column holds one value (codes: ignoring -1, a missing label)."""
+    """Whether a column holds one value (codes: ignoring -1, a missing label;
+    numbers: ignoring NaN, a missing value kept)."""
+    if values.dtype.kind == "f":
+        low, high = np.nanmin(values), np.nanmax(values)
+        return bool(low == high)
     low, high = values.min(), values.max()
     if low == high:
         return True

@@ -22,11 +22,13 @@ scored against the DAG's arrowheads there (``*_arrowhead`` metrics).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
+from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
@@ -38,12 +40,16 @@ from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_type_counts, site_agreement
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
 
-__all__ = ["central_reference", "method", "run_fedcdnv", "score"]
+__all__ = ["central_reference", "method", "run_fedcdnv", "score", "test_metrics"]
 
 
 def method(s: FedCDnvRun, source: Source) -> FedCDnv:
-    """The FedCDnv estimator the settings describe, for the source's clients."""
+    """The FedCDnv estimator the settings describe, for the source's clients; on a
+    user's files the federation schema's kinds reach every client's CI test
+    (``ci_test="auto"`` chooses from them: G², Fisher-z or the mixed test)."""
+    kinds = dict(source.schema.kinds) if isinstance(source, SiteFiles) else None
     return FedCDnv(
+        kinds=kinds,
         seed=s.seed,
         participation=s.participation(source.names),
         **dataclasses.asdict(subset(s, FedCDnvConfig)),
@@ -104,6 +110,45 @@ def run_fedcdnv(
     return RunOutcome(metrics, history, [figure])
 
 
+def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[str, float]:
+    """What each site's CI tests were, for metrics.json: ``ci_test_<name>`` (how many
+    sites ran that test, e.g. ``ci_test_dg``), and per site the fewest and the median
+    rows behind a test (``test_rows_min_<site>``, ``test_rows_median_<site>``: below
+    the site's rows when values are missing, deleted test-wise) and the tests skipped
+    for too few rows (``skipped_tests_<site>``)."""
+    out: dict[str, float] = {}
+    for site, entry in site_tests.items():
+        name = entry.get("ci_test")
+        if name is not None:
+            key = f"ci_test_{name}"
+            out[key] = out.get(key, 0.0) + 1.0
+        for field_name, metric in (
+            ("rows_min", "test_rows_min"),
+            ("rows_median", "test_rows_median"),
+            ("skipped", "skipped_tests"),
+        ):
+            if field_name in entry:
+                out[f"{metric}_{site}"] = float(entry[field_name])
+    return out
+
+
+def warn_skipped(site_tests: Mapping[str, Mapping[str, float | str]]) -> None:
+    """A :class:`~fedstruct.errors.FedstructWarning` for each site whose every CI test
+    was skipped (too few rows complete on the tests' variables): its graph is then the
+    complete graph, not evidence."""
+    for site, entry in site_tests.items():
+        total, skipped = entry.get("total", 0.0), entry.get("skipped", 0.0)
+        if total and skipped == total:
+            warnings.warn(
+                f"site {site!r}: all {int(total)} CI tests were skipped for too few rows "
+                f"complete on their variables (fewest {entry.get('rows_min', 0):g}), so its "
+                "graph keeps every edge; fill in missing values, drop mostly-empty columns "
+                "from its file, or add rows",
+                FedstructWarning,
+                stacklevel=2,
+            )
+
+
 def _on_files(
     s: FedCDnvRun,
     ctx: RunContext,
@@ -120,7 +165,9 @@ def _on_files(
         "tests": float(sum(h.get("tests", 0.0) for h in model.history_)),
         "site_agreement": site_agreement(model.graph_, model.local_graphs_.values()),
         **source.report(),
+        **test_metrics(model.site_tests_),
     }
+    warn_skipped(model.site_tests_)
     figures = []
     truth = source.truth
     if truth is not None:

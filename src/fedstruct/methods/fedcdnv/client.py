@@ -5,13 +5,16 @@ cached CI test for everything) and send it with ``n_k`` and the variable names.
 Round 2 (``fedcdnv.update``): receive ``G0``, run C-Update, and send ``Pag_u``, the
 scaled and negated p-values (eq. 2) and the separating sets of the non-adjacent
 pairs (variable names; Condition 3.7 needs them). Nothing else leaves the client:
-graphs, counts, names and scaled p-values.
+graphs, counts, names and scaled p-values, and, with the replies of both rounds, the
+CI test it ran (its name) and how many rows its tests used (fewest, median) and
+skipped (the test-wise deletion of missing values).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -33,7 +36,7 @@ UPDATE = "fedcdnv.update"
 
 def _init_bound(client: FedCDnvClient, _: Message) -> int:
     d = len(client.data.variables)
-    return d * d + client.names_entries + 5
+    return d * d + client.names_entries + 9
 
 
 def _update_bound(client: FedCDnvClient, _: Message) -> int:
@@ -41,7 +44,7 @@ def _update_bound(client: FedCDnvClient, _: Message) -> int:
     # set of at most d names per pair, ~(name length + 3) bytes per name.
     d = len(client.data.variables)
     longest = max(len(v.encode()) for v in client.data.variables) + 3
-    return 2 * d * d + math.ceil(d * d * d * longest / 16) + 8
+    return 2 * d * d + math.ceil(d * d * d * longest / 16) + 12
 
 
 class FedCDnvClient(Client):
@@ -50,7 +53,9 @@ class FedCDnvClient(Client):
     Parameters
     ----------
     data
-        The client's discrete (G², χ²) or continuous (Fisher-z) data.
+        The client's data: categorical codes, numbers or both (``config.ci_test``;
+        ``"auto"`` picks the test from the kinds); missing values (``-1`` codes, NaN)
+        are deleted test-wise.
     config
         FedCDnv's hyper-parameters.
     seed
@@ -58,18 +63,28 @@ class FedCDnvClient(Client):
     progress
         Show the local adjacency search's progress on stderr (and its cost first on
         a wide table).
+    kinds
+        Variable -> kind (``"categorical"``, ``"ordinal"``, ``"continuous"``): the
+        federation schema's on a user's files; the others get their dtype's kind.
     """
 
     def __init__(
-        self, data: ClientData, *, config: FedCDnvConfig, seed: int = 0, progress: bool = False
+        self,
+        data: ClientData,
+        *,
+        config: FedCDnvConfig,
+        seed: int = 0,
+        progress: bool = False,
+        kinds: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(data, seed=seed)
         self.config = config
         self.progress = progress
+        self.kinds = {v: k for v, k in (kinds or {}).items() if v in data.rows.columns}
         self._result: LocalResult | None = None
         self.names_entries = sum(max(1, math.ceil(len(v.encode()) / 8)) for v in data.variables)
         rows = data.rows
-        constant = [v for v in data.variables if rows[v].nunique() <= 1]
+        constant = [v for v in data.variables if _observed(rows[v]).nunique() <= 1]
         #: Variables left out because they are constant here (``constant_columns="exclude"``).
         self.excluded: tuple[str, ...] = ()
         if constant and config.constant_columns == "exclude":
@@ -98,20 +113,35 @@ class FedCDnvClient(Client):
         """A new cached CI test over this client's rows (the excluded columns left out)."""
         cfg = self.config
         rows = self.data.rows.drop(columns=list(self.excluded))
-        return make_ci_test(rows, cfg.ci_test, small_sample=cfg.small_sample, dof=cfg.dof)
+        kinds = {v: k for v, k in self.kinds.items() if v not in self.excluded}
+        return make_ci_test(
+            rows,
+            cfg.ci_test,
+            kinds=kinds,
+            small_sample=cfg.small_sample,
+            dof=cfg.dof,
+            missing="testwise",
+        )
+
+    def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:
+        """The test's name (a config entry) and its rows per test (metrics)."""
+        summary = {**ci_test.rows_summary(), "total": float(ci_test.n_tests)}
+        return {"ci_test": ci_test.kind}, {f"tests_{k}": v for k, v in summary.items()}
 
     @handles(INIT, max_entries=_init_bound, graph_arrays=("pag",))
     def init(self, msg: Message) -> Message:
         """Round 1: ``Pag_0``, ``n_k`` and the variable names."""
         result = self.learn()
+        test, rows = self._test_report(result.ci_test)
         return Message(
             INIT,
             arrays={"pag": result.graph.marks},
-            config={"names": list(result.names)},
+            config={"names": list(result.names), **test},
             metrics={
                 "n": self.data.n_rows,
                 "tests": result.n_tests,
                 "excluded": len(self.excluded),
+                **rows,
             },
         )
 
@@ -132,11 +162,12 @@ class FedCDnvClient(Client):
         evidence = independence_evidence(pag_u, result.ci_test, result.pvalues, cfg.stability_depth)
         scaled = scale_pvalues(evidence, cfg.alpha, cfg.theta1, cfg.theta2)
         np.fill_diagonal(scaled, 0.0)
+        test, rows = self._test_report(result.ci_test)
         return Message(
             UPDATE,
             arrays={"pag": pag_u.marks, "pvalues": scaled},
-            config={"sepsets": json_bytes(sepsets)},
-            metrics={"n": self.data.n_rows, "tests": result.ci_test.n_tests - before},
+            config={"sepsets": json_bytes(sepsets), **test},
+            metrics={"n": self.data.n_rows, "tests": result.ci_test.n_tests - before, **rows},
         )
 
     def get_state(self) -> dict[str, Any]:
@@ -157,3 +188,11 @@ class FedCDnvClient(Client):
         ci_test = self._ci_test()
         ci_test.absorb_arrays(state["ci_cache"])
         self._result = LocalResult(**state["result"], ci_test=ci_test)
+
+
+def _observed(column: Any) -> Any:
+    """A column's observed values: without NaN (``nunique`` drops it) or the code
+    ``-1`` of a missing level."""
+    if column.dtype.kind in "iu":
+        return column[column != -1]
+    return column

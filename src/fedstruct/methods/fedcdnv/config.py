@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
-from fedstruct.discovery import DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.pvalues import check_interval
@@ -13,7 +13,6 @@ from fedstruct.methods.fedcdnv.pvalues import check_interval
 __all__ = ["LEARNERS", "FedCDnvConfig"]
 
 LEARNERS = ("fci", "rfci")
-CI_TESTS = ("g2", "chi2", "fisherz")
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,14 @@ class FedCDnvConfig:
     learner
         Local learner: ``"fci"`` or ``"rfci"`` (§3.3.1).
     ci_test
-        ``"g2"`` (the paper's default), ``"chi2"`` or ``"fisherz"`` (continuous data).
+        ``"auto"`` (default: chosen from each client's columns' kinds, the federation
+        schema's on a user's files, else the dtypes (integer codes categorical, floats
+        continuous): G² when all are categorical or ordinal, as the paper, so its
+        results are unchanged; Fisher-z when none is categorical; else ``"dg"``; see
+        :func:`~fedstruct.discovery.choose_ci_test`), ``"g2"`` (the paper's test),
+        ``"chi2"``, ``"fisherz"`` (continuous data) or ``"dg"`` (the
+        degenerate-Gaussian test, mixed data). Missing values are deleted test-wise
+        (each test on the rows complete on its variables; docs/fedcdnv.md).
     alpha
         Significance level of the CI tests (0.05).
     theta1
@@ -70,7 +76,7 @@ class FedCDnvConfig:
 
     strategy: str = "tpss"
     learner: str = "fci"
-    ci_test: str = "g2"
+    ci_test: str = "auto"
     alpha: float = 0.05
     theta1: float = 0.049
     theta2: float = 0.45

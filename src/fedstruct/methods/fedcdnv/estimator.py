@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl.estimator import GraphLearner
+from fedstruct.fl.participation import Participation
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.metrics import graph_metrics, relation_fdr
@@ -70,6 +71,21 @@ class FedCDnv(
     every metric of :func:`graph_scores` (Table 2).
     """
 
+    def __init__(
+        self,
+        *,
+        kinds: Mapping[str, str] | None = None,
+        seed: int = 0,
+        participation: Participation | None = None,
+        **params: Any,
+    ) -> None:
+        super().__init__(seed=seed, participation=participation, **params)
+        #: Variable -> kind for the clients' CI tests (``ci_test="auto"``; a user's
+        #: files: the federation schema's kinds), else each column's dtype's kind.
+        self.kinds = dict(kinds) if kinds is not None else None
+        if kinds is not None:
+            self._given(kinds=self.kinds)
+
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCDnv:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``progress=True``
         each in-process client shows its adjacency search's progress too (and, for a
@@ -81,7 +97,9 @@ class FedCDnv(
         """The client holding ``data`` (showing its search's progress when the run
         shows progress)."""
         progress = getattr(self, "_progress", False)
-        return FedCDnvClient(data, config=self.config, seed=self.seed, progress=progress)
+        return FedCDnvClient(
+            data, config=self.config, seed=self.seed, progress=progress, kinds=self.kinds
+        )
 
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
         """Every client must share a variable with another (Assumption 2.3).
@@ -100,6 +118,7 @@ class FedCDnv(
         (after round 1 only, as with ``stop_after=1``: ``graph_`` is ``None``, and
         ``initial_graph_`` and ``local_graphs_`` are round 1's)."""
         self.initial_graph_ = state.g0
+        self.site_tests_ = {site: dict(entry) for site, entry in state.site_tests.items()}
         self.local_graphs_ = {r.name: r.pag for r in state.reports.values()}
         if state.aggregation is None or state.stat is None:
             self.graph_ = None  # type: ignore[assignment]

@@ -7,6 +7,8 @@ aggregates the ``Pag_0`` (its ``"largest"`` rule).
 Round 2: broadcast ``G0``; collect ``Pag_u``, the scaled p-values and the separating
 sets; aggregate with TPSS (or the vote) into FedG (Algorithm 3). FeddG keeps the
 relationships FedG's own status matrix calls definite (§3.3.2).
+Both rounds also record, per client, the CI test it ran and the rows behind its
+tests (:attr:`FedCDnvState.site_tests`; not part of the algorithm).
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ def check_overlap(variable_sets: dict[str, Sequence[str]]) -> None:
         )
 
 
+def _record_tests(state: FedCDnvState, grid: Grid, replies: dict[int, Message]) -> None:
+    """Keep each replying client's test name and rows per test (its ``tests_*``
+    metrics) in ``state.site_tests``."""
+    for node, reply in sorted(replies.items()):
+        entry: dict[str, float | str] = {
+            key.removeprefix("tests_"): float(value)
+            for key, value in reply.metrics.items()
+            if key.startswith("tests_")
+        }
+        if "ci_test" in reply.config:
+            entry["ci_test"] = str(reply.config["ci_test"])
+        state.site_tests[grid.node_name(node)] = entry
+
+
 def definite_graph(fed: Graph, stat: NDArray[np.int8]) -> Graph:
     """FeddG: FedG's edges whose relationship is definite causal (``stat = 2``)."""
     return fed.with_marks(np.where(stat == DEFINITE_CAUSAL, fed.marks, NONE).astype(np.int8))
@@ -66,6 +82,10 @@ class FedCDnvState:
     aggregation: Aggregation | None = None
     stat: NDArray[np.int8] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    #: Client name -> the CI test it ran (``ci_test``) and the rows behind its tests
+    #: (``rows_min``, ``rows_median``) and the tests it skipped (``skipped``), as of
+    #: its last reply (test-wise deletion of missing values: docs/fedcdnv.md).
+    site_tests: dict[str, dict[str, float | str]] = field(default_factory=dict)
 
     @property
     def graph(self) -> Graph | None:
@@ -108,7 +128,10 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
         g0 = union([r.pag for r in reports.values()], names)
         together = observed_together(names, [r.pag.names for r in reports.values()])
         stat0 = status_matrix(g0, together)
-        state = FedCDnvState(names, reports, g0, stat0, history=state.history)
+        state = FedCDnvState(
+            names, reports, g0, stat0, history=state.history, site_tests=state.site_tests
+        )
+        _record_tests(state, grid, replies)
         record = {
             "round": 1,
             "clients": len(reports),
@@ -137,6 +160,7 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
             reports.append(ClientReport(first.name, pag, first.n, reply.arrays["pvalues"], sepsets))
         if not reports:
             raise DataError("no client answered round 2; FedCDnv cannot aggregate")
+        _record_tests(state, grid, replies)
         together = observed_together(state.names, [r.pag.names for r in reports])
         self._finish(state, reports, together)
         state.history.append(
