@@ -33,7 +33,9 @@ class ClientData:
     rows
         One row per sample, one numeric column per variable. Categorical variables
         are integer state codes ``0..k-1``; ``-1`` marks a missing label of a
-        supervised column. NaN and infinite values are rejected.
+        supervised column (and, with ``missing_values``, any missing value of a
+        categorical column). Infinite values are rejected; NaN too, unless
+        ``missing_values``.
     supervised
         Columns whose labels this client supervises (concepts, tasks, class labels).
     intervention
@@ -44,11 +46,16 @@ class ClientData:
         The client's own structural knowledge, a DAG over variables it supervises
         (e.g. the concept graph an F-CMs client proposes). It may be noisy; it is
         validated here only for naming variables the client does not supervise.
+    missing_values
+        Whether ``rows`` may hold missing values (NaN in a float column, ``-1`` in a
+        code column): a site's file read with ``missing="keep"``, for a method that
+        uses incomplete rows (FedAvg imputes them from federated statistics).
 
     Raises
     ------
     NonFiniteDataError
-        If ``rows`` holds NaN or infinite values (the message names the column).
+        If ``rows`` holds infinite values, or NaN without ``missing_values`` (the
+        message names the column).
     UnknownVariableError
         If ``supervised`` names a column ``rows`` does not have, or ``graph`` names a
         variable the client does not supervise.
@@ -62,6 +69,7 @@ class ClientData:
     supervised: tuple[str, ...] = ()
     intervention: NDArray[np.int64] | None = field(default=None, repr=False)
     graph: Graph | None = field(default=None, repr=False)
+    missing_values: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -80,7 +88,7 @@ class ClientData:
                     f"client {self.name!r}: column {col!r} has dtype {dtype}; "
                     "encode categorical values as integer codes 0..k-1"
                 )
-        _check_finite(self.name, rows)
+        _check_finite(self.name, rows, allow_nan=self.missing_values)
         object.__setattr__(self, "supervised", tuple(self.supervised))
         for var in self.supervised:
             if var not in rows.columns:
@@ -256,8 +264,9 @@ class ClientsOnDemand(Sequence[ClientData]):
         return f"ClientsOnDemand({list(self.names)}, built={sorted(self._built)})"
 
 
-def _check_finite(name: str, rows: pd.DataFrame) -> None:
-    """Raise for the first float column (in column order) holding NaN or inf values.
+def _check_finite(name: str, rows: pd.DataFrame, *, allow_nan: bool = False) -> None:
+    """Raise for the first float column (in column order) holding NaN or inf values
+    (inf only, with ``allow_nan``: missing values kept).
 
     Integer and boolean columns cannot hold either, so only float columns are read:
     runs of adjacent columns of one float dtype, at most ``_CHECK_CELLS`` values at a
@@ -279,7 +288,9 @@ def _check_finite(name: str, rows: pd.DataFrame) -> None:
                 values = part.to_numpy(dtype=np.float64, na_value=np.nan)
             if _all_finite(values):
                 continue
-            counts = (~np.isfinite(values)).sum(axis=0)
+            counts = (np.isinf(values) if allow_nan else ~np.isfinite(values)).sum(axis=0)
+            if not counts.any():
+                continue
             j = int(np.flatnonzero(counts)[0])
             raise NonFiniteDataError(
                 f"client {name!r}: column {part.columns[j]!r} has {int(counts[j])} NaN or "

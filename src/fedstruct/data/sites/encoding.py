@@ -2,8 +2,10 @@
 
 Categorical and ordinal columns become ``int64`` codes ``0..k-1`` in the codebook's
 order, continuous columns ``float64``. Missing values are an error naming the site,
-file, column and count, unless ``missing="drop-rows"``; a missing label of a
-supervised categorical column is kept as ``-1``. In a regime column, an empty,
+file, column and count, unless ``missing="drop-rows"`` (those rows go, counted) or
+``missing="keep"`` (they stay: ``-1`` in a code column, NaN in a continuous one, for
+a method that uses incomplete rows, e.g. FedAvg's federated imputation); a missing
+label of a supervised categorical column is kept as ``-1``. In a regime column, an empty,
 missing or ``obs`` value marks an observational row; any other value must name one
 of the site's columns.
 """
@@ -24,8 +26,9 @@ from fedstruct.data.sites.schema import LEVELLED, FederationSchema, level_name
 from fedstruct.data.sites.table import SiteTable, factorize, site_table
 from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
 
-#: What to do with missing values.
-MISSING = ("error", "drop-rows")
+#: What to do with missing values: refuse them, drop their rows, or keep them (code
+#: ``-1``, NaN) for a method that handles them.
+MISSING = ("error", "drop-rows", "keep")
 _OBSERVATIONAL_MARKS = ("", "obs")
 
 
@@ -71,7 +74,7 @@ def encode_site(
         The federation schema; every column (but the regime column) must be one of
         its variables.
     missing
-        ``"error"`` or ``"drop-rows"``.
+        ``"error"``, ``"drop-rows"`` or ``"keep"`` (:data:`MISSING`).
     regime
         A column naming, per row, the intervened variable (empty, missing or ``obs``:
         observational). It becomes ``ClientData.intervention`` and is not a variable.
@@ -115,11 +118,15 @@ class Encoded:
     intervention: NDArray[np.int64] | None
     dropped_rows: int
     constant: tuple[str, ...]
+    #: Whether the rows keep missing values (``missing="keep"``).
+    missing: bool = False
 
     def build(self) -> EncodedSite:
         rows = pd.DataFrame(self.columns, copy=False)
         self.columns = {}
-        client = ClientData(self.site, rows, self.supervised, self.intervention)
+        client = ClientData(
+            self.site, rows, self.supervised, self.intervention, missing_values=self.missing
+        )
         return EncodedSite(client, self.dropped_rows, self.constant)
 
 
@@ -166,7 +173,13 @@ def encode_table(
     if regime is not None:
         intervention = _regime_codes(table, regime, variables, keep)
     return Encoded(
-        table.name, columns, supervised, intervention, len(frame) - n_kept, tuple(constant)
+        table.name,
+        columns,
+        supervised,
+        intervention,
+        len(frame) - n_kept,
+        tuple(constant),
+        missing=missing == "keep",
     )
 
 
@@ -202,7 +215,7 @@ def _rows_to_keep(
         count = int(isna.sum())
         if count == len(frame):
             raise table.all_missing(col)
-        if count == 0 or col in labels:
+        if count == 0 or col in labels or missing == "keep":
             continue
         if missing == "error":
             raise DataError(
@@ -249,7 +262,10 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
 
 
 def _is_constant(values: NDArray[Any]) -> bool:
-    """Whether a column holds one value (codes: ignoring -1, a missing label)."""
+    """Whether a column holds one value (codes: ignoring -1, a missing label; numbers:
+    ignoring NaN, a missing value kept)."""
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        values = values[~np.isnan(values)]
     low, high = values.min(), values.max()
     if low == high:
         return True

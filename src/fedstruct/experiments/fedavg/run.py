@@ -22,6 +22,8 @@ def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
     return FedAvg(
         source.target,
         source.cardinalities,
+        continuous=source.continuous,
+        missing_values=source.missing_values,
         seed=settings.seed,
         participation=settings.participation(source.names),
         **dataclasses.asdict(subset(settings, FedAvgConfig)),
