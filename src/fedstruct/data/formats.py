@@ -67,7 +67,8 @@ class SiteOptions:
     kinds
         Column -> kind for every site (tables).
     missing
-        ``"error"`` or ``"drop-rows"``; ``None``: the manifest's, else ``"error"``.
+        ``"error"``, ``"drop-rows"`` or ``"keep"``; ``None``: the manifest's, else
+        the method's default (``Runnable.missing``; ``"error"`` read outside a run).
     limits
         What a site's description may disclose (:class:`~fedstruct.data.sites.SchemaLimits`).
     """
