@@ -209,9 +209,10 @@ class FeatureStatistics:
             wrong = [a for a in SUMMARY_ARRAYS if np.shape(summary.get(a)) != (shapes[a],)]
             if wrong:
                 raise ProtocolError(f"a site's feature summary has wrong arrays {wrong}")
-        counts = np.array([s["count"] for s in summaries], dtype=np.float64).reshape(len(summaries), c)
-        sums = np.array([s["sum"] for s in summaries], dtype=np.float64).reshape(len(summaries), c)
-        squares = np.array([s["squares"] for s in summaries], dtype=np.float64).reshape(len(summaries), c)
+        counts, sums, squares = (
+            np.array([s[name] for s in summaries], dtype=np.float64).reshape(len(summaries), c)
+            for name in ("count", "sum", "squares")
+        )
         n = counts.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = sums.sum(axis=0) / n

@@ -16,6 +16,7 @@ random. Nothing is downloaded.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -87,6 +88,5 @@ def split_sites(
         rows = rows.assign(**{c: values[c] for c in features})
     cuts = [0, *np.round(np.cumsum(share)[:-1] * len(rows)).astype(int), len(rows)]
     return [
-        rows.iloc[start:stop].reset_index(drop=True)
-        for start, stop in zip(cuts[:-1], cuts[1:], strict=True)
+        rows.iloc[start:stop].reset_index(drop=True) for start, stop in itertools.pairwise(cuts)
     ]

@@ -81,9 +81,10 @@ Missing values are what pandas reads as missing (empty fields, ``NA``, ``NaN``,
 ``null`` ...). They are an error naming the site, file, column and count, unless
 ``missing="drop-rows"``, which drops those rows and reports how many, or
 ``missing="keep"``, which keeps them (``-1`` codes, NaN) for a method that uses
-incomplete rows. A missing label of a supervised categorical column is kept as ``-1`` (:class:`ClientData`'s
-"no label"). In a regime column, an empty, missing or ``obs`` value marks an
-observational row; any other value must name one of the site's columns.
+incomplete rows. A missing label of a supervised categorical column is kept as
+``-1`` (:class:`ClientData`'s "no label"). In a regime column, an empty, missing
+or ``obs`` value marks an observational row; any other value must name one of the
+site's columns.
 """
 
 from fedstruct.data.sites.encoding import MISSING, EncodedSite, encode_site
