@@ -103,11 +103,6 @@ class FedAvgClient(Client):
         assert self.model is not None, "a FIT before the statistics step"
         return weights
 
-    def _bound(self, msg: Message) -> int:
-        """The weights' count (the reply's bound): the broadcast weights, whose count
-        the client knows before encoding."""
-        return sum(int(np.size(v)) for k, v in msg.arrays.items() if not k.startswith(ENCODING))
-
     @handles(STATISTICS, max_entries=lambda client, msg: client.schema.columns.summary_entries)
     def statistics(self, msg: Message) -> Message:
         """Counts, sums and sums of squares of the training rows' non-missing values,
@@ -115,7 +110,7 @@ class FedAvgClient(Client):
         rows = self.data.rows if not len(self.held) else self.data.rows.iloc[self.kept]
         return Message(STATISTICS, arrays=site_summary(rows, self.schema.columns))
 
-    @handles(FIT, max_entries=lambda client, msg: client._bound(msg) + 2)
+    @handles(FIT, max_entries=lambda client, msg: client.n_params + 2)
     def fit(self, msg: Message) -> Message:
         """Train the broadcast model for E local epochs; send the weights and n_k."""
         weights = self._weights(msg)
@@ -132,7 +127,7 @@ class FedAvgClient(Client):
         )
         return Message(FIT, arrays=get_params(self.model), metrics={"n": len(self.y), "loss": loss})
 
-    @handles(EVALUATE, max_entries=5)
+    @handles(EVALUATE, max_entries=lambda client, msg: 5 if client.schema.regression else 3)
     def evaluate(self, msg: Message) -> Message:
         """Loss and correct predictions (a regression: the sums of
         :func:`~fedstruct.methods.fedavg.model.evaluate_regression`) of the broadcast
