@@ -21,11 +21,20 @@ site, plus a manifest where the method needs roles.
   (``SITE/CLASS/*.png``) and one ``.npz`` — CAFE's setting.
 * ``asia-task/``: rows of the asia network with text states (``yes``/``no``) at three
   sites, to predict ``dysp`` — FedAvg.
+* ``breast-cancer/``: scikit-learn's breast-cancer table (30 continuous measurements
+  and the ``diagnosis``) as four hospitals of 40/25/20/15 % of the rows — FedAvg on
+  continuous columns (:func:`fedstruct.data.datasets.tables.breast_cancer_sites`).
+* ``diabetes/``: scikit-learn's diabetes table in its original units as four
+  hospitals, 5 % of every feature's values missing at random, to regress
+  ``progression`` — FedAvg's regression with imputation.
+
+Only some folders: ``python examples/make_examples.py breast-cancer diabetes``.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +46,7 @@ from fedstruct.data import load_network
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.datasets.sachs import SACHS_CONDITIONS, load_sachs_data, sachs_row_conditions
+from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
 from fedstruct.experiments.fcm import make_concept_dataset
 from fedstruct.graphs import write_graph
 
@@ -157,12 +167,36 @@ def asia_task() -> None:
         text.iloc[part].to_csv(folder / f"site-{k + 1}.csv", index=False)
 
 
-def main() -> None:
-    """Write every example folder."""
-    for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits, asia_task):
-        make()
-        print(f"wrote {make.__name__}")
+def breast_cancer() -> None:
+    """FedAvg: the breast-cancer table at four hospitals (40/25/20/15 % of the rows)."""
+    folder = _fresh("breast-cancer")
+    for k, rows in enumerate(breast_cancer_sites(seed=SEED)):
+        rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
+
+
+def diabetes() -> None:
+    """FedAvg: the diabetes table at four hospitals, 5 % of feature values missing."""
+    folder = _fresh("diabetes")
+    for k, rows in enumerate(diabetes_sites(seed=SEED, missing=0.05)):
+        rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
+
+
+MAKERS = {
+    make.__name__.replace("_", "-"): make
+    for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits,
+                 asia_task, breast_cancer, diabetes)
+}  # fmt: skip
+
+
+def main(names: list[str]) -> None:
+    """Write the example folders ``names`` (every one when empty)."""
+    unknown = [n for n in names if n not in MAKERS]
+    if unknown:
+        raise SystemExit(f"unknown examples {unknown}; choose from {sorted(MAKERS)}")
+    for name in names or MAKERS:
+        MAKERS[name]()
+        print(f"wrote {name}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -51,6 +51,16 @@ def test_non_finite_values_name_the_column_and_count() -> None:
         ClientData("site-1", data)
 
 
+def test_missing_values_are_kept_only_when_the_client_says_so() -> None:
+    """missing_values=True (a site read with missing="keep") lets NaN through, never inf."""
+    data = rows()
+    data.loc[[1, 3], "C"] = np.nan
+    assert ClientData("site-1", data, missing_values=True).rows["C"].isna().sum() == 2
+    data.loc[4, "C"] = np.inf
+    with pytest.raises(NonFiniteDataError, match="column 'C' has 1 NaN or infinite values"):
+        ClientData("site-1", data, missing_values=True)
+
+
 def test_non_finite_values_are_found_in_float_columns_only(monkeypatch) -> None:
     monkeypatch.setattr("fedstruct.data.client._CHECK_CELLS", 4)  # a column or two at a time
     data = rows().assign(flag=[True, False, True, True, False])

@@ -322,7 +322,7 @@ def test_missing_values_kept(tmp_path: Path) -> None:
     """missing="keep": every row stays, a missing level is -1, a missing number NaN."""
     path = write(tmp_path / "h2.csv", "age,sex\n1.5,f\n,m\n,f\n4.5,\n5.5,m\n")
     client = read_site(path, missing="keep")
-    assert client.missing and client.rows["sex"].tolist() == [0, 1, 0, -1, 1]
+    assert client.missing_values and client.rows["sex"].tolist() == [0, 1, 0, -1, 1]
     assert np.isnan(client.rows["age"]).tolist() == [False, True, True, False, False]
     assert not read_site(path, missing="drop-rows").missing
     fed = read_small_federation([str(path)], missing="keep")

@@ -145,7 +145,7 @@ def test_clients_keep_missing_values_only_when_told():
     frame = pd.DataFrame({"a": [0, 1, -1], "x": [0.5, np.nan, 1.0]})
     with pytest.raises(NonFiniteDataError, match="'x' has 1 NaN"):
         ClientData("s", frame)
-    client = ClientData("s", frame, missing=True)
+    client = ClientData("s", frame, missing_values=True)
     assert np.isnan(client.rows["x"][1])
     with pytest.raises(NonFiniteDataError, match="'x' has 1 infinite values"):
-        ClientData("s", frame.assign(x=[0.5, np.inf, 1.0]), missing=True)
+        ClientData("s", frame.assign(x=[0.5, np.inf, 1.0]), missing_values=True)

@@ -265,3 +265,20 @@ def test_a_killed_run_is_shown_as_interrupted_and_resumes(tmp_path):
     )
     assert read(out / "metrics.json") == read(tmp_path / "full" / "metrics.json")
     assert read(out / "run.json")["status"] == "finished"
+
+
+def test_fedavg_on_continuous_files_resumes_with_its_statistics(tmp_path):
+    """Breast cancer at four hospitals (continuous, the statistics step in round 1):
+    stopped after round 1, the checkpoint holds the federated statistics and the
+    resumed run ends where the uninterrupted one does."""
+    folder = Path(__file__).resolve().parents[2] / "examples" / "breast-cancer"
+    sites = [str(folder / f"hospital-{k}.csv") for k in (1, 2, 3, 4)]
+    layer = {"sites": sites, "target": "diagnosis", "rounds": 3, "test_fraction": 0.2}
+    full, part = tmp_path / "full", tmp_path / "part"
+    execute("fedavg", [layer], full)
+    execute("fedavg", [layer], part, stop_after=1)
+    state = read_tree(part / CHECKPOINT_FILE)[1]["server_state"]
+    assert state.statistics is not None and state.statistics.rows == 569 - 114
+    execute("fedavg", [], part, resume=True)
+    assert read(part / "metrics.json") == read(full / "metrics.json")
+    assert read(part / "history.json") == read(full / "history.json")

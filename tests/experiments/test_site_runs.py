@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from fedstruct.data import load_network
 from fedstruct.graphs import write_graph
 
 runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STATES = {"yes": 1, "no": 0}
 
 
@@ -167,18 +169,34 @@ def test_site_options_that_contradict_each_other(tmp_path, monkeypatch, args, me
     assert message in text
 
 
-def test_fedavg_names_continuous_columns_and_the_fix(tmp_path):
-    """Every continuous column at once, and honest advice: bin them or use a method that
-    takes them (issue 29: one column per attempt, and kinds.COL=categorical advised)."""
-    frame = pd.DataFrame({"y": ["a", "b"] * 50, "age": np.linspace(20, 80, 100),
-                          "bmi": np.linspace(18.5, 31.2, 100)})  # fmt: skip
+def test_fedavg_trains_on_continuous_columns(tmp_path):
+    """Breast cancer at four hospitals (30 continuous measurements): no refusal, no
+    kinds to set; the held-out rows are predicted well (issue 31: exit 2 before)."""
+    folder = EXAMPLES / "breast-cancer"
+    paths = [str(folder / f"hospital-{k}.csv") for k in (1, 2, 3, 4)]
+    out = tmp_path / "run"
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=diagnosis",
+                     "--set", "test_fraction=0.2", "--rounds", "3", "--out", str(out))  # fmt: skip
+    assert code == 0, text
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["test_accuracy"] > 0.9 and metrics["rows_without_target"] == 0
+
+
+def test_fedavg_refuses_a_target_with_one_level(tmp_path):
+    frame = pd.DataFrame({"y": ["a"] * 30, "x": np.linspace(0, 1, 30)})
     frame.to_csv(tmp_path / "s.csv", index=False)
     code, text = run("fedavg", "--site", str(tmp_path / "s.csv"), "--set", "target=y",
                      "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 2
-    assert "2 of the sites' columns are continuous: 'age', 'bmi'" in text
-    assert "bin them into levels" in text and "fedngm" in text
-    assert "kinds.age=categorical" not in text
+    assert "target 'y' has the single level 'a' at every site" in text
+
+
+def test_only_a_method_that_uses_incomplete_rows_keeps_them(tmp_path):
+    _, paths = asia_sites(tmp_path, rows=100)
+    code, text = run("fedcdnv", *sites_args(paths), "--set", "missing=keep",
+                     "--out", str(tmp_path / "x"))  # fmt: skip
+    assert code == 2
+    assert "fedcdnv cannot read missing values with missing=keep" in text
 
 
 def test_missing_values_are_named_or_dropped_and_counted(tmp_path):
@@ -187,9 +205,14 @@ def test_missing_values_are_named_or_dropped_and_counted(tmp_path):
     frame.loc[:6, "smoke"] = np.nan  # rows 0..6: seven missing values
     frame.to_csv(paths[0], index=False)
     code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp",
-                     "--out", str(tmp_path / "x"))  # fmt: skip
+                     "--set", "missing=error", "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 2
     assert "7 missing values in column 'smoke'" in text and "missing=drop-rows" in text
+    kept = tmp_path / "kept"  # FedAvg's default: kept, imputed, indicated
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp", "--rounds", "1",
+                     "--out", str(kept))  # fmt: skip
+    assert code == 0, text
+    assert json.loads((kept / "metrics.json").read_text())["dropped_rows_site-1"] == 0
     out = tmp_path / "run"
     code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp", "--rounds", "2",
                      "--set", "missing=drop-rows", "--out", str(out))  # fmt: skip

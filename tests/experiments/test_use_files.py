@@ -85,6 +85,29 @@ def test_fedavg_from_files_names_a_level_it_never_saw(tmp_path):
         fedstruct.load(run).predict(frame)
 
 
+def test_fedavg_regression_predicts_new_rows_with_the_saved_statistics(tmp_path):
+    """The diabetes hospitals (5% of values missing): the run's federated statistics
+    are saved with the model and encode new rows, holes included; a row predicted alone
+    gets the value it gets among others (nothing is re-estimated from the new rows)."""
+    sites = [str(EXAMPLES / "diabetes" / f"hospital-{k}.csv") for k in (1, 2, 3, 4)]
+    run = tmp_path / "run"
+    execute("fedavg", [{"sites": sites, "target": "progression", "rounds": 3, "hidden": 0}], run)
+    pooled = pd.concat([pd.read_csv(p) for p in sites])
+    model = fedstruct.load(run)
+    bmi = model.statistics_.columns.continuous.index("bmi")
+    assert model.statistics_.mean[bmi] == pytest.approx(pooled["bmi"].mean(), rel=1e-12)
+    assert model.statistics_.variance[bmi] == pytest.approx(pooled["bmi"].var(ddof=0), rel=1e-9)
+    new = tmp_path / "new.csv"
+    frame = pooled.head(40).drop(columns="progression")
+    frame.to_csv(new, index=False)
+    assert frame.isna().any().any()
+    expected = cli_predictions(run, new)
+    np.testing.assert_allclose(model.predict(frame), expected["progression"], rtol=1e-6)
+    alone = model.predict(frame.iloc[[7]])[0]
+    assert alone == pytest.approx(model.predict(frame)[7], rel=1e-6)
+    assert 0.2 < model.score(pooled) < 1  # R² on every row
+
+
 # -------------------------------------------------------------------- F-CMs
 def _concept_sites(folder: Path) -> Path:
     """The asia-concepts federation with its concept and task labels as words."""

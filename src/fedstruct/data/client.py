@@ -44,15 +44,16 @@ class ClientData:
         The client's own structural knowledge, a DAG over variables it supervises
         (e.g. the concept graph an F-CMs client proposes). It may be noisy; it is
         validated here only for naming variables the client does not supervise.
-    missing
+    missing_values
         Whether the rows may hold missing values: NaN in a float column, ``-1`` in a
-        code column (the site reader's ``missing="keep"``, for methods that handle
-        them, e.g. FedCDnv's test-wise deletion). Infinite values are still rejected.
+        code column (the site reader's ``missing="keep"``, for methods that use
+        incomplete rows: FedCDnv's test-wise deletion, FedAvg's imputation from
+        federated statistics). Infinite values are still rejected.
 
     Raises
     ------
     NonFiniteDataError
-        If ``rows`` holds infinite values, or NaN without ``missing`` (the message
+        If ``rows`` holds infinite values, or NaN without ``missing_values`` (the message
         names the column).
     UnknownVariableError
         If ``supervised`` names a column ``rows`` does not have, or ``graph`` names a
@@ -67,7 +68,7 @@ class ClientData:
     supervised: tuple[str, ...] = ()
     intervention: NDArray[np.int64] | None = field(default=None, repr=False)
     graph: Graph | None = field(default=None, repr=False)
-    missing: bool = field(default=False, repr=False)
+    missing_values: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -86,7 +87,7 @@ class ClientData:
                     f"client {self.name!r}: column {col!r} has dtype {dtype}; "
                     "encode categorical values as integer codes 0..k-1"
                 )
-        _check_finite(self.name, rows, allow_nan=self.missing)
+        _check_finite(self.name, rows, allow_nan=self.missing_values)
         object.__setattr__(self, "supervised", tuple(self.supervised))
         for var in self.supervised:
             if var not in rows.columns:

@@ -68,7 +68,7 @@ class SiteOptions:
         Column -> kind for every site (tables).
     missing
         ``"error"``, ``"drop-rows"`` or ``"keep"``; ``None``: the manifest's, else
-        ``"error"`` (a method may default to ``"keep"``: FedCDnv).
+        the method's default (``Runnable.missing``; ``"error"`` read outside a run).
     limits
         What a site's description may disclose (:class:`~fedstruct.data.sites.SchemaLimits`).
     """

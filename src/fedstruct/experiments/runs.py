@@ -23,6 +23,7 @@ same run works in one process and across machines:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -114,9 +115,9 @@ class FederationSettings:
     missing
         Missing values in a site's file: ``error`` (name the column and count),
         ``drop-rows`` (drop those rows; the counts per site go to metrics.json) or
-        ``keep`` (every row stays, for a method that handles missing values: FedCDnv
+        ``keep`` (for a method that uses incomplete rows: FedAvg imputes them, FedCDnv
         deletes them test-wise); empty: the manifest's choice, else the method's
-        default (``keep`` for FedCDnv, ``error`` for the others).
+        default (``keep`` for FedAvg and FedCDnv, ``error`` for the others).
     kinds
         Kind of a site column, overriding the inferred one (``--set kinds.COL=ordinal``):
         categorical, ordinal or continuous.
@@ -301,6 +302,11 @@ class Runnable:
     )
     #: How the method's site files take part in a deployment's schema handshake.
     site_format: SiteFormat[Any] = TABLES
+    #: The ways of treating missing values in site files
+    #: (:data:`~fedstruct.data.sites.MISSING`) the method takes; the first is its
+    #: default when neither the settings nor the manifest choose (FedAvg and FedCDnv:
+    #: ``keep``; they impute them or delete them test-wise).
+    missing: tuple[str, ...] = ("error", "drop-rows")
 
     def client_names(self, settings: Any) -> list[str]:
         """The clients' names: the sites' names, or ``client-1 .. client-K``."""
@@ -314,8 +320,29 @@ class Runnable:
         return self.source(settings, None if view is None else self.site_files(settings, view))
 
     def site_files(self, settings: Any, view: SiteView) -> SiteFiles:
-        """The files of ``view`` as this method reads them (its site format and roles)."""
+        """The files of ``view`` as this method reads them (its site format and roles,
+        missing values as :meth:`missing_mode` says)."""
+        options = dataclasses.replace(view.options, missing=self.missing_mode(view))
+        view = dataclasses.replace(view, options=options)
         return SiteFiles(view, self.site_format, self.roles(settings, view.roles))
+
+    def missing_mode(self, view: SiteView) -> str:
+        """How the files of ``view`` treat missing values: the settings' choice, else
+        the manifest's, else the method's default (the first of :attr:`missing`).
+
+        Raises
+        ------
+        ConfigError
+            If the method cannot take the mode chosen (e.g. ``keep`` for a method that
+            does not use incomplete rows).
+        """
+        mode = view.options.missing or view.roles.get("missing") or self.missing[0]
+        if mode not in self.missing:
+            raise ConfigError(
+                f"{self.name} cannot read missing values with missing={mode}; use one of "
+                f"{', '.join(self.missing)} (--set missing=...)"
+            )
+        return str(mode)
 
 
 _REGISTRY: dict[str, Runnable] = {}

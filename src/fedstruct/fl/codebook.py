@@ -72,12 +72,14 @@ class Codebook:
         *,
         labels: Sequence[str] = (),
         source: str | Path | None = None,
+        missing: str = "error",
     ) -> pd.DataFrame:
         """``frame`` coded as the run's sites were (same index, same columns).
 
         A table's columns must be variables of the run. A missing value is an error,
         but in a column of ``labels`` (what the model predicts), where it is coded
-        ``-1`` (a label the rows do not give). An image table's ``label`` column, if
+        ``-1`` (a label the rows do not give), and with ``missing="keep"`` (a model
+        that imputes them), where it stays (``-1``, NaN). An image table's ``label`` column, if
         any, holds class names.
 
         Raises
@@ -90,7 +92,9 @@ class Codebook:
             return self._encode_labels(frame, source)
         assert self.schema is not None
         given = [c for c in labels if c in frame.columns and c in self.schema.levels]
-        site = encode_site("input", frame, self.schema, supervised=given, source=source)
+        site = encode_site(
+            "input", frame, self.schema, supervised=given, source=source, missing=missing
+        )
         return site.client.rows.set_axis(frame.index)
 
     def _encode_labels(self, frame: pd.DataFrame, source: str | Path | None) -> pd.DataFrame:

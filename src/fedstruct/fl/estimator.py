@@ -59,12 +59,16 @@ class InputColumns(NamedTuple):
     labels
         Columns of ``read`` that are only labels the model predicts (never its
         input): a missing value there is a label the rows do not give.
+    missing_values
+        Whether the model imputes missing values of its inputs (FedAvg trained on
+        continuous or incomplete columns); otherwise a missing input is an error.
     """
 
     required: tuple[str, ...]
     read: tuple[str, ...]
     others_allowed: bool = False
     labels: tuple[str, ...] = ()
+    missing_values: bool = False
 
     def unread(self, columns: Sequence[str]) -> list[str]:
         """The columns of ``columns`` the model does not read and leaves out (only
@@ -396,7 +400,8 @@ class FederatedEstimator(ABC):
         ArtifactError
             If the columns do not fit the model, or it only learned a graph.
         DataError
-            For a level the run's files never had, or a missing value in an input.
+            For a level the run's files never had, or a missing value in an input of
+            a model that imputes none.
         """
         try:
             columns = self.input_columns()
@@ -407,7 +412,8 @@ class FederatedEstimator(ABC):
         codebook = self.codebook()
         if codebook is None:
             return rows
-        return codebook.encode(rows, labels=columns.labels, source=source)
+        missing = "keep" if columns.missing_values else "error"
+        return codebook.encode(rows, labels=columns.labels, source=source, missing=missing)
 
     def prediction(
         self,

@@ -51,7 +51,7 @@ Manifest (YAML or JSON; :func:`read_manifest`)::
         supervised: [label]       # columns this site supervises
       - path: h2.tsv              # a bare string "h2.tsv" is short for {path: h2.tsv}
     kinds: {age: continuous}      # every site's kinds
-    missing: error                # or drop-rows
+    missing: error                # or drop-rows, keep
     delimiter: ","                # default: sniffed from the file's head
     min_site_rows: 10             # what a site's schema may disclose (SchemaLimits):
     max_site_levels: 100          #   the defaults shown
@@ -79,10 +79,12 @@ column and the sites: their levels would be merged into one codebook of 4 levels
 
 Missing values are what pandas reads as missing (empty fields, ``NA``, ``NaN``,
 ``null`` ...). They are an error naming the site, file, column and count, unless
-``missing="drop-rows"``, which drops those rows and reports how many. A missing
-label of a supervised categorical column is kept as ``-1`` (:class:`ClientData`'s
-"no label"). In a regime column, an empty, missing or ``obs`` value marks an
-observational row; any other value must name one of the site's columns.
+``missing="drop-rows"``, which drops those rows and reports how many, or
+``missing="keep"``, which keeps them (``-1`` codes, NaN) for a method that uses
+incomplete rows. A missing label of a supervised categorical column is kept as
+``-1`` (:class:`ClientData`'s "no label"). In a regime column, an empty, missing
+or ``obs`` value marks an observational row; any other value must name one of the
+site's columns.
 """
 
 from fedstruct.data.sites.encoding import MISSING, EncodedSite, encode_site

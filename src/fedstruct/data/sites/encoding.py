@@ -2,11 +2,11 @@
 
 Categorical and ordinal columns become ``int64`` codes ``0..k-1`` in the codebook's
 order, continuous columns ``float64``. Missing values are an error naming the site,
-file, column and count, unless ``missing="drop-rows"`` (the rows with one go) or
-``missing="keep"`` (every row stays: a missing level is the code ``-1``, a missing
-number NaN, and the client is marked ``ClientData.missing``, for methods that handle
-missing values, e.g. FedCDnv's test-wise deletion); a missing label of a supervised
-categorical column is kept as ``-1``. In a regime column, an empty,
+file, column and count, unless ``missing="drop-rows"`` (those rows go, counted) or
+``missing="keep"`` (they stay: ``-1`` in a code column, NaN in a continuous one, for
+a method that uses incomplete rows: FedCDnv's test-wise deletion, FedAvg's federated
+imputation); a missing
+label of a supervised categorical column is kept as ``-1``. In a regime column, an empty,
 missing or ``obs`` value marks an observational row; any other value must name one
 of the site's columns.
 """
@@ -27,7 +27,8 @@ from fedstruct.data.sites.schema import LEVELLED, FederationSchema, level_name
 from fedstruct.data.sites.table import SiteTable, factorize, site_table
 from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
 
-#: What to do with missing values.
+#: What to do with missing values: refuse them, drop their rows, or keep them (code
+#: ``-1``, NaN) for a method that handles them.
 MISSING = ("error", "drop-rows", "keep")
 _OBSERVATIONAL_MARKS = ("", "obs")
 
@@ -74,7 +75,7 @@ def encode_site(
         The federation schema; every column (but the regime column) must be one of
         its variables.
     missing
-        ``"error"``, ``"drop-rows"`` or ``"keep"`` (module docstring).
+        ``"error"``, ``"drop-rows"`` or ``"keep"`` (:data:`MISSING`).
     regime
         A column naming, per row, the intervened variable (empty, missing or ``obs``:
         observational). It becomes ``ClientData.intervention`` and is not a variable.
@@ -118,13 +119,14 @@ class Encoded:
     intervention: NDArray[np.int64] | None
     dropped_rows: int
     constant: tuple[str, ...]
+    #: Whether the rows keep missing values (``missing="keep"``).
     missing: bool = False
 
     def build(self) -> EncodedSite:
         rows = pd.DataFrame(self.columns, copy=False)
         self.columns = {}
         client = ClientData(
-            self.site, rows, self.supervised, self.intervention, missing=self.missing
+            self.site, rows, self.supervised, self.intervention, missing_values=self.missing
         )
         return EncodedSite(client, self.dropped_rows, self.constant)
 
@@ -178,7 +180,7 @@ def encode_table(
         intervention,
         len(frame) - n_kept,
         tuple(constant),
-        missing == "keep",
+        missing=missing == "keep",
     )
 
 
@@ -208,9 +210,6 @@ def _rows_to_keep(
     frame = table.frame
     bad: NDArray[np.bool_] | None = None
     for col in variables:
-        if not table.any_missing(col):
-            table.isna.pop(col, None)
-            continue
         isna = table.isna.pop(col, None)
         if isna is None:
             isna = frame[col].isna().to_numpy()
@@ -222,8 +221,7 @@ def _rows_to_keep(
         if missing == "error":
             raise DataError(
                 f"{count} missing values in column {col!r} of {table.where}; "
-                "fill them, pass --set missing=keep for a method that handles them "
-                "(FedCDnv), or --set missing=drop-rows"
+                "fill them, or pass --set missing=drop-rows"
             )
         bad = isna if bad is None else bad | isna
     return None if bad is None else ~bad
@@ -255,8 +253,7 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
         values = column.to_numpy()  # no copy: NaN already marks missing values
     else:  # integers, nullable extension types
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    finite = table.only_finite(col) or np.isfinite(values).all()
-    infinite = 0 if finite else int(np.isinf(values).sum())
+    infinite = 0 if np.isfinite(values).all() else int(np.isinf(values).sum())
     if infinite:
         raise DataError(
             f"{infinite} infinite values in column {col!r} of {table.where}; "
@@ -266,11 +263,12 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
 
 
 def _is_constant(values: NDArray[Any]) -> bool:
-    """Whether a column holds one value (codes: ignoring -1, a missing label;
-    numbers: ignoring NaN, a missing value kept)."""
-    if values.dtype.kind == "f":
-        low, high = np.nanmin(values), np.nanmax(values)
-        return bool(low == high)
+    """Whether a column holds one value (codes: ignoring -1, a missing label; numbers:
+    ignoring NaN, a missing value kept)."""
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        values = values[~np.isnan(values)]
+    if values.size == 0:  # missing at every row of the site
+        return True
     low, high = values.min(), values.max()
     if low == high:
         return True

@@ -36,12 +36,13 @@ __getattr__, __dir__ = lazy_exports(
 register(
     Runnable(
         name="fedavg",
-        summary="FedAvg classifier on a task sampled from a network (runtime reference)",
+        summary="FedAvg classifier or regressor on a network's task or a table (runtime reference)",
         settings=FedAvgRun,
         source=lazy_function("fedstruct.experiments.fedavg.federation", "source"),
         method=lazy_function("fedstruct.experiments.fedavg.run", "method"),
         run=lazy_function("fedstruct.experiments.fedavg.run", "run_fedavg"),
         quick={"clients": 3, "rounds": 2, "samples": 1500, "test_samples": 500},
         options={"network": "network"},
+        missing=("keep", "error", "drop-rows"),
     )
 )

@@ -12,7 +12,7 @@ import pandas as pd
 from fedstruct.data import ClientData, ClientsOnDemand, load_network
 from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.data.partition import client_names, horizontal, label_skew
-from fedstruct.data.sites import LEVELLED, FederationSchema
+from fedstruct.data.sites import LEVELLED
 from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 from fedstruct.experiments.source import SiteFiles, Source
@@ -48,6 +48,10 @@ class NetworkTask(Source):
         """Every variable's number of levels."""
         return self.network.cardinalities
 
+    #: A network's variables are all categorical, its rows complete.
+    continuous: tuple[str, ...] = ()
+    missing_values = False
+
     def clients(self) -> Sequence[ClientData]:
         """The training rows split over the clients (built when read)."""
         s = self.settings
@@ -76,9 +80,10 @@ class NetworkTask(Source):
 
 
 class SiteTask(Source):
-    """A user's site files, every column categorical or ordinal (FedAvg's classifier
-    one-hot codes them), and the column to predict (``target``: the setting, else the
-    manifest's)."""
+    """A user's site files and the column to predict (``target``: the setting, else
+    the manifest's): categorical and ordinal columns one-hot, continuous ones
+    standardised with federated statistics, missing values (kept by default:
+    ``missing=keep``) imputed; a continuous target is a regression."""
 
     def __init__(self, settings: FedAvgRun, sites: SiteFiles):
         self.settings = settings
@@ -100,7 +105,7 @@ class SiteTask(Source):
         UnknownVariableError
             If the target is not a column of the sites.
         DataError
-            If a column is continuous.
+            If a categorical target has a single level at every site.
         """
         schema = self.sites.schema
         target = self.sites.role(self.settings.target, "target")
@@ -111,31 +116,27 @@ class SiteTask(Source):
                 f"target {target!r} is not a column of the sites; their columns are "
                 f"{list(schema.variables)}"
             )
-        _require_levelled(schema)
+        levels = schema.levels.get(target)
+        if levels is not None and len(levels) < 2:
+            raise DataError(
+                f"target {target!r} has the single level {levels[0]!r} at every site; a "
+                "classifier needs two or more: pick another target, or set "
+                f"kinds.{target}=continuous if its values are numbers to regress on"
+            )
         return target
 
     @property
     def cardinalities(self) -> dict[str, int]:
-        """Every column's number of levels."""
+        """Every categorical or ordinal column's number of levels."""
         return self.sites.schema.cardinalities()
 
+    @property
+    def continuous(self) -> tuple[str, ...]:
+        """The continuous columns, in the schema's order."""
+        schema = self.sites.schema
+        return tuple(v for v in schema.variables if schema.kinds[v] not in LEVELLED)
 
-def _require_levelled(schema: FederationSchema) -> None:
-    """Every column of the sites has levels (categorical or ordinal).
-
-    Raises
-    ------
-    DataError
-        Naming every continuous column at once, with what the user can do.
-    """
-    continuous = [v for v in schema.variables if schema.kinds[v] not in LEVELLED]
-    if continuous:
-        more = " ..." if len(continuous) > 10 else ""
-        shown = ", ".join(repr(v) for v in continuous[:10]) + more
-        raise DataError(
-            f"FedAvg's classifier takes categorical or ordinal columns, but {len(continuous)} "
-            f"of the sites' columns are continuous: {shown}; bin them into levels in the "
-            "files (e.g. age groups), leave them out, or use a method that takes continuous "
-            "columns (fedngm; fedcdnv with --set ci_test=fisherz). If a column's numbers are "
-            "codes of a few levels, say so with --set kinds.COLUMN=ordinal"
-        )
+    @property
+    def missing_values(self) -> bool:
+        """Whether the sites' rows keep their missing values (``missing=keep``)."""
+        return self.sites.view.options.missing == "keep"

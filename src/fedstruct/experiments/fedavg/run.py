@@ -1,5 +1,5 @@
 """``fedstruct run fedavg``: FedAvg on a categorical task sampled from a benchmark network,
-or on a user's site files."""
+or on a user's site files (a classification, or a regression for a continuous target)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
     return FedAvg(
         source.target,
         source.cardinalities,
+        continuous=source.continuous,
+        missing_values=source.missing_values,
         seed=settings.seed,
         participation=settings.participation(source.names),
         **dataclasses.asdict(subset(settings, FedAvgConfig)),
@@ -67,21 +69,26 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
     ctx.fit(model, source)
     last = model.history_[-1]
     rows = "test" if settings.test_fraction > 0 else "training"
+    names = ("rmse", "r2", "loss") if model.schema.regression else ("accuracy", "loss")
     scored = {  # absent when a run is stopped early, or no site answered the evaluation
-        f"{rows}_{name}": last[f"client_{name}"]
-        for name in ("accuracy", "loss")
-        if f"client_{name}" in last
+        f"{rows}_{name}": last[f"client_{name}"] for name in names if f"client_{name}" in last
+    }
+    first = model.history_[0]
+    statistics = {  # the statistics step's report (continuous or incomplete columns)
+        name: first[name] for name in ("rows_without_target",) if name in first
     }
     metrics = {
         **scored,
+        **statistics,
         "rounds": len(model.history_),
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **model.traffic_.summary(),
         **source.report(),
     }
+    score = "client_rmse" if model.schema.regression else "client_accuracy"
     figure = plot_history(
         model.history_,
-        [("train_loss", "client_loss"), "client_accuracy", "clients_answered"],
+        [("train_loss", "client_loss"), score, "clients_answered"],
         ctx.out / "fedavg_rounds.png",
         f"FedAvg on your sites (target {model.schema.target})",
     )

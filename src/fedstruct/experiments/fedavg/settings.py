@@ -54,9 +54,11 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
         Fewest rows a client may get: an iid split that gives one fewer is an error; a
         label-skewed split is redrawn until every client has as many.
 
-    On a user's files (``--site``/``--sites``) ``target`` names the column to predict,
-    every column must be categorical, and there is no server test set: the final
-    model is scored on the rows each site holds out (``test_fraction``, e.g. 0.2).
+    On a user's files (``--site``/``--sites``) ``target`` names the column to predict
+    (categorical or ordinal: a classification; continuous: a regression), continuous
+    columns are standardised and missing values imputed from federated statistics
+    (docs/fedavg.md), and there is no server test set: the final model is scored on
+    the rows each site holds out (``test_fraction``, e.g. 0.2).
     """
 
     network: str = "asia"

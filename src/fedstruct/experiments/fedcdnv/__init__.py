@@ -57,5 +57,6 @@ register(
         run=lazy_function("fedstruct.experiments.fedcdnv.run", "run_fedcdnv"),
         quick={"network": "sachs", "clients": 3, "reference": False, "max_samples": 800},
         options={"network": "network"},
+        missing=("keep", "error", "drop-rows"),
     )
 )

@@ -11,7 +11,6 @@ variables; :func:`source` gives it, or the user's site files.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -248,22 +247,9 @@ def variable_subset_clients(
 
 def source(settings: FedCDnvRun, sites: SiteFiles | None) -> VariableSubsetTask | SiteFiles:
     """The run's data: the user's ``sites`` (FedCDnv reads every column, with no role;
-    missing values kept for its test-wise deletion unless ``--set missing`` or the
-    manifest says otherwise: :func:`keeping_missing`), else the paper's federation
-    (:class:`VariableSubsetTask`)."""
-    return VariableSubsetTask(settings) if sites is None else keeping_missing(sites)
-
-
-def keeping_missing(sites: SiteFiles) -> SiteFiles:
-    """``sites`` read with ``missing="keep"`` when neither the settings nor the
-    manifest choose how missing values are handled: FedCDnv's CI tests delete them
-    test-wise (each test on the rows complete on its own variables), so no row is
-    dropped for a value missing elsewhere (docs/fedcdnv.md)."""
-    view = sites.view
-    if view.options.missing is not None or "missing" in view.roles:
-        return sites
-    options = dataclasses.replace(view.options, missing="keep")
-    return SiteFiles(dataclasses.replace(view, options=options), sites.format, sites.column_roles)
+    missing values are kept by default, ``Runnable.missing``, for its test-wise
+    deletion), else the paper's federation (:class:`VariableSubsetTask`)."""
+    return VariableSubsetTask(settings) if sites is None else sites
 
 
 class VariableSubsetTask(Source):

@@ -1,26 +1,54 @@
-"""The FedAvg client: local SGD on its rows, federated evaluation on its held-out rows."""
+"""The FedAvg client: its feature statistics (once), local SGD on its rows, federated
+evaluation on its held-out rows."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+import torch
+
 from fedstruct.data.client import ClientData
 from fedstruct.fl import Client, Message, handles, holdout_split
+from fedstruct.fl.features import FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
     TabularSchema,
     build_model,
     evaluate,
+    evaluate_regression,
     train_local,
 )
 
-__all__ = ["EVALUATE", "FIT", "FedAvgClient"]
+__all__ = ["EVALUATE", "FIT", "STATISTICS", "FedAvgClient", "encoding_arrays"]
 
 FIT = "fedavg.fit"
 EVALUATE = "fedavg.evaluate"
+STATISTICS = "fedavg.statistics"
+#: Prefix of the feature encoding's arrays in a FIT or EVALUATE message.
+ENCODING = "features."
+#: A regression's target mean and standard deviation in a message's arrays.
+TARGET_SCALE = "features.target_scale"
+
+
+def encoding_arrays(encoder: FeatureEncoder, target_scale: tuple[float, float]) -> dict[str, Any]:
+    """What a FIT or EVALUATE message carries besides the weights when the run has
+    federated statistics: the feature encoding and the target's scale."""
+    return {
+        **encoder.to_arrays(ENCODING),
+        TARGET_SCALE: np.array(target_scale, dtype=np.float64),
+    }
 
 
 class FedAvgClient(Client):
     """Holds one client's rows, encoded with the shared schema; never sends them.
+
+    Complete categorical rows are encoded when the client is built. Otherwise
+    (continuous columns or missing values) the client first answers the statistics
+    step (:data:`STATISTICS`: :func:`~fedstruct.fl.features.site_summary` of its
+    training rows) and encodes its rows with the encoding each FIT or EVALUATE
+    message carries (the same in every message: encoded once).
 
     Parameters
     ----------
@@ -38,20 +66,56 @@ class FedAvgClient(Client):
         self, data: ClientData, *, schema: TabularSchema, config: FedAvgConfig, seed: int
     ) -> None:
         super().__init__(data, seed=seed)
-        x, y = schema.encode(data.rows, where=f"client {data.name!r}")
-        kept, held = holdout_split(len(y), config.test_fraction, seed, data.name)
-        if len(held):
-            (self.x, self.y), (self.x_test, self.y_test) = (x[kept], y[kept]), (x[held], y[held])
-        else:
-            self.x, self.y = self.x_test, self.y_test = x, y
+        self.schema = schema
         self.config = config
-        self.model = build_model(schema, config.hidden, seed)
+        self.kept, self.held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
+        self._encoded_with: dict[str, Any] | None = None
+        self.model: torch.nn.Module | None = None
+        if not schema.needs_statistics:
+            self._encode(schema.one_hot(), (0.0, 1.0))
+
+    def _encode(self, encoder: FeatureEncoder, target_scale: tuple[float, float]) -> None:
+        """Encode the training and held-out rows (the training rows score too when
+        none is held out) and build the local model."""
+        rows, where = self.data.rows, f"client {self.data.name!r}"
+        kept = rows if not len(self.held) else rows.iloc[self.kept]
+        self.x, self.y = self.schema.encode(kept, encoder, target_scale, where)
+        if len(self.held):
+            held = rows.iloc[self.held]
+            self.x_test, self.y_test = self.schema.encode(held, encoder, target_scale, where)
+        else:
+            self.x_test, self.y_test = self.x, self.y
+        self.target_scale = target_scale
+        self.model = build_model(self.schema, encoder.width, self.config.hidden, self.seed)
         self.n_params = sum(p.numel() for p in self.model.parameters())
+
+    def _weights(self, msg: Message) -> dict[str, Any]:
+        """The message's weights, the rows encoded with its encoding first if new."""
+        encoding, weights = FeatureEncoder.split(msg.arrays, ENCODING)
+        if encoding:
+            scale = tuple(float(v) for v in encoding.pop(TARGET_SCALE))
+            if self._encoded_with is None or not _same(self._encoded_with, encoding):
+                encoder = FeatureEncoder.from_arrays(
+                    self.schema.feature_columns, encoding, ENCODING
+                )
+                self._encode(encoder, (scale[0], scale[1]))
+                self._encoded_with = encoding
+        assert self.model is not None, "a FIT before the statistics step"
+        return weights
+
+    @handles(STATISTICS, max_entries=lambda client, msg: client.schema.columns.summary_entries)
+    def statistics(self, msg: Message) -> Message:
+        """Counts, sums and sums of squares of the training rows' non-missing values,
+        and level counts (:func:`~fedstruct.fl.features.site_summary`)."""
+        rows = self.data.rows if not len(self.held) else self.data.rows.iloc[self.kept]
+        return Message(STATISTICS, arrays=site_summary(rows, self.schema.columns))
 
     @handles(FIT, max_entries=lambda client, msg: client.n_params + 2)
     def fit(self, msg: Message) -> Message:
         """Train the broadcast model for E local epochs; send the weights and n_k."""
-        set_params(self.model, msg.arrays)
+        weights = self._weights(msg)
+        assert self.model is not None
+        set_params(self.model, weights)
         loss = train_local(
             self.model,
             self.x,
@@ -63,12 +127,23 @@ class FedAvgClient(Client):
         )
         return Message(FIT, arrays=get_params(self.model), metrics={"n": len(self.y), "loss": loss})
 
-    @handles(EVALUATE, max_entries=3)
+    @handles(EVALUATE, max_entries=lambda client, msg: 5 if client.schema.regression else 3)
     def evaluate(self, msg: Message) -> Message:
-        """Loss and correct predictions of the broadcast model on the held-out rows
-        (the training rows when the client holds none out)."""
-        set_params(self.model, msg.arrays)
+        """Loss and correct predictions (a regression: the sums of
+        :func:`~fedstruct.methods.fedavg.model.evaluate_regression`) of the broadcast
+        model on the held-out rows (the training rows when the client holds none
+        out)."""
+        weights = self._weights(msg)
+        assert self.model is not None
+        set_params(self.model, weights)
+        if self.schema.regression:
+            sums = evaluate_regression(self.model, self.x_test, self.y_test, self.target_scale)
+            return Message(EVALUATE, metrics=sums)
         loss, correct = evaluate(self.model, self.x_test, self.y_test)
         return Message(
             EVALUATE, metrics={"n": len(self.y_test), "loss_sum": loss, "correct": correct}
         )
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)

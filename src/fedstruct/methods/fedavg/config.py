@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fedstruct.constraints import Interval, check_fields
+from fedstruct.constraints import Interval, OneOf, check_fields
 
-__all__ = ["FedAvgConfig"]
+__all__ = ["CATEGORICAL_IMPUTATIONS", "FedAvgConfig"]
+
+#: What a missing categorical value becomes (:mod:`fedstruct.fl.features`; kept here
+#: too so that a run's settings import no torch).
+CATEGORICAL_IMPUTATIONS = ("missing-level", "mode")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,12 @@ class FedAvgConfig:
     test_fraction
         Share of each client's rows it holds out: the federated evaluation after the
         last round scores them (0: it scores the training rows).
+    categorical_imputation
+        What a missing categorical or ordinal value becomes: ``missing-level`` (no
+        level: its one-hot block stays 0 and its missing indicator, 1, acts as a level
+        of its own) or ``mode`` (the level most frequent over every site's rows, from
+        the federated level counts; the indicator is 1 too). A missing continuous value
+        is always the federated mean (:mod:`fedstruct.fl.features`).
     """
 
     rounds: int = 20
@@ -47,6 +57,7 @@ class FedAvgConfig:
     hidden: int = 32
     staleness_exponent: float | None = None
     test_fraction: float = 0.0
+    categorical_imputation: str = "missing-level"
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedavg")
@@ -60,4 +71,5 @@ _CONSTRAINTS = {
     "hidden": Interval(int, 0),
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
+    "categorical_imputation": OneOf(CATEGORICAL_IMPUTATIONS),
 }

@@ -1,22 +1,30 @@
-"""The FedAvg server: broadcast, collect, average weighted by sample counts."""
+"""The FedAvg server: the federated feature statistics (once, when the table needs
+them), then broadcast, collect, average weighted by sample counts."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from numpy.typing import NDArray
 
+from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
+from fedstruct.fl.features import FeatureEncoder, FeatureStatistics
 from fedstruct.fl.params import get_params, set_params
-from fedstruct.methods.fedavg.client import EVALUATE, FIT
+from fedstruct.methods.fedavg.client import EVALUATE, FIT, STATISTICS, encoding_arrays
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
     TabularSchema,
     build_model,
     evaluate,
+    evaluate_regression,
+    regression_scores,
 )
 
 __all__ = ["FedAvgServer", "FedAvgState"]
@@ -24,28 +32,52 @@ __all__ = ["FedAvgServer", "FedAvgState"]
 
 @dataclass
 class FedAvgState:
-    """Global parameters and the per-round history."""
+    """Global parameters, the per-round history and the federated feature statistics
+    (``None`` before the statistics step, and for complete categorical data, which
+    need none)."""
 
     params: dict[str, NDArray[np.float32]]
     history: list[dict[str, float]] = field(default_factory=list)
+    statistics: FeatureStatistics | None = None
 
 
 checkpoint.register(FedAvgState)
 
 
+@dataclass(frozen=True)
+class _Encoded:
+    """What the rounds use once the statistics are known: the arrays every message
+    carries besides the weights, the server's model, the encoded test set and the
+    target's scale."""
+
+    statistics: FeatureStatistics | None
+    extra: dict[str, Any]
+    model: torch.nn.Module
+    test: tuple[torch.Tensor, torch.Tensor] | None
+    target_scale: tuple[float, float]
+
+
 class FedAvgServer(ServerAlgorithm[FedAvgState]):
     """FedAvg (McMahan et al. 2017, Algorithm 1, server side).
 
-    Each round: send the global weights to the grid's sampled nodes, receive their
-    locally trained weights and sample counts n_k, and set the global weights to
-    ``sum_k n_k w_k / sum_k n_k`` over the answers (late answers too, down-weighted
-    by ``(1 + staleness) ** -a``, when ``config.staleness_exponent = a`` is set).
-    In the last round the global model is also evaluated by every available client
-    on its own rows (federated evaluation: only counts come back). Without a
-    server-held test set, clients that hold rows out (``config.test_fraction > 0``)
-    evaluate it in every round too: the clients asked that round, on their held-out
-    rows (``client_accuracy``, ``client_loss`` in each round's record; one more
-    message each way per asked client).
+    When the table has continuous columns or missing values
+    (:attr:`TabularSchema.needs_statistics`), round 1 starts with the statistics step:
+    every connected site sends the counts, sums and sums of squares of its training
+    rows' values and its level counts (outside the participation model, like the
+    final evaluation; :mod:`fedstruct.fl.features`), the server pools them into
+    :class:`~fedstruct.fl.features.FeatureStatistics` (kept in the state, so a resumed
+    run does not ask again), builds the model for the encoded width and sends the
+    encoding with every later message. Each round: send the global weights to the
+    grid's sampled nodes, receive their locally trained weights and sample counts
+    n_k, and set the global weights to ``sum_k n_k w_k / sum_k n_k`` over the
+    answers (late answers too, down-weighted by ``(1 + staleness) ** -a``, when
+    ``config.staleness_exponent = a`` is set). In the last round the global model is
+    also evaluated by every available client on its own rows (federated evaluation:
+    only counts and sums come back). Without a server-held test set, clients that
+    hold rows out (``config.test_fraction > 0``) evaluate it in every round too: the
+    clients asked that round, on their held-out rows (``client_accuracy``,
+    ``client_loss`` in each round's record, or ``client_rmse``, ``client_r2`` for a
+    regression; one more message each way per asked client).
 
     Parameters
     ----------
@@ -56,7 +88,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
     seed
         Seed of the initial weights.
     test
-        Optional server-held test set ``(x, y)`` evaluated after every round.
+        Optional server-held test rows (coded), evaluated after every round.
     """
 
     def __init__(
@@ -64,23 +96,85 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         schema: TabularSchema,
         config: FedAvgConfig,
         seed: int,
-        test: tuple[torch.Tensor, torch.Tensor] | None = None,
+        test: pd.DataFrame | None = None,
     ) -> None:
         self.schema = schema
         self.config = config
         self.seed = seed
-        self.test = test
+        self.test_rows = test
         self.rounds = config.rounds
-        self._model = build_model(schema, config.hidden, seed)
+        self._encoded: _Encoded | None = None
 
     def init_state(self) -> FedAvgState:
-        """The initial global weights (the same on every client's model)."""
-        return FedAvgState(params=get_params(self._model))
+        """The initial global weights (the same on every client's model); none yet
+        when the statistics step comes first (the width depends on it)."""
+        if self.schema.needs_statistics:
+            return FedAvgState(params={})
+        return FedAvgState(params=self._initial_params(self.schema.one_hot()))
+
+    def _initial_params(self, encoder: FeatureEncoder) -> dict[str, NDArray[np.float32]]:
+        return get_params(build_model(self.schema, encoder.width, self.config.hidden, self.seed))
+
+    def encoder(self, state: FedAvgState) -> FeatureEncoder:
+        """The features' encoding of the run (from the state's statistics)."""
+        if state.statistics is None:
+            return self.schema.one_hot()
+        return self.schema.encoder(state.statistics, self.config.categorical_imputation)
+
+    def _setup(self, state: FedAvgState) -> _Encoded:
+        """What the rounds of ``state`` use (computed once per statistics)."""
+        if self._encoded is None or self._encoded.statistics is not state.statistics:
+            encoder = self.encoder(state)
+            scale = self.schema.target_scale(state.statistics)
+            test = None
+            if self.test_rows is not None:
+                test = self.schema.encode(self.test_rows, encoder, scale, "test data")
+            self._encoded = _Encoded(
+                state.statistics,
+                {} if state.statistics is None else encoding_arrays(encoder, scale),
+                build_model(self.schema, encoder.width, self.config.hidden, self.seed),
+                test,
+                scale,
+            )
+        return self._encoded
+
+    def _statistics(self, grid: Grid, state: FedAvgState) -> FedAvgState:
+        """The statistics step (class docstring): ask every connected site.
+
+        Raises
+        ------
+        ProtocolError
+            If no site answers.
+        """
+        nodes = grid.connected_ids()
+        replies = grid.exchange_outside_rounds({n: Message(STATISTICS) for n in nodes})
+        if not replies:
+            raise ProtocolError("no site answered FedAvg's feature statistics step")
+        statistics = FeatureStatistics.merge(
+            self.schema.columns, [replies[n].arrays for n in sorted(replies)]
+        )
+        encoder = self.schema.encoder(statistics, self.config.categorical_imputation)
+        return dataclasses.replace(
+            state, statistics=statistics, params=self._initial_params(encoder)
+        )
 
     def run_round(self, grid: Grid, state: FedAvgState, rnd: int) -> FedAvgState:
         """One FedAvg round; see the class docstring."""
+        statistics_record: dict[str, float] = {}
+        if self.schema.needs_statistics and state.statistics is None:
+            state = self._statistics(grid, state)
+            assert state.statistics is not None
+            statistics_record = {
+                "statistics_rows": state.statistics.rows,
+                "rows_without_target": state.statistics.rows
+                - state.statistics.present(self.schema.target),
+            }
+        setup = self._setup(state)
+        extra, model, test, scale = setup.extra, setup.model, setup.test, setup.target_scale
         asked = grid.node_ids()
-        replies = grid.send_and_receive({n: Message(FIT, arrays=state.params) for n in asked})
+        replies = grid.send_and_receive(
+            {n: Message(FIT, arrays={**state.params, **extra}) for n in asked}
+        )
         late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
         a = self.config.staleness_exponent
         updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
@@ -90,26 +184,42 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             "clients_asked": len(asked),
             "clients_answered": len(replies),
             "late_merged": len(late) if a is not None else 0,
+            **statistics_record,
         }
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
             loss = sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values())
             record["train_loss"] = loss / n
-        if self.test is not None:
-            set_params(self._model, params)
-            loss, correct = evaluate(self._model, *self.test)
-            record["test_loss"] = loss / len(self.test[1])
-            record["test_accuracy"] = correct / len(self.test[1])
+        if test is not None:
+            set_params(model, params)
+            record.update(self._test_scores(model, test, scale))
+        sent = {**params, **extra}
         if rnd == self.rounds:
-            record.update(self._federated_evaluation(grid, params, grid.available_ids()))
-        elif self.test is None and self.config.test_fraction > 0:
-            record.update(self._federated_evaluation(grid, params, asked))
-        return FedAvgState(params=params, history=[*state.history, record])
+            record.update(self._federated_evaluation(grid, sent, grid.available_ids()))
+        elif test is None and self.config.test_fraction > 0:
+            record.update(self._federated_evaluation(grid, sent, asked))
+        return FedAvgState(
+            params=params, history=[*state.history, record], statistics=state.statistics
+        )
+
+    def _test_scores(
+        self, model: torch.nn.Module, test: tuple[torch.Tensor, torch.Tensor], scale: Any
+    ) -> dict[str, float]:
+        """The server-held test set's scores (``test_`` + accuracy and loss, or rmse,
+        r2 and loss for a regression)."""
+        if self.schema.regression:
+            scores = regression_scores([evaluate_regression(model, *test, scale)])
+            return {f"test_{k}": v for k, v in scores.items()}
+        loss, correct = evaluate(model, *test)
+        return {"test_loss": loss / len(test[1]), "test_accuracy": correct / len(test[1])}
 
     def _federated_evaluation(
-        self, grid: Grid, params: dict[str, NDArray], nodes: list[int]
+        self, grid: Grid, arrays: dict[str, NDArray], nodes: list[int]
     ) -> dict[str, float]:
-        replies = grid.send_and_receive({n: Message(EVALUATE, arrays=params) for n in nodes})
+        replies = grid.send_and_receive({n: Message(EVALUATE, arrays=arrays) for n in nodes})
+        if self.schema.regression:
+            sums = [dict(replies[n].metrics) for n in sorted(replies)]
+            return {f"client_{k}": v for k, v in regression_scores(sums).items()}
         n = sum(r.metrics["n"] for r in replies.values())
         if not n:
             return {}
@@ -125,4 +235,6 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         last = state.history[-1]
         if "test_accuracy" in last:
             return f"test acc {last['test_accuracy']:.3f}"
+        if "test_rmse" in last:
+            return f"test rmse {last['test_rmse']:.3g}"
         return f"train loss {last.get('train_loss', float('nan')):.3f}"

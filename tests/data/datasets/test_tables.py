@@ -1,0 +1,35 @@
+"""scikit-learn's breast-cancer and diabetes tables split into hospitals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
+from fedstruct.errors import ConfigError
+
+
+def test_the_hospitals_hold_every_row_once_in_the_given_shares():
+    sites = breast_cancer_sites(seed=3)
+    assert [len(s) for s in sites] == [228, 142, 114, 85]  # 40/25/20/15 % of 569
+    assert set(sites[0]["diagnosis"]) == {"malignant", "benign"}
+    pooled = np.sort(np.concatenate([s["mean radius"].to_numpy() for s in sites]))
+    np.testing.assert_array_equal(pooled, np.sort(load_breast_cancer().data[:, 0]))
+
+
+def test_holes_fall_in_the_features_only_at_about_the_share_asked():
+    sites = diabetes_sites(missing=0.1, seed=1)
+    features = [c for c in sites[0].columns if c != "progression"]
+    holes = np.mean([s[features].isna().to_numpy().mean() for s in sites])
+    assert 0.07 < holes < 0.13
+    assert not any(s["progression"].isna().any() for s in sites)
+    assert set(sites[0]["sex"].dropna()) == {1.0, 2.0}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"), [({"shares": (0.5, 0.6)}, "sum to 1"), ({"missing": 1.0}, "missing")]
+)
+def test_bad_splits_are_refused(kwargs, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        diabetes_sites(**kwargs)
