@@ -707,9 +707,7 @@ class SiteConcepts(Source):
         for client in self.sites.clients():
             labels = [v for v in self.labels if v in client.variables]
             inputs = [v for v in self.input_columns if v in client.variables]
-            own = dataclasses.replace(
-                client.select([*inputs, *labels]), supervised=tuple(labels)
-            )
+            own = dataclasses.replace(client.select([*inputs, *labels]), supervised=tuple(labels))
             path = files.get(client.name) if mode in ("auto", "given") else None
             if path:
                 proposed = read_graph_file(path)

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData
-from fedstruct.experiments.fcm.concepts import ConceptDataset
 from fedstruct.errors import FedstructWarning
+from fedstruct.experiments.fcm.concepts import ConceptDataset
 from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts, flat_graph
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
