@@ -19,7 +19,9 @@ All randomness comes from the ``seed`` arguments.
 A run's data (:func:`source`, :mod:`fedstruct.experiments.source`): the paper's protocol
 (:class:`ConceptSource`: the concept data set, its partition and its test rows, built
 once per run when first read; the truth is the data set's graph), or a user's site
-files (:class:`SiteConcepts`: inputs, concepts and task, each site's own graph file).
+files (:class:`SiteConcepts`: inputs, concepts and task, and the concept graph each site
+proposes: its own graph file, else by default the graph it learns from its rows with
+:func:`own_fci_graph`; ``client_graphs`` in :class:`~fedstruct.experiments.fcm.settings.FCMRun`).
 """
 
 from __future__ import annotations
@@ -720,26 +722,6 @@ class SiteConcepts(Source):
                 graph, how = None, SiteGraph("none", 0)
             out.append((dataclasses.replace(own, graph=graph), how))
         return out
-
-    def report(self) -> dict[str, float]:
-        """The files' report (:meth:`SiteFiles.report`), and the concept graphs the
-        sites read here proposed: ``graph_sites_given``/``graph_sites_learned`` (how
-        many sites gave a file or learned theirs), ``graph_flat`` (1: the model was
-        built on :func:`flat_graph`), per site ``graph_edges_<site>`` and, for a learned
-        graph, ``graph_rows_<site>`` (its rows labelled in every concept and the task)."""
-        metrics = super().report()
-        graphs = self.site_graphs
-        if not graphs:
-            return metrics
-        metrics["graph_flat"] = float(self.settings.client_graphs == "flat")
-        for how in ("given", "learned"):
-            metrics[f"graph_sites_{how}"] = float(sum(g.how == how for g in graphs.values()))
-        for site, g in graphs.items():
-            if g.how != "none":
-                metrics[f"graph_edges_{site}"] = float(g.edges)
-            if g.rows is not None:
-                metrics[f"graph_rows_{site}"] = float(g.rows)
-        return metrics
 
     @property
     def truth(self) -> Graph | None:

@@ -82,6 +82,20 @@ def _model_graph(s: FCMRun, source: ConceptSource | SiteConcepts) -> Graph | str
     return s.graph
 
 
+def graph_provenance(s: FCMRun, model: FCM) -> dict[str, float]:
+    """Which concept graph the model was built on, as the server saw it (the same in a
+    deployment): ``graph_flat`` (1: :func:`flat_graph`), ``graph_sites_proposed`` (the
+    sites that sent a graph to the vote, given or learned), ``graph_edges_<site>`` (its
+    edges) and ``task_parents`` (the task's parents in the kept model's graph)."""
+    proposed = {n: g for n, g in sorted(model.proposed_graphs_.items()) if g is not None}
+    return {
+        "graph_flat": float(s.client_graphs == "flat"),
+        "graph_sites_proposed": float(len(proposed)),
+        **{f"graph_edges_{name}": float(g.n_edges) for name, g in proposed.items()},
+        "task_parents": float(len(model.graph_.parents(model.task))),
+    }
+
+
 def warn_if_task_has_no_parent(model: FCM) -> None:
     """Warn (:class:`~fedstruct.errors.FedstructWarning`) when a graph-based model's
     kept graph gives the task no parent: the task is then predicted from the inputs
@@ -207,7 +221,7 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
             "concepts": float(len(model.graph_.names) - 1),
             "rounds_run": float(len(history)),
             "best_round": float(model.best_round_),
-            "task_parents": float(len(model.graph_.parents(model.task))),
+            **graph_provenance(s, model),
             **edge_type_counts(model.graph_),
             **model.parameter_change_,
             **source.report(),
