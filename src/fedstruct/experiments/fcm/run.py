@@ -107,7 +107,8 @@ def warn_if_task_has_no_parent(model: FCM) -> None:
         f"the aggregated concept graph gives the task {model.task!r} no parent among the "
         f"concepts {concepts} ({model.graph_.n_edges} edges): {model.config.model} predicts "
         "it from the inputs alone; give the sites' graphs (graph: in the manifest) or "
-        "--graph FILE, or --set client_graphs=flat (every concept feeds the task)",
+        "--graph FILE, let each site learn its own (--set client_graphs=auto, the "
+        "default, or fci), or --set client_graphs=flat (every concept feeds the task)",
         FedstructWarning,
         stacklevel=2,
     )
