@@ -19,7 +19,9 @@ All randomness comes from the ``seed`` arguments.
 A run's data (:func:`source`, :mod:`fedstruct.experiments.source`): the paper's protocol
 (:class:`ConceptSource`: the concept data set, its partition and its test rows, built
 once per run when first read; the truth is the data set's graph), or a user's site
-files (:class:`SiteConcepts`: inputs, concepts and task, each site's own graph file).
+files (:class:`SiteConcepts`: inputs, concepts and task, and the concept graph each site
+proposes: its own graph file, else by default the graph it learns from its rows with
+:func:`own_fci_graph`; ``client_graphs`` in :class:`~fedstruct.experiments.fcm.settings.FCMRun`).
 """
 
 from __future__ import annotations
@@ -55,10 +57,14 @@ __all__ = [
     "ConceptPartition",
     "ConceptSource",
     "SiteConcepts",
+    "SiteGraph",
     "concept_clients",
+    "flat_graph",
+    "labelled_rows",
     "own_fci_graph",
     "perturb_dag",
     "roles",
+    "sink",
     "source",
     "task_and_concepts",
 ]
@@ -499,11 +505,15 @@ class ConceptSource(Source):
         )
 
     def clients(self) -> ClientsOnDemand:
-        """The federated clients (built when read): the partition's, each with the
-        graph it learns alone when ``client_graphs = fci`` (:func:`own_fci_graph`)."""
+        """The federated clients (built when read): the partition's, each with its
+        sub-graph (``client_graphs`` ``auto`` or ``given``: every client holds one),
+        the graph it learns alone (``fci``, :func:`own_fci_graph`) or none (``flat``)."""
         clients = self.partition.clients
-        if self.settings.client_graphs == "fci":
+        mode = self.settings.client_graphs
+        if mode == "fci":
             return clients.map(lambda c: dataclasses.replace(c, graph=own_fci_graph(c)))
+        if mode == "flat":
+            return clients.map(lambda c: dataclasses.replace(c, graph=None))
         return clients
 
     @property
@@ -534,24 +544,82 @@ class ConceptSource(Source):
         return subset(s, Participation, schedule=schedule)
 
 
-def own_fci_graph(client: ClientData) -> Graph:
-    """The graph a client learns alone from its supervised columns (concepts, task):
-    its FCI PAG (G² test, α = 0.05) as one DAG of its class
+def own_fci_graph(client: ClientData, task: str | None = None) -> Graph:
+    """The graph a client learns alone from its supervised columns (concepts, task).
+
+    Its FCI PAG (:func:`~fedstruct.discovery.fci`: G² test, α = 0.05) on its rows
+    labelled in every supervised column (a missing label, ``-1``, leaves its row out:
+    :func:`labelled_rows`), as one DAG of its class
     (:func:`~fedstruct.graphs.pag.dag_member`, bidirected edges dropped). A column
-    constant at the client says nothing about dependence: it is left isolated."""
-    rows = client.rows[list(client.supervised)]
+    constant there says nothing about dependence: it is left isolated.
+
+    With ``task``, the task is made a sink: an edge out of it is reversed. A concept
+    model predicts the task from the concepts (F-CMs §2.1; the protocol's task is a
+    leaf of the true graph, App. D.1), whereas a DAG of the class may point the task
+    at the concepts it explains (with concepts independent given the task, FCI finds
+    no collider at the task, so at most one edge of the DAG enters it). Reversing
+    edges out of a node cannot close a cycle (none then leaves it).
+    """
+    rows = labelled_rows(client)
     varying = [c for c in rows.columns if rows[c].nunique() > 1]
     if not varying:
         return Graph.empty(client.supervised)
-    return dag_member(fci(rows[varying].reset_index(drop=True)).graph).expand(client.supervised)
+    dag = dag_member(fci(rows[varying].reset_index(drop=True)).graph).expand(client.supervised)
+    if task is None or task not in dag:
+        return dag
+    return sink(dag, task)
+
+
+def labelled_rows(client: ClientData) -> pd.DataFrame:
+    """The client's supervised columns on the rows labelled in all of them (a missing
+    label is ``-1``, :class:`~fedstruct.data.ClientData`)."""
+    rows = client.rows[list(client.supervised)]
+    return rows[(rows >= 0).all(axis=1)]
+
+
+def sink(dag: Graph, node: str) -> Graph:
+    """``dag`` with every edge out of ``node`` reversed (still a DAG: :func:`own_fci_graph`)."""
+    marks = dag.marks.copy()
+    i = dag.index(node)
+    out = np.flatnonzero(dag.directed()[i])
+    marks[i, out], marks[out, i] = marks[out, i], marks[i, out]
+    return Graph(dag.names, marks)
+
+
+def flat_graph(concepts: Sequence[str], task: str) -> Graph:
+    """The flat concept graph: every concept a parent of the task, no other edge (the
+    bipartite structure of CBMs, F-CMs §2.1; ``client_graphs = flat``)."""
+    return Graph.from_edges([*concepts, task], [(c, task) for c in concepts])
+
+
+@dataclass(frozen=True)
+class SiteGraph:
+    """Where a site's proposed concept graph comes from.
+
+    Attributes
+    ----------
+    how
+        ``given`` (its ``graph:`` file), ``learned`` (from its own rows) or ``none``.
+    edges
+        Its edges among the variables the site supervises.
+    source
+        The graph file, for a given graph.
+    rows
+        The rows it was learned from, for a learned graph.
+    """
+
+    how: str
+    edges: int
+    source: str | None = None
+    rows: int | None = None
 
 
 class SiteConcepts(Source):
     """A user's site files for F-CMs: which columns are the inputs, the concepts and
     the task (the settings over the manifest's ``inputs``/``concepts``/``task``), the
     files read with the concepts and the task supervised (a missing value is a missing
-    label), and each site's own concept graph (``graph:`` in the manifest, a node's
-    ``--graph``)."""
+    label), and the concept graph each site proposes (``client_graphs``: its own,
+    ``graph:`` in the manifest or a node's ``--graph``, else learned from its rows)."""
 
     def __init__(self, settings: FCMRun, sites: SiteFiles):
         self.settings = settings
@@ -622,19 +690,38 @@ class SiteConcepts(Source):
     def clients(self) -> list[ClientData]:
         """The sites read here as F-CMs clients (a deployed node: its own; its server:
         none): inputs, then the concepts and the task each site has (supervised), and
-        the site's own concept graph restricted to what it supervises."""
-        graphs = self.sites.view.graphs
-        clients = []
+        the concept graph it proposes (:attr:`site_graphs`)."""
+        return [client for client, _ in self._clients]
+
+    @property
+    def site_graphs(self) -> dict[str, SiteGraph]:
+        """Site read here -> where its proposed graph comes from (``client_graphs``):
+        its ``graph:`` file restricted to what it supervises, the graph it learns from
+        its own rows (:func:`own_fci_graph`, the task a sink), or none."""
+        return {client.name: how for client, how in self._clients}
+
+    @cached_property
+    def _clients(self) -> list[tuple[ClientData, SiteGraph]]:
+        """Each site read here as a client, with its :class:`SiteGraph` (learned once)."""
+        mode, given_graph = self.settings.client_graphs, bool(self.settings.graph)
+        files = self.sites.view.graphs
+        out = []
         for client in self.sites.clients():
             labels = [v for v in self.labels if v in client.variables]
             inputs = [v for v in self.input_columns if v in client.variables]
-            own = client.select([*inputs, *labels])
-            graph, path = None, graphs.get(client.name)
+            own = dataclasses.replace(client.select([*inputs, *labels]), supervised=tuple(labels))
+            path = files.get(client.name) if mode in ("auto", "given") else None
             if path:
                 proposed = read_graph_file(path)
                 graph = proposed.restrict([v for v in labels if v in proposed])
-            clients.append(dataclasses.replace(own, supervised=tuple(labels), graph=graph))
-        return clients
+                how = SiteGraph("given", graph.n_edges, source=path)
+            elif mode == "fci" or (mode == "auto" and not given_graph):
+                graph = own_fci_graph(own, self.task)
+                how = SiteGraph("learned", graph.n_edges, rows=len(labelled_rows(own)))
+            else:
+                graph, how = None, SiteGraph("none", 0)
+            out.append((dataclasses.replace(own, graph=graph), how))
+        return out
 
     @property
     def truth(self) -> Graph | None:

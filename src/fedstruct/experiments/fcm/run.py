@@ -18,20 +18,23 @@ the data set's test rows (never seen by any client).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData
+from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.fcm.concepts import ConceptDataset
-from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts
+from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts, flat_graph
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.fl.grid import torch_threads
+from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import edge_type_counts, pair_disagreement
 from fedstruct.methods.fcm import (
     FCM,
@@ -42,7 +45,7 @@ from fedstruct.methods.fcm import (
 )
 from fedstruct.methods.fcm.config import FEDERATED_REGIMES
 
-__all__ = ["method", "pooled", "run_fcm"]
+__all__ = ["method", "pooled", "run_fcm", "warn_if_task_has_no_parent"]
 
 
 def pooled(clients: Sequence[ClientData]) -> ClientData:
@@ -65,8 +68,49 @@ def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
         cardinalities=source.cardinalities,
         seed=s.seed,
         participation=source.participation(),
-        graph=s.graph,
+        graph=_model_graph(s, source),
         **dataclasses.asdict(config),
+    )
+
+
+def _model_graph(s: FCMRun, source: ConceptSource | SiteConcepts) -> Graph | str | None:
+    """The graph given to the model instead of the clients' vote: ``--graph``, the flat
+    graph over the source's concepts (``client_graphs = flat``), or none."""
+    if s.client_graphs == "flat":
+        task = source.task
+        return flat_graph([v for v in source.cardinalities if v != task], task)
+    return s.graph
+
+
+def graph_provenance(s: FCMRun, model: FCM) -> dict[str, float]:
+    """Which concept graph the model was built on, as the server saw it (the same in a
+    deployment): ``graph_flat`` (1: :func:`flat_graph`), ``graph_sites_proposed`` (the
+    sites that sent a graph to the vote, given or learned), ``graph_edges_<site>`` (its
+    edges) and ``task_parents`` (the task's parents in the kept model's graph)."""
+    proposed = {n: g for n, g in sorted(model.proposed_graphs_.items()) if g is not None}
+    return {
+        "graph_flat": float(s.client_graphs == "flat"),
+        "graph_sites_proposed": float(len(proposed)),
+        **{f"graph_edges_{name}": float(g.n_edges) for name, g in proposed.items()},
+        "task_parents": float(len(model.graph_.parents(model.task))),
+    }
+
+
+def warn_if_task_has_no_parent(model: FCM) -> None:
+    """Warn (:class:`~fedstruct.errors.FedstructWarning`) when a graph-based model's
+    kept graph gives the task no parent: the task is then predicted from the inputs
+    alone, not from the concepts (issue 31: an empty graph is never silent)."""
+    if not model.config.graph_based or model.graph_.parents(model.task):
+        return
+    concepts = [v for v in model.graph_.names if v != model.task]
+    warnings.warn(
+        f"the aggregated concept graph gives the task {model.task!r} no parent among the "
+        f"concepts {concepts} ({model.graph_.n_edges} edges): {model.config.model} predicts "
+        "it from the inputs alone; give the sites' graphs (graph: in the manifest) or "
+        "--graph FILE, let each site learn its own (--set client_graphs=auto, the "
+        "default, or fci), or --set client_graphs=flat (every concept feeds the task)",
+        FedstructWarning,
+        stacklevel=2,
     )
 
 
@@ -119,6 +163,7 @@ def _on_concepts(s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource) 
         metrics.update({"params_growth": 0.0, "params_changed_fraction": 0.0})
         return RunOutcome(metrics)
     ctx.fit(model, source)
+    warn_if_task_has_no_parent(model)
     data = source.data
     metrics = _test_metrics(model.model_, None, model.features_, data, source.test)
     metrics.update(model.parameter_change_)
@@ -164,6 +209,7 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
     ``validation_fraction``), the concept space and the aggregated graph, and with
     ``--truth`` the pairs on which that graph disagrees with the truth."""
     ctx.fit(model, source)
+    warn_if_task_has_no_parent(model)
     history = [dict(h) for h in model.history_]
     kept = next(h for h in history if h["round"] == model.best_round_) if history else {}
     metrics: dict[str, float] = {
@@ -176,6 +222,7 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
             "concepts": float(len(model.graph_.names) - 1),
             "rounds_run": float(len(history)),
             "best_round": float(model.best_round_),
+            **graph_provenance(s, model),
             **edge_type_counts(model.graph_),
             **model.parameter_change_,
             **source.report(),

@@ -10,11 +10,13 @@ from fedstruct.experiments.fcm.concepts import TASKS
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fcm import FCMConfig
 
-__all__ = ["ARRIVALS", "DEFAULT_ARRIVAL", "FCMRun"]
+__all__ = ["ARRIVALS", "CLIENT_GRAPHS", "DEFAULT_ARRIVAL", "FCMRun"]
 
 #: Round at which the late cohort joins (App. D.3).
 ARRIVALS = {"asia": 10, "sachs": 10}
 DEFAULT_ARRIVAL = 20
+#: Where each client's proposed concept graph comes from (:class:`FCMRun`'s ``client_graphs``).
+CLIENT_GRAPHS = ("auto", "given", "fci", "flat")
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,23 @@ class FCMRun(FederationSettings, FCMConfig):
     perturbed_edges
         Share of a perturbed client's edges that are modified.
     client_graphs
-        The graph each client proposes: ``given`` (the paper's: its true sub-graph,
-        perturbed as ``perturbed_clients`` says) or ``fci`` (what it learns alone from
-        its own concept and task columns: its FCI PAG, α = 0.05, as one DAG of its
-        class, bidirected edges dropped; the "local graphs" of a composition).
+        The concept graph each client proposes to the server's vote (§4.2.1; the
+        paper's clients each hold one, App. D.1):
+
+        - ``auto`` (default): the client's own graph where it has one (the paper's
+          protocol: its true sub-graph, perturbed as ``perturbed_clients`` says; a
+          user's site: its ``graph:`` file), else the graph it learns from its own
+          rows as ``fci`` does (none is learned when ``--graph`` replaces the vote);
+        - ``given``: only the graphs clients hold; a site without a ``graph:`` file
+          proposes none (the vote may then give the task no parent: a warning says so);
+        - ``fci``: every client learns its graph alone from its own concept and task
+          columns (:func:`~fedstruct.experiments.fcm.federation.own_fci_graph`: FCI
+          with the G² test, α = 0.05, one DAG of its PAG's class, bidirected edges
+          dropped; on a user's sites the task is made a sink), a given one ignored;
+          the "local graphs" of a composition;
+        - ``flat``: no client proposes a graph; the model is built on the flat graph,
+          every concept a parent of the task and no edge between concepts (the
+          bipartite structure of CBMs, §2.1), whatever the clients hold.
     max_epochs
         Epochs of the ``local`` and ``central`` regimes (trained alone).
     inputs
@@ -91,7 +106,7 @@ class FCMRun(FederationSettings, FCMConfig):
     new_concept_fraction: float = 0.3
     perturbed_clients: float = 0.0
     perturbed_edges: float = 0.0
-    client_graphs: str = "given"
+    client_graphs: str = "auto"
     max_epochs: int = 200
     inputs: tuple[str, ...] = ()
     concepts: tuple[str, ...] = ()
@@ -107,10 +122,9 @@ class FCMRun(FederationSettings, FCMConfig):
                 f"regime {self.regime!r} pools or isolates the sites' rows for a benchmark; "
                 "on a user's files use fcm, sfcm or sfcm-reinit"
             )
-        if self.from_files and self.client_graphs != "given":
+        if self.graph and self.client_graphs == "flat":
             raise ConfigError(
-                "client_graphs = fci learns each benchmark client's graph from its concept "
-                "columns; on your files give a site's graph in the manifest, or --graph"
+                "--graph and client_graphs = flat both give the model's graph; give one"
             )
         if self.graph and self.regime not in ("fcm", "sfcm", "sfcm-reinit"):
             raise ConfigError(
@@ -143,6 +157,6 @@ _CONSTRAINTS = {
     "new_concept_fraction": Interval(float, 0, 1),
     "perturbed_clients": Interval(float, 0, 1),
     "perturbed_edges": Interval(float, 0, 1),
-    "client_graphs": OneOf(("given", "fci")),
+    "client_graphs": OneOf(CLIENT_GRAPHS),
     "max_epochs": Interval(int, 1),
 }

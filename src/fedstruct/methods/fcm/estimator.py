@@ -73,6 +73,9 @@ class FCM(
         The aggregated concept DAG at the end.
     concepts_ : tuple of str
         The federation's concept set ``M_T``.
+    proposed_graphs_ : dict
+        Client name -> the latest graph it proposed to the vote (``None``: none), for
+        the clients the server kept (``graph_memory``); set by a fit, not saved.
     history_ : list of dict
         Per round: pool, sampled clients, losses, concepts, edges, parameter count.
     parameter_change_ : dict
@@ -155,6 +158,7 @@ class FCM(
         self.model_.load_arrays(params)
         self.graph_ = state.graph if state.graph is not None else Graph.empty(spec.nodes)
         self.concepts_ = state.concepts
+        self.proposed_graphs_ = {name: graph for name, (graph, _) in state.reports.items()}
         self.features_ = state.features
         self.best_round_ = best_round
         self.parameter_change_ = (
