@@ -57,7 +57,7 @@ def test_missing_values_are_kept_only_when_the_client_says_so() -> None:
     data.loc[[1, 3], "C"] = np.nan
     assert ClientData("site-1", data, missing_values=True).rows["C"].isna().sum() == 2
     data.loc[4, "C"] = np.inf
-    with pytest.raises(NonFiniteDataError, match="column 'C' has 1 NaN or infinite values"):
+    with pytest.raises(NonFiniteDataError, match="column 'C' has 1 infinite values"):
         ClientData("site-1", data, missing_values=True)
 
 

@@ -305,8 +305,8 @@ def test_missing_values_error_or_drop_rows(tmp_path: Path, caplog) -> None:
         DataError,
         match=exact(
             f"2 missing values in column 'age' of site 'h2' (file {path}); fill them, "
-            "pass --set missing=keep for a method that handles them (FedCDnv), or --set "
-            "missing=drop-rows"
+            "pass --set missing=keep for a method that uses incomplete rows (fedavg, "
+            "fedcdnv), or --set missing=drop-rows"
         ),
     ):
         read_site(path)
@@ -324,7 +324,7 @@ def test_missing_values_kept(tmp_path: Path) -> None:
     client = read_site(path, missing="keep")
     assert client.missing_values and client.rows["sex"].tolist() == [0, 1, 0, -1, 1]
     assert np.isnan(client.rows["age"]).tolist() == [False, True, True, False, False]
-    assert not read_site(path, missing="drop-rows").missing
+    assert not read_site(path, missing="drop-rows").missing_values
     fed = read_small_federation([str(path)], missing="keep")
     assert fed.dropped_rows == {"h2": 0} and fed.constant == {"h2": ()}
 

@@ -193,10 +193,10 @@ def test_fedavg_refuses_a_target_with_one_level(tmp_path):
 
 def test_only_a_method_that_uses_incomplete_rows_keeps_them(tmp_path):
     _, paths = asia_sites(tmp_path, rows=100)
-    code, text = run("fedcdnv", *sites_args(paths), "--set", "missing=keep",
+    code, text = run("fedngm", *sites_args(paths), "--set", "missing=keep",
                      "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 2
-    assert "fedcdnv cannot read missing values with missing=keep" in text
+    assert "fedngm cannot read missing values with missing=keep" in text
 
 
 def test_missing_values_are_named_or_dropped_and_counted(tmp_path):

@@ -221,7 +221,8 @@ def _rows_to_keep(
         if missing == "error":
             raise DataError(
                 f"{count} missing values in column {col!r} of {table.where}; "
-                "fill them, or pass --set missing=drop-rows"
+                "fill them, pass --set missing=keep for a method that uses incomplete rows "
+                "(fedavg, fedcdnv), or --set missing=drop-rows"
             )
         bad = isna if bad is None else bad | isna
     return None if bad is None else ~bad
