@@ -82,3 +82,21 @@ def test_querying_a_variable_with_no_neighbour_warns(isolated_z, monkeypatch):
         table = use.query("run", {"x": "6"}, "z")
     assert table.attrs["warnings"] and "'z'" in table.attrs["warnings"][0]
     assert use.query("run", {"x": "6"}, "y").attrs["warnings"] == []
+
+
+def test_a_perfect_own_model_leaves_its_variable_out_of_the_ratio(monkeypatch):
+    """The own model's error 0 on a few held-out rows made the ratio infinite and the
+    run fail at its end (breast cancer, edge_level=None); it is left out of the mean."""
+    from types import SimpleNamespace
+
+    from fedstruct.methods.fedngm import metrics
+
+    errors = {("g", "a"): 0.1, ("o", "a"): 0.0, ("g", "b"): 2.0, ("o", "b"): 1.0}
+    monkeypatch.setattr(
+        metrics, "prediction_metrics", lambda m, test, v: {"mae": errors[(m.tag, v)]}
+    )
+    schema = SimpleNamespace(names=("a", "b"))
+    glob, own = SimpleNamespace(tag="g", schema=schema), SimpleNamespace(tag="o", schema=schema)
+    rows = pd.DataFrame({"a": [0.0], "b": [0.0]})
+    assert metrics.global_own_ratio(glob, own, rows) == 2.0
+    assert metrics.global_own_ratio(glob, own, rows[["a"]]) is None
