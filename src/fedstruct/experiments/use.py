@@ -125,7 +125,8 @@ def _fedngm(folder: str | Path, what: str) -> FedNGM:
 
 def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     """``n`` rows drawn from a FedNGM run's global model (Gibbs sampling, §2.3), with
-    level names where the run's files named levels.
+    level names where the run's files named levels; with the run's own ``sampler``
+    and ``burn_in`` (before, always the defaults, whatever the run set).
 
     Raises
     ------
@@ -143,7 +144,7 @@ def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     model = _fedngm(folder, "sample")
     ngm = model.released()
     _check_memory(n, _bytes_per_sample(ngm))
-    rows = ngm.sample(n, seed=seed)
+    rows = ngm.sample(n, seed=seed, sampler=model.config.sampler, burn_in=model.config.burn_in)
     for variable in rows.columns:
         names = _level_names(model, variable)
         if names:

@@ -100,3 +100,15 @@ def test_a_perfect_own_model_leaves_its_variable_out_of_the_ratio(monkeypatch):
     rows = pd.DataFrame({"a": [0.0], "b": [0.0]})
     assert metrics.global_own_ratio(glob, own, rows) == 2.0
     assert metrics.global_own_ratio(glob, own, rows[["a"]]) is None
+
+
+def test_sample_draws_with_the_run_s_burn_in(monkeypatch):
+    """`fedstruct sample` used the default 30 sweeps whatever the run set."""
+    frame = _survey(120, seed=2)
+    clients = [ClientData(f"s{k}", frame.iloc[k::2].reset_index(drop=True)) for k in range(2)]
+    with torch_threads(1):
+        est = FedNGM(kinds=KINDS, epochs=1, burn_in=1).fit(clients)
+    monkeypatch.setattr(use, "_fedngm", lambda folder, what: est)
+    drawn = use.sample("run", 50, seed=4)
+    pd.testing.assert_frame_equal(drawn, est.model_.sample(50, seed=4, burn_in=1))
+    assert not drawn.equals(est.model_.sample(50, seed=4))
