@@ -123,6 +123,28 @@ def test_fedngm_on_sites_scores_global_against_own_models(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["common_variables"] == 3
     assert 0.0 < metrics["worst_own_ratio"] < 2.0
+    assert metrics["isolated_variables"] == 0 and "no neighbour" not in text
+
+
+def test_fedngm_on_sites_names_a_variable_the_graph_leaves_isolated(tmp_path):
+    """A column independent of the others gets no edge: the run says so (it is then
+    predicted by its marginal) and counts it."""
+    rng = np.random.default_rng(1)
+    paths = []
+    for k in range(2):
+        a = rng.normal(size=300)
+        frame = pd.DataFrame({"a": a, "b": a + rng.normal(scale=0.3, size=300),
+                              "noise": rng.normal(size=300)})  # fmt: skip
+        path = tmp_path / f"s{k}.csv"
+        frame.to_csv(path, index=False)
+        paths.append(str(path))
+    out = tmp_path / "run"
+    options = ["--set", "epochs=2"]
+    code, text = run("fedngm", *sites_args(paths), *options, "--out", str(out))
+    assert code == 0, text
+    assert json.loads((out / "metrics.json").read_text())["isolated_variables"] == 1
+    assert "warning: 1 variable(s) have no neighbour in the merged graph" in text
+    assert "noise" in text
 
 
 def test_fcm_on_sites_with_a_manifest_and_site_graphs(tmp_path):

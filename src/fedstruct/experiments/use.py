@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ import pandas as pd
 
 from fedstruct.data.images import LABEL, read_image_site, to_rows
 from fedstruct.data.sites import read_table
-from fedstruct.errors import ArtifactError, ConfigError, DataError
+from fedstruct.errors import ArtifactError, ConfigError, DataError, FedstructWarning
 from fedstruct.experiments.run_graphs import (
     EXPORT_FORMATS,
     export_graph,
@@ -124,7 +125,8 @@ def _fedngm(folder: str | Path, what: str) -> FedNGM:
 
 def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     """``n`` rows drawn from a FedNGM run's global model (Gibbs sampling, §2.3), with
-    level names where the run's files named levels.
+    level names where the run's files named levels; with the run's own ``sampler``
+    and ``burn_in`` (before, always the defaults, whatever the run set).
 
     Raises
     ------
@@ -142,7 +144,7 @@ def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
     model = _fedngm(folder, "sample")
     ngm = model.released()
     _check_memory(n, _bytes_per_sample(ngm))
-    rows = ngm.sample(n, seed=seed)
+    rows = ngm.sample(n, seed=seed, sampler=model.config.sampler, burn_in=model.config.burn_in)
     for variable in rows.columns:
         names = _level_names(model, variable)
         if names:
@@ -192,7 +194,10 @@ def _check_memory(n: int, per_row: int) -> None:
 def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataFrame:
     """The posterior of ``target`` given evidence ``VAR=VALUE`` (FedNGM's conditional
     inference, §2.3): a categorical target's probability per state, a continuous
-    one's predictive mean and median.
+    one's predictive mean and median. When ``target`` has no neighbour in the
+    model's graph (the answer is its marginal, whatever the evidence) the table's
+    ``attrs["warnings"]`` says so and a :class:`~fedstruct.errors.FedstructWarning`
+    is issued.
 
     Raises
     ------
@@ -204,6 +209,8 @@ def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataF
         For an evidence level the run's files never had, or a non-number for a
         continuous variable.
     """
+    from fedstruct.methods.fedngm.model import isolated_message
+
     model = _fedngm(folder, "query")
     ngm = model.released()
     for variable in (*given, target):
@@ -218,14 +225,20 @@ def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataF
     if spec.is_categorical:
         p = ngm.predict_proba(row, target)[0]
         names = _level_names(model, target)
-        return pd.DataFrame({target: [_name(names, c) for c in spec.categories], "probability": p})
-    return pd.DataFrame(
-        {
-            "target": [target],
-            "mean": ngm.predict(row, target, point="mean"),
-            "median": ngm.predict(row, target, point="median"),
-        }
-    )
+        table = pd.DataFrame({target: [_name(names, c) for c in spec.categories], "probability": p})
+    else:
+        table = pd.DataFrame(
+            {
+                "target": [target],
+                "mean": ngm.predict(row, target, point="mean"),
+                "median": ngm.predict(row, target, point="median"),
+            }
+        )
+    note = isolated_message(ngm, target)
+    table.attrs["warnings"] = [note] if note else []
+    if note:
+        warnings.warn(note, FedstructWarning, stacklevel=2)
+    return table
 
 
 def _evidence_value(model: FedNGM, variable: str, value: str) -> float | int:

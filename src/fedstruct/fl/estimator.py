@@ -114,10 +114,15 @@ class Prediction(NamedTuple):
     probabilities
         Predicted categorical variable -> its states' probabilities: a frame indexed
         like the rows, one column per state (labelled as ``states`` names states).
+    warnings
+        What the user should know about these predictions, one line each (FedNGM:
+        a target with no neighbour in the model's graph is predicted from no other
+        variable). Also issued as :class:`~fedstruct.errors.FedstructWarning`.
     """
 
     states: pd.DataFrame
     probabilities: dict[str, pd.DataFrame]
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def from_probabilities(
@@ -143,7 +148,7 @@ class Prediction(NamedTuple):
             v: p.set_axis(list(codebook.names(v, p.columns.to_numpy())), axis=1)
             for v, p in self.probabilities.items()
         }
-        return Prediction(states, probabilities)
+        return Prediction(states, probabilities, self.warnings)
 
     def table(self) -> pd.DataFrame:
         """One column per predicted variable (its state) and, for a categorical one,

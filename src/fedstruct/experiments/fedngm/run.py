@@ -38,11 +38,13 @@ binary, multiclass) and model ``M`` (``global`` or ``own``, a client's own NGM):
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.fedngm.federation import (
     MixedSites,
     SubpopulationFederation,
@@ -220,7 +222,9 @@ def _on_files(model: FedNGM, source: MixedSites) -> RunOutcome:
     (:func:`~fedstruct.methods.fedngm.metrics.global_own_ratio`: MAE, or the
     shortfalls of AUC and macro recall), averaged; ``worst_own_ratio`` the largest.
     The merged graph's edges, and with ``--truth`` their scores against the truth's
-    skeleton (its moral graph for a DAG).
+    skeleton (its moral graph for a DAG). ``isolated_variables``: how many variables
+    the merged graph leaves without a neighbour (each is predicted by its marginal;
+    a :class:`~fedstruct.errors.FedstructWarning` names them).
     """
     metrics: dict[str, float] = {
         "common_variables": float(len(model.schema_)),
@@ -229,6 +233,17 @@ def _on_files(model: FedNGM, source: MixedSites) -> RunOutcome:
     }
     if model.model_ is None:
         return RunOutcome(metrics, list(model.history_))
+    isolated = [v for v in model.model_.names if not model.model_.neighbours(v)]
+    metrics["isolated_variables"] = float(len(isolated))
+    if isolated:
+        warnings.warn(
+            f"{len(isolated)} variable(s) have no neighbour in the merged graph and are "
+            f"predicted from no other variable (their marginal): {', '.join(isolated)}; "
+            "give a graph linking them (--graph FILE, e.g. a FedCDnv run on the same files) "
+            "or a more lenient edge test (--set edge_level=...; docs/fedngm.md, 'Small sites')",
+            FedstructWarning,
+            stacklevel=2,
+        )
     ratios = {
         name: score["global_own_ratio"]
         for name, score in sorted(model.site_scores_.items())

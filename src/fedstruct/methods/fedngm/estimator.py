@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,12 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph
-from fedstruct.errors import ConfigError, PrivacyViolationError, UnknownVariableError
+from fedstruct.errors import (
+    ConfigError,
+    FedstructWarning,
+    PrivacyViolationError,
+    UnknownVariableError,
+)
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
 from fedstruct.graphs.graph import Graph
@@ -21,7 +27,7 @@ from fedstruct.graphs.undirected import dependency_graph
 from fedstruct.methods.fedngm.client import FedNGMClient
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.metrics import prediction_metrics
-from fedstruct.methods.fedngm.model import NGM
+from fedstruct.methods.fedngm.model import NGM, isolated_message
 from fedstruct.methods.fedngm.schema import KINDS, Schema
 from fedstruct.methods.fedngm.server import FedNGMServer, FedNGMState
 
@@ -166,7 +172,9 @@ class FedNGM(
         most likely category and its probabilities, a continuous one's predictive
         mean. By default the targets are the model's variables that ``rows`` lack.
         (:meth:`~FederatedEstimator.prediction` reads level names and names the
-        states for a run on a user's files.)
+        states for a run on a user's files.) A target with no neighbour in the
+        model's graph gets a line in the result's ``warnings`` and a
+        :class:`~fedstruct.errors.FedstructWarning` (:func:`isolated_message`).
 
         Raises
         ------
@@ -193,7 +201,10 @@ class FedNGM(
                 states[target] = np.asarray(spec.categories)[p.argmax(axis=1)]
             else:
                 states[target] = model.predict(rows, target)
-        return Prediction(pd.DataFrame(states, index=rows.index), probabilities)
+        notes = tuple(m for m in (isolated_message(model, t) for t in chosen) if m)
+        for note in notes:
+            warnings.warn(note, FedstructWarning, stacklevel=2)
+        return Prediction(pd.DataFrame(states, index=rows.index), probabilities, notes)
 
     def evaluate(
         self, X: pd.DataFrame, y: Any = None, *, target: str | None = None

@@ -117,13 +117,17 @@ def global_own_ratio(glob: NGM, own: NGM, test: pd.DataFrame) -> float | None:
     """The global model's error relative to a client's own model on the client's rows
     ``test``: the mean :func:`shortfall_ratio` over the variables both models know and
     ``test`` holds, each predicted from all the others (``None`` if there are none).
-    Below 1 the federation helped the client."""
+    Below 1 the federation helped the client. A variable the own model predicts
+    perfectly on these rows while the global model does not (ratio infinite: a
+    breast-cancer site's diagnosis, AUC 1 on 30 held-out rows) has no ratio and is
+    left out of the mean; ``None`` when no variable has one."""
     shared = [v for v in glob.schema.names if v in own.schema.names and v in test.columns]
     ratios = [
         shortfall_ratio(prediction_metrics(glob, test, v), prediction_metrics(own, test, v))
         for v in shared
     ]
-    return float(np.mean(ratios)) if ratios else None
+    finite = [r for r in ratios if np.isfinite(r)]
+    return float(np.mean(finite)) if finite else None
 
 
 def headline_prediction(model: NGM, test: pd.DataFrame, target: str, **kwargs) -> NDArray:

@@ -31,7 +31,7 @@ from fedstruct.methods.fedngm.train import (
     residual_std,
 )
 
-__all__ = ["NGM", "POINTS", "fit_ngm", "revealed_graph", "stitch"]
+__all__ = ["NGM", "POINTS", "fit_ngm", "isolated_message", "revealed_graph", "stitch"]
 
 #: Point predictions of a continuous variable (:meth:`NGM.predict`).
 POINTS = ("mean", "median")
@@ -81,6 +81,14 @@ class NGM:
         """The undirected graph it follows."""
         a = np.asarray(self.adjacency, dtype=bool)
         return undirected(self.names, (a | a.T) & ~np.eye(len(a), dtype=bool))
+
+    def neighbours(self, name: str) -> tuple[str, ...]:
+        """The variables adjacent to ``name`` in the graph the model follows: the only
+        ones its prediction of ``name`` reads (a routed view reads no other)."""
+        i = self.schema.position(name)
+        a = np.asarray(self.adjacency, dtype=bool)
+        linked = (a[i] | a[:, i]) & (np.arange(len(a)) != i)
+        return tuple(n for n, k in zip(self.names, linked, strict=True) if k)
 
     def path_strength(self) -> NDArray[np.float64]:
         """``(V, V)`` variable-level path matrix ``G Π|W_l| Gᵀ`` (eq. 1)."""
@@ -278,7 +286,7 @@ def fit_ngm(
     info = fit_view(
         view, schema, Objective(sources, structure),
         epochs=config.epochs, batch_size=config.batch_size,
-        learning_rate=config.learning_rate,
+        min_batches=config.min_batches, learning_rate=config.learning_rate,
         validation_fraction=config.validation_fraction, seed=seed,
     )  # fmt: skip
     main = np.asarray(sources[0][0], dtype=np.float32)
@@ -298,6 +306,20 @@ def fit_ngm(
     rows = main if calibration is None else np.asarray(calibration, dtype=np.float32)
     model.bin_edges, model.quantiles = residual_quantiles(view, schema, rows, classes)
     return model, info
+
+
+def isolated_message(model: NGM, target: str) -> str | None:
+    """A one-line warning when ``target`` has no neighbour in ``model``'s graph, else
+    ``None``: the model then predicts it from no other variable, so every row (and
+    every query) gets the same answer, its marginal."""
+    if model.neighbours(target):
+        return None
+    return (
+        f"{target!r} has no neighbour in the model's graph: it is predicted from no other "
+        "variable (the same answer, its marginal, for every row and every evidence); give "
+        "a graph linking it (--graph FILE, e.g. a FedCDnv run on the same files) or a "
+        "more lenient edge test (--set edge_level=...)"
+    )
 
 
 def revealed_graph(paths: NDArray, threshold: float) -> NDArray[np.bool_]:
@@ -392,6 +414,7 @@ def stitch(
         Objective([(x, 1.0)], structure),
         epochs=config.epochs,
         batch_size=config.batch_size,
+        min_batches=config.min_batches,
         learning_rate=config.learning_rate,
         validation_fraction=config.validation_fraction,
         seed=seed,

@@ -33,6 +33,7 @@ __all__ = [
     "ROWS_PER_QUANTILE",
     "Objective",
     "Structure",
+    "batch_rows",
     "conditional_targets",
     "fit_view",
     "mask_variables",
@@ -155,6 +156,19 @@ def regression_loss(
     return stacked if per_variable else stacked.mean()
 
 
+def batch_rows(n_rows: int, batch_size: int, min_batches: int = 1) -> int:
+    """Rows per mini-batch: ``batch_size``, or fewer when ``n_rows`` would fill fewer
+    than ``min_batches`` batches of it, so that an epoch still makes ``min_batches``
+    Adam steps (``ceil(n_rows / min_batches)`` rows each; at least 1).
+
+    Training length is counted in epochs; without this, a small table's model takes
+    one step per epoch (FedNGMConfig's ``min_batches``).
+    """
+    if n_rows <= 0 or -(-n_rows // batch_size) >= min_batches:
+        return int(batch_size)
+    return max(1, -(-n_rows // min_batches))
+
+
 def fit_view(
     view: NeuralView,
     schema: Schema,
@@ -165,12 +179,15 @@ def fit_view(
     learning_rate: float,
     validation_fraction: float,
     seed: int,
+    min_batches: int = 1,
 ) -> dict[str, float]:
     """Train ``view`` in place with Adam on ``objective``; keep the best epoch.
 
     Each epoch visits every row of the first source once in shuffled mini-batches;
     other sources (eq. 3's public data) contribute a mini-batch of their own rows,
-    drawn in step, weighted by their weight. A ``validation_fraction`` of every
+    drawn in step, weighted by their weight. Batches hold :func:`batch_rows` rows
+    (``batch_size``, or fewer so that an epoch makes ``min_batches`` steps). A
+    ``validation_fraction`` of every
     source is held out; the weights of the epoch with the lowest held-out objective
     are kept.
 
@@ -198,6 +215,7 @@ def fit_view(
     params = [p for p in view.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=learning_rate)
     main = train_sets[0][0]
+    batch_size = batch_rows(len(main), batch_size, min_batches)
     n_batches = max(1, int(np.ceil(len(main) / batch_size)))
 
     def objective_value(sets: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[float, float]:
