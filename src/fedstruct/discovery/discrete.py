@@ -945,8 +945,8 @@ def _integer_codes(values: NDArray, names: tuple[str, ...], where: str) -> NDArr
             example = values[np.flatnonzero(frac[:, col])[0], col]
             raise DataError(
                 f"{where}variable {names[col]!r} has non-integer values (e.g. {example:g}); G² "
-                "and χ² need integer state codes 0..k-1: for continuous data set "
-                "ci_test='fisherz' (--set ci_test=fisherz), or discretise the column first"
+                "and χ² need integer state codes 0..k-1: let the kinds choose the test "
+                "(ci_test='auto', --set ci_test=auto), or discretise the column first"
             )
         values = values.astype(np.int64)
     negative = (values < 0).any(axis=0)
