@@ -227,7 +227,7 @@ def test_bad_data_names_the_variable():
         make_ci_test(frame)
     frame = pd.DataFrame({"a": [0, 1, 0, 1], "x": [0.1, 1.7, 0.3, 2.2]})
     with pytest.raises(  # the setting's name, as the CLI and the estimator spell it
-        DataError, match=r"'x' has non-integer values.*set ci_test='fisherz' \(--set ci_test"
+        DataError, match=r"'x' has non-integer values.*ci_test='auto', --set ci_test=auto"
     ):
         make_ci_test(frame, "g2")
     assert make_ci_test(frame, "fisherz").kind == "fisherz"

@@ -224,7 +224,7 @@ def test_a_nodes_bad_file_is_named_at_its_node(tmp_path):
     frame.loc[:4, "smoke"] = np.nan
     frame.to_csv(paths[1], index=False)
     entry = runnable("fedavg")
-    sites = {"target": "dysp", "node_sites": ["site-1", "site-2", "site-3"]}
+    sites = {"target": "dysp", "node_sites": ["site-1", "site-2", "site-3"], "missing": "error"}
     settings = apply_settings(entry.settings(), sites, method="fedavg")
     specs = [SiteSpec(p.stem, p) for p in paths]
     schema = merge(entry, settings, [describe(entry, settings, s) for s in specs])

@@ -201,7 +201,7 @@ def test_fedavg_trains_on_continuous_columns(tmp_path):
                      "--set", "test_fraction=0.2", "--rounds", "3", "--out", str(out))  # fmt: skip
     assert code == 0, text
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["test_accuracy"] > 0.9 and metrics["rows_without_target"] == 0
+    assert metrics["test_accuracy"] > 0.9 and metrics["missing_target_rows"] == 0
 
 
 def test_fedavg_refuses_a_target_with_one_level(tmp_path):

@@ -84,7 +84,7 @@ def test_missing_values_are_imputed_and_indicated():
     model.fit(cancer_clients(sites, missing=True))
     names = model.encoder_.input_names()
     assert len(names) == 3 + 30 + 31 and "grade:missing" in names and "mean radius:missing" in names
-    assert model.history_[0]["rows_without_target"] == 4
+    assert model.history_[0]["missing_target_rows"] == 4
     test = sites[3][sites[3]["diagnosis"] >= 0]
     assert model.score(test) > 0.9
     row = test.iloc[:1].assign(**{"mean radius": np.nan, "grade": -1})

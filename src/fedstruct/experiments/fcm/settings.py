@@ -57,7 +57,7 @@ class FCMRun(FederationSettings, FCMConfig):
         Share of a perturbed client's edges that are modified.
     client_graphs
         The concept graph each client proposes to the server's vote (§4.2.1; the
-        paper's clients each hold one, App. D.1):
+        paper's clients each hold one, App. D.1): auto, given, fci or flat.
 
         - ``auto`` (default): the client's own graph where it has one (the paper's
           protocol: its true sub-graph, perturbed as ``perturbed_clients`` says; a

@@ -75,7 +75,7 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
     }
     first = model.history_[0]
     statistics = {  # the statistics step's report (continuous or incomplete columns)
-        name: first[name] for name in ("rows_without_target",) if name in first
+        name: first[name] for name in ("missing_target_rows",) if name in first
     }
     metrics = {
         **scored,

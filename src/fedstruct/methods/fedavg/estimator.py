@@ -54,7 +54,7 @@ class FedAvg(
         Whether the clients' rows may miss values (NaN, or code ``-1`` for a
         categorical variable): they are imputed (``categorical_imputation``), and rows
         missing the target are left out of training and scoring (counted in the first
-        round's ``rows_without_target``).
+        round's ``missing_target_rows``).
     seed
         The run's seed (initial weights, client batches, participation draws).
     participation

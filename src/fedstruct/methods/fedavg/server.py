@@ -166,7 +166,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             assert state.statistics is not None
             statistics_record = {
                 "statistics_rows": state.statistics.rows,
-                "rows_without_target": state.statistics.rows
+                "missing_target_rows": state.statistics.rows
                 - state.statistics.present(self.schema.target),
             }
         setup = self._setup(state)

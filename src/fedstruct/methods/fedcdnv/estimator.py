@@ -83,8 +83,7 @@ class FedCDnv(
         #: Variable -> kind for the clients' CI tests (``ci_test="auto"``; a user's
         #: files: the federation schema's kinds), else each column's dtype's kind.
         self.kinds = dict(kinds) if kinds is not None else None
-        if kinds is not None:
-            self._given(kinds=self.kinds)
+        self._given(kinds=self.kinds)
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCDnv:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``progress=True``
