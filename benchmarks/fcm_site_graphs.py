@@ -1,6 +1,7 @@
 """F-CMs on a user's concept table without graph files (issue 31, item 5).
 
-Usage: ``python benchmarks/fcm_site_graphs.py [--seeds 0 1 2] [--model c2bm]``
+Usage: ``python benchmarks/fcm_site_graphs.py [--seeds 0 1 2] [--model c2bm]
+[--input-scaling none federated] [--settings auto hand]``
 
 scikit-learn's breast-cancer data (bundled, no download) as four sites of about 142
 rows (a random split, seed 0): four concepts made by cutting four measurements that
@@ -16,9 +17,11 @@ measurements as inputs. The same sites run with each source of the concept graph
 - ``hand``: each site's ``graph:`` file holds a hand-made graph (every concept a
   parent of the diagnosis, and radius -> concave points).
 
-Printed per setting: the kept model's validation task accuracy over the sites (the
-rows each holds out) per seed and their median, the parents of the task in the
-aggregated graph, and the majority rate of the diagnosis.
+Each runs with every ``--input-scaling`` asked (issue 31, item 7: ``none``, raw
+inputs as before; ``federated``, the default for files: inputs standardised with the
+federated statistics). Printed per setting: the kept model's validation task
+accuracy over the sites (the rows each holds out) per seed and their median, the
+parents of the task in the aggregated graph, and the majority rate of the diagnosis.
 """
 
 from __future__ import annotations
@@ -78,10 +81,10 @@ def breast_cancer_sites(folder: Path, n_sites: int = 4, seed: int = 0) -> float:
 
 
 SETTINGS = {
-    "given (no file: empty)": ("federation.yaml", "given"),
-    "auto (learned per site)": ("federation.yaml", "auto"),
-    "flat": ("federation.yaml", "flat"),
-    "hand-made graph files": ("federation-hand.yaml", "given"),
+    "given": ("given (no file: empty)", "federation.yaml", "given"),
+    "auto": ("auto (learned per site)", "federation.yaml", "auto"),
+    "flat": ("flat", "federation.yaml", "flat"),
+    "hand": ("hand-made graph files", "federation-hand.yaml", "given"),
 }
 
 
@@ -89,17 +92,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--model", default="c2bm")
+    parser.add_argument("--input-scaling", nargs="+", default=["federated"])
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fedstruct-fcm-graphs-") as scratch:
         folder = Path(scratch)
         majority = breast_cancer_sites(folder)
         print(f"majority rate of the diagnosis: {majority:.3f}")
-        for label, (manifest, mode) in SETTINGS.items():
+        for key, scaling in ((k, x) for k in args.settings for x in args.input_scaling):
+            label, manifest, mode = SETTINGS[key]
+            label = f"{label} [{scaling}]"
             scores, parents = [], []
             for seed in args.seeds:
-                out = folder / f"run-{mode}-{manifest}-{seed}"
+                out = folder / f"run-{mode}-{manifest}-{scaling}-{seed}"
                 layer = {"manifest": str(folder / manifest), "client_graphs": mode,
-                         "model": args.model, "seed": seed}  # fmt: skip
+                         "model": args.model, "seed": seed, "input_scaling": scaling}  # fmt: skip
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     execute("fcm", [layer], out)
@@ -108,7 +115,7 @@ def main() -> None:
                 parents.append(int(metrics["task_parents"]))
             shown = " ".join(f"{v:.3f}" for v in scores)
             print(
-                f"{label:26s} val_task_accuracy {shown} (median "
+                f"{label:38s} val_task_accuracy {shown} (median "
                 f"{statistics.median(scores):.3f}); task parents {parents}"
             )
 

@@ -76,5 +76,7 @@ register(
             "autoencoder_epochs": 5,
         },
         options={"network": "network", "model": "model", "regime": "regime", "graph": "graph"},
+        # missing inputs are imputed by the statistics step; a missing label is unsupervised
+        missing=("keep", "error", "drop-rows"),
     )
 )

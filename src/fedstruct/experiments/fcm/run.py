@@ -63,6 +63,11 @@ def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
     config = subset(s, FCMConfig)
     if config.regime not in FEDERATED_REGIMES:
         config = dataclasses.replace(config, regime="fcm")
+    if config.input_scaling == "auto":
+        # The protocol's latent inputs are drawn standardised (concepts.py): raw, as
+        # the paper; a user's table gets the federated statistics step.
+        scaling = "none" if isinstance(source, ConceptSource) else "federated"
+        config = dataclasses.replace(config, input_scaling=scaling)
     return FCM(
         task=source.task,
         cardinalities=source.cardinalities,

@@ -10,14 +10,16 @@ and loss sums.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.fl import Client, Message, handles, holdout_split
+from fedstruct.fl.features import FeatureColumns, FeatureEncoder, site_summary
 from fedstruct.fl.message import config_entries
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
@@ -30,11 +32,41 @@ from fedstruct.methods.fcm.train import (
 )
 from fedstruct.privacy.dp import PrivacyLedger
 
-__all__ = ["DESCRIBE", "EVALUATE", "TRAIN", "FCMClient", "LocalConceptData"]
+__all__ = [
+    "DESCRIBE",
+    "EVALUATE",
+    "STATISTICS",
+    "TRAIN",
+    "FCMClient",
+    "LocalConceptData",
+    "input_columns",
+    "input_frame",
+]
 
 DESCRIBE = "fcm.describe"
 TRAIN = "fcm.train"
 EVALUATE = "fcm.evaluate"
+STATISTICS = "fcm.statistics"
+#: Prefix of the input encoding's arrays in a TRAIN or EVALUATE message.
+ENCODING = "features."
+
+
+def input_columns(features: Sequence[str]) -> FeatureColumns:
+    """The input columns as :mod:`fedstruct.fl.features` sees them: every input is a
+    number (a categorical or ordinal input enters as its code, as without scaling)."""
+    return FeatureColumns(continuous=tuple(features))
+
+
+def input_frame(rows: pd.DataFrame, features: Sequence[str]) -> pd.DataFrame:
+    """The input columns of ``rows`` as floats, a missing value NaN (an integer
+    column's code ``-1`` is a missing level)."""
+    out = {}
+    for f in features:
+        values = rows[f].to_numpy()
+        if values.dtype.kind in "iu":
+            values = np.where(values < 0, np.nan, values.astype(np.float64))
+        out[f] = np.asarray(values, dtype=np.float64)
+    return pd.DataFrame(out, index=rows.index)
 
 
 class LocalConceptData:
@@ -101,10 +133,12 @@ class LocalConceptData:
         self.concepts = tuple(c for c in known if c != task)
         self.has_task = task in known
         self.graph = data.graph
-        x = data.rows[list(self.features)].to_numpy(dtype=np.float32)
-        kept, held = holdout_split(len(x), validation_fraction, seed, data.name)
-        self.x = torch.from_numpy(x[kept])
-        self.x_val = torch.from_numpy(x[held])
+        kept, held = holdout_split(data.n_rows, validation_fraction, seed, data.name)
+        self.inputs = data.rows.iloc[kept][list(self.features)]
+        self.inputs_val = data.rows.iloc[held][list(self.features)]
+        self.x = torch.from_numpy(self.inputs.to_numpy(dtype=np.float32, copy=True))
+        self.x_val = torch.from_numpy(self.inputs_val.to_numpy(dtype=np.float32, copy=True))
+        self._encoded_with: dict[str, np.ndarray] | None = None
         self.labels = labels.iloc[kept].astype(np.int64)
         self.labels_val = labels.iloc[held].astype(np.int64)
 
@@ -112,6 +146,24 @@ class LocalConceptData:
     def n_rows(self) -> int:
         """Training rows."""
         return len(self.x)
+
+    def summary(self) -> dict[str, np.ndarray]:
+        """The statistics step's answer: counts, sums and centred sums of squares of
+        the training rows' inputs (:func:`~fedstruct.fl.features.site_summary`)."""
+        columns = input_columns(self.features)
+        return site_summary(input_frame(self.inputs, self.features), columns)
+
+    def encode_with(self, encoding: Mapping[str, np.ndarray]) -> None:
+        """Re-encode the inputs with the federated encoding a message carries (once
+        per encoding: standardised, imputed, missing indicators)."""
+        if self._encoded_with is not None and _same(self._encoded_with, encoding):
+            return
+        encoder = FeatureEncoder.from_arrays(input_columns(self.features), encoding, ENCODING)
+        where = f"client {self.name!r}"
+        for attr, rows in (("x", self.inputs), ("x_val", self.inputs_val)):
+            frame = input_frame(rows, self.features)
+            setattr(self, attr, torch.from_numpy(encoder.encode(frame, where)))
+        self._encoded_with = dict(encoding)
 
     def trainable(self, spec: ModelSpec) -> list[str]:
         """The model nodes this client can supervise (its ``I^(k)``, and the task)."""
@@ -134,6 +186,8 @@ class FCMClient(Client):
         super().__init__(data, seed=seed)
         self.config = config
         self.local = LocalConceptData(data, task, cardinalities, config.validation_fraction, seed)
+        if not config.scales_inputs:
+            _require_complete_inputs(self.local)
         self.ledger = PrivacyLedger()
         names = [*self.local.concepts, *self.local.features]
         graph_names = list(data.graph.names) if data.graph is not None else []
@@ -160,6 +214,23 @@ class FCMClient(Client):
             metrics={"n": self.local.n_rows, "has_task": int(self.local.has_task)},
         )
 
+    @handles(STATISTICS, max_entries=lambda c, m: input_columns(c.local.features).summary_entries)
+    def statistics(self, msg: Message) -> Message:
+        """Its inputs' counts, sums and centred sums of squares (the statistics step,
+        :attr:`~fedstruct.methods.fcm.config.FCMConfig.input_scaling`)."""
+        return Message(STATISTICS, arrays=self.local.summary())
+
+    def _model(self, msg: Message) -> tuple[ModelSpec, ConceptModel]:
+        """The broadcast model, the inputs encoded with the message's encoding first
+        when it carries one."""
+        encoding, weights = FeatureEncoder.split(msg.arrays, ENCODING)
+        if encoding:
+            self.local.encode_with(encoding)
+        spec = ModelSpec.from_json(str(msg.config["spec"]))
+        model = ConceptModel(spec)
+        model.load_arrays(weights)
+        return spec, model
+
     @handles(TRAIN, max_entries=lambda c, m: sum(int(np.size(a)) for a in m.arrays.values()) + 3)
     def train(self, msg: Message) -> Message:
         """``E`` local epochs on the broadcast model, unsupervised modules frozen;
@@ -168,9 +239,7 @@ class FCMClient(Client):
         With DP, the client trains with DP-SGD while its ledger allows another
         round within its total ε, and otherwise sends no parameters.
         """
-        spec = ModelSpec.from_json(str(msg.config["spec"]))
-        model = ConceptModel(spec)
-        model.load_arrays(msg.arrays)
+        spec, model = self._model(msg)
         trainable = self.local.trainable(spec)
         settings = {
             "trainable": trainable,
@@ -227,9 +296,7 @@ class FCMClient(Client):
             return Message(EVALUATE, metrics={"n": 0, "loss_sum": 0.0, "task_loss_sum": 0.0,
                                               "n_task": 0, "task_correct": 0.0,
                                               "concept_correct": 0.0, "n_concept": 0})  # fmt: skip
-        spec = ModelSpec.from_json(str(msg.config["spec"]))
-        model = ConceptModel(spec)
-        model.load_arrays(msg.arrays)
+        spec, model = self._model(msg)
         truth = label_matrix(self.local.labels_val, spec)
         losses = validation_losses(model, self.local.x_val, truth, self.config.concept_weight)
         n_task = int((truth[:, -1] >= 0).sum())
@@ -245,3 +312,26 @@ class FCMClient(Client):
                 "n_concept": losses["concept_known"],
             },
         )
+
+
+def _require_complete_inputs(local: LocalConceptData) -> None:
+    """Raw inputs (``input_scaling="none"``) cannot hold a missing value.
+
+    Raises
+    ------
+    DataError
+        Naming the first input column with one, and the fix.
+    """
+    for frame in (local.inputs, local.inputs_val):
+        gaps = input_frame(frame, local.features).isna().sum()
+        if gaps.any():
+            column = str(gaps.index[int(np.flatnonzero(gaps.to_numpy())[0])])
+            raise DataError(
+                f"client {local.name!r}: input column {column!r} has {int(gaps[column])} "
+                "missing values, and input_scaling='none' imputes none; use "
+                "input_scaling='federated' (or 'auto')"
+            )
+
+
+def _same(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)

@@ -19,6 +19,8 @@ FEDERATED_REGIMES = ("fcm", "sfcm", "sfcm-reinit")
 #: Every regime of §5: the federated ones, Localized and Centralized (trained alone,
 #: :func:`fedstruct.methods.fcm.fit_standalone`).
 REGIMES = (*FEDERATED_REGIMES, "local", "central")
+#: How input columns are scaled (:attr:`FCMConfig.input_scaling`).
+INPUT_SCALINGS = ("auto", "federated", "none")
 #: Default concept-module width per instantiation (the reference code's configurations).
 CONCEPT_HIDDEN = {"opaque": 8, "cbm": 8, "cem": 8, "cgm": 8, "c2bm": 4}
 
@@ -90,6 +92,16 @@ class FCMConfig:
         Rounds a client plans to train in; its noise is calibrated so that this many
         rounds spend ``dp_epsilon``, and it stops training once another round would
         exceed it. Default: ``rounds`` (it can never run out).
+    input_scaling
+        How the input columns enter the encoder (:mod:`fedstruct.fl.features`, shared
+        with FedAvg): ``"federated"`` (a statistics step before round 1: every site
+        sends the count, sum and centred sum of squares of each input column; each
+        input is standardised with the pooled mean and deviation, a missing value
+        imputed with the mean, 0 once standardised, and given a missing-indicator
+        input), ``"none"`` (raw values, as the paper's synthetic protocol, whose
+        latent inputs are drawn standardised) or ``"auto"`` (default: ``"none"`` for
+        the protocol's concept data, ``"federated"`` for every other table: a user's
+        files or rows given to the estimator).
     """
 
     model: str = "c2bm"
@@ -114,6 +126,7 @@ class FCMConfig:
     dp_delta: float = 1e-5
     dp_clip: float = 1.0
     dp_rounds: int | None = None
+    input_scaling: str = "auto"
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fcm")
@@ -135,12 +148,19 @@ class FCMConfig:
         """Whether modules follow the aggregated DAG."""
         return self.model in GRAPH_BASED
 
+    @property
+    def scales_inputs(self) -> bool:
+        """Whether the run has the statistics step (``input_scaling`` is not
+        ``"none"``; ``"auto"`` reaching the estimator means a user's table)."""
+        return self.input_scaling != "none"
+
 
 _CONSTRAINTS = {
     "model": OneOf(ARCHITECTURES),
     "regime": OneOf(REGIMES),
     "graph_memory": OneOf(("all", "round")),
     "bidirected": OneOf(BIDIRECTED_RULES),
+    "input_scaling": OneOf(INPUT_SCALINGS),
     **{
         name: Interval(int, 1)
         for name in (

@@ -16,10 +16,11 @@ from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
+from fedstruct.fl.features import FeatureEncoder
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.pag import dag_member
-from fedstruct.methods.fcm.client import FCMClient
+from fedstruct.methods.fcm.client import ENCODING, FCMClient, input_columns, input_frame
 from fedstruct.methods.fcm.config import FEDERATED_REGIMES, FCMConfig
 from fedstruct.methods.fcm.evaluate import (
     accuracy_metrics,
@@ -160,6 +161,7 @@ class FCM(
         self.concepts_ = state.concepts
         self.proposed_graphs_ = {name: graph for name, (graph, _) in state.reports.items()}
         self.features_ = state.features
+        self.encoder_ = state.encoder()
         self.best_round_ = best_round
         self.parameter_change_ = (
             parameter_change(state.before_growth, params)
@@ -168,9 +170,11 @@ class FCM(
         )
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
-        """The model's parameters as arrays; its architecture, the concept graph, the
-        concept set and the input columns as JSON."""
-        return self.model_.state_arrays(), {
+        """The model's parameters (and the inputs' federated encoding, ``features.*``,
+        when the run had the statistics step) as arrays; its architecture, the concept
+        graph, the concept set and the input columns as JSON."""
+        encoding = {} if self.encoder_ is None else self.encoder_.to_arrays(ENCODING)
+        return {**self.model_.state_arrays(), **encoding}, {
             "spec": json.loads(self.spec_.to_json()),
             "graph": to_graph_json(self.graph_),
             "concepts": list(self.concepts_),
@@ -181,12 +185,18 @@ class FCM(
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
         """Set the learned attributes from :meth:`learned_state`'s output."""
+        encoding, weights = FeatureEncoder.split(arrays, ENCODING)
         self.spec_ = ModelSpec.from_json(json.dumps(meta["spec"]))
         self.model_ = ConceptModel(self.spec_)
-        self.model_.load_arrays(arrays)
+        self.model_.load_arrays(weights)
         self.graph_ = from_graph_json(meta["graph"]).graph
         self.concepts_ = tuple(meta["concepts"])
         self.features_ = tuple(meta["features"])
+        self.encoder_ = (
+            FeatureEncoder.from_arrays(input_columns(self.features_), encoding, ENCODING)
+            if encoding
+            else None
+        )
         self.best_round_ = int(meta["best_round"])
         self.parameter_change_ = dict(meta["parameter_change"])
 
@@ -197,6 +207,8 @@ class FCM(
                 f"the rows lack input columns {missing[:5]} ({len(missing)} of "
                 f"{len(self.features_)}); the model reads {list(self.features_)[:5]}..."
             )
+        if self.encoder_ is not None:
+            return self.encoder_.encode(input_frame(rows, self.features_), "the rows")
         return rows[list(self.features_)].to_numpy(dtype=np.float32)
 
     def input_columns(self) -> InputColumns:

@@ -26,6 +26,14 @@ Each round:
    returns the best model. When the pool of clients or the concept set changes, the
    validation objective changes with it (other held-out rows; new concepts' losses
    enter eq. 2), so the best loss is reset to the current round's.
+
+With ``input_scaling`` other than ``"none"``, the first round that learns the input
+columns starts with the statistics step (as FedAvg's, :mod:`fedstruct.fl.features`):
+every connected site sends its inputs' counts, sums and centred sums of squares
+(outside the participation model), the server pools them (kept in the state: a
+resumed run does not ask again), builds the encoder for the pooled statistics
+(standardised inputs, mean imputation, missing indicators) and sends it with every
+TRAIN and EVALUATE message; the model's input width is the encoder's.
 """
 
 from __future__ import annotations
@@ -38,10 +46,18 @@ from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
+from fedstruct.fl.features import FeatureEncoder, FeatureStatistics
 from fedstruct.graphs.combine import strength_vote
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag
-from fedstruct.methods.fcm.client import DESCRIBE, EVALUATE, TRAIN
+from fedstruct.methods.fcm.client import (
+    DESCRIBE,
+    ENCODING,
+    EVALUATE,
+    STATISTICS,
+    TRAIN,
+    input_columns,
+)
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ModelSpec, adapt
 
@@ -66,6 +82,18 @@ class FCMState:
     since_best: int = 0
     before_growth: dict[str, NDArray[np.float32]] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    statistics: FeatureStatistics | None = None
+
+    def encoder(self) -> FeatureEncoder | None:
+        """The inputs' federated encoding (``None`` without the statistics step)."""
+        if self.statistics is None:
+            return None
+        return FeatureEncoder.from_statistics(self.statistics, self.features)
+
+    def encoding(self) -> dict[str, NDArray]:
+        """The encoding's arrays a TRAIN or EVALUATE message carries (none without)."""
+        encoder = self.encoder()
+        return {} if encoder is None else encoder.to_arrays(ENCODING)
 
 
 checkpoint.register(FCMState)
@@ -208,14 +236,15 @@ class FCMServer(ServerAlgorithm[FCMState]):
             reports[name] = (graph, float(reply.metrics["n"]))
         if not features:
             return state
+        statistics = self._statistics(grid, state.statistics, features)
+        state = replace(state, statistics=statistics)
+        width = len(features) if statistics is None else state_width(statistics, features)
         nodes = (*concepts, self.task)
         if self.graph is None:
             graph = aggregate_graphs(reports, nodes, self.seed * 1000 + rnd)
         else:
             graph = self.graph.restrict([v for v in nodes if v in self.graph]).expand(nodes)
-        spec = ModelSpec.build(
-            self.config, self.task, concepts, self.cardinalities, len(features), graph
-        )
+        spec = ModelSpec.build(self.config, self.task, concepts, self.cardinalities, width, graph)
         params = state.params
         before_growth = state.before_growth
         if spec != state.spec:
@@ -241,13 +270,37 @@ class FCMServer(ServerAlgorithm[FCMState]):
             before_growth=before_growth,
         )
 
+    def _statistics(
+        self, grid: Grid, known: FeatureStatistics | None, features: tuple[str, ...]
+    ) -> FeatureStatistics | None:
+        """The inputs' pooled statistics (module docstring): those known when they
+        cover ``features``, else asked of every connected site; ``None`` with
+        ``input_scaling="none"``.
+
+        Raises
+        ------
+        ProtocolError
+            If no site answers.
+        """
+        if not self.config.scales_inputs:
+            return None
+        columns = input_columns(features)
+        if known is not None and known.columns == columns:
+            return known
+        nodes = grid.connected_ids()
+        replies = grid.exchange_outside_rounds({n: Message(STATISTICS) for n in nodes})
+        if not replies:
+            raise ProtocolError("no site answered F-CMs' input statistics step")
+        return FeatureStatistics.merge(columns, [replies[n].arrays for n in sorted(replies)])
+
     # ------------------------------------------------------------- training
     def _train(
         self, grid: Grid, state: FCMState, sampled: Sequence[int], rnd: int, record: dict
     ) -> FCMState:
         spec_json = state.spec.to_json()  # type: ignore[union-attr]
+        arrays = {**state.params, **state.encoding()}  # type: ignore[dict-item]
         message = {
-            n: Message(TRAIN, arrays=state.params, config={"round": rnd, "spec": spec_json})
+            n: Message(TRAIN, arrays=arrays, config={"round": rnd, "spec": spec_json})
             for n in sampled
         }
         replies = grid.send_and_receive(message)
@@ -276,7 +329,10 @@ class FCMServer(ServerAlgorithm[FCMState]):
         basis = (tuple(sorted(grid.node_name(n) for n in available)), spec.nodes)
         config = {"round": rnd, "spec": spec.to_json()}
         replies = grid.send_and_receive(
-            {n: Message(EVALUATE, arrays=params, config=config) for n in available}
+            {
+                n: Message(EVALUATE, arrays={**params, **state.encoding()}, config=config)
+                for n in available
+            }
         )
         n = sum(r.metrics["n"] for r in replies.values())
         n_task = sum(r.metrics["n_task"] for r in replies.values())
@@ -319,6 +375,11 @@ class FCMServer(ServerAlgorithm[FCMState]):
         if not state.history or "val_loss" not in state.history[-1]:
             return ""
         return f"{len(state.concepts)} concepts, val loss {state.history[-1]['val_loss']:.3f}"
+
+
+def state_width(statistics: FeatureStatistics, features: Sequence[str]) -> int:
+    """The model's input width under the federated encoding of ``features``."""
+    return FeatureEncoder.from_statistics(statistics, features).width
 
 
 def _share(replies: Mapping[int, Message], key: str, total: float) -> float:
