@@ -64,8 +64,8 @@ def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
     if config.regime not in FEDERATED_REGIMES:
         config = dataclasses.replace(config, regime="fcm")
     if config.input_scaling == "auto":
-        # The protocol's latent inputs are drawn standardised (concepts.py): raw, as
-        # the paper; a user's table gets the federated statistics step.
+        # The protocol's inputs are generated on one scale (concepts.py): raw, as the
+        # paper's; a user's table gets the federated statistics step.
         scaling = "none" if isinstance(source, ConceptSource) else "federated"
         config = dataclasses.replace(config, input_scaling=scaling)
     return FCM(

@@ -98,10 +98,11 @@ class FCMConfig:
         sends the count, sum and centred sum of squares of each input column; each
         input is standardised with the pooled mean and deviation, a missing value
         imputed with the mean, 0 once standardised, and given a missing-indicator
-        input), ``"none"`` (raw values, as the paper's synthetic protocol, whose
-        latent inputs are drawn standardised) or ``"auto"`` (default: ``"none"`` for
-        the protocol's concept data, ``"federated"`` for every other table: a user's
-        files or rows given to the estimator).
+        input), ``"none"`` (raw values; a missing one is an error) or ``"auto"``
+        (default: ``"none"`` for the paper's protocol data, whose inputs are generated
+        features, autoencoder codes mixed with unit noise, on one scale by
+        construction, so its results stay the paper's; ``"federated"`` for every other
+        table: a user's files or rows given to the estimator).
     """
 
     model: str = "c2bm"
