@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -119,3 +120,33 @@ def test_a_files_source_names_the_site_that_lacks_a_variable(tmp_path):
     assert isinstance(files, RegimeSites) and files.names == ("lab-0", "lab-1")
     with pytest.raises(UnknownVariableError, match=r"site 'lab-1' lacks \['asia'\]"):
         files.clients()
+
+
+def test_a_continuous_column_runs_in_federated_quantile_bins(tmp_path):
+    """Before issue 31 (item 7) FED-CD refused a continuous column; now it is cut into
+    federated quantile bins, reported and saved with the model, and a row missing a
+    value leaves its regime (counted)."""
+    paths = _regime_sites(tmp_path)
+    rng = np.random.default_rng(0)
+    for k, path in enumerate(paths):
+        frame = pd.read_csv(path)
+        level = 100.0 * frame["either"].to_numpy() + rng.normal(50.0 * k, 30.0, len(frame))
+        level[:3] = np.nan
+        frame.insert(0, "level", level)
+        frame.to_csv(path, index=False)
+    settings = {"sites": paths, "regime": "regime", **TINY}
+    run = execute("fedcd", [settings], tmp_path / "run")
+    metrics = run.metrics
+    assert metrics["bins_level"] == 4
+    assert "bin_cut_level_2" in metrics
+    assert metrics["rows_lab-0"] == 150 + 4 * 20 - 3
+    files = runnable("fedcd").resolve(
+        apply_settings(FedCDRun(), {"sites": paths, "regime": "regime"}, method="fedcd")
+    )
+    pooled = np.concatenate([pd.read_csv(p)["level"].dropna().to_numpy() for p in paths])
+    cuts = np.array(files.bins.cuts["level"])
+    expected = np.quantile(pooled, [0.25, 0.5, 0.75], method="inverted_cdf")
+    assert np.all(np.abs(cuts - expected) <= 8 * pooled.std() / 256 + 1e-9)
+    assert all(c.rows["level"].between(0, 3).all() for c in files.clients())
+    saved = (tmp_path / "run").rglob("*.json")
+    assert any('"bins"' in p.read_text() and "level" in p.read_text() for p in saved)

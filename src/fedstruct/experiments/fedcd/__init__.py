@@ -68,5 +68,8 @@ register(
             "alone": "none",
         },
         options={"network": "network"},
+        # ENCO's likelihood of a row needs every variable: a row missing a value
+        # leaves its regime (counted per site in metrics.json)
+        missing=("drop-rows", "error"),
     )
 )

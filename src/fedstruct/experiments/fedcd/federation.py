@@ -10,6 +10,7 @@ user's site files with their ``regime`` column (:class:`RegimeSites`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, cached_property
 from typing import Any
@@ -28,6 +29,7 @@ from fedstruct.data.sites import LEVELLED, require_kinds
 from fedstruct.errors import ConfigError, PartitionError, UnknownVariableError
 from fedstruct.experiments.fedcd.settings import ER, FedCDRun
 from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.fl.binning import QuantileBins
 from fedstruct.graphs import Graph
 from fedstruct.graphs.random import GRAPH_KINDS, random_dag
 
@@ -224,7 +226,9 @@ def source(settings: FedCDRun, sites: SiteFiles | None) -> InterventionTask | Re
     """The run's data: the user's ``sites`` read with their ``regime`` column
     (:class:`RegimeSites`), else the paper's interventional federation
     (:class:`InterventionTask`)."""
-    return InterventionTask(settings) if sites is None else RegimeSites(sites)
+    if sites is None:
+        return InterventionTask(settings)
+    return RegimeSites(sites, bins=settings.bins, bin_grid=settings.bin_grid)
 
 
 class InterventionTask(Source):
@@ -309,39 +313,73 @@ def roles(settings: FedCDRun, given: Mapping[str, Any]) -> dict[str, str]:
 
 class RegimeSites(Source):
     """A user's site files read with the ``regime`` column as each row's intervention
-    (:func:`roles`), as FED-CD clients: every column categorical or ordinal, every
-    site's columns in the federation's order (FED-CD assumes every client observes
-    every variable, §5.2, and matches them by name).
+    (:func:`roles`), as FED-CD clients: every site's columns in the federation's order
+    (FED-CD assumes every client observes every variable, §5.2, and matches them by
+    name). Categorical and ordinal columns keep their codes; ENCO models categorical
+    variables only, so each continuous column is cut into ``bins`` federated quantile
+    bins (:class:`~fedstruct.fl.binning.QuantileBins`: per-site summaries, then
+    per-site counts over a shared grid of ``bin_grid`` cells; never rows), reported
+    (:meth:`report`) and saved with the model (:meth:`inputs`).
 
     Parameters
     ----------
     sites
         The files, read with FED-CD's roles (a deployed node: its own; its server:
         none, the schema only).
+    bins
+        Bins per continuous column.
+    bin_grid
+        Cells of the shared grid the sites count over.
     """
 
-    def __init__(self, sites: SiteFiles):
+    def __init__(self, sites: SiteFiles, bins: int = 4, bin_grid: int = 256):
         self.sites = sites
         self.names = sites.names
+        self.bins_per_column = bins
+        self.bin_grid = bin_grid
 
     @property
     def truth(self) -> Graph | None:
         """The graph of ``--truth``, checked against the sites' variables, or ``None``."""
         return self.sites.truth
 
+    @property
+    def continuous(self) -> tuple[str, ...]:
+        """The continuous columns (binned)."""
+        kinds = self.sites.schema.kinds
+        return tuple(v for v in self.sites.schema.variables if kinds[v] == "continuous")
+
     def clients(self) -> list[ClientData]:
-        """The sites' clients read here, each with the federation's variables in order.
+        """The sites' clients read here, each with the federation's variables in order,
+        continuous columns replaced by their bin codes.
 
         Raises
         ------
-        DataError
-            If a variable is not categorical or ordinal.
         UnknownVariableError
             If a site lacks one of the federation's variables.
         """
         schema = self.sites.schema
-        require_kinds(schema, LEVELLED, method="FED-CD (ENCO)")
         variables = schema.variables
+        levelled = [v for v in variables if v not in self.continuous]
+        require_kinds(schema, LEVELLED, method="FED-CD (ENCO)", variables=levelled)
+        clients = self._raw
+        if not self.continuous:
+            return clients
+        bins = self.bins
+        out = []
+        for client in clients:
+            rows = client.rows.copy()
+            for column in self.continuous:
+                rows[column] = bins.codes(column, rows[column].to_numpy(dtype=np.float64))
+            out.append(dataclasses.replace(client, rows=rows))
+        return out
+
+    @cached_property
+    def _raw(self) -> list[ClientData]:
+        return self._read()
+
+    def _read(self) -> list[ClientData]:
+        variables = self.sites.schema.variables
         clients = self.sites.clients()
         for client in clients:
             missing = [v for v in variables if v not in client.variables]
@@ -352,3 +390,30 @@ class RegimeSites(Source):
                     "out everywhere"
                 )
         return [client.select(variables) for client in clients]
+
+    @cached_property
+    def bins(self) -> QuantileBins:
+        """The continuous columns' federated quantile bins (class docstring)."""
+        sites = [
+            {c: client.rows[c].to_numpy(dtype=np.float64) for c in self.continuous}
+            for client in self._raw
+        ]
+        return QuantileBins.from_sites(self.continuous, sites, self.bins_per_column,
+                                       self.bin_grid)  # fmt: skip
+
+    def report(self) -> dict[str, float]:
+        """The files' report, and per continuous column its number of bins
+        (``bins_<column>``) and cut points (``bin_cut_<column>_<j>``)."""
+        out = dict(self.sites.report())
+        for column in self.continuous:
+            cuts = self.bins.cuts[column]
+            out[f"bins_{column}"] = float(len(cuts) + 1)
+            out.update({f"bin_cut_{column}_{j}": float(c) for j, c in enumerate(cuts)})
+        return out
+
+    def inputs(self) -> dict[str, Any] | None:
+        """What the model reads (saved with it), with the bins' cut points."""
+        base = self.sites.inputs()
+        if not self.continuous:
+            return base
+        return {**(base or {}), "bins": self.bins.to_json()}

@@ -50,6 +50,12 @@ class FedCDRun(FederationSettings, FedCDConfig):
     regime
         With a user's files: the column that names, per row, the intervened variable
         (empty or ``obs``: an observational row).
+    bins
+        With a user's files: bins per continuous column (ENCO models categorical
+        variables; federated quantile bins, :mod:`fedstruct.fl.binning`).
+    bin_grid
+        Cells of the shared grid over which each site counts a continuous column's
+        values for its bins (a cut is within one cell of the pooled quantile).
     """
 
     network: str = ER
@@ -65,6 +71,8 @@ class FedCDRun(FederationSettings, FedCDConfig):
     alone: str = "first"
     centralized: bool = False
     regime: str = ""
+    bins: int = 4
+    bin_grid: int = 256
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -94,6 +102,8 @@ _CONSTRAINTS = {
     "samples_per_intervention": Interval(int, 1),
     "alone": OneOf(ALONE),
     "centralized": Boolean(),
+    "bins": Interval(int, 2),
+    "bin_grid": Interval(int, 1),
 }
 
 
