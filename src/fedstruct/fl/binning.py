@@ -28,9 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.errors import DataError
+from fedstruct.fl.features import FeatureColumns, FeatureStatistics, site_summary
 
 __all__ = ["QuantileBins", "quantile_cuts", "shared_grid", "site_histogram"]
 
@@ -109,10 +111,6 @@ class QuantileBins:
         DataError
             If ``bins`` < 2, or a column has no value at any site.
         """
-        import pandas as pd
-
-        from fedstruct.fl.features import FeatureColumns, FeatureStatistics, site_summary
-
         if bins < 2:
             raise DataError(f"bins must be at least 2; got {bins}")
         spec = FeatureColumns(continuous=tuple(columns))
