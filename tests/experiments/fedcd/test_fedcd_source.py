@@ -139,7 +139,7 @@ def test_a_continuous_column_runs_in_federated_quantile_bins(tmp_path):
     metrics = run.metrics
     assert metrics["bins_level"] == 4
     assert "bin_cut_level_2" in metrics
-    assert metrics["rows_lab-0"] == 150 + 4 * 20 - 3
+    assert metrics["rows_lab-0"] == 150 + 4 * 20 - 3 and metrics["dropped_rows_lab-0"] == 3
     files = runnable("fedcd").resolve(
         apply_settings(FedCDRun(), {"sites": paths, "regime": "regime"}, method="fedcd")
     )
