@@ -150,3 +150,21 @@ def test_a_continuous_column_runs_in_federated_quantile_bins(tmp_path):
     assert all(c.rows["level"].between(0, 3).all() for c in files.clients())
     saved = (tmp_path / "run").rglob("*.json")
     assert any('"bins"' in p.read_text() and "level" in p.read_text() for p in saved)
+
+
+def test_continuous_columns_on_a_deployment_node_are_refused_by_name(tmp_path, monkeypatch):
+    paths = _regime_sites(tmp_path)
+    frame = pd.read_csv(paths[0])
+    frame.insert(0, "level", np.linspace(0.0, 1.0, len(frame)))
+    frame.to_csv(paths[0], index=False)
+    other = pd.read_csv(paths[1])
+    other.insert(0, "level", np.linspace(1.0, 2.0, len(other)))
+    other.to_csv(paths[1], index=False)
+    files = runnable("fedcd").resolve(
+        apply_settings(FedCDRun(), {"sites": paths, "regime": "regime"}, method="fedcd")
+    )
+    # a node of a deployment reads only its own file
+    monkeypatch.setattr(RegimeSites, "_every_site_here", property(lambda self: False))
+    with pytest.raises(ConfigError, match=r"continuous column 'level'.*integer bin codes"):
+        files.clients()
+    assert not any(k.startswith("bins_") for k in files.report())

@@ -357,6 +357,8 @@ class RegimeSites(Source):
         ------
         UnknownVariableError
             If a site lacks one of the federation's variables.
+        ConfigError
+            For a continuous column on a deployment's node.
         """
         schema = self.sites.schema
         variables = schema.variables
@@ -365,6 +367,7 @@ class RegimeSites(Source):
         clients = self._raw
         if not self.continuous:
             return clients
+        self._require_every_site()
         bins = self.bins
         out = []
         for client in clients:
@@ -373,6 +376,26 @@ class RegimeSites(Source):
                 rows[column] = bins.codes(column, rows[column].to_numpy(dtype=np.float64))
             out.append(dataclasses.replace(client, rows=rows))
         return out
+
+    @property
+    def _every_site_here(self) -> bool:
+        view = self.sites.view
+        return len(view.here) == len(view.names)
+
+    def _require_every_site(self) -> None:
+        """The bins need every site's histogram, which a deployment does not exchange.
+
+        Raises
+        ------
+        ConfigError
+            On a deployment's node, naming a continuous column and the fix.
+        """
+        if not self._every_site_here:
+            raise ConfigError(
+                f"FED-CD cuts continuous column {self.continuous[0]!r} into federated "
+                "quantile bins, which a deployment does not exchange yet: run in one "
+                "process, or give the column integer bin codes at every site"
+            )
 
     @cached_property
     def _raw(self) -> list[ClientData]:
@@ -405,6 +428,8 @@ class RegimeSites(Source):
         """The files' report, and per continuous column its number of bins
         (``bins_<column>``) and cut points (``bin_cut_<column>_<j>``)."""
         out = dict(self.sites.report())
+        if not self._every_site_here:
+            return out
         for column in self.continuous:
             cuts = self.bins.cuts[column]
             out[f"bins_{column}"] = float(len(cuts) + 1)
@@ -414,6 +439,6 @@ class RegimeSites(Source):
     def inputs(self) -> dict[str, Any] | None:
         """What the model reads (saved with it), with the bins' cut points."""
         base = self.sites.inputs()
-        if not self.continuous:
+        if not self.continuous or not self._every_site_here:
             return base
         return {**(base or {}), "bins": self.bins.to_json()}
