@@ -26,6 +26,7 @@ from fedstruct.methods.fedngm.schema import Schema
 from fedstruct.methods.fedngm.train import (
     Objective,
     Structure,
+    fill_missing,
     fit_view,
     residual_quantiles,
     residual_std,
@@ -289,7 +290,7 @@ def fit_ngm(
         min_batches=config.min_batches, learning_rate=config.learning_rate,
         validation_fraction=config.validation_fraction, seed=seed,
     )  # fmt: skip
-    main = np.asarray(sources[0][0], dtype=np.float32)
+    main, observed = fill_missing(sources[0][0], schema)
     model = NGM(
         schema=schema,
         view=view,
@@ -302,9 +303,13 @@ def fit_ngm(
     if adjacency is None:
         model.adjacency = revealed_graph(model.path_strength(), config.ngr_threshold)
     classes = colour_classes(model.adjacency)
-    model.residual = residual_std(view, schema, main, classes)
-    rows = main if calibration is None else np.asarray(calibration, dtype=np.float32)
-    model.bin_edges, model.quantiles = residual_quantiles(view, schema, rows, classes)
+    model.residual = residual_std(view, schema, main, classes, observed)
+    rows, rows_observed = (main, observed) if calibration is None else (
+        fill_missing(calibration, schema)
+    )
+    model.bin_edges, model.quantiles = residual_quantiles(
+        view, schema, rows, classes, rows_observed
+    )
     return model, info
 
 
@@ -420,6 +425,7 @@ def stitch(
         seed=seed,
     )
     classes = colour_classes(adj)
-    model = NGM(schema, view, adj, residual_std(view, schema, x, classes),
-                *residual_quantiles(view, schema, x, classes), len(x))  # fmt: skip
+    x, observed = fill_missing(x, schema)
+    model = NGM(schema, view, adj, residual_std(view, schema, x, classes, observed),
+                *residual_quantiles(view, schema, x, classes, observed), len(x))  # fmt: skip
     return model, info
