@@ -47,6 +47,7 @@ __all__ = [
     "fill_missing",
     "fit_view",
     "mask_variables",
+    "neighbour_mask",
     "output_transform",
     "regression_loss",
     "residual_quantiles",
@@ -163,6 +164,24 @@ def fill_missing(x: NDArray, schema: Schema) -> tuple[NDArray[np.float32], NDArr
     return np.where(gaps, schema.initial(len(x)), x).astype(np.float32), ~gaps
 
 
+def neighbour_mask(
+    observed: NDArray[np.bool_], schema: Schema, adjacency: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """The ``"neighbours"`` loss mask (FedNGMConfig's ``missing_loss``): a variable's
+    entries count on the rows where it and all its neighbours in ``adjacency`` are
+    observed. Its NGM prediction depends on its neighbours only (eq. 1's graph), so
+    these rows estimate its conditional from observed inputs: under MCAR an unbiased
+    available-case estimate (Little & Rubin 2002, §3.2)."""
+    starts = [g.start for g in schema.groups]
+    present = observed[:, starts]
+    adj = np.asarray(adjacency, dtype=bool)
+    adj = adj | adj.T
+    counts = np.zeros(present.shape, dtype=bool)
+    for i in range(len(starts)):
+        counts[:, i] = present[:, i] & present[:, adj[i]].all(axis=1)
+    return counts[:, schema.column_owner()]
+
+
 def _masked_mean(values: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
     """Per column, the mean of ``values`` over its observed rows (0 if none)."""
     weights = observed.to(values.dtype)
@@ -224,6 +243,7 @@ def fit_view(
     validation_fraction: float,
     seed: int,
     min_batches: int = 1,
+    loss_mask: NDArray[np.bool_] | None = None,
 ) -> dict[str, float]:
     """Train ``view`` in place with Adam on ``objective``; keep the best epoch.
 
@@ -233,7 +253,10 @@ def fit_view(
     (``batch_size``, or fewer so that an epoch makes ``min_batches`` steps). A
     ``validation_fraction`` of every
     source is held out; the weights of the epoch with the lowest held-out objective
-    are kept.
+    are kept. Missing entries (NaN) of a source enter at their marginal means and
+    count in no loss (:func:`fill_missing`, :func:`regression_loss`); ``loss_mask``
+    (``(n, n_columns)``) replaces the first source's observed mask, to count fewer
+    rows in a variable's loss (:func:`neighbour_mask`).
 
     Returns
     -------
@@ -247,8 +270,10 @@ def fit_view(
     cols = _Columns(schema)
     groups = group_matrix(schema.widths)
     train_sets, held_sets, weights, masks = [], [], [], []
-    for source in objective.sources:
+    for k, source in enumerate(objective.sources):
         filled, observed = fill_missing(source[0], schema)
+        if k == 0 and observed is not None and loss_mask is not None:
+            observed = np.asarray(loss_mask, dtype=bool)
         x = torch.as_tensor(filled)
         t = x if len(source) < 3 else torch.as_tensor(np.asarray(source[2], dtype=np.float32))
         order = torch.from_numpy(rng.permutation(len(x)))
