@@ -215,10 +215,29 @@ def test_fedavg_refuses_a_target_with_one_level(tmp_path):
 
 def test_only_a_method_that_uses_incomplete_rows_keeps_them(tmp_path):
     _, paths = asia_sites(tmp_path, rows=100)
-    code, text = run("fedngm", *sites_args(paths), "--set", "missing=keep",
+    code, text = run("fedcd", *sites_args(paths), "--set", "missing=keep",
                      "--out", str(tmp_path / "x"))  # fmt: skip
     assert code == 2
-    assert "fedngm cannot read missing values with missing=keep" in text
+    assert "fedcd cannot read missing values with missing=keep" in text
+
+
+def test_fedngm_learns_from_sites_with_missing_values_by_default(tmp_path):
+    """Issue 31 item 7: 20% of a mixed table's entries missing at each site, no
+    setting: FedNGM keeps the incomplete rows (masked loss) and releases a model."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in (1, 2):
+        frame = pd.read_csv(EXAMPLES / "breast-cancer" / f"hospital-{k}.csv").iloc[:120]
+        frame = frame[["diagnosis", "mean radius", "mean texture", "mean area"]]
+        frame = frame.mask(rng.random(frame.shape) < 0.2)
+        paths.append(tmp_path / f"site-{k}.csv")
+        frame.to_csv(paths[-1], index=False)
+    out = tmp_path / "run"
+    code, text = run("fedngm", *sites_args([str(p) for p in paths]), "--out", str(out))
+    assert code == 0, text
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["dropped_rows_site-1"] == 0 and metrics["rows_site-1"] == 120
+    assert metrics["edges"] >= 1
 
 
 def test_missing_values_are_named_or_dropped_and_counted(tmp_path):

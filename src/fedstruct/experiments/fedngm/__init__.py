@@ -64,5 +64,6 @@ register(
             "fidelity_samples": 500,
         },
         options={"dataset": "dataset", "graph": "graph"},
+        missing=("keep", "error", "drop-rows"),
     )
 )

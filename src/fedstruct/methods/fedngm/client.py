@@ -24,7 +24,13 @@ from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.metrics import global_own_ratio
 from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
-from fedstruct.methods.fedngm.schema import KINDS, Schema, pool_summaries, summarise
+from fedstruct.methods.fedngm.schema import (
+    KINDS,
+    Schema,
+    missing_as_nan,
+    pool_summaries,
+    summarise,
+)
 from fedstruct.methods.fedngm.structure import glasso_graph
 from fedstruct.methods.fedngm.train import PREDICTION_BINS, QUANTILE_LEVELS
 
@@ -91,7 +97,7 @@ def local_graph(frame: pd.DataFrame, schema: Schema, config: FedNGMConfig, seed:
             frame, schema, cv=config.glasso_cv, max_rows=config.graph_max_rows, seed=seed,
             edge_level=config.edge_level, sample_partials=config.graph_method == "partial",
         )  # fmt: skip
-    x = schema.encode(frame)
+    x = schema.encode(frame, missing=True)
     model, _ = fit_ngm(schema, [(x, 1.0)], None, config, seed)
     return model.graph
 
@@ -129,12 +135,18 @@ class FedNGMClient(Client):
             )
         self.config = config
         self.kinds = {v: kinds[v] for v in data.variables}
+        if data.missing_values:
+            data = dataclasses.replace(data, rows=missing_as_nan(data.rows, self.kinds))
         kept, held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
         if len(held):
             self.train = dataclasses.replace(data, rows=data.rows.iloc[kept])
         else:
             self.train = data
-        self.held_out = data.rows.iloc[held]
+        held_rows = data.rows.iloc[held]
+        #: Kept-out rows the released model is scored on: those with every variable
+        #: observed (prediction needs all the other variables); the rest are counted.
+        self.held_out = held_rows.dropna()
+        self.held_out_incomplete = len(held_rows) - len(self.held_out)
         summary = summarise(self.train.rows, self.kinds)
         self._describe_arrays, self._describe_config = summary_arrays(summary)
         self.describe_bound = (
@@ -181,7 +193,7 @@ class FedNGMClient(Client):
         (eq. 5, no graph)."""
         schema = self._schema(msg)
         adjacency = msg.arrays["adjacency"].astype(bool) if "adjacency" in msg.arrays else None
-        x = schema.encode(self.train.rows, schema.names)
+        x = schema.encode(self.train.rows, schema.names, missing=True)
         model, info = fit_ngm(schema, [(x, 1.0)], adjacency, self.config, self.seed)
         return Message(TRAIN, arrays=model.to_arrays(), metrics={"n": len(x), **info})
 
@@ -195,7 +207,7 @@ class FedNGMClient(Client):
         quantiles = (PREDICTION_BINS * (len(QUANTILE_LEVELS) + 1) - 1) * d  # and bin edges
         return (d * h + h) + (h * d + d) + v * v + d + quantiles + 5
 
-    @handles(RELEASE, max_entries=2)
+    @handles(RELEASE, max_entries=3)
     def release(self, msg: Message) -> Message:
         """Keep the released global model and graph (§2.6) for personalisation.
 
@@ -213,6 +225,8 @@ class FedNGMClient(Client):
             return Message(RELEASE)
         ratio = global_own_ratio(self.global_model, NGM.from_arrays(schema, own), self.held_out)
         metrics = {"held_out": len(self.held_out)}
+        if self.held_out_incomplete:
+            metrics["held_out_incomplete"] = self.held_out_incomplete
         if ratio is not None:
             metrics["global_own_ratio"] = ratio
         return Message(RELEASE, metrics=metrics)
@@ -252,6 +266,6 @@ class FedNGMClient(Client):
         adjacency[:v, :v] = self.global_model.adjacency
         adjacency[v:, :] = own[v:, :]
         adjacency[:, v:] = own[:, v:]
-        x = schema.encode(self.train.rows)
+        x = schema.encode(self.train.rows, missing=True)
         model, _ = stitch(self.global_model, extra, x, adjacency, self.config, self.seed)
         return model

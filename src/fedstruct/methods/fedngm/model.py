@@ -26,7 +26,9 @@ from fedstruct.methods.fedngm.schema import Schema
 from fedstruct.methods.fedngm.train import (
     Objective,
     Structure,
+    fill_missing,
     fit_view,
+    neighbour_mask,
     residual_quantiles,
     residual_std,
 )
@@ -246,6 +248,19 @@ class NGM:
         )
 
 
+def _loss_mask(
+    observed: NDArray[np.bool_] | None,
+    schema: Schema,
+    adjacency: NDArray[np.bool_] | None,
+    config: FedNGMConfig,
+) -> NDArray[np.bool_] | None:
+    """The rows of each variable's loss under ``config.missing_loss`` (``None``: the
+    observed entries, as :func:`~fedstruct.methods.fedngm.train.fit_view` finds them)."""
+    if observed is None or adjacency is None or config.missing_loss != "neighbours":
+        return None
+    return neighbour_mask(observed, schema, adjacency)
+
+
 def fit_ngm(
     schema: Schema,
     sources: Sequence[tuple],
@@ -283,13 +298,14 @@ def fit_ngm(
         view.route(routing_masks(schema.widths, adjacency, config.units_per_variable))
     else:
         view = NeuralView(schema.n_columns, [config.hidden], seed)
+    main, observed = fill_missing(sources[0][0], schema)
     info = fit_view(
         view, schema, Objective(sources, structure),
         epochs=config.epochs, batch_size=config.batch_size,
         min_batches=config.min_batches, learning_rate=config.learning_rate,
         validation_fraction=config.validation_fraction, seed=seed,
+        loss_mask=_loss_mask(observed, schema, adjacency, config),
     )  # fmt: skip
-    main = np.asarray(sources[0][0], dtype=np.float32)
     model = NGM(
         schema=schema,
         view=view,
@@ -302,9 +318,13 @@ def fit_ngm(
     if adjacency is None:
         model.adjacency = revealed_graph(model.path_strength(), config.ngr_threshold)
     classes = colour_classes(model.adjacency)
-    model.residual = residual_std(view, schema, main, classes)
-    rows = main if calibration is None else np.asarray(calibration, dtype=np.float32)
-    model.bin_edges, model.quantiles = residual_quantiles(view, schema, rows, classes)
+    model.residual = residual_std(view, schema, main, classes, observed)
+    rows, rows_observed = (
+        (main, observed) if calibration is None else (fill_missing(calibration, schema))
+    )
+    model.bin_edges, model.quantiles = residual_quantiles(
+        view, schema, rows, classes, rows_observed
+    )
     return model, info
 
 
@@ -408,6 +428,7 @@ def stitch(
     if routed:
         view.route(masks)
     view.freeze(trainable)
+    _, observed = fill_missing(x, schema)
     info = fit_view(
         view,
         schema,
@@ -418,8 +439,10 @@ def stitch(
         learning_rate=config.learning_rate,
         validation_fraction=config.validation_fraction,
         seed=seed,
+        loss_mask=_loss_mask(observed, schema, adj, config),
     )
     classes = colour_classes(adj)
-    model = NGM(schema, view, adj, residual_std(view, schema, x, classes),
-                *residual_quantiles(view, schema, x, classes), len(x))  # fmt: skip
+    x, observed = fill_missing(x, schema)
+    model = NGM(schema, view, adj, residual_std(view, schema, x, classes, observed),
+                *residual_quantiles(view, schema, x, classes, observed), len(x))  # fmt: skip
     return model, info

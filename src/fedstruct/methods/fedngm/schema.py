@@ -37,6 +37,7 @@ __all__ = [
     "TRANSFORMS",
     "Schema",
     "VariableSpec",
+    "missing_as_nan",
     "pool_summaries",
     "pooled_moments",
     "skewness",
@@ -204,12 +205,16 @@ class Schema:
         return Schema(self.variables + other.variables)
 
     # --------------------------------------------------------------- encoding
-    def encode(self, frame: pd.DataFrame, names: Sequence[str] | None = None) -> NDArray:
+    def encode(
+        self, frame: pd.DataFrame, names: Sequence[str] | None = None, missing: bool = False
+    ) -> NDArray:
         """Encode ``frame``'s columns ``names`` (default: every variable) to float32.
 
         Returns an ``(n, n_columns)`` array whose columns of variables not in ``names``
         are zero (callers fill them); each continuous column is standardised, each
-        categorical one-hot.
+        categorical one-hot. With ``missing`` (a client's training rows read with
+        ``missing="keep"``), a missing entry (NaN) is NaN in every encoded column of
+        its variable, for the masked loss (:func:`~fedstruct.methods.fedngm.train.fill_missing`).
 
         Raises
         ------
@@ -227,18 +232,24 @@ class Schema:
             if name not in frame.columns:
                 raise UnknownVariableError(f"the data have no column {name!r}")
             values = frame[name].to_numpy()
+            gaps = np.isnan(values.astype(np.float64)) if missing else None
+            if gaps is not None and gaps.any():
+                out[gaps, groups[self._index[name]]] = np.nan
+                values, rows = values[~gaps], ~gaps
+            else:
+                rows = slice(None)
             if not np.all(np.isfinite(values.astype(np.float64))):
                 raise DataError(f"variable {name!r} has NaN or infinite values")
             g = groups[self._index[name]]
             if spec.is_categorical:
-                out[:, g] = one_hot(values, spec)
+                out[rows, g] = one_hot(values, spec)
             else:
                 if spec.transform == "log1p" and (values < 0).any():
                     raise DataError(
                         f"variable {name!r} is modelled as log(1 + x) but has negative value "
                         f"{float(values[values < 0][0])!r}; give non-negative values"
                     )
-                out[:, g.start] = spec.standardise(values)
+                out[rows, g.start] = spec.standardise(values)
         return out
 
     @cached_property
@@ -353,6 +364,22 @@ def one_hot(values: NDArray, spec: VariableSpec) -> NDArray:
     return out
 
 
+def missing_as_nan(frame: pd.DataFrame, kinds: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with every missing entry as NaN: a code column's ``-1`` (how site files
+    read with ``missing="keep"`` mark a missing category or level) becomes NaN; a
+    continuous column's NaN stays. ``frame`` itself when nothing is missing."""
+    coded = [
+        n for n in frame.columns
+        if kinds.get(n) != "real" and frame[n].dtype.kind in "iu" and (frame[n] < 0).any()
+    ]  # fmt: skip
+    if not coded:
+        return frame
+    out = frame.copy()
+    for n in coded:
+        out[n] = out[n].where(out[n] >= 0).astype(np.float64)
+    return out
+
+
 def summarise(frame: pd.DataFrame, kinds: Mapping[str, str]) -> dict[str, dict]:
     """A client's aggregate statistics per variable (no rows).
 
@@ -361,7 +388,9 @@ def summarise(frame: pd.DataFrame, kinds: Mapping[str, str]) -> dict[str, dict]:
     if so, the same moments of ``log(1 + x)`` (``log_mean``, ``log_m2``, ``log_m3``:
     what the master needs to choose and standardise the ``log1p`` transform); an
     ordinal also its levels and their counts. A categorical column gives the count
-    of each category.
+    of each category. Missing entries (NaN, :func:`missing_as_nan`) are left out of
+    every statistic, so ``n`` counts the observed values and the pooled means and
+    standard deviations are those of the observed values (available-case moments).
 
     Raises
     ------
@@ -382,6 +411,8 @@ def summarise(frame: pd.DataFrame, kinds: Mapping[str, str]) -> dict[str, dict]:
         if kind not in KINDS:
             raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
         values = frame[name].to_numpy()
+        if values.dtype.kind == "f":
+            values = values[~np.isnan(values)]  # missing entries (missing="keep")
         if kind in CATEGORICAL_KINDS:
             if values.dtype.kind == "f" and not np.all(values == np.round(values)):
                 raise DataError(

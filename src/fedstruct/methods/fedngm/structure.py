@@ -23,6 +23,18 @@ failed (CV score not finite) and the chosen penalty exceeds the edge test's
 threshold (:func:`cv_failed_below`), the graph comes from the test on the sample
 partial correlations, as with the ``partial`` method, which runs that test always
 (docs/fedngm.md).
+Missing entries (``missing="keep"``): the design keeps them as NaN (a categorical
+variable's indicator columns are NaN where it is missing), each column standardised
+by its observed values. The correlation matrix is then the pairwise-complete one
+(each pair's Pearson correlation on the rows where both are observed, the
+available-case estimate of Little & Rubin 2002, §3.4; Kolar & Xing 2012, ICML, use
+such pairwise estimates for the graphical lasso), and the graph comes from
+Drton & Perlman's test on its partial correlations with ``n`` the smallest pairwise
+count (:func:`pairwise_partial_correlations`); ``edge_level`` unset takes
+:data:`MISSING_EDGE_LEVEL`. When that matrix is singular or not positive definite
+(pairwise estimates need not be), GraphicalLassoCV runs on the design with each
+missing entry at its column's mean (0), whose covariance is shrunk toward zero
+(a conservative graph). Without missing entries nothing changes.
 The NGR alternative fits a Neural Graph Revealer (eq. 5) and keeps the strongest
 symmetrised paths.
 
@@ -53,6 +65,7 @@ __all__ = [
     "glasso_design",
     "glasso_graph",
     "merge_graphs",
+    "pairwise_partial_correlations",
     "partial_correlation_threshold",
     "sample_partial_correlations",
 ]
@@ -67,10 +80,13 @@ def glasso_design(frame: pd.DataFrame, schema: Schema) -> tuple[NDArray, NDArray
     for i, spec in enumerate(schema.variables):
         values = frame[spec.name].to_numpy()
         if spec.is_categorical:
-            cats, counts = np.unique(values, return_counts=True)
+            gaps = np.isnan(values.astype(np.float64))
+            cats, counts = np.unique(values[~gaps], return_counts=True)
             keep = [c for c in cats if c != cats[np.argmax(counts)]]
             for c in keep:
-                blocks.append((values == c).astype(np.float64))
+                column = (values == c).astype(np.float64)
+                column[gaps] = np.nan
+                blocks.append(column)
                 owner.append(i)
         else:
             blocks.append(spec.transformed(values))
@@ -78,10 +94,39 @@ def glasso_design(frame: pd.DataFrame, schema: Schema) -> tuple[NDArray, NDArray
     if not blocks:
         return np.zeros((len(frame), 0)), np.zeros(0, dtype=np.int64)
     x = np.column_stack(blocks)
-    std = x.std(axis=0)
-    keep = std > 0
-    x = (x[:, keep] - x[:, keep].mean(axis=0)) / std[keep]
+    if not np.isnan(x).any():
+        std = x.std(axis=0)
+        keep = std > 0
+        x = (x[:, keep] - x[:, keep].mean(axis=0)) / std[keep]
+        return x, np.asarray(owner, dtype=np.int64)[keep]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a column with no observed value
+        std = np.nanstd(x, axis=0)
+        keep = np.nan_to_num(std) > 0
+        x = (x[:, keep] - np.nanmean(x[:, keep], axis=0)) / std[keep]
     return x, np.asarray(owner, dtype=np.int64)[keep]
+
+
+#: The edge test's family-wise level when the data have missing entries and no
+#: ``edge_level`` is set (the pairwise-complete path always tests; module docstring).
+MISSING_EDGE_LEVEL = 0.05
+
+
+def pairwise_partial_correlations(x: NDArray) -> tuple[NDArray[np.float64] | None, int]:
+    """Partial correlations of ``x``'s columns (NaN where missing) from their
+    pairwise-complete correlation matrix (module docstring), or ``None`` when that
+    matrix is singular or not positive definite; and the smallest number of rows on
+    which a pair is observed together (the ``n`` of the edge test)."""
+    observed = (~np.isnan(x)).astype(np.float64)
+    n_min = int((observed.T @ observed).min()) if x.shape[1] else 0
+    corr = pd.DataFrame(x).corr(min_periods=3).to_numpy()
+    if n_min < x.shape[1] + 2 or not np.all(np.isfinite(corr)):
+        return None, n_min
+    if np.linalg.eigvalsh(corr).min() <= 0 or np.linalg.cond(corr) > MAX_CONDITION:
+        return None, n_min
+    precision = np.linalg.inv(corr)
+    d = np.sqrt(np.diag(precision))
+    return -precision / np.outer(d, d), n_min
 
 
 def partial_correlation_threshold(n_rows: int, n_columns: int, level: float) -> float:
@@ -165,6 +210,8 @@ def glasso_graph(
     x, owner = glasso_design(frame, schema)
     v = len(schema)
     adj = np.zeros((v, v), dtype=bool)
+    if x.shape[1] >= 2 and np.isnan(x).any():
+        return _pairwise_graph(x, owner, schema, cv, edge_level)
     if x.shape[1] >= 2:
         threshold = None
         if edge_level is not None:
@@ -190,6 +237,31 @@ def glasso_graph(
         rows, cols = np.nonzero(nz)
         adj[owner[rows], owner[cols]] = True
         np.fill_diagonal(adj, False)
+    return undirected(schema.names, adj)
+
+
+def _pairwise_graph(
+    x: NDArray, owner: NDArray[np.int64], schema: Schema, cv: int, edge_level: float | None
+) -> Graph:
+    """:func:`glasso_graph` on a design with missing entries (module docstring)."""
+    from sklearn.covariance import GraphicalLassoCV
+
+    level = MISSING_EDGE_LEVEL if edge_level is None else edge_level
+    partial, n_min = pairwise_partial_correlations(x)
+    threshold = partial_correlation_threshold(n_min, x.shape[1], level)
+    if partial is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = GraphicalLassoCV(cv=cv, max_iter=200).fit(np.nan_to_num(x))
+        precision = model.precision_
+        d = np.sqrt(np.diag(precision))
+        partial = np.where(np.abs(precision) > PRECISION_TOLERANCE, -precision / np.outer(d, d), 0)
+    nz = np.abs(partial) > threshold
+    np.fill_diagonal(nz, False)
+    adj = np.zeros((len(schema), len(schema)), dtype=bool)
+    rows, cols = np.nonzero(nz)
+    adj[owner[rows], owner[cols]] = True
+    np.fill_diagonal(adj, False)
     return undirected(schema.names, adj)
 
 

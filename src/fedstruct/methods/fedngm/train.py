@@ -12,6 +12,15 @@ One trainer serves every objective of the paper:
 
 Mixed data (NGM-generic): the squared error of a continuous column, the cross-entropy
 of a one-hot group; each variable's mean loss counts once, averaged over variables.
+
+Missing entries (a client's rows read with ``missing="keep"``): eq. (1)'s regression
+``‖X - f(X)‖²`` is summed over the observed entries only, so each variable's loss is
+its mean over the rows where it is observed (:func:`regression_loss` with
+``observed``); the input of a missing entry is its variable's marginal mean, as for a
+variable being predicted (0 after standardisation, the category frequencies of a
+one-hot group: :meth:`Schema.initial`, :func:`fill_missing`). It is a constant, so no
+gradient flows from it, and no loss is computed on it. Without missing entries this
+is exactly the unmasked objective (the same code path runs).
 """
 
 from __future__ import annotations
@@ -35,8 +44,10 @@ __all__ = [
     "Structure",
     "batch_rows",
     "conditional_targets",
+    "fill_missing",
     "fit_view",
     "mask_variables",
+    "neighbour_mask",
     "output_transform",
     "regression_loss",
     "residual_quantiles",
@@ -141,17 +152,69 @@ def output_transform(raw: torch.Tensor, schema: Schema) -> torch.Tensor:
     return out
 
 
+def fill_missing(x: NDArray, schema: Schema) -> tuple[NDArray[np.float32], NDArray | None]:
+    """``x`` (encoded, NaN where missing) with every missing entry set to its
+    variable's marginal mean (:meth:`Schema.initial`: 0 for a standardised continuous
+    column, the category frequencies for a one-hot group), and the ``(n, n_columns)``
+    boolean mask of observed entries; ``(x, None)`` when nothing is missing."""
+    x = np.asarray(x, dtype=np.float32)
+    gaps = np.isnan(x)
+    if not gaps.any():
+        return x, None
+    return np.where(gaps, schema.initial(len(x)), x).astype(np.float32), ~gaps
+
+
+def neighbour_mask(
+    observed: NDArray[np.bool_], schema: Schema, adjacency: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """The ``"neighbours"`` loss mask (FedNGMConfig's ``missing_loss``): a variable's
+    entries count on the rows where it and all its neighbours in ``adjacency`` are
+    observed. Its NGM prediction depends on its neighbours only (eq. 1's graph), so
+    these rows estimate its conditional from observed inputs: under MCAR an unbiased
+    available-case estimate (Little & Rubin 2002, §3.2)."""
+    starts = [g.start for g in schema.groups]
+    present = observed[:, starts]
+    adj = np.asarray(adjacency, dtype=bool)
+    adj = adj | adj.T
+    counts = np.zeros(present.shape, dtype=bool)
+    for i in range(len(starts)):
+        counts[:, i] = present[:, i] & present[:, adj[i]].all(axis=1)
+    return counts[:, schema.column_owner()]
+
+
+def _masked_mean(values: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
+    """Per column, the mean of ``values`` over its observed rows (0 if none)."""
+    weights = observed.to(values.dtype)
+    return (values * weights).sum(dim=0) / weights.sum(dim=0).clamp(min=1.0)
+
+
 def regression_loss(
-    raw: torch.Tensor, target: torch.Tensor, cols: _Columns, per_variable: bool = False
+    raw: torch.Tensor,
+    target: torch.Tensor,
+    cols: _Columns,
+    per_variable: bool = False,
+    observed: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mean over variables of each variable's loss (squared error or cross-entropy)."""
+    """Mean over variables of each variable's loss (squared error or cross-entropy).
+
+    With ``observed`` (an ``(n, n_columns)`` mask, module docstring), a variable's
+    loss is its mean over the rows where it is observed: eq. (1)'s squared error
+    summed over observed entries only, each variable weighted as without gaps.
+    """
     losses = []
     if len(cols.continuous):
         diff = raw[:, cols.continuous] - target[:, cols.continuous]
-        losses.append((diff**2).mean(dim=0))
+        if observed is None:
+            losses.append((diff**2).mean(dim=0))
+        else:
+            losses.append(_masked_mean(diff**2, observed[:, cols.continuous]))
     for g in cols.categorical:
         logp = torch.log_softmax(raw[:, g], dim=1)
-        losses.append(-(target[:, g] * logp).sum(dim=1).mean().reshape(1))
+        row_loss = -(target[:, g] * logp).sum(dim=1)
+        if observed is None:
+            losses.append(row_loss.mean().reshape(1))
+        else:
+            losses.append(_masked_mean(row_loss[:, None], observed[:, g.start : g.start + 1]))
     stacked = torch.cat(losses)
     return stacked if per_variable else stacked.mean()
 
@@ -180,6 +243,7 @@ def fit_view(
     validation_fraction: float,
     seed: int,
     min_batches: int = 1,
+    loss_mask: NDArray[np.bool_] | None = None,
 ) -> dict[str, float]:
     """Train ``view`` in place with Adam on ``objective``; keep the best epoch.
 
@@ -189,7 +253,10 @@ def fit_view(
     (``batch_size``, or fewer so that an epoch makes ``min_batches`` steps). A
     ``validation_fraction`` of every
     source is held out; the weights of the epoch with the lowest held-out objective
-    are kept.
+    are kept. Missing entries (NaN) of a source enter at their marginal means and
+    count in no loss (:func:`fill_missing`, :func:`regression_loss`); ``loss_mask``
+    (``(n, n_columns)``) replaces the first source's observed mask, to count fewer
+    rows in a variable's loss (:func:`neighbour_mask`).
 
     Returns
     -------
@@ -202,9 +269,12 @@ def fit_view(
     rng = np.random.default_rng([int(seed), 7])
     cols = _Columns(schema)
     groups = group_matrix(schema.widths)
-    train_sets, held_sets, weights = [], [], []
-    for source in objective.sources:
-        x = torch.as_tensor(np.asarray(source[0], dtype=np.float32))
+    train_sets, held_sets, weights, masks = [], [], [], []
+    for k, source in enumerate(objective.sources):
+        filled, observed = fill_missing(source[0], schema)
+        if k == 0 and observed is not None and loss_mask is not None:
+            observed = np.asarray(loss_mask, dtype=bool)
+        x = torch.as_tensor(filled)
         t = x if len(source) < 3 else torch.as_tensor(np.asarray(source[2], dtype=np.float32))
         order = torch.from_numpy(rng.permutation(len(x)))
         n_val = round(validation_fraction * len(x))
@@ -212,16 +282,21 @@ def fit_view(
         held_sets.append((x[order[:n_val]], t[order[:n_val]]))
         train_sets.append((x[order[n_val:]], t[order[n_val:]]))
         weights.append(float(source[1]))
+        m = None if observed is None else torch.from_numpy(observed)
+        masks.append((None, None) if m is None else (m[order[:n_val]], m[order[n_val:]]))
     params = [p for p in view.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=learning_rate)
     main = train_sets[0][0]
     batch_size = batch_rows(len(main), batch_size, min_batches)
     n_batches = max(1, int(np.ceil(len(main) / batch_size)))
 
-    def objective_value(sets: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[float, float]:
+    def objective_value(
+        sets: list[tuple[torch.Tensor, torch.Tensor]], side: int
+    ) -> tuple[float, float]:
         with torch.no_grad():
             reg = [
-                regression_loss(view(x), t, cols) if len(x) else torch.zeros(()) for x, t in sets
+                regression_loss(view(x), t, cols, observed=m[side]) if len(x) else torch.zeros(())
+                for (x, t), m in zip(sets, masks, strict=True)
             ]
             total = sum(w * r for w, r in zip(weights, reg, strict=True))
             struct = objective.structure.value(variable_paths(view, groups))
@@ -243,11 +318,13 @@ def fit_view(
                 else:
                     start = (b * batch_size) % len(x)
                     idx = perms[k][start : start + batch_size]
-                loss = loss + w * regression_loss(view(x[idx]), t[idx], cols)
+                m = masks[k][1]
+                observed = None if m is None else m[idx]
+                loss = loss + w * regression_loss(view(x[idx]), t[idx], cols, observed=observed)
             loss = loss + objective.structure.value(variable_paths(view, groups))
             loss.backward()
             opt.step()
-        score, reg = objective_value(held_sets if has_held else train_sets)
+        score, reg = objective_value(*((held_sets, 0) if has_held else (train_sets, 1)))
         if score < best[0]:
             best = (score, {k: v.clone() for k, v in view.state_dict().items()}, epoch, reg)
     if best[1] is not None:
@@ -295,7 +372,11 @@ def conditional_targets(
 
 
 def residual_std(
-    view: NeuralView, schema: Schema, x: NDArray[np.float32], classes: Sequence[Sequence[int]]
+    view: NeuralView,
+    schema: Schema,
+    x: NDArray[np.float32],
+    classes: Sequence[Sequence[int]],
+    observed: NDArray[np.bool_] | None = None,
 ) -> NDArray:
     """Per encoded column, the noise scale of the Gibbs sampler (0 for one-hot
     columns): for a real variable the standard deviation of ``x - f(x)``, the
@@ -305,7 +386,9 @@ def residual_std(
 
     Each variable is predicted with the inputs of its class in ``classes`` (mutually
     non-adjacent variables, :func:`~fedstruct.methods.fedngm.sampling.colour_classes`)
-    reset to their means, exactly as the sampler and inference predict it.
+    reset to their means, exactly as the sampler and inference predict it. With
+    ``observed`` (``x`` filled by :func:`fill_missing`), a column's residuals are
+    those of the rows where it is observed.
     """
     out = np.zeros(schema.n_columns, dtype=np.float32)
     xt = torch.as_tensor(x)
@@ -314,18 +397,24 @@ def residual_std(
             pred = view(mask_variables(xt, schema, cls))
             for i in cls:
                 spec, g = schema.variables[i], schema.groups[i]
+                rows = slice(None) if observed is None else torch.from_numpy(observed[:, g.start])
                 if spec.kind == "ordinal" and spec.levels:
                     out[g.start] = level_scale(
-                        pred[:, g.start].numpy(), xt[:, g.start].numpy(), spec.encoded_levels,
-                        level_base(spec),
+                        pred[rows, g.start].numpy(), xt[rows, g.start].numpy(),
+                        spec.encoded_levels, level_base(spec),
                     )  # fmt: skip
                 elif not spec.is_categorical:
-                    out[g.start] = float((pred[:, g.start] - xt[:, g.start]).std(unbiased=False))
+                    diff = pred[rows, g.start] - xt[rows, g.start]
+                    out[g.start] = float(diff.std(unbiased=False)) if len(diff) else 0.0
     return out
 
 
 def residual_quantiles(
-    view: NeuralView, schema: Schema, x: NDArray[np.float32], classes: Sequence[Sequence[int]]
+    view: NeuralView,
+    schema: Schema,
+    x: NDArray[np.float32],
+    classes: Sequence[Sequence[int]],
+    observed: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """Each real column's residual ``x - f(x)`` (encoded scale) summarised by quantiles
     within bins of the prediction ``f``, predicted as :func:`conditional_targets`
@@ -347,7 +436,9 @@ def residual_quantiles(
     a residual whose spread and skew grow with ``f`` (a count such as a number of
     diseases) is kept. :meth:`NGM.predict` takes its median for MAE and its mean for
     RMSE, on the data's scale (for a ``log1p`` variable the mean is Duan's 1983
-    smearing estimate). Aggregates of residuals, no rows.
+    smearing estimate). Aggregates of residuals, no rows. With ``observed`` (``x``
+    filled by :func:`fill_missing`), a column's residuals are those of the rows where
+    it is observed.
     """
     pred = conditional_targets(view, schema, x, classes)
     d, q = schema.n_columns, len(QUANTILE_LEVELS)
@@ -357,6 +448,10 @@ def residual_quantiles(
         if spec.is_categorical:
             continue
         f, r = pred[:, g.start], x[:, g.start] - pred[:, g.start]
+        if observed is not None:
+            f, r = f[observed[:, g.start]], r[observed[:, g.start]]
+        if not len(f):
+            continue
         bin_edges[:, g.start] = np.quantile(f, np.arange(1, PREDICTION_BINS) / PREDICTION_BINS)
         bins = np.searchsorted(bin_edges[:, g.start], f, side="right")
         overall = np.quantile(r, QUANTILE_LEVELS)
