@@ -1,8 +1,11 @@
 """Every site's schema joined into one federation codebook (:func:`merge_schemas`).
 
-When sites disagree on a column's kind: a column categorical with numeric levels at
-some sites and continuous at the others is continuous everywhere; any other
-disagreement is a :class:`~fedstruct.errors.DataError` naming both sites and the fix.
+When sites disagree on a column's inferred kind: a column categorical or ordinal with
+numeric levels at some sites and continuous at the others is continuous everywhere; one
+of numeric levels categorical at some sites (two levels there) and ordinal at others is
+ordinal (the inference's rule, :mod:`~fedstruct.data.sites.kinds`, on the union of the
+levels); any other disagreement is a :class:`~fedstruct.errors.DataError` naming both
+sites and the fix.
 Sites that share no level of a categorical column get a
 :class:`~fedstruct.errors.FedstructWarning`.
 """
@@ -116,10 +119,11 @@ def _merged_kind(variable: str, by_site: Mapping[str, ColumnSchema], explicit: s
     kinds = {c.kind for c in by_site.values()}
     if len(kinds) == 1:
         return kinds.pop()
-    if kinds == {"categorical", "continuous"} and all(
-        _all_numeric(c.levels) for c in by_site.values() if c.kind == "categorical"
-    ):
+    numeric = all(_all_numeric(c.levels) for c in by_site.values() if c.kind in LEVELLED)
+    if "continuous" in kinds and numeric:
         return "continuous"
+    if kinds == {"categorical", "ordinal"} and numeric:
+        return "ordinal"  # whole numbers: two levels at a site, more at another
     (site_a, a), (site_b, b) = _two_disagreeing(by_site)
     raise DataError(
         f"column {variable!r} is {a.kind} at site {site_a!r} and {b.kind} at site "
