@@ -262,9 +262,7 @@ def test_merge_promotes_few_integers_to_continuous_and_rejects_text() -> None:
     # whole numbers: two levels at one site (categorical), three at another -> ordinal
     assert merge_schemas([ordinal, few]).kinds == {"age": "ordinal"}
     assert merge_schemas([ordinal, many]).kinds == {"age": "continuous"}
-    with pytest.raises(
-        DataError, match="'age' is ordinal at site 'o' and categorical at site 't'"
-    ):
+    with pytest.raises(DataError, match="'age' is ordinal at site 'o' and categorical at site 't'"):
         merge_schemas([ordinal, text])
     assert merge_schemas([ordinal, few], {"age": "ordinal"}).kinds == {"age": "ordinal"}
     with pytest.raises(DataError, match="was read as continuous, so it reported no levels"):
