@@ -70,6 +70,7 @@ def test_a_deployments_server_models_the_schema_without_a_file(tmp_path):
     schema = merge(entry, settings, [describe(entry, settings, s) for s in specs])
     source = entry.resolve(settings, server_view(settings, schema, {}))
     assert source.clients() == [] and source.names == ("s0", "s1")
-    assert source.kinds == {"a": "real", "group": "binary", "size": "ordinal"}  # codes 0..2: ordinal
+    # codes 0..2 in an integer column: ordinal
+    assert source.kinds == {"a": "real", "group": "binary", "size": "ordinal"}
     model = entry.method(settings, source)
     assert model.kinds == source.kinds
