@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -360,16 +361,18 @@ def test_missing_label_of_a_supervised_column_is_minus_one(tmp_path: Path) -> No
     assert client.rows["y"].tolist() == [0, -1, 1] and client.supervised == ("y",)
 
 
-def test_column_all_missing(tmp_path: Path) -> None:
+def test_column_all_missing_is_unobserved_at_the_site(tmp_path: Path) -> None:
     path = write(tmp_path / "s.csv", "x,y\n0.5,\n1.5,\n")
-    with pytest.raises(
-        DataError,
+    with pytest.warns(
+        FedstructWarning,
         match=exact(
-            f"column 'y' of site 's' (file {path}) has no values (all 2 missing); "
-            "fill it or remove the column"
+            f"column 'y' is missing at every row of site 's' (file {path}): it is treated "
+            "as unobserved there (methods that need every column at every site say so); "
+            "fill it in or remove it from that file to silence this"
         ),
     ):
-        read_site(path)
+        client = read_site(path)
+    assert client.variables == ("x",)
 
 
 def test_min_rows_and_constant_columns(tmp_path: Path) -> None:
@@ -729,3 +732,14 @@ def test_non_regular_files_are_refused_not_waited_on(tmp_path: Path) -> None:
         read_graph_file(pipe)
     with pytest.raises(DataError, match="is a device, not a regular file"):
         read_table(Path("/dev/zero"))
+
+
+def test_a_column_with_one_level_at_every_site_is_named_with_the_fix() -> None:
+    a = SiteSchema("a", 3, (ColumnSchema("flag", "categorical", ("yes",)),))
+    b = SiteSchema("b", 4, (ColumnSchema("flag", "categorical", ("yes",)),))
+    with pytest.warns(FedstructWarning, match="column 'flag' has the single level 'yes' at every"):
+        merge_schemas([a, b])
+    c = SiteSchema("c", 4, (ColumnSchema("flag", "categorical", ("no", "yes")),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FedstructWarning)
+        merge_schemas([a, c])  # two levels over the sites: no warning

@@ -6,8 +6,8 @@ of numeric levels categorical at some sites (two levels there) and ordinal at ot
 ordinal (the inference's rule, :mod:`~fedstruct.data.sites.kinds`, on the union of the
 levels); any other disagreement is a :class:`~fedstruct.errors.DataError` naming both
 sites and the fix.
-Sites that share no level of a categorical column get a
-:class:`~fedstruct.errors.FedstructWarning`.
+Sites that share no level of a categorical column, and a categorical or ordinal column
+with a single level at every site, get a :class:`~fedstruct.errors.FedstructWarning`.
 """
 
 from __future__ import annotations
@@ -78,17 +78,33 @@ def merge_schemas(
     for v, by_site in columns.items():
         if kind_of[v] in LEVELLED:
             _warn_disjoint_levels(v, by_site)
+    levels = {
+        v: sorted_levels([lv for c in columns[v].values() for lv in c.levels])
+        for v in columns
+        if kind_of[v] in LEVELLED
+    }
+    _warn_single_level(levels)
     return FederationSchema(
         variables=tuple(columns),
         kinds=kind_of,
-        levels={
-            v: sorted_levels([lv for c in columns[v].values() for lv in c.levels])
-            for v in columns
-            if kind_of[v] in LEVELLED
-        },
+        levels=levels,
         sites={s.site: s.names for s in schemas},
         rows={s.site: int(s.n_rows) for s in schemas},
     )
+
+
+def _warn_single_level(levels: Mapping[str, Sequence[str]]) -> None:
+    """Warn for each categorical or ordinal column with one level at every site: it
+    carries no information (no test can relate it to anything, no model learn from it)."""
+    for variable, found in levels.items():
+        if len(found) == 1:
+            warnings.warn(
+                f"column {variable!r} has the single level {found[0]!r} at every site, so "
+                "it carries no information; remove it from the sites' files (FedCDnv "
+                "leaves it out of each site's graph, constant_columns='exclude')",
+                FedstructWarning,
+                stacklevel=3,
+            )
 
 
 def _warn_disjoint_levels(variable: str, by_site: Mapping[str, ColumnSchema]) -> None:
