@@ -129,10 +129,10 @@ def _whole_levels(column: pd.Series, max_levels: int, missing: bool) -> int | No
     """How many distinct values a float column has if they are all whole numbers and
     at most ``max_levels``; ``None`` otherwise (a sample of the first rows decides
     most measurement columns without reading the rest)."""
-    values = column.to_numpy(dtype=np.float64, na_value=np.nan)
-    parts = (values,) if values.size <= SAMPLE_ROWS else (values[:SAMPLE_ROWS], values)
+    parts = (column,) if len(column) <= SAMPLE_ROWS else (column.iloc[:SAMPLE_ROWS], column)
     n_levels = 0
-    for part in parts:
+    for rows in parts:  # the sample, then (if it looks like a score) every row
+        part = rows.to_numpy(dtype=np.float64, na_value=np.nan)
         if missing:
             part = part[~np.isnan(part)]
         if not (np.isfinite(part).all() and np.array_equal(part, np.floor(part))):
