@@ -3,10 +3,11 @@
 anes96 (statsmodels' 1996 American National Election Study, 944 rows, bundled) is
 split into three sites by education (``educ`` 1-3, 4-5, 6-7; ``educ`` and the derived
 ``logpopul`` left out) and written as integer CSVs, so the sites' kinds are inferred
-as a user's would be: ``TVnews``, ``selfLR``, ``ClinLR``, ``DoleLR``, ``PID`` and
-``vote`` categorical (at most 10 whole-number levels), ``popul``, ``age`` and
-``income`` continuous; ``--ordinal`` declares the 7-point scales and ``TVnews``
-ordinal instead. ``fedstruct run fedngm --site ...`` runs on them (each site keeps
+as a user's would be: ``TVnews``, ``selfLR``, ``ClinLR``, ``DoleLR`` and ``PID``
+ordinal (3 to 10 whole-number levels), ``vote`` categorical (two), ``popul``, ``age``
+and ``income`` continuous; ``--ordinal`` declares the 7-point scales and ``TVnews``
+ordinal (what is inferred since issue 31), ``--categorical`` categorical (what was
+inferred before). ``fedstruct run fedngm --site ...`` runs on them (each site keeps
 20 % of its rows out), then:
 
 * ``query --target vote --given PID=0`` and ``PID=6`` against the pooled data's
@@ -22,7 +23,7 @@ ordinal instead. ``fedstruct run fedngm --site ...`` runs on them (each site kee
 diagnosis) split at random into four hospitals: the diagnosis's neighbours in the
 merged graph and its held-out accuracy against pooled logistic regression.
 
-Usage: ``python benchmarks/fedngm_anes96.py [--set KEY=VALUE ...] [--ordinal]
+Usage: ``python benchmarks/fedngm_anes96.py [--set KEY=VALUE ...] [--ordinal | --categorical]
 [--table anes96|breast-cancer] [--seed S]`` (``--set min_batches=1``: the behaviour
 before the fix).
 """
@@ -128,6 +129,7 @@ def main() -> None:
     parser.add_argument("--table", choices=["anes96", "breast-cancer"], default="anes96")
     parser.add_argument("--set", action="append", default=[], dest="settings")
     parser.add_argument("--ordinal", action="store_true")
+    parser.add_argument("--categorical", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +141,8 @@ def main() -> None:
         options = [f"--set={s}" for s in args.settings]
         if args.ordinal:
             options += [f"--set=kinds.{c}=ordinal" for c in ORDINAL]
+        if args.categorical:
+            options += [f"--set=kinds.{c}=categorical" for c in ORDINAL]
         start = time.perf_counter()
         cli("run", "fedngm", *(f"--site={folder / n}.csv" for n in sites), "--quiet",
             f"--seed={args.seed}", *options, f"--out={run}")  # fmt: skip

@@ -271,6 +271,7 @@ def _run_method(
             method, [], resume, resume=True, progress=not quiet, stop_after=stop_after
         )
         _print_metrics(method, outcome.metrics, resume)
+        _print_kinds(outcome.kinds)
         return
     if out is None:
         raise ConfigError("--out DIR is required: the folder for config.json, metrics.json, plots")
@@ -299,6 +300,27 @@ def _run_method(
         overwrite=overwrite,
     )
     _print_metrics(method, outcome.metrics, out)
+    _print_kinds(outcome.kinds)
+
+
+def _print_kinds(kinds: dict[str, str]) -> None:
+    """One line per kind naming the columns that got it (a run on a user's tables)."""
+    from fedstruct.data.sites import KINDS
+
+    for kind in KINDS:
+        columns = [column for column, got in kinds.items() if got == kind]
+        if columns:
+            out_console.print(
+                f"{kind} columns ({len(columns)}): {_listed_names(columns)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def _listed_names(names: Sequence[str], shown: int = 12) -> str:
+    """``names`` joined, the first ``shown`` of them and how many more."""
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 RunFolder = Annotated[Path, typer.Argument(help="The --out folder of a fedstruct run.")]

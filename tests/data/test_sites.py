@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,10 @@ def test_infer_kinds_rule_and_overrides() -> None:
             "many": [1, 2, 3, 4],
             "real": [0.5, 1.5, 2.5, 3.5],
             "gappy": [1.0, np.nan, 2.0, 1.0],
+            "score": [1.0, 2.0, 3.0, 2.0],
+            "binary": [0, 1, 1, 0],
+            "binary_float": [0.0, 1.0, np.nan, 1.0],
+            "infinite": [1.0, np.inf, 2.0, 1.0],
             "regime": ["obs", "few", "", "obs"],
         }
     )
@@ -168,12 +173,16 @@ def test_infer_kinds_rule_and_overrides() -> None:
     assert kinds == {
         "text": "categorical",
         "flag": "categorical",
-        "few": "categorical",
-        "many": "continuous",
+        "few": "ordinal",  # whole numbers, 3 <= max_levels levels: a score
+        "many": "continuous",  # 4 > max_levels levels
         "real": "continuous",
-        "gappy": "categorical",
+        "gappy": "categorical",  # two levels (missing values aside): binary
+        "score": "ordinal",  # whole numbers stored as floats
+        "binary": "categorical",
+        "binary_float": "categorical",
+        "infinite": "continuous",
     }
-    assert infer_kinds(frame[["few"]], {"few": "ordinal"}) == {"few": "ordinal"}
+    assert infer_kinds(frame[["few"]], {"few": "categorical"}) == {"few": "categorical"}
     with pytest.raises(UnknownVariableError, match="kinds names column 'nope'"):
         infer_kinds(frame, {"nope": "continuous"})
     with pytest.raises(
@@ -183,6 +192,22 @@ def test_infer_kinds_rule_and_overrides() -> None:
         ),
     ):
         infer_kinds(frame, {"few": "nominal"})
+
+
+def test_infer_kinds_float_column_sampled_then_read_whole() -> None:
+    """A float column whose first rows are whole numbers is read whole: a fraction or
+    too many levels after the sampled rows still make it continuous."""
+    whole = np.tile(np.arange(1.0, 6.0), 400)  # 2,000 rows, scores 1..5
+    late_fraction = whole.copy()
+    late_fraction[-1] = 2.5
+    late_levels = whole.copy()
+    late_levels[-20:] = np.arange(20.0, 40.0)
+    frame = pd.DataFrame({"score": whole, "fraction": late_fraction, "levels": late_levels})
+    assert infer_kinds(frame) == {
+        "score": "ordinal",
+        "fraction": "continuous",
+        "levels": "continuous",
+    }
 
 
 # ---------------------------------------------------------------- schemas
@@ -210,8 +235,8 @@ def test_merge_schemas_unions_levels_in_first_seen_order(two_sites) -> None:
         kinds={
             "age": "continuous",
             "sex": "categorical",
-            "smoker": "categorical",
-            "stage": "categorical",
+            "smoker": "categorical",  # 0/1: two levels
+            "stage": "ordinal",  # whole numbers, 4 levels over the two sites
         },
         levels={"sex": ("f", "m", "x"), "smoker": ("0", "1"), "stage": ("1", "2", "3", "10")},
         sites={"h1": ("age", "sex", "smoker", "stage"), "h2": ("age", "sex", "smoker", "stage")},
@@ -234,11 +259,12 @@ def test_merge_promotes_few_integers_to_continuous_and_rejects_text() -> None:
         ),
     ):
         merge_schemas([text, many])
-    ordinal = SiteSchema("o", 3, (ColumnSchema("age", "ordinal", ("40", "50")),))
-    with pytest.raises(
-        DataError, match="'age' is ordinal at site 'o' and categorical at site 'small'"
-    ):
-        merge_schemas([ordinal, few])
+    ordinal = SiteSchema("o", 3, (ColumnSchema("age", "ordinal", ("40", "50", "60")),))
+    # whole numbers: two levels at one site (categorical), three at another -> ordinal
+    assert merge_schemas([ordinal, few]).kinds == {"age": "ordinal"}
+    assert merge_schemas([ordinal, many]).kinds == {"age": "continuous"}
+    with pytest.raises(DataError, match="'age' is ordinal at site 'o' and categorical at site 't'"):
+        merge_schemas([ordinal, text])
     assert merge_schemas([ordinal, few], {"age": "ordinal"}).kinds == {"age": "ordinal"}
     with pytest.raises(DataError, match="was read as continuous, so it reported no levels"):
         merge_schemas([few, many], {"age": "categorical"})
@@ -335,16 +361,18 @@ def test_missing_label_of_a_supervised_column_is_minus_one(tmp_path: Path) -> No
     assert client.rows["y"].tolist() == [0, -1, 1] and client.supervised == ("y",)
 
 
-def test_column_all_missing(tmp_path: Path) -> None:
+def test_column_all_missing_is_unobserved_at_the_site(tmp_path: Path) -> None:
     path = write(tmp_path / "s.csv", "x,y\n0.5,\n1.5,\n")
-    with pytest.raises(
-        DataError,
+    with pytest.warns(
+        FedstructWarning,
         match=exact(
-            f"column 'y' of site 's' (file {path}) has no values (all 2 missing); "
-            "fill it or remove the column"
+            f"column 'y' is missing at every row of site 's' (file {path}): it is treated "
+            "as unobserved there (methods that need every column at every site say so); "
+            "fill it in or remove it from that file to silence this"
         ),
     ):
-        read_site(path)
+        client = read_site(path)
+    assert client.variables == ("x",)
 
 
 def test_min_rows_and_constant_columns(tmp_path: Path) -> None:
@@ -704,3 +732,14 @@ def test_non_regular_files_are_refused_not_waited_on(tmp_path: Path) -> None:
         read_graph_file(pipe)
     with pytest.raises(DataError, match="is a device, not a regular file"):
         read_table(Path("/dev/zero"))
+
+
+def test_a_column_with_one_level_at_every_site_is_named_with_the_fix() -> None:
+    a = SiteSchema("a", 3, (ColumnSchema("flag", "categorical", ("yes",)),))
+    b = SiteSchema("b", 4, (ColumnSchema("flag", "categorical", ("yes",)),))
+    with pytest.warns(FedstructWarning, match="column 'flag' has the single level 'yes' at every"):
+        merge_schemas([a, b])
+    c = SiteSchema("c", 4, (ColumnSchema("flag", "categorical", ("no", "yes")),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FedstructWarning)
+        merge_schemas([a, c])  # two levels over the sites: no warning

@@ -74,12 +74,17 @@ def test_site_files_are_read_once_per_run_and_not_shared_between_runs(tmp_path):
     assert source.sites.read is first  # read once
     assert [c.n_rows for c in checked_clients(source)] == [30, 40]
     assert source.report() == {
+        "columns_categorical": 3.0,  # text columns
+        "columns_ordinal": 0.0,
+        "columns_continuous": 0.0,
         "rows_site0": 30.0,
         "dropped_rows_site0": 0.0,
         "constant_columns_site0": 0.0,
+        "unobserved_columns_site0": 0.0,
         "rows_site1": 40.0,
         "dropped_rows_site1": 0.0,
         "constant_columns_site1": 0.0,
+        "unobserved_columns_site1": 0.0,
     }
     # The same settings after the files changed: a new run reads the new files.
     tables(tmp_path, sizes=(12, 15))

@@ -564,6 +564,7 @@ def run_resolved(
     )
     if ctx.fitted:
         outcome.model = ctx.fitted[-1]
+    outcome.kinds = source.column_kinds()
     return outcome
 
 

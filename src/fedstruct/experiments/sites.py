@@ -18,6 +18,7 @@ from typing import Any
 
 from fedstruct.data.formats import SiteFormat, SiteOptions
 from fedstruct.data.sites import (
+    KINDS,
     SchemaLimits,
     SiteFederation,
     SiteSpec,
@@ -103,13 +104,19 @@ def aligned(truth: Graph, learned: Graph) -> tuple[Graph, Graph]:
 
 
 def file_metrics(federation: SiteFederation) -> dict[str, float]:
-    """What a run on files reports about its data: rows per site (after dropping),
-    rows dropped for missing values (``missing = drop-rows``) and columns constant at
-    a site, for every site of the schema (the server of a deployment holds no rows)."""
-    metrics: dict[str, float] = {}
+    """What a run on files reports about its data: how many columns got each kind
+    (``columns_categorical``, ``columns_ordinal``, ``columns_continuous``), rows per
+    site (after dropping), rows dropped for missing values (``missing = drop-rows``),
+    columns constant at a site and columns a site does not observe (its file lacks
+    them, or misses them at every row), for every site of the schema (the server of a
+    deployment holds no rows)."""
+    kinds = list(federation.schema.kinds.values())
+    metrics: dict[str, float] = {f"columns_{kind}": float(kinds.count(kind)) for kind in KINDS}
     for site, n_rows in federation.schema.rows.items():
         dropped = federation.dropped_rows.get(site, 0)
         metrics[f"rows_{site}"] = float(n_rows - dropped)
         metrics[f"dropped_rows_{site}"] = float(dropped)
         metrics[f"constant_columns_{site}"] = float(len(federation.constant.get(site, ())))
+        observed = len(federation.schema.sites.get(site, ()))
+        metrics[f"unobserved_columns_{site}"] = float(len(federation.schema.variables) - observed)
     return metrics

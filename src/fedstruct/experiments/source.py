@@ -78,6 +78,11 @@ class Source:
         constant columns on a user's tables; nothing for built-in data)."""
         return {} if self.sites is None else self.sites.report()
 
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind on a user's tables (column -> categorical, ordinal or
+        continuous); empty for built-in data and images."""
+        return {} if self.sites is None else self.sites.column_kinds()
+
     def inputs(self) -> dict[str, Any] | None:
         """What a model learned from this source reads, saved with it (a user's files
         only: variables, kinds and level names, or image shape and class names)."""
@@ -259,6 +264,11 @@ class SiteFiles(Source):
         """Rows per site, rows dropped for missing values and constant columns
         (tables: :func:`~fedstruct.experiments.sites.file_metrics`); images: none."""
         return file_metrics(self.read) if isinstance(self.read, SiteFederation) else {}
+
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind (tables: the schema's; images: none)."""
+        kinds = getattr(self.schema, "kinds", None)
+        return dict(kinds) if isinstance(kinds, Mapping) else {}
 
     def inputs(self) -> dict[str, Any]:
         """What a model learned from these files reads (saved with it)."""

@@ -350,7 +350,13 @@ def _data_source(settings: Mapping[str, Any], metrics: Mapping[str, Any]) -> str
     rows = {k.removeprefix("rows_"): v for k, v in metrics.items() if k.startswith("rows_")}
     if settings.get("sites") or settings.get("manifest") or settings.get("node_sites"):
         sites = ", ".join(f"{site} ({int(n):,} rows)" for site, n in rows.items())
-        return f"{len(rows)} sites' own files: {sites}" if rows else "the sites' own files"
+        kinds = ", ".join(
+            f"{int(metrics[key])} {key.removeprefix('columns_')}"
+            for key in ("columns_categorical", "columns_ordinal", "columns_continuous")
+            if metrics.get(key)
+        )
+        found = f"{len(rows)} sites' own files: {sites}" if rows else "the sites' own files"
+        return f"{found}; columns: {kinds}" if kinds else found
     for name in ("network", "dataset"):
         if settings.get(name):
             return f"built-in {name} {settings[name]!r}"

@@ -54,11 +54,11 @@ def _sites(tmp_path) -> list[SiteSpec]:
 def test_site_files_are_read_as_fedngm_kinds_and_keep_rows_out(tmp_path):
     specs = _sites(tmp_path)
     settings = _settings(
-        {"sites": [f"{s.name}={s.path}" for s in specs], "kinds": {"size": "ordinal"}}
+        {"sites": [f"{s.name}={s.path}" for s in specs], "kinds": {"size": "categorical"}}
     )
     source = runnable("fedngm").resolve(settings)
     assert isinstance(source, MixedSites) and source.names == ("s0", "s1")
-    assert source.kinds == {"a": "real", "group": "binary", "size": "ordinal"}
+    assert source.kinds == {"a": "real", "group": "binary", "size": "categorical"}
     assert source.held_out == settings.test_fraction and source.public is None
     assert source.truth is None and source.report()["rows_s1"] == 60.0
 
@@ -70,6 +70,7 @@ def test_a_deployments_server_models_the_schema_without_a_file(tmp_path):
     schema = merge(entry, settings, [describe(entry, settings, s) for s in specs])
     source = entry.resolve(settings, server_view(settings, schema, {}))
     assert source.clients() == [] and source.names == ("s0", "s1")
-    assert source.kinds == {"a": "real", "group": "binary", "size": "categorical"}
+    # codes 0..2 in an integer column: ordinal
+    assert source.kinds == {"a": "real", "group": "binary", "size": "ordinal"}
     model = entry.method(settings, source)
     assert model.kinds == source.kinds

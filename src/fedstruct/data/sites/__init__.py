@@ -21,11 +21,11 @@ takes two passes so that no row ever leaves its site:
    (:func:`encode_site`): categorical and ordinal columns become ``int64`` codes
    ``0..k-1`` in the codebook's order, continuous columns ``float64``.
 
-Kinds (:func:`infer_kinds`): text, boolean and pandas ``category`` columns are
-categorical; integer columns (including integer columns with missing values, which
-pandas reads as floats) with at most ``max_levels`` distinct values are categorical;
-every other number is continuous. ``ordinal`` is never inferred: set it. Explicit
-kinds always win.
+Kinds (:func:`infer_kinds`; :mod:`~fedstruct.data.sites.kinds`): text, boolean and
+pandas ``category`` columns are categorical; numeric columns of whole numbers (any
+dtype: ``1.0 .. 5.0`` is a score) with 3 to ``max_levels`` distinct values are
+ordinal, with 1 or 2 (a 0/1 column) categorical; every other number is continuous.
+Explicit kinds always win.
 
 Level names are strings: ``str`` of the value, integral numbers without a decimal
 point (``3``, not ``3.0``). The codebook orders a variable's levels (the union over
@@ -33,10 +33,10 @@ the sites) numerically when every level parses as a number, otherwise
 lexicographically (so give ordinal text levels a sortable spelling, e.g.
 ``1-low``, ``2-mid``, ``3-high``).
 
-When sites disagree on a column's kind: a column that is categorical with numeric
-levels only at some sites (an integer column with few distinct values — a small
-site sees few distinct ages) and continuous at the others is continuous everywhere.
-Any other disagreement (text levels against numbers, ordinal against anything) is a
+When sites disagree on a column's kind: a column with numeric levels at some sites
+(a small site sees few distinct ages) and continuous at the others is continuous
+everywhere; numeric levels categorical at some sites (two of them) and ordinal at
+others are ordinal. Any other disagreement (text levels against numbers) is a
 :class:`~fedstruct.errors.DataError` naming both sites and the fix
 ``--set kinds.COL=...``.
 

@@ -6,6 +6,7 @@ site's file (:func:`read_site`), or what one site reports of its file
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from fedstruct.data.sites.merge import merge_schemas
 from fedstruct.data.sites.reader import read_table, site_name
 from fedstruct.data.sites.schema import FederationSchema, SiteSchema
 from fedstruct.data.sites.table import SiteTable, site_table
-from fedstruct.errors import ConfigError, DataError, UnknownVariableError
+from fedstruct.errors import ConfigError, DataError, FedstructWarning, UnknownVariableError
 
 logger = logging.getLogger("fedstruct.data.sites")
 
@@ -361,7 +362,29 @@ def _site_kinds(
     for col, kind in kinds_of.items():
         if kind == "continuous":
             table.factors.pop(col, None)
-    return kinds_of
+    return _without_unobserved(table, kinds_of)
+
+
+def _without_unobserved(table: SiteTable, kinds: dict[str, str]) -> dict[str, str]:
+    """``kinds`` without the columns missing at every row of the site, which are left
+    out of its table (unobserved there, as a column its file lacks), each with a
+    :class:`~fedstruct.errors.FedstructWarning`. A site without rows keeps them (its
+    schema then names the first)."""
+    if len(table.frame) == 0:
+        return kinds
+    empty = [col for col in kinds if table.any_missing(col) and table.missing(col).all()]
+    for col in empty:
+        warnings.warn(
+            f"column {col!r} is missing at every row of {table.where}: it is treated as "
+            "unobserved there (methods that need every column at every site say so); "
+            "fill it in or remove it from that file to silence this",
+            FedstructWarning,
+            stacklevel=2,
+        )
+    if not empty:
+        return kinds
+    table.frame = table.frame.drop(columns=empty)
+    return {col: kind for col, kind in kinds.items() if col not in empty}
 
 
 def _log_dropped(site: str, path: Path | None, dropped: int) -> None:

@@ -1,9 +1,19 @@
-"""Each column's kind (categorical, ordinal or continuous) from how pandas typed it.
+"""Each column's kind (categorical, ordinal or continuous) from its values.
 
-Text, boolean and ``category`` columns are categorical; integer columns (and integer
-columns with missing values, which pandas reads as floats) with at most
-``max_levels`` distinct values are categorical; every other number is continuous.
-``ordinal`` is never inferred. Explicit kinds always win.
+The rule (explicit kinds always win):
+
+- text, boolean and ``category`` columns are categorical;
+- a numeric column (integer or float, whatever its dtype: ``1.0, 2.0, ... 5.0`` is a
+  score) whose values are all whole numbers, with at most ``max_levels`` (10) distinct
+  values, is ordinal, unless it has at most :data:`BINARY_LEVELS` (2) of them: a 0/1
+  (or any two-value) column is categorical, since two levels have no order to use and
+  every method treats a binary column best as a category;
+- every other number is continuous.
+
+A float column is checked cheaply first: a sample of its first rows
+(:data:`SAMPLE_ROWS`) with a fraction or more than ``max_levels`` distinct values makes
+it continuous without reading the rest, so a file's measurements cost no more than
+before.
 """
 
 from __future__ import annotations
@@ -15,6 +25,11 @@ import pandas as pd
 
 from fedstruct.data.sites.schema import check_kind
 from fedstruct.errors import DataError, UnknownVariableError
+
+#: Whole-number columns with at most this many levels are categorical, not ordinal.
+BINARY_LEVELS = 2
+#: Rows of a float column looked at before the whole column (module docstring).
+SAMPLE_ROWS = 1000
 
 
 def infer_kinds(
@@ -33,7 +48,8 @@ def infer_kinds(
     overrides
         Column -> kind; these win over the rule.
     max_levels
-        Integer columns with at most this many distinct values are categorical.
+        Whole-number columns with at most this many distinct values are ordinal (at
+        most :data:`BINARY_LEVELS`: categorical).
     regime
         A regime column to leave out.
 
@@ -87,6 +103,7 @@ def _infer_kind(
     n_distinct: Callable[[str], int],
     any_missing: Callable[[str], bool],
 ) -> str:
+    """One column's kind by the module's rule."""
     dtype = column.dtype
     if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
         if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
@@ -96,10 +113,31 @@ def _infer_kind(
             )
         return "categorical"
     if pd.api.types.is_integer_dtype(dtype):
-        return "categorical" if n_distinct(column.name) <= max_levels else "continuous"
-    if any_missing(column.name):  # pandas reads an integer column with missing values as floats
-        values = column.dropna().to_numpy(dtype=np.float64)
-        integral = values.size and np.array_equal(values, np.floor(values))
-        if integral and pd.unique(values).size <= max_levels:
-            return "categorical"
-    return "continuous"
+        return _levelled_kind(n_distinct(column.name), max_levels)
+    n_levels = _whole_levels(column, max_levels, any_missing(column.name))
+    return "continuous" if n_levels is None else _levelled_kind(n_levels, max_levels)
+
+
+def _levelled_kind(n_levels: int, max_levels: int) -> str:
+    """The kind of a whole-number column of ``n_levels`` distinct values."""
+    if n_levels > max_levels:
+        return "continuous"
+    return "categorical" if n_levels <= BINARY_LEVELS else "ordinal"
+
+
+def _whole_levels(column: pd.Series, max_levels: int, missing: bool) -> int | None:
+    """How many distinct values a float column has if they are all whole numbers and
+    at most ``max_levels``; ``None`` otherwise (a sample of the first rows decides
+    most measurement columns without reading the rest)."""
+    parts = (column,) if len(column) <= SAMPLE_ROWS else (column.iloc[:SAMPLE_ROWS], column)
+    n_levels = 0
+    for rows in parts:  # the sample, then (if it looks like a score) every row
+        part = rows.to_numpy(dtype=np.float64, na_value=np.nan)
+        if missing:
+            part = part[~np.isnan(part)]
+        if not (np.isfinite(part).all() and np.array_equal(part, np.floor(part))):
+            return None
+        n_levels = pd.unique(part).size
+        if n_levels > max_levels:
+            return None
+    return n_levels or None

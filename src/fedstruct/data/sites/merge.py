@@ -1,10 +1,13 @@
 """Every site's schema joined into one federation codebook (:func:`merge_schemas`).
 
-When sites disagree on a column's kind: a column categorical with numeric levels at
-some sites and continuous at the others is continuous everywhere; any other
-disagreement is a :class:`~fedstruct.errors.DataError` naming both sites and the fix.
-Sites that share no level of a categorical column get a
-:class:`~fedstruct.errors.FedstructWarning`.
+When sites disagree on a column's inferred kind: a column categorical or ordinal with
+numeric levels at some sites and continuous at the others is continuous everywhere; one
+of numeric levels categorical at some sites (two levels there) and ordinal at others is
+ordinal (the inference's rule, :mod:`~fedstruct.data.sites.kinds`, on the union of the
+levels); any other disagreement is a :class:`~fedstruct.errors.DataError` naming both
+sites and the fix.
+Sites that share no level of a categorical column, and a categorical or ordinal column
+with a single level at every site, get a :class:`~fedstruct.errors.FedstructWarning`.
 """
 
 from __future__ import annotations
@@ -75,17 +78,33 @@ def merge_schemas(
     for v, by_site in columns.items():
         if kind_of[v] in LEVELLED:
             _warn_disjoint_levels(v, by_site)
+    levels = {
+        v: sorted_levels([lv for c in columns[v].values() for lv in c.levels])
+        for v in columns
+        if kind_of[v] in LEVELLED
+    }
+    _warn_single_level(levels)
     return FederationSchema(
         variables=tuple(columns),
         kinds=kind_of,
-        levels={
-            v: sorted_levels([lv for c in columns[v].values() for lv in c.levels])
-            for v in columns
-            if kind_of[v] in LEVELLED
-        },
+        levels=levels,
         sites={s.site: s.names for s in schemas},
         rows={s.site: int(s.n_rows) for s in schemas},
     )
+
+
+def _warn_single_level(levels: Mapping[str, Sequence[str]]) -> None:
+    """Warn for each categorical or ordinal column with one level at every site: it
+    carries no information (no test can relate it to anything, no model learn from it)."""
+    for variable, found in levels.items():
+        if len(found) == 1:
+            warnings.warn(
+                f"column {variable!r} has the single level {found[0]!r} at every site, so "
+                "it carries no information; remove it from the sites' files (FedCDnv "
+                "leaves it out of each site's graph, constant_columns='exclude')",
+                FedstructWarning,
+                stacklevel=3,
+            )
 
 
 def _warn_disjoint_levels(variable: str, by_site: Mapping[str, ColumnSchema]) -> None:
@@ -116,10 +135,11 @@ def _merged_kind(variable: str, by_site: Mapping[str, ColumnSchema], explicit: s
     kinds = {c.kind for c in by_site.values()}
     if len(kinds) == 1:
         return kinds.pop()
-    if kinds == {"categorical", "continuous"} and all(
-        _all_numeric(c.levels) for c in by_site.values() if c.kind == "categorical"
-    ):
+    numeric = all(_all_numeric(c.levels) for c in by_site.values() if c.kind in LEVELLED)
+    if "continuous" in kinds and numeric:
         return "continuous"
+    if kinds == {"categorical", "ordinal"} and numeric:
+        return "ordinal"  # whole numbers: two levels at a site, more at another
     (site_a, a), (site_b, b) = _two_disagreeing(by_site)
     raise DataError(
         f"column {variable!r} is {a.kind} at site {site_a!r} and {b.kind} at site "

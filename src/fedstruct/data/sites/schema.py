@@ -226,11 +226,16 @@ def require_kinds(
         kind = schema.kinds[v]
         if kind not in allowed:
             shown = list(schema.levels.get(v, ()))[:5]
+            fix = (
+                f"bin its values into a few classes in the sites' files (e.g. low/high), "
+                f"set --set kinds.{v}={allowed[0]} if it holds a few codes, or leave it out"
+                if kind == "continuous"
+                else f"set --set kinds.{v}={allowed[0]} if its values are numbers, or leave it out"
+            )
             raise DataError(
                 f"{method} needs {' or '.join(allowed)} variables, but {v!r} is {kind}"
                 + (f" (levels {shown})" if shown else "")
-                + f"; set --set kinds.{v}={allowed[0]} if its values are numbers, "
-                "or leave it out"
+                + f"; {fix}"
             )
 
 
