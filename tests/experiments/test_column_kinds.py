@@ -86,21 +86,6 @@ def test_a_continuous_task_for_f_cms_names_the_column_and_the_fix(tmp_path):
     assert "bin its values into a few classes" in text
 
 
-def test_a_continuous_column_for_fed_cd_names_the_column_and_the_fix(tmp_path):
-    frame = pd.read_csv(_sites(tmp_path)[1])
-    frame["regime"] = ["obs" if i % 2 else "s" for i in range(len(frame))]
-    path = tmp_path / "regimes.csv"
-    frame.to_csv(path, index=False)
-    result = runner.invoke(
-        app,
-        ["run", "fedcd", "--site", str(path), "--set", "regime=regime", "--quiet",
-         "--out", str(tmp_path / "run")],
-    )  # fmt: skip
-    assert result.exit_code == 2
-    text = " ".join(result.output.split())
-    assert "FED-CD (ENCO) needs categorical or ordinal variables, but 'x' is continuous" in text
-
-
 def test_show_names_the_count_of_each_kind():
     from fedstruct.experiments.use import _data_source
 
