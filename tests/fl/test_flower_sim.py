@@ -116,9 +116,8 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
             assert time.monotonic() < deadline, "no round finished in 120 s"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        proc.wait(
-            timeout=60
-        )  # seconds, not the 600 s reply timeout (Ray may be slow on a loaded machine)
+        # seconds, not the 600 s reply timeout (Ray may be slow on a loaded machine)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
