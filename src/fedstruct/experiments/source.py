@@ -302,21 +302,6 @@ class SiteFiles(Source):
         else ``default``."""
         return settings_value or self.roles.get(name, default)
 
-    def require(self, variables: Sequence[str], what: str) -> None:
-        """Every name of ``variables`` is a column of the sites.
-
-        Raises
-        ------
-        UnknownVariableError
-            Naming ``what`` and the columns no site has.
-        """
-        unknown = [v for v in variables if v not in self.schema.variables]
-        if unknown:
-            raise UnknownVariableError(
-                f"{what} {_listed(unknown)} not a column of the sites; their columns are "
-                f"{_listed(self.schema.variables)}"
-            )
-
 
 def _listed(names: Sequence[str], limit: int = 10) -> str:
     shown = ", ".join(repr(n) for n in list(names)[:limit])
