@@ -9,7 +9,7 @@ non-numeric column, no rows.
 Missing values (``missing="testwise"``): a NaN in a float column, ``-1`` in an integer
 column (the data layer's code of a missing level, :mod:`fedstruct.data.sites.encoding`).
 They are kept out of every check, replaced in ``values`` by the column's smallest
-observed value (a placeholder no test reads: :attr:`Matrix.observed` says which
+observed value (a filler no test reads: :attr:`Matrix.observed` says which
 entries are real), and each test uses the rows complete on its own variables
 (:mod:`fedstruct.discovery.missing`).
 """

@@ -23,6 +23,7 @@ between runs: a source lives as long as its run.
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,6 +40,7 @@ from fedstruct.experiments.sites import file_metrics, site_options
 from fedstruct.graphs import Graph
 
 __all__ = [
+    "OnSites",
     "SiteFiles",
     "SiteView",
     "Source",
@@ -49,7 +51,7 @@ __all__ = [
 ]
 
 
-class Source:
+class Source(ABC):
     """A run's data (module docstring): the clients' names, the clients when asked
     for, the truth to score against, and, on a user's files, the files read.
 
@@ -62,11 +64,11 @@ class Source:
     #: The user's site files, or ``None`` for the paper's protocol.
     sites: SiteFiles | None = None
 
+    @abstractmethod
     def clients(self) -> Sequence[ClientData]:
         """Every client's data in :attr:`names`' order; built when read where the
         source can (:class:`~fedstruct.data.ClientsOnDemand`), so that a deployed node
         builds only its own. On a deployment's server: none."""
-        raise NotImplementedError
 
     @property
     def truth(self) -> Graph | None:
@@ -301,6 +303,33 @@ class SiteFiles(Source):
         """A method role: the setting's value when given, else the manifest's ``name``,
         else ``default``."""
         return settings_value or self.roles.get(name, default)
+
+
+class OnSites(Source):
+    """A slice's source over the user's site files: their names, clients and truth;
+    the slice adds its roles (FedAvg's target, F-CMs' concepts and task, ...).
+
+    Parameters
+    ----------
+    settings
+        The run's settings.
+    sites
+        The files as the method reads them.
+    """
+
+    def __init__(self, settings: Any, sites: SiteFiles):
+        self.settings = settings
+        self.sites = sites
+        self.names = sites.names
+
+    def clients(self) -> Sequence[ClientData]:
+        """Every site's rows read here (a deployed node: its own; its server: none)."""
+        return self.sites.clients()
+
+    @property
+    def truth(self) -> Graph | None:
+        """The graph of ``--truth``, checked against the sites' columns, or ``None``."""
+        return self.sites.truth
 
 
 def _listed(names: Sequence[str], limit: int = 10) -> str:

@@ -24,7 +24,7 @@ from fedstruct.data.images import LABEL, ImageFederationSchema, ImageSet, to_row
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
 from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import OnSites, SiteFiles, Source
 
 __all__ = [
     "IMAGES",
@@ -181,26 +181,17 @@ class SplitImages(Source):
         return self.federation.test
 
 
-class SiteImages(Source):
+class SiteImages(OnSites):
     """A user's image sites (folders ``SITE/CLASS/*.png`` or ``.npz`` files), read as
     :class:`~fedstruct.data.formats.ImageSites` with one class codebook (a deployed
     node: its own site; its ServerApp: the schema only). Each site keeps
     ``test_fraction`` of its images out to score the final model on. CAFE learns no
     graph: there is no truth."""
 
-    def __init__(self, settings: CafeRun, sites: SiteFiles):
-        self.settings = settings
-        self.sites = sites
-        self.names = sites.names
-
     @property
     def held_out(self) -> float:
         """Share of each site's images it keeps out of training."""
         return self.settings.test_fraction
-
-    def clients(self) -> list[ClientData]:
-        """Every site's images read here, as rows."""
-        return self.sites.clients()
 
     @property
     def schema(self) -> ImageFederationSchema:

@@ -48,7 +48,7 @@ from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import OnSites, SiteFiles, Source
 from fedstruct.fl import Participation
 from fedstruct.graphs.graph import Graph, reachable
 from fedstruct.graphs.pag import dag_member
@@ -614,17 +614,12 @@ class SiteGraph:
     rows: int | None = None
 
 
-class SiteConcepts(Source):
+class SiteConcepts(OnSites):
     """A user's site files for F-CMs: which columns are the inputs, the concepts and
     the task (the settings over the manifest's ``inputs``/``concepts``/``task``), the
     files read with the concepts and the task supervised (a missing value is a missing
     label), and the concept graph each site proposes (``client_graphs``: its own,
     ``graph:`` in the manifest or a node's ``--graph``, else learned from its rows)."""
-
-    def __init__(self, settings: FCMRun, sites: SiteFiles):
-        self.settings = settings
-        self.sites = sites
-        self.names = sites.names
 
     @cached_property
     def _roles(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
@@ -722,11 +717,6 @@ class SiteConcepts(Source):
                 graph, how = None, SiteGraph("none", 0)
             out.append((dataclasses.replace(own, graph=graph), how))
         return out
-
-    @property
-    def truth(self) -> Graph | None:
-        """The graph of ``--truth`` (or the manifest's ``truth:``), if any."""
-        return self.sites.truth
 
 
 def task_and_concepts(s: FCMRun, given: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:

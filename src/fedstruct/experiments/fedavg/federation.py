@@ -15,7 +15,7 @@ from fedstruct.data.partition import client_names, horizontal, label_skew
 from fedstruct.data.sites import LEVELLED, FederationSchema
 from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import OnSites, SiteFiles, Source
 
 __all__ = ["NetworkTask", "SiteTask", "source"]
 
@@ -79,20 +79,11 @@ class NetworkTask(Source):
         return self.network.sample(self.settings.test_samples, seed=self.settings.seed + 10_000)
 
 
-class SiteTask(Source):
+class SiteTask(OnSites):
     """A user's site files and the column to predict (``target``: the setting, else
     the manifest's): categorical and ordinal columns one-hot, continuous ones
     standardised with federated statistics, missing values (kept by default:
     ``missing=keep``) imputed; a continuous target is a regression."""
-
-    def __init__(self, settings: FedAvgRun, sites: SiteFiles):
-        self.settings = settings
-        self.sites = sites
-        self.names = sites.names
-
-    def clients(self) -> Sequence[ClientData]:
-        """Every site's rows read here (a deployed node: its own; its server: none)."""
-        return self.sites.clients()
 
     @cached_property
     def target(self) -> str:

@@ -28,7 +28,7 @@ from fedstruct.data.scm import CategoricalSCM
 from fedstruct.data.sites import LEVELLED, require_kinds
 from fedstruct.errors import ConfigError, PartitionError, UnknownVariableError
 from fedstruct.experiments.fedcd.settings import ER, FedCDRun
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import OnSites, SiteFiles, Source
 from fedstruct.fl.binning import QuantileBins
 from fedstruct.graphs import Graph
 from fedstruct.graphs.random import GRAPH_KINDS, random_dag
@@ -311,7 +311,7 @@ def roles(settings: FedCDRun, given: Mapping[str, Any]) -> dict[str, str]:
     return {"regime": regime}
 
 
-class RegimeSites(Source):
+class RegimeSites(OnSites):
     """A user's site files read with the ``regime`` column as each row's intervention
     (:func:`roles`), as FED-CD clients: every site's columns in the federation's order
     (FED-CD assumes every client observes every variable, §5.2, and matches them by
@@ -333,15 +333,9 @@ class RegimeSites(Source):
     """
 
     def __init__(self, sites: SiteFiles, bins: int = 4, bin_grid: int = 256):
-        self.sites = sites
-        self.names = sites.names
+        super().__init__(None, sites)
         self.bins_per_column = bins
         self.bin_grid = bin_grid
-
-    @property
-    def truth(self) -> Graph | None:
-        """The graph of ``--truth``, checked against the sites' variables, or ``None``."""
-        return self.sites.truth
 
     @property
     def continuous(self) -> tuple[str, ...]:

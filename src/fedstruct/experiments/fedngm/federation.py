@@ -29,7 +29,7 @@ from fedstruct.data.partition import client_names
 from fedstruct.data.sites import FederationSchema
 from fedstruct.errors import PartitionError, UnknownVariableError
 from fedstruct.experiments.fedngm.settings import FedNGMRun
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import OnSites, SiteFiles, Source
 from fedstruct.graphs import Graph
 
 __all__ = [
@@ -699,7 +699,7 @@ class SubpopulationSource(Source):
         return self.federation.public
 
 
-class MixedSites(Source):
+class MixedSites(OnSites):
     """A user's site files, every column read as FedNGM models it
     (:func:`site_kinds`); each site keeps ``test_fraction`` of its rows out itself
     (:class:`~fedstruct.methods.fedngm.FedNGMClient`) to score the released model on.
@@ -707,24 +707,10 @@ class MixedSites(Source):
 
     public = None
 
-    def __init__(self, settings: FedNGMRun, sites: SiteFiles):
-        self.settings = settings
-        self.sites = sites
-        self.names = sites.names
-
     @property
     def held_out(self) -> float:
         """Share of each site's rows it keeps out of training."""
         return self.settings.test_fraction
-
-    def clients(self) -> Sequence[ClientData]:
-        """Every site's rows read here (a deployed node: its own; its server: none)."""
-        return self.sites.clients()
-
-    @property
-    def truth(self) -> Graph | None:
-        """The graph of ``--truth``, checked against the sites' columns, or ``None``."""
-        return self.sites.truth
 
     @cached_property
     def kinds(self) -> dict[str, str]:
