@@ -165,6 +165,30 @@ def test_fedcd_regime_column(tmp_path):
     assert mine["edges"] >= 1
 
 
+def test_fedcd_continuous_columns_are_binned_across_the_nodes(tmp_path):
+    """Each node holds only its own rows; the bins' exchange (summaries, then counts
+    over the shared grid) gives every node the cuts the local run computes."""
+    network = load_network("asia")
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(2):
+        parts = [network.sample(200, seed=k).assign(regime="obs")]
+        for target in network.names[k::2]:
+            rows = network.sample(30, seed=10 + k, interventions={target: "uniform"})
+            parts.append(rows.assign(regime=target))
+        frame = pd.concat(parts)
+        level = 80.0 * frame["either"].to_numpy() + rng.normal(20.0 * k, 25.0, len(frame))
+        level[:2] = np.nan
+        frame.insert(0, "level", level)
+        paths.append(tmp_path / f"lab-{k}.csv")
+        frame.to_csv(paths[-1], index=False)
+    settings = {"regime": "regime", "rounds": 1, "epochs_per_round": 1, "model_steps": 10,
+                "graph_steps": 2, "graphs_per_step": 5, "bins": 3}  # fmt: skip
+    mine = deployed("fedcd", settings, paths, tmp_path / "node")
+    compare(local("fedcd", settings, paths, tmp_path / "local"), mine)
+    assert mine["bins_level"] == 3 and mine["dropped_rows_lab-0"] == 2
+
+
 def test_fcm_concepts_and_task(tmp_path):
     network = load_network("asia")
     rows = network.sample(900, seed=0)

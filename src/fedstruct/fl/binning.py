@@ -20,21 +20,35 @@ Summing histograms over a shared grid is the mergeable summary of Ben-Haim & Tom
 (2010), "A streaming parallel decision tree algorithm" (JMLR 11), §2.1, with the grid
 fixed instead of adapted, so that the merge is exact: the pooled histogram is the
 histogram of the pooled rows. What a site discloses is its count per grid cell.
+
+:class:`QuantileBinning` holds both sides of the exchange (a method's client calls
+:meth:`~QuantileBinning.summary` and :meth:`~QuantileBinning.histograms`, its server
+:meth:`~QuantileBinning.edges` and :meth:`~QuantileBinning.cuts`; FED-CD's protocol,
+:mod:`fedstruct.methods.fedcd`); :meth:`QuantileBins.from_sites` runs the same steps
+on sites held in one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.errors import DataError
+from fedstruct.errors import DataError, ProtocolError
+from fedstruct.fl import checkpoint
 from fedstruct.fl.features import FeatureColumns, FeatureStatistics, site_summary
 
-__all__ = ["QuantileBins", "quantile_cuts", "shared_grid", "site_histogram"]
+__all__ = [
+    "QuantileBinning",
+    "QuantileBins",
+    "quantile_cuts",
+    "shared_grid",
+    "site_histogram",
+]
 
 
 def shared_grid(mean: float, sd: float, cells: int = 256, span: float = 4.0) -> NDArray[np.float64]:
@@ -82,6 +96,126 @@ def quantile_cuts(
 
 
 @dataclass(frozen=True)
+class QuantileBinning:
+    """Both sides of the federated-bins exchange (module docstring) for ``columns``.
+
+    Parameters
+    ----------
+    columns
+        The continuous columns to bin, in the order every message lists them.
+    bins
+        Bins per column (at least 2).
+    cells
+        Cells of the shared grid (``bin_grid``).
+    span
+        The grid covers ``mean ± span · sd``.
+
+    Raises
+    ------
+    DataError
+        If ``bins`` < 2 or ``cells`` < 1.
+    """
+
+    columns: tuple[str, ...]
+    bins: int = 4
+    cells: int = 256
+    span: float = 4.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        if self.bins < 2:
+            raise DataError(f"bins must be at least 2; got {self.bins}")
+        if self.cells < 1:
+            raise DataError(f"bin_grid must be at least 1; got {self.cells}")
+
+    @property
+    def features(self) -> FeatureColumns:
+        """The columns as the summary step reads them (all continuous)."""
+        return FeatureColumns(continuous=self.columns)
+
+    @property
+    def summary_entries(self) -> int:
+        """Numbers in a site's summary (step 1): its declared bound."""
+        return self.features.summary_entries
+
+    @property
+    def histogram_entries(self) -> int:
+        """Numbers in a site's histograms (step 3): its declared bound."""
+        return len(self.columns) * (self.cells + 2)
+
+    def summary(self, rows: pd.DataFrame) -> dict[str, NDArray[Any]]:
+        """Step 1, at a site: count, sum and centred sum of squares of each column's
+        non-missing values (:func:`~fedstruct.fl.features.site_summary`)."""
+        return site_summary(rows, self.features)
+
+    def edges(self, summaries: Sequence[Mapping[str, NDArray[Any]]]) -> NDArray[np.float64]:
+        """Step 2, at the server: the shared grid of every column, ``(columns, cells +
+        1)``, from the sites' summaries (pooled in the order given).
+
+        Raises
+        ------
+        DataError
+            If a column has no value at any site.
+        ProtocolError
+            If a summary is malformed.
+        """
+        statistics = FeatureStatistics.merge(self.features, summaries)
+        grids = []
+        for column in self.columns:
+            if statistics.present(column) == 0:
+                raise DataError(f"continuous column {column!r} has no value at any site; drop it")
+            mean, sd = statistics.moments(column)
+            grids.append(shared_grid(mean, sd, self.cells, self.span))
+        return np.asarray(grids, dtype=np.float64).reshape(len(self.columns), self.cells + 1)
+
+    def histograms(self, rows: pd.DataFrame, edges: NDArray[np.float64]) -> NDArray[np.int64]:
+        """Step 3, at a site: its counts of each column over the column's grid,
+        ``(columns, cells + 2)``.
+
+        Raises
+        ------
+        ProtocolError
+            If ``edges`` is not one grid of ``cells + 1`` edges per column.
+        """
+        edges = self._checked(edges, self.cells + 1, "grid")
+        counts = [
+            site_histogram(rows[c].to_numpy(dtype=np.float64), edges[j])
+            for j, c in enumerate(self.columns)
+        ]
+        return np.asarray(counts, dtype=np.int64).reshape(len(self.columns), self.cells + 2)
+
+    def cuts(
+        self, edges: NDArray[np.float64], histograms: Sequence[NDArray[np.int64]]
+    ) -> QuantileBins:
+        """Step 3, at the server: the cut points from the sites' histograms (summed).
+
+        Raises
+        ------
+        ProtocolError
+            If no site sent its histograms, or one is malformed.
+        """
+        if not histograms:
+            raise ProtocolError("no site sent its bin histograms")
+        checked = [self._checked(h, self.cells + 2, "histogram") for h in histograms]
+        pooled = np.sum(checked, axis=0)
+        return QuantileBins(
+            {
+                c: tuple(float(v) for v in quantile_cuts(pooled[j], edges[j], self.bins))
+                for j, c in enumerate(self.columns)
+            }
+        )
+
+    def _checked(self, array: NDArray[Any], width: int, what: str) -> NDArray[Any]:
+        array = np.asarray(array)
+        if array.shape != (len(self.columns), width):
+            raise ProtocolError(
+                f"a bin {what} has shape {array.shape}; expected {(len(self.columns), width)}"
+                f" for the columns {list(self.columns)}"
+            )
+        return array
+
+
+@dataclass(frozen=True)
 class QuantileBins:
     """Every binned column's cut points: value ``x`` gets code ``#{cuts <= x}``.
 
@@ -104,27 +238,18 @@ class QuantileBins:
     ) -> QuantileBins:
         """The bins of ``columns`` over ``sites`` (each a column -> its values at one
         site), computed only from what each site would send: its summary, then its
-        histogram over the shared grid (module docstring).
+        histograms over the shared grid (:class:`QuantileBinning`'s steps, in one
+        process).
 
         Raises
         ------
         DataError
             If ``bins`` < 2, or a column has no value at any site.
         """
-        if bins < 2:
-            raise DataError(f"bins must be at least 2; got {bins}")
-        spec = FeatureColumns(continuous=tuple(columns))
-        summaries = [site_summary(pd.DataFrame(site), spec) for site in sites]
-        statistics = FeatureStatistics.merge(spec, summaries)
-        cuts = {}
-        for column in columns:
-            if statistics.present(column) == 0:
-                raise DataError(f"continuous column {column!r} has no value at any site; drop it")
-            mean, sd = statistics.moments(column)
-            edges = shared_grid(mean, sd, cells, span)
-            pooled = np.sum([site_histogram(site[column], edges) for site in sites], axis=0)
-            cuts[column] = tuple(float(c) for c in quantile_cuts(pooled, edges, bins))
-        return cls(cuts)
+        binning = QuantileBinning(tuple(columns), bins, cells, span)
+        frames = [pd.DataFrame(site) for site in sites]
+        edges = binning.edges([binning.summary(frame) for frame in frames])
+        return binning.cuts(edges, [binning.histograms(frame, edges) for frame in frames])
 
     def levels(self, column: str) -> int:
         """Number of bins of ``column``."""
@@ -136,6 +261,53 @@ class QuantileBins:
         codes = np.searchsorted(cuts, values, side="right").astype(np.int64)
         return np.where(np.isnan(values), -1, codes)
 
+    def encode(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """``rows`` with every binned column replaced by its bin codes."""
+        coded = rows.copy()
+        for column in self.cuts:
+            coded[column] = self.codes(column, rows[column].to_numpy(dtype=np.float64))
+        return coded
+
     def to_json(self) -> dict[str, list[float]]:
         """Column -> its cut points (what a run saves and reports)."""
         return {c: list(v) for c, v in self.cuts.items()}
+
+    @classmethod
+    def from_json(cls, saved: Mapping[str, Sequence[float]]) -> QuantileBins:
+        """The bins :meth:`to_json` wrote."""
+        return cls({str(c): tuple(float(v) for v in cuts) for c, cuts in saved.items()})
+
+    def to_array(self, columns: Sequence[str]) -> NDArray[np.float64]:
+        """The cut points of ``columns`` as one ``(columns, most cuts)`` array, each
+        row padded with NaN (what a message carries)."""
+        width = max((len(self.cuts[c]) for c in columns), default=0)
+        array = np.full((len(columns), width), np.nan)
+        for j, column in enumerate(columns):
+            array[j, : len(self.cuts[column])] = self.cuts[column]
+        return array
+
+    @classmethod
+    def from_array(cls, columns: Sequence[str], array: NDArray[np.float64]) -> QuantileBins:
+        """The bins :meth:`to_array` wrote.
+
+        Raises
+        ------
+        ProtocolError
+            If ``array`` does not hold one row per column.
+        """
+        array = np.asarray(array, dtype=np.float64)
+        if array.ndim != 2 or len(array) != len(columns):
+            raise ProtocolError(
+                f"bin cuts of shape {array.shape} do not give one row for each of the "
+                f"{len(columns)} columns {list(columns)}"
+            )
+        return cls(
+            {
+                c: tuple(float(v) for v in row[~np.isnan(row)])
+                for c, row in zip(columns, array, strict=True)
+            }
+        )
+
+
+checkpoint.register(QuantileBinning)
+checkpoint.register(QuantileBins)

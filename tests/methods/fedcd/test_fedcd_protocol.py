@@ -15,6 +15,8 @@ from fedstruct.methods.fedcd import ENCO, Beliefs, ENCOConfig, FedCD, Interventi
 from fedstruct.methods.fedcd.client import FIT
 
 SMALL = {"model_steps": 150, "graph_steps": 30, "graphs_per_step": 40}
+#: Enough ENCO to run the protocol, not to learn: tests of what crosses the wire.
+TINY = {"model_steps": 10, "graph_steps": 2, "graphs_per_step": 5, "batch_size": 32}
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +119,91 @@ def test_a_round_nobody_answers_is_logged_and_keeps_the_rounds_aligned():
     state = server.run_round(NobodyGrid(), server.init_state(), 1)
     assert state.round_graphs == [None] and state.client_graphs == [{}]
     assert state.history == [{"round": 1, "clients_asked": 0, "clients_answered": 0}]
+
+
+def _with_levels(clients, seed=0):
+    """The clients with a continuous column ``level`` (NaN in a few rows) that depends
+    on the chain's first variable, shifted per client."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, client in enumerate(clients):
+        first = client.rows.iloc[:, 0].to_numpy()
+        rows = client.rows.assign(level=10.0 * first + rng.normal(3.0 * k, 2.0, client.n_rows))
+        out.append(ClientData(client.name, rows, intervention=client.intervention))
+    return out
+
+
+def test_continuous_columns_are_binned_by_an_exchange_of_aggregates(chain):
+    """The cut points the bins' exchange gives are those of the pooled rows' histogram
+    over the pooled grid (the computation in one process); only aggregates cross."""
+    from fedstruct.fl.binning import QuantileBins, quantile_cuts, shared_grid, site_histogram
+    from fedstruct.fl.features import FeatureColumns, FeatureStatistics
+    from fedstruct.methods.fedcd.client import BIN_COUNTS, BIN_GRID, BIN_SUMMARY
+
+    _, scm = chain
+    clients = _with_levels(
+        vertical_interventions(scm, 3, n_observational=300, n_per_intervention=20, seed=0)
+    )
+    model = FedCD(continuous=["level"], bins=5, bin_grid=64, rounds=1, epochs_per_round=1,
+                  **TINY).fit(clients)  # fmt: skip
+    pooled = pd.concat([c.rows for c in clients], ignore_index=True)
+    mean, sd = FeatureStatistics.of_rows(pooled, FeatureColumns(continuous=("level",))).moments(
+        "level"
+    )
+    edges = shared_grid(mean, sd, 64)
+    values = pooled["level"].to_numpy()
+    expected = quantile_cuts(site_histogram(values, edges), edges, 5)
+    np.testing.assert_allclose(model.bins_.cuts["level"], expected, rtol=0, atol=1e-12)
+    sites = [{"level": c.rows["level"].to_numpy()} for c in clients]
+    assert model.bins_ == QuantileBins.from_sites(["level"], sites, bins=5, cells=64)
+    # what a client sends: 4 numbers, then 66 counts; both pass the privacy audit
+    client = model.make_client(clients[0])
+    summary = client.handle(Message(BIN_SUMMARY, config={"round": 1}))
+    assert {k: v.size for k, v in summary.arrays.items()} == {
+        "rows": 1, "count": 1, "sum": 1, "squares": 1, "level_counts": 0}  # fmt: skip
+    counts = client.handle(Message(BIN_COUNTS, arrays={BIN_GRID: edges[None]}))
+    assert counts.arrays["counts"].shape == (1, 66)
+    assert counts.arrays["counts"].sum() == clients[0].n_rows
+    assert model.graph_.names == (*clients[0].variables,)
+
+
+def test_a_client_with_continuous_columns_needs_the_cuts_and_rows_never_leave(chain):
+    from fedstruct.errors import PrivacyViolationError, ProtocolError
+    from fedstruct.fl import handles
+    from fedstruct.methods.fedcd import FedCDClient
+    from fedstruct.methods.fedcd.client import BIN_COUNTS
+
+    _, scm = chain
+    [client] = _with_levels(
+        horizontal_interventions(scm, 1, n_observational=100, n_per_intervention=5, seed=0)
+    )
+    model = FedCD(continuous=["level"], rounds=1, **TINY)
+    with pytest.raises(ProtocolError, match="no bin cut points yet"):
+        model.make_client(client).handle(Message(FIT, config={"round": 1}))
+
+    class Leaky(FedCDClient):  # answers the grid with its rows, not its counts
+        @handles(BIN_COUNTS, max_entries=10**6)
+        def bin_counts(self, msg):
+            return Message(BIN_COUNTS, arrays={"counts": self.data.rows.to_numpy(float)[:5]})
+
+    leaky = Leaky(client, config=model.config, seed=0, binning=model.binning)
+    with pytest.raises(PrivacyViolationError):
+        leaky.handle(Message(BIN_COUNTS))
+
+
+def test_a_run_with_bins_resumes_to_the_same_graph(chain, tmp_path):
+    from fedstruct.fl.checkpoint import read_tree
+
+    _, scm = chain
+    clients = _with_levels(
+        vertical_interventions(scm, 2, n_observational=300, n_per_intervention=20, seed=0)
+    )
+    options = {"continuous": ["level"], "rounds": 2, "epochs_per_round": 1, **TINY}
+    full = FedCD(**options).fit(clients)
+    path = tmp_path / "checkpoint.safetensors"
+    FedCD(**options).fit(clients, checkpoint=path, stop_after=1)
+    assert read_tree(path)[1]["server_state"].bins == full.bins_
+    resumed = FedCD(**options).fit(clients, checkpoint=path, resume=True)
+    assert resumed.bins_ == full.bins_
+    np.testing.assert_array_equal(resumed.beliefs_.gamma, full.beliefs_.gamma)
+    assert resumed.history_ == full.history_

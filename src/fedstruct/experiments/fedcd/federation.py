@@ -10,7 +10,6 @@ user's site files with their ``regime`` column (:class:`RegimeSites`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, cached_property
 from typing import Any
@@ -29,7 +28,6 @@ from fedstruct.data.sites import LEVELLED, require_kinds
 from fedstruct.errors import ConfigError, PartitionError, UnknownVariableError
 from fedstruct.experiments.fedcd.settings import ER, FedCDRun
 from fedstruct.experiments.source import OnSites, SiteFiles, Source
-from fedstruct.fl.binning import QuantileBins
 from fedstruct.graphs import Graph
 from fedstruct.graphs.random import GRAPH_KINDS, random_dag
 
@@ -316,10 +314,12 @@ class RegimeSites(OnSites):
     (:func:`roles`), as FED-CD clients: every site's columns in the federation's order
     (FED-CD assumes every client observes every variable, §5.2, and matches them by
     name). Categorical and ordinal columns keep their codes; ENCO models categorical
-    variables only, so each continuous column is cut into ``bins`` federated quantile
-    bins (:class:`~fedstruct.fl.binning.QuantileBins`: per-site summaries, then
-    per-site counts over a shared grid of ``bin_grid`` cells; never rows), reported
-    (:meth:`report`) and saved with the model (:meth:`inputs`).
+    variables only, so each continuous column (:attr:`continuous`) stays a number
+    here and is cut into ``bins`` federated quantile bins by the method's own
+    exchange (:class:`~fedstruct.methods.fedcd.FedCD`'s ``continuous``: per-site
+    summaries, then per-site counts over a shared grid of ``bin_grid`` cells; never
+    rows), on every backend alike; the run reports the cut points and saves them
+    with the model.
 
     Parameters
     ----------
@@ -339,57 +339,23 @@ class RegimeSites(OnSites):
 
     @property
     def continuous(self) -> tuple[str, ...]:
-        """The continuous columns (binned)."""
+        """The continuous columns (binned by the method)."""
         kinds = self.sites.schema.kinds
         return tuple(v for v in self.sites.schema.variables if kinds[v] == "continuous")
 
     def clients(self) -> list[ClientData]:
-        """The sites' clients read here, each with the federation's variables in order,
-        continuous columns replaced by their bin codes.
+        """The sites' clients read here, each with the federation's variables in order
+        (continuous columns as numbers: the method bins them).
 
         Raises
         ------
         UnknownVariableError
             If a site lacks one of the federation's variables.
-        ConfigError
-            For a continuous column on a deployment's node.
         """
         schema = self.sites.schema
-        variables = schema.variables
-        levelled = [v for v in variables if v not in self.continuous]
+        levelled = [v for v in schema.variables if v not in self.continuous]
         require_kinds(schema, LEVELLED, method="FED-CD (ENCO)", variables=levelled)
-        clients = self._raw
-        if not self.continuous:
-            return clients
-        self._require_every_site()
-        bins = self.bins
-        out = []
-        for client in clients:
-            rows = client.rows.copy()
-            for column in self.continuous:
-                rows[column] = bins.codes(column, rows[column].to_numpy(dtype=np.float64))
-            out.append(dataclasses.replace(client, rows=rows))
-        return out
-
-    @property
-    def _every_site_here(self) -> bool:
-        view = self.sites.view
-        return len(view.here) == len(view.names)
-
-    def _require_every_site(self) -> None:
-        """The bins need every site's histogram, which a deployment does not exchange.
-
-        Raises
-        ------
-        ConfigError
-            On a deployment's node, naming a continuous column and the fix.
-        """
-        if not self._every_site_here:
-            raise ConfigError(
-                f"FED-CD cuts continuous column {self.continuous[0]!r} into federated "
-                "quantile bins, which a deployment does not exchange yet: run in one "
-                "process, or give the column integer bin codes at every site"
-            )
+        return self._raw
 
     @cached_property
     def _raw(self) -> list[ClientData]:
@@ -407,32 +373,3 @@ class RegimeSites(OnSites):
                     "out everywhere"
                 )
         return [client.select(variables) for client in clients]
-
-    @cached_property
-    def bins(self) -> QuantileBins:
-        """The continuous columns' federated quantile bins (class docstring)."""
-        sites = [
-            {c: client.rows[c].to_numpy(dtype=np.float64) for c in self.continuous}
-            for client in self._raw
-        ]
-        return QuantileBins.from_sites(self.continuous, sites, self.bins_per_column,
-                                       self.bin_grid)  # fmt: skip
-
-    def report(self) -> dict[str, float]:
-        """The files' report, and per continuous column its number of bins
-        (``bins_<column>``) and cut points (``bin_cut_<column>_<j>``)."""
-        out = dict(self.sites.report())
-        if not self._every_site_here:
-            return out
-        for column in self.continuous:
-            cuts = self.bins.cuts[column]
-            out[f"bins_{column}"] = float(len(cuts) + 1)
-            out.update({f"bin_cut_{column}_{j}": float(c) for j, c in enumerate(cuts)})
-        return out
-
-    def inputs(self) -> dict[str, Any] | None:
-        """What the model reads (saved with it), with the bins' cut points."""
-        base = self.sites.inputs()
-        if not self.continuous or not self._every_site_here:
-            return base
-        return {**(base or {}), "bins": self.bins.to_json()}

@@ -34,6 +34,7 @@ from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.experiments.source import Source
+from fedstruct.fl.binning import QuantileBins
 from fedstruct.graphs import Graph, graph_metrics
 from fedstruct.graphs.metrics import edge_type_counts, shd, site_agreement
 from fedstruct.methods.fedcd import (
@@ -45,7 +46,7 @@ from fedstruct.methods.fedcd import (
     final_graph,
 )
 
-__all__ = ["method", "pooled", "run_fedcd"]
+__all__ = ["bin_report", "method", "pooled", "run_fedcd"]
 
 
 def pooled(clients: Sequence[ClientData]) -> ClientData:
@@ -56,12 +57,26 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
 
 
 def method(s: FedCDRun, source: Source) -> FedCD:
-    """The FED-CD estimator the settings describe, for the source's clients."""
+    """The FED-CD estimator the settings describe, for the source's clients (a user's
+    continuous columns binned by the method's exchange, ``bins`` and ``bin_grid``)."""
+    continuous = source.continuous if isinstance(source, RegimeSites) else ()
+    binning = {"continuous": continuous, "bins": s.bins, "bin_grid": s.bin_grid}
     return FedCD(
         seed=s.seed,
         participation=s.participation(source.names),
+        **(binning if continuous else {}),
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )
+
+
+def bin_report(bins: QuantileBins | None) -> dict[str, float]:
+    """Per binned column its number of bins (``bins_<column>``) and cut points
+    (``bin_cut_<column>_<j>``); nothing without continuous columns."""
+    out: dict[str, float] = {}
+    for column, cuts in ({} if bins is None else bins.cuts).items():
+        out[f"bins_{column}"] = float(len(cuts) + 1)
+        out.update({f"bin_cut_{column}_{j}": float(c) for j, c in enumerate(cuts)})
+    return out
 
 
 def _alone(s: FedCDRun, data: ClientData, names: Sequence[str]) -> Graph:
@@ -113,8 +128,9 @@ def run_fedcd(
 
 def _on_files(ctx: RunContext, model: FedCD, source: RegimeSites) -> RunOutcome:
     """A run on a user's files: the DAG's edges, the certainty of the beliefs (edge
-    entropy), how far the sites' last graphs agree with it, and, with ``--truth``, the
-    scores against that graph (SHD per round too)."""
+    entropy), how far the sites' last graphs agree with it, the continuous columns'
+    bins (:func:`bin_report`), and, with ``--truth``, the scores against that graph
+    (SHD per round too)."""
     fed = model.graph_
     history = [dict(h) for h in model.history_]
     metrics: dict[str, float] = {
@@ -122,6 +138,7 @@ def _on_files(ctx: RunContext, model: FedCD, source: RegimeSites) -> RunOutcome:
         "edge_entropy": float(history[-1].get("edge_entropy", np.nan)),
         "site_agreement": site_agreement(fed, model.client_graphs_[-1].values()),
         **source.report(),
+        **bin_report(model.bins_),
     }
     figures = []
     truth = source.truth

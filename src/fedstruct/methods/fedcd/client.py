@@ -1,18 +1,30 @@
-"""The FED-CD client: ENCO on its own rows from the broadcast belief; sends only beliefs."""
+"""The FED-CD client: ENCO on its own rows from the broadcast belief; sends only beliefs
+(and, for a table with continuous columns, the aggregates of the bins' exchange)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from fedstruct.data.client import ClientData
+from fedstruct.errors import ProtocolError
 from fedstruct.fl import Client, Message, handles
+from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco.learner import ENCO
 from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData
 
-__all__ = ["FIT", "FedCDClient"]
+__all__ = ["BIN_COUNTS", "BIN_CUTS", "BIN_GRID", "BIN_SUMMARY", "FIT", "FedCDClient"]
 
 FIT = "fedcd.fit"
+#: The bins' first step: each site's count, sum and centred sum of squares per column.
+BIN_SUMMARY = "fedcd.bin-summary"
+#: The bins' second step: the shared grids down (:data:`BIN_GRID`), the site's
+#: counts per grid cell up.
+BIN_COUNTS = "fedcd.bin-counts"
+#: The array of a :data:`BIN_COUNTS` message holding the grids (``columns x cells+1``).
+BIN_GRID = "bin_grid"
+#: The array of a FIT message holding the cut points (``columns x cuts``, NaN-padded).
+BIN_CUTS = "bin_cuts"
 
 
 class FedCDClient(Client):
@@ -22,34 +34,111 @@ class FedCDClient(Client):
     ``epochs_per_round`` ENCO epochs from it (Algorithm 2, local learning stage) and
     replies with its new ``(γ, θ)``, its intervention targets (what proximity
     aggregation needs, §5.2), its variable names and its row count (for voting).
+
+    With continuous columns (``binning``; ENCO models categorical variables), the
+    client first answers the bins' exchange (:mod:`fedstruct.fl.binning`):
+    :data:`BIN_SUMMARY` with its columns' counts, sums and centred sums of squares,
+    :data:`BIN_COUNTS` with its counts over the shared grids; every FIT message then
+    carries the cut points (:data:`BIN_CUTS`), with which the client codes its own
+    rows (once: the cuts do not change during a run).
+
+    Parameters
+    ----------
+    data
+        The client's rows with their regimes (continuous columns as numbers).
+    config
+        FED-CD's settings.
+    seed
+        The run's seed.
+    binning
+        The continuous columns and how they are binned; ``None``: every column is
+        categorical or ordinal already.
     """
 
-    def __init__(self, data: ClientData, *, config: FedCDConfig, seed: int) -> None:
+    def __init__(
+        self,
+        data: ClientData,
+        *,
+        config: FedCDConfig,
+        seed: int,
+        binning: QuantileBinning | None = None,
+    ) -> None:
         super().__init__(data, seed=seed)
-        self.local = InterventionalData.from_client(data)
         self.config = config
         self.learner = ENCO(config.enco())
+        self.binning = binning if binning is not None and binning.columns else None
+        self._cuts: bytes | None = None
+        self._local: InterventionalData | None = None
+        if self.binning is None:
+            self._local = InterventionalData.from_client(data)
 
-    @handles(FIT, max_entries=lambda c, m: 2 * len(c.local.names) ** 2 + 2 * len(c.local.names) + 8)
+    @property
+    def local(self) -> InterventionalData:
+        """The client's rows split by regime, as ENCO reads them (binned columns coded
+        once the cut points have come).
+
+        Raises
+        ------
+        ProtocolError
+            Before the cut points of a table with continuous columns have come.
+        """
+        if self._local is None:
+            raise ProtocolError(
+                f"client {self.name!r} has continuous columns and no bin cut points yet: "
+                "the server sends them with every fedcd.fit message"
+            )
+        return self._local
+
+    def _code(self, msg: Message) -> None:
+        """Code the rows with the message's cut points, if they are new."""
+        if self.binning is None or BIN_CUTS not in msg.arrays:
+            return
+        cuts = np.ascontiguousarray(msg.arrays[BIN_CUTS], dtype=np.float64)
+        if self._local is not None and self._cuts == cuts.tobytes():
+            return
+        bins = QuantileBins.from_array(self.binning.columns, cuts)
+        coded = ClientData(self.data.name, bins.encode(self.data.rows),
+                           intervention=self.data.intervention)  # fmt: skip
+        self._local = InterventionalData.from_client(coded)
+        self._cuts = cuts.tobytes()
+
+    @handles(BIN_SUMMARY, max_entries=lambda c, m: c.binning.summary_entries if c.binning else 0)
+    def bin_summary(self, msg: Message) -> Message:
+        """The bins' first step: the columns' counts, sums and centred sums of squares."""
+        assert self.binning is not None, "a bins step for a client without continuous columns"
+        return Message(BIN_SUMMARY, arrays=self.binning.summary(self.data.rows))
+
+    @handles(BIN_COUNTS, max_entries=lambda c, m: c.binning.histogram_entries if c.binning else 0)
+    def bin_counts(self, msg: Message) -> Message:
+        """The bins' second step: the client's counts over the shared grids."""
+        assert self.binning is not None, "a bins step for a client without continuous columns"
+        counts = self.binning.histograms(self.data.rows, msg.arrays[BIN_GRID])
+        return Message(BIN_COUNTS, arrays={"counts": counts})
+
+    @handles(
+        FIT, max_entries=lambda c, m: 2 * len(c.data.variables) ** 2 + 2 * len(c.data.variables) + 8
+    )
     def fit(self, msg: Message) -> Message:
         """Local ENCO epochs from the broadcast belief (uniform when none is sent)."""
-        d = len(self.local.names)
+        self._code(msg)
+        local = self.local
+        d = len(local.names)
         if "gamma" in msg.arrays:
             prior = Beliefs(msg.arrays["gamma"], msg.arrays["theta"])
         else:
             prior = Beliefs.uniform(d)
         seed = int(self.rng(msg).integers(2**62))
-        beliefs = self.learner.fit(self.local, prior, self.config.epochs_per_round, seed)
+        beliefs = self.learner.fit(local, prior, self.config.epochs_per_round, seed)
         return Message(
             FIT,
             arrays={
                 "gamma": beliefs.gamma,
                 "theta": beliefs.theta,
-                "targets": np.asarray(self.local.targets, dtype=np.int64),
+                "targets": np.asarray(local.targets, dtype=np.int64),
             },
-            config={"names": list(self.local.names)},
+            config={"names": list(local.names)},
             metrics={
-                "n": self.local.n_rows,
+                "n": local.n_rows,
                 "loss": self.learner.last_loss_,
             },
         )

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
+from fedstruct.fl import Participation
+from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.fl.estimator import GraphLearner
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
@@ -35,6 +38,17 @@ class FedCD(
         The run's seed (every client's ENCO draws and the participation draws).
     participation
         Who takes part in each round (default: everyone).
+    continuous
+        The continuous columns of the clients' rows: ENCO models categorical
+        variables, so each is cut into ``bins`` federated quantile bins, computed
+        in a first exchange from the clients' aggregates (never rows:
+        :mod:`fedstruct.fl.binning`) and used by each client to code its own rows.
+        Every other column holds category codes ``0..k-1``.
+    bins
+        Bins per continuous column.
+    bin_grid
+        Cells of the shared grid over which each client counts a continuous column's
+        values (a cut is within one cell, ``8 sd / bin_grid``, of the pooled quantile).
     **params
         Fields of :class:`FedCDConfig` (``rounds``, ``aggregation``, ``discount``, ENCO's
         ``model_steps``, ...).
@@ -51,6 +65,8 @@ class FedCD(
         Per round, each answering client's own (pruned) graph.
     history_ : list of dict
         Per-round counts, edges, average edge entropy and training loss.
+    bins_ : QuantileBins or None
+        The continuous columns' cut points (``None`` without continuous columns).
 
     ``score(truth)`` is the F1 of the DAG's adjacencies against the true graph;
     ``evaluate(truth)`` adds SHD and orientation scores
@@ -59,6 +75,36 @@ class FedCD(
 
     #: The file stem of the edge-probability matrix (:meth:`learned_tables`).
     PROBABILITIES = "edge-probabilities"
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        participation: Participation | None = None,
+        continuous: Sequence[str] = (),
+        bins: int = 4,
+        bin_grid: int = 256,
+        **params: Any,
+    ) -> None:
+        super().__init__(seed=seed, participation=participation, **params)
+        self.binning = QuantileBinning(tuple(continuous), bins, bin_grid) if continuous else None
+        if continuous:  # a categorical model's parameters stay as they were
+            self._given(continuous=tuple(continuous), bins=bins, bin_grid=bin_grid)
+
+    def make_client(self, data: ClientData) -> FedCDClient:
+        """The client holding ``data`` (with the bins' steps for continuous columns)."""
+        return FedCDClient(data, config=self.config, seed=self.seed, binning=self.binning)
+
+    def make_server(self) -> FedCDServer:
+        """A fresh server (with the bins' exchange for continuous columns)."""
+        return FedCDServer(self.config, self.binning)
+
+    def identity(self) -> dict[str, Any]:
+        """The binning of continuous columns, besides the config (none without)."""
+        if self.binning is None:
+            return {}
+        b = self.binning
+        return {"continuous": list(b.columns), "bins": b.bins, "bin_grid": b.cells}
 
     def learn(self, state: FedCDState) -> None:
         """The global graph, beliefs, and per-round and per-client graphs.
@@ -78,6 +124,7 @@ class FedCD(
         self.beliefs_ = state.beliefs
         self.round_graphs_ = state.round_graphs
         self.client_graphs_ = state.client_graphs
+        self.bins_ = state.bins
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
@@ -91,8 +138,9 @@ class FedCD(
         return {self.PROBABILITIES: table.rename_axis("from\\to")}
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
-        """The beliefs ``γ``, ``θ`` as arrays; the DAG and the per-round graphs as JSON."""
-        return {"gamma": self.beliefs_.gamma, "theta": self.beliefs_.theta}, {
+        """The beliefs ``γ``, ``θ`` as arrays; the DAG, the per-round graphs and the
+        continuous columns' cut points (``bins``, when there are any) as JSON."""
+        meta: dict[str, Any] = {
             "graph": to_graph_json(self.graph_),
             "round_graphs": [None if g is None else to_graph_json(g) for g in self.round_graphs_],
             "client_graphs": [
@@ -100,6 +148,9 @@ class FedCD(
                 for graphs in self.client_graphs_
             ],
         }
+        if self.bins_ is not None:
+            meta["bins"] = self.bins_.to_json()
+        return {"gamma": self.beliefs_.gamma, "theta": self.beliefs_.theta}, meta
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
         """Set the learned attributes from :meth:`learned_state`'s output."""
@@ -115,3 +166,4 @@ class FedCD(
             {name: from_graph_json(g).graph for name, g in graphs.items()}
             for graphs in meta["client_graphs"]
         ]
+        self.bins_ = QuantileBins.from_json(meta["bins"]) if meta.get("bins") else None

@@ -7,10 +7,18 @@ proximity (:mod:`.aggregate`). Proximity distances are measured on the previous
 round's aggregated graph; in round 1, on the vote of the round's replies (there is
 no earlier graph). The aggregated graph of every round is made acyclic by breaking
 each cycle at its least-supported edge (§7, "two-step pruning").
+
+A table with continuous columns starts round 1 with the bins' exchange
+(:mod:`fedstruct.fl.binning`): every connected client sends its columns' counts, sums
+and centred sums of squares; the server fixes one shared grid per column and sends
+it; every client sends its counts per grid cell; the server cuts at the pooled
+quantiles, keeps the cut points in its state (a resumed run does not ask again) and
+sends them with every FIT message, with which each client codes its own rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -18,6 +26,7 @@ import numpy as np
 
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
+from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import break_cycles
 from fedstruct.methods.fedcd.aggregate import (
@@ -27,7 +36,7 @@ from fedstruct.methods.fedcd.aggregate import (
     proximity_weights,
     vote_weights,
 )
-from fedstruct.methods.fedcd.client import FIT
+from fedstruct.methods.fedcd.client import BIN_COUNTS, BIN_CUTS, BIN_GRID, BIN_SUMMARY, FIT
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.learner import Beliefs
 
@@ -36,7 +45,8 @@ __all__ = ["FedCDServer", "FedCDState", "final_graph"]
 
 @dataclass
 class FedCDState:
-    """The aggregated belief, its graph, and what every round produced."""
+    """The aggregated belief, its graph, what every round produced and the continuous
+    columns' bins (``None`` before the bins' exchange, and for categorical data)."""
 
     names: tuple[str, ...] = ()
     beliefs: Beliefs | None = None
@@ -44,6 +54,7 @@ class FedCDState:
     round_graphs: list[Graph | None] = field(default_factory=list)
     client_graphs: list[dict[str, Graph]] = field(default_factory=list)
     history: list[dict[str, float]] = field(default_factory=list)
+    bins: QuantileBins | None = None
 
 
 checkpoint.register(FedCDState)
@@ -63,11 +74,21 @@ def final_graph(names: Sequence[str], beliefs: Beliefs, acyclic: bool = True) ->
 
 
 class FedCDServer(ServerAlgorithm[FedCDState]):
-    """FED-CD (Abyaneh et al. 2023, Algorithm 2), server side."""
+    """FED-CD (Abyaneh et al. 2023, Algorithm 2), server side.
 
-    def __init__(self, config: FedCDConfig) -> None:
+    Parameters
+    ----------
+    config
+        FED-CD's settings.
+    binning
+        The continuous columns and how they are binned (the module docstring's
+        exchange); ``None``: every column is categorical or ordinal already.
+    """
+
+    def __init__(self, config: FedCDConfig, binning: QuantileBinning | None = None) -> None:
         self.config = config
         self.rounds = config.rounds
+        self.binning = binning if binning is not None and binning.columns else None
 
     def init_state(self) -> FedCDState:
         """No belief yet: round 1 starts every client from the uniform one."""
@@ -75,9 +96,13 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
 
     def run_round(self, grid: Grid, state: FedCDState, rnd: int) -> FedCDState:
         """One round of Algorithm 2; see the module docstring."""
+        if self.binning is not None and state.bins is None:
+            state = dataclasses.replace(state, bins=self._bins(grid, self.binning))
         arrays = {}
         if state.beliefs is not None:
             arrays = {"gamma": state.beliefs.gamma, "theta": state.beliefs.theta}
+        if self.binning is not None and state.bins is not None:
+            arrays[BIN_CUTS] = state.bins.to_array(self.binning.columns)
         asked = grid.node_ids()
         replies = grid.send_and_receive(
             {n: Message(FIT, arrays=arrays, config={"round": rnd}) for n in asked}
@@ -123,7 +148,29 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
             round_graphs=[*state.round_graphs, graph],
             client_graphs=[*state.client_graphs, locals_],
             history=[*state.history, record],
+            bins=state.bins,
         )
+
+    @staticmethod
+    def _bins(grid: Grid, binning: QuantileBinning) -> QuantileBins:
+        """The bins' exchange (module docstring) with every connected client, outside
+        the participation model (like FedAvg's statistics step).
+
+        Raises
+        ------
+        ProtocolError
+            If no client answers a step.
+        DataError
+            If a column has no value at any client.
+        """
+        nodes = grid.connected_ids()
+        summaries = grid.exchange_outside_rounds({n: Message(BIN_SUMMARY) for n in nodes})
+        if not summaries:
+            raise ProtocolError("no client answered FED-CD's bins step (column summaries)")
+        edges = binning.edges([summaries[n].arrays for n in sorted(summaries)])
+        asked = {n: Message(BIN_COUNTS, arrays={BIN_GRID: edges}) for n in sorted(summaries)}
+        counts = grid.exchange_outside_rounds(asked)
+        return binning.cuts(edges, [counts[n].arrays["counts"] for n in sorted(counts)])
 
     def _graph(self, names: Sequence[str], beliefs: Beliefs) -> Graph:
         return final_graph(names, beliefs, self.config.acyclic)
@@ -157,4 +204,5 @@ def _with_record(state: FedCDState, record: Mapping[str, float]) -> FedCDState:
         round_graphs=[*state.round_graphs, state.graph],
         client_graphs=[*state.client_graphs, {}],
         history=[*state.history, dict(record)],
+        bins=state.bins,
     )
