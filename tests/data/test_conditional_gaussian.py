@@ -1,6 +1,7 @@
 """ConditionalGaussianSCM: kinds, dtypes, scales, reproducibility, the linear mechanism."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
@@ -45,3 +46,19 @@ def test_bad_settings_are_named():
         ConditionalGaussianSCM(DAG, {**KINDS, "A": "ordinal"}, seed=0)
     with pytest.raises(ConfigError, match="logit_scale"):
         ConditionalGaussianSCM(DAG, KINDS, seed=0, logit_scale=0)
+
+
+def test_a_perfect_intervention_cuts_a_variable_from_its_parents():
+    model = ConditionalGaussianSCM(DAG, KINDS, seed=0)
+    plain = model.sample(4000, seed=3).frame
+    child = next(v for v in DAG.names if DAG.parents(v))
+    done = model.sample(4000, seed=3, interventions={child: "uniform"}).frame
+    others = [v for v in DAG.names if v not in DAG.descendants(child) | {child}]
+    pd.testing.assert_frame_equal(done[others], plain[others])  # same draws elsewhere
+    for parent in DAG.parents(child):
+        x, y = done[parent].to_numpy(float), done[child].to_numpy(float)
+        assert abs(np.corrcoef(x, y)[0, 1]) < 0.06
+    with pytest.raises(UnknownVariableError, match="'nope'"):
+        model.sample(10, seed=0, interventions={"nope": "uniform"})
+    with pytest.raises(ConfigError, match="give a number or 'uniform'"):
+        model.sample(10, seed=0, interventions={child: "high"})

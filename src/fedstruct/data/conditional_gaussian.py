@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data._shared import SeedLike, check_sample_size, make_rng, softmax
 from fedstruct.data.checks import integer_at_least
-from fedstruct.data.discrete import inverse_cdf
+from fedstruct.data.discrete import UNIFORM, inverse_cdf
 from fedstruct.data.mixed import MixedDataset
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
@@ -139,14 +139,29 @@ class ConditionalGaussianSCM:
             "intercept": rng.normal(0.0, 0.5, k) if k else None,
         }
 
-    def _forward(self, n: int, rng: np.random.Generator, *, calibrate: bool) -> NDArray[np.float64]:
+    def _forward(
+        self,
+        n: int,
+        rng: np.random.Generator,
+        *,
+        calibrate: bool,
+        fixed: Mapping[int, float | None] | None = None,
+    ) -> NDArray[np.float64]:
+        """``n`` rows in the DAG's order; ``fixed``: variable index -> its intervened
+        value, or ``None`` for a uniform intervention (:meth:`sample`)."""
         d = len(self._parents)
         values = np.empty((n, d))
         eps = rng.standard_normal((n, d))
         u = rng.random((n, d))
+        fixed = fixed or {}
         for j in self._order:
             params = self._params[j]
             k = self._card(j)
+            if j in fixed:
+                value = fixed[j]
+                uniform = np.floor(u[:, j] * k) if k else eps[:, j]
+                values[:, j] = uniform if value is None else value
+                continue
             parts = []
             for p, w in zip(self._parents[j], params["weights"], strict=True):  # type: ignore[call-overload]
                 if self._card(p):
@@ -171,14 +186,61 @@ class ConditionalGaussianSCM:
             values[:, j] = scale * (signal - shift) + noise * eps[:, j]
         return values
 
-    def sample(self, n: int, *, seed: SeedLike) -> MixedDataset:
+    def _interventions(self, given: Mapping[str, object]) -> dict[int, float | None]:
+        """``{variable: value}`` as ``{index: value or None (uniform)}`` (:meth:`sample`)."""
+        names = list(self.dag.names)
+        out: dict[int, float | None] = {}
+        for variable, value in given.items():
+            if variable not in names:
+                raise UnknownVariableError(
+                    f"cannot intervene on {variable!r}: the model's variables are {names}"
+                )
+            j, k = names.index(variable), self.cardinalities.get(variable, 0)
+            if isinstance(value, str) and value == UNIFORM:
+                out[j] = None
+            elif isinstance(value, int | float) and (not k or value in range(k)):
+                out[j] = float(value)
+            else:
+                states = f"a code 0..{k - 1}" if k else "a number"
+                raise ConfigError(
+                    f"intervention on {variable!r}: value {value!r}; give {states} or 'uniform'"
+                )
+        return out
+
+    def sample(
+        self, n: int, *, seed: SeedLike, interventions: Mapping[str, object] | None = None
+    ) -> MixedDataset:
         """``n`` rows: real columns ``float64``, categorical ones ``int64`` codes.
 
         The data set's ``graph`` is the DAG's moral graph (its conditional-independence
         graph); the DAG itself is :attr:`dag`.
+
+        Parameters
+        ----------
+        n
+            Rows.
+        seed
+            Seed of the draws.
+        interventions
+            Perfect interventions, variable -> value: a number sets the variable to it
+            (a category code for a categorical one); ``"uniform"`` cuts it from its
+            parents and draws it at random, its categories equally likely, or a real
+            one ``N(0, 1)``, its observational scale (a stochastic perfect
+            intervention, as ENCO's and FED-CD's interventional data, Lippe et al.
+            2021, §4.1). The other variables' draws are those of the same seed
+            without the intervention.
+
+        Raises
+        ------
+        UnknownVariableError
+            If an intervention names a variable the DAG does not have.
+        ConfigError
+            If a value is neither ``"uniform"`` nor a number (a category code of a
+            categorical variable).
         """
         n = check_sample_size(n)
-        values = self._forward(n, make_rng(seed), calibrate=False)
+        fixed = self._interventions(interventions or {})
+        values = self._forward(n, make_rng(seed), calibrate=False, fixed=fixed)
         columns = {
             v: values[:, j].astype(np.int64) if kind != "real" else values[:, j]
             for j, (v, kind) in enumerate(self.kinds.items())
