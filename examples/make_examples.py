@@ -27,6 +27,11 @@ site, plus a manifest where the method needs roles.
 * ``diabetes/``: scikit-learn's diabetes table in its original units as four
   hospitals, 5 % of every feature's values missing at random, to regress
   ``progression`` — FedAvg's regression with imputation.
+* ``mixed-interventions/``: a mixed table (four continuous, two yes/no and two
+  three-level columns) sampled from a conditional-Gaussian model with a known DAG
+  (``truth.json``), as three labs that each hold observational rows and rows under
+  perfect interventions on their own variables (``regime`` column), 2 % of the
+  values missing at random — FED-CD on mixed, incomplete columns.
 
 Only some folders: ``python examples/make_examples.py breast-cancer diabetes``.
 """
@@ -43,12 +48,14 @@ import yaml
 from PIL import Image
 
 from fedstruct.data import load_network
+from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.datasets.sachs import SACHS_CONDITIONS, load_sachs_data, sachs_row_conditions
 from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
 from fedstruct.experiments.fcm import make_concept_dataset
 from fedstruct.graphs import write_graph
+from fedstruct.graphs.random import random_dag
 
 HERE = Path(__file__).resolve().parent
 LEVELS = np.array(["low", "mid", "high"])
@@ -181,10 +188,47 @@ def diabetes() -> None:
         rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
 
 
+#: The mixed example's variables and kinds: lab-style names, no meaning beyond the DAG.
+MIXED_KINDS = {"m1": "real", "m2": "real", "m3": "real", "m4": "real",
+               "flag1": "binary", "flag2": "binary", "grade1": "categorical",
+               "grade2": "categorical"}  # fmt: skip
+#: Each lab's intervened variables (disjoint, as FED-CD's vertical split, §6.4).
+MIXED_LABS = {"lab-a": ["m1", "flag1", "grade2"], "lab-b": ["m2", "m3", "flag2"],
+              "lab-c": ["m4", "grade1"]}  # fmt: skip
+
+
+def mixed_interventions(observational: int = 1200, per_target: int = 300,
+                        missing: float = 0.02) -> None:  # fmt: skip
+    """FED-CD: three labs over a conditional-Gaussian DAG, each with observational rows
+    and rows under a uniform perfect intervention on each of its variables, states in
+    words, ``missing`` of every variable's values missing completely at random."""
+    folder = _fresh("mixed-interventions")
+    names = list(MIXED_KINDS)
+    dag = random_dag("random", len(names), seed=SEED, names=names, shuffle=True,
+                     edges_per_node=1.5)  # fmt: skip
+    model = ConditionalGaussianSCM(dag, MIXED_KINDS, seed=SEED, n_categories=3)
+    words = {"binary": np.array(["no", "yes"]), "categorical": np.array(["low", "mid", "high"])}
+    rng = np.random.default_rng(SEED)
+    for k, (lab, targets) in enumerate(MIXED_LABS.items()):
+        parts = [model.sample(observational, seed=[SEED, k]).frame.assign(regime="obs")]
+        for j, target in enumerate(targets):
+            rows = model.sample(per_target, seed=[SEED, k, j + 1],
+                                interventions={target: "uniform"}).frame  # fmt: skip
+            parts.append(rows.assign(regime=target))
+        frame = pd.concat(parts, ignore_index=True)
+        table = pd.DataFrame(
+            {v: words[kind][frame[v].to_numpy()] if kind in words else frame[v].round(3)
+             for v, kind in MIXED_KINDS.items()}  # fmt: skip
+        ).mask(rng.random((len(frame), len(names))) < missing)
+        table.insert(0, "regime", frame["regime"])
+        table.to_csv(folder / f"{lab}.csv", index=False)
+    write_graph(dag, folder / "truth.json")
+
+
 MAKERS = {
     make.__name__.replace("_", "-"): make
     for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits,
-                 asia_task, breast_cancer, diabetes)
+                 asia_task, breast_cancer, diabetes, mixed_interventions)
 }  # fmt: skip
 
 
