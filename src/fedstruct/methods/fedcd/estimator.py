@@ -87,9 +87,9 @@ class FedCD(
         **params: Any,
     ) -> None:
         super().__init__(seed=seed, participation=participation, **params)
-        self.binning = QuantileBinning(tuple(continuous), bins, bin_grid) if continuous else None
-        if continuous:  # a categorical model's parameters stay as they were
-            self._given(continuous=tuple(continuous), bins=bins, bin_grid=bin_grid)
+        binning = QuantileBinning(tuple(continuous), bins, bin_grid)  # checks bins, bin_grid
+        self.binning = binning if binning.columns else None
+        self._given(continuous=tuple(continuous), bins=bins, bin_grid=bin_grid)
 
     def make_client(self, data: ClientData) -> FedCDClient:
         """The client holding ``data`` (with the bins' steps for continuous columns)."""
