@@ -217,8 +217,10 @@ def mixed_interventions(observational: int = 1200, per_target: int = 300,
             parts.append(rows.assign(regime=target))
         frame = pd.concat(parts, ignore_index=True)
         table = pd.DataFrame(
-            {v: words[kind][frame[v].to_numpy()] if kind in words else frame[v].round(3)
-             for v, kind in MIXED_KINDS.items()}  # fmt: skip
+            {
+                v: words[kind][frame[v].to_numpy()] if kind in words else frame[v].round(3)
+                for v, kind in MIXED_KINDS.items()
+            }
         ).mask(rng.random((len(frame), len(names))) < missing)
         table.insert(0, "regime", frame["regime"])
         table.to_csv(folder / f"{lab}.csv", index=False)
