@@ -59,12 +59,12 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
 def method(s: FedCDRun, source: Source) -> FedCD:
     """The FED-CD estimator the settings describe, for the source's clients (a user's
     continuous columns binned by the method's exchange, ``bins`` and ``bin_grid``)."""
-    continuous = source.continuous if isinstance(source, RegimeSites) else ()
-    binning = {"continuous": continuous, "bins": s.bins, "bin_grid": s.bin_grid}
     return FedCD(
         seed=s.seed,
         participation=s.participation(source.names),
-        **(binning if continuous else {}),
+        continuous=source.continuous if isinstance(source, RegimeSites) else (),
+        bins=s.bins,
+        bin_grid=s.bin_grid,
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )
 

@@ -6,7 +6,9 @@ runs ENCO (Lippe et al. 2021; our own vectorised implementation in
 :mod:`fedstruct.methods.fedcd.enco`) from the broadcast belief ``(γ, θ)``; the server
 aggregates the beliefs by data-share voting (§5.1) or by proximity to each client's
 interventions (§5.2) and prunes the result to a DAG (§7). Only beliefs, intervention
-target sets and row counts cross the wire.
+target sets and row counts cross the wire; with continuous columns (``continuous``),
+a first exchange cuts them into federated quantile bins from the clients' column
+summaries and counts over a shared grid (:mod:`fedstruct.fl.binning`).
 
 Examples
 --------

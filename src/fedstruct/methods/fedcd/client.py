@@ -102,17 +102,31 @@ class FedCDClient(Client):
         self._local = InterventionalData.from_client(coded)
         self._cuts = cuts.tobytes()
 
-    @handles(BIN_SUMMARY, max_entries=lambda c, m: c.binning.summary_entries if c.binning else 0)
+    def _binning(self) -> QuantileBinning:
+        """The client's binning.
+
+        Raises
+        ------
+        ProtocolError
+            For a bins step sent to a client without continuous columns.
+        """
+        if self.binning is None:
+            raise ProtocolError(
+                f"client {self.name!r} has no continuous columns, but was asked for a bins step"
+            )
+        return self.binning
+
+    @handles(BIN_SUMMARY, max_entries=lambda c, m: c._binning().summary_entries)
     def bin_summary(self, msg: Message) -> Message:
         """The bins' first step: the columns' counts, sums and centred sums of squares."""
-        assert self.binning is not None, "a bins step for a client without continuous columns"
-        return Message(BIN_SUMMARY, arrays=self.binning.summary(self.data.rows))
+        return Message(BIN_SUMMARY, arrays=self._binning().summary(self.data.rows))
 
-    @handles(BIN_COUNTS, max_entries=lambda c, m: c.binning.histogram_entries if c.binning else 0)
+    @handles(BIN_COUNTS, max_entries=lambda c, m: c._binning().histogram_entries)
     def bin_counts(self, msg: Message) -> Message:
         """The bins' second step: the client's counts over the shared grids."""
-        assert self.binning is not None, "a bins step for a client without continuous columns"
-        counts = self.binning.histograms(self.data.rows, msg.arrays[BIN_GRID])
+        if BIN_GRID not in msg.arrays:
+            raise ProtocolError(f"client {self.name!r} was asked for bin counts without a grid")
+        counts = self._binning().histograms(self.data.rows, msg.arrays[BIN_GRID])
         return Message(BIN_COUNTS, arrays={"counts": counts})
 
     @handles(
