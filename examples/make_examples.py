@@ -27,6 +27,11 @@ site, plus a manifest where the method needs roles.
 * ``diabetes/``: scikit-learn's diabetes table in its original units as four
   hospitals, 5 % of every feature's values missing at random, to regress
   ``progression`` — FedAvg's regression with imputation.
+* ``breast-cancer-skew/``: the breast-cancer table as four hospitals whose shares of
+  malignant tumours differ (a Dirichlet(0.5) label skew: 9 %, 24 %, 98 %, 25 %), with
+  a categorical ``tumour_size`` and 3 % of every feature's values missing — CAFE on a
+  mixed, incomplete, class-skewed table
+  (:func:`fedstruct.data.datasets.tables.breast_cancer_hospitals`).
 
 Only some folders: ``python examples/make_examples.py breast-cancer diabetes``.
 """
@@ -46,7 +51,11 @@ from fedstruct.data import load_network
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.datasets.sachs import SACHS_CONDITIONS, load_sachs_data, sachs_row_conditions
-from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
+from fedstruct.data.datasets.tables import (
+    breast_cancer_hospitals,
+    breast_cancer_sites,
+    diabetes_sites,
+)
 from fedstruct.experiments.fcm import make_concept_dataset
 from fedstruct.graphs import write_graph
 
@@ -181,10 +190,18 @@ def diabetes() -> None:
         rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
 
 
+def breast_cancer_skew() -> None:
+    """CAFE: the breast-cancer table at four hospitals with their own class mixes, a
+    categorical column and 3 % missing values."""
+    folder = _fresh("breast-cancer-skew")
+    for k, rows in enumerate(breast_cancer_hospitals(seed=SEED)):
+        rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
+
+
 MAKERS = {
     make.__name__.replace("_", "-"): make
     for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits,
-                 asia_task, breast_cancer, diabetes)
+                 asia_task, breast_cancer, diabetes, breast_cancer_skew)
 }  # fmt: skip
 
 
