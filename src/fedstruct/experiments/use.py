@@ -60,8 +60,8 @@ def predict_file(
     """The saved model's predictions for the rows of ``data``: one column per predicted
     variable (its state, by level name where the run's files named levels) and, for
     a categorical one, ``P(VAR=STATE)`` per state; for images (a CAFE run on image
-    sites), the file's own label too (``label_given``). Also the columns of ``data`` the model does not read (a
-    FedNGM site's own variables), which were left out.
+    sites), the file's own label too (``label_given``). Also the columns of ``data``
+    the model does not read (a FedNGM site's own variables), which were left out.
 
     Raises
     ------
