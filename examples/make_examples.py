@@ -32,6 +32,11 @@ site, plus a manifest where the method needs roles.
   (``truth.json``), as three labs that each hold observational rows and rows under
   perfect interventions on their own variables (``regime`` column), 2 % of the
   values missing at random — FED-CD on mixed, incomplete columns.
+* ``breast-cancer-skew/``: the breast-cancer table as four hospitals whose shares of
+  malignant tumours differ (a Dirichlet(0.5) label skew: 9 %, 24 %, 98 %, 25 %), with
+  a categorical ``tumour_size`` and 3 % of every feature's values missing — CAFE on a
+  mixed, incomplete, class-skewed table
+  (:func:`fedstruct.data.datasets.tables.breast_cancer_hospitals`).
 
 Only some folders: ``python examples/make_examples.py breast-cancer diabetes``.
 """
@@ -52,7 +57,11 @@ from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.datasets.sachs import SACHS_CONDITIONS, load_sachs_data, sachs_row_conditions
-from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
+from fedstruct.data.datasets.tables import (
+    breast_cancer_hospitals,
+    breast_cancer_sites,
+    diabetes_sites,
+)
 from fedstruct.experiments.fcm import make_concept_dataset
 from fedstruct.graphs import write_graph
 from fedstruct.graphs.random import random_dag
@@ -227,10 +236,19 @@ def mixed_interventions(observational: int = 1200, per_target: int = 300,
     write_graph(dag, folder / "truth.json")
 
 
+def breast_cancer_skew() -> None:
+    """CAFE: the breast-cancer table at four hospitals with their own class mixes, a
+    categorical column and 3 % missing values."""
+    folder = _fresh("breast-cancer-skew")
+    for k, rows in enumerate(breast_cancer_hospitals(seed=SEED)):
+        rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
+
+
 MAKERS = {
     make.__name__.replace("_", "-"): make
     for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits,
-                 asia_task, breast_cancer, diabetes, mixed_interventions)
+                 asia_task, breast_cancer, diabetes, mixed_interventions,
+                 breast_cancer_skew)
 }  # fmt: skip
 
 

@@ -53,8 +53,15 @@ EXAMPLE_INPUTS = {
 }
 
 
+#: Inputs with a default because the method takes one of two sets of them (CAFE: an
+#: image task's shape and classes, or a table's target and cardinalities): the set the
+#: examples give.
+CHOSEN_INPUTS = {"cafe": ("shape", "n_classes")}
+
+
 def required_inputs(cls: type[FederatedEstimator]) -> dict[str, object]:
     required = [p.name for p in inspect.signature(cls).parameters.values() if p.default is p.empty]
+    required += CHOSEN_INPUTS.get(cls.method, ())
     missing = [name for name in required if name not in EXAMPLE_INPUTS]
     assert not missing, f"add an example value for {missing} to EXAMPLE_INPUTS"
     return {name: EXAMPLE_INPUTS[name] for name in required}

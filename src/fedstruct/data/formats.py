@@ -18,7 +18,8 @@ must know to encode new rows as the sites' were. ``options`` (:class:`SiteOption
 say how every file is read; ``roles`` are the method's column roles (``regime``,
 ``supervised``; a format uses those it knows). :data:`TABLES` (CSV, TSV, Parquet:
 :mod:`fedstruct.data.sites`) and :data:`IMAGES` (folders ``SITE/CLASS/*.png`` or
-``.npz``: :mod:`fedstruct.data.images`) implement it.
+``.npz``: :mod:`fedstruct.data.images`) implement it; :data:`IMAGES_OR_TABLES` reads
+either, chosen by the files (a method that classifies images or a table's rows).
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ from fedstruct.data.sites import (
     merge_schemas,
     read_federation,
 )
+from fedstruct.errors import DataError
 
 __all__ = [
     "IMAGES",
+    "IMAGES_OR_TABLES",
     "TABLES",
     "ImageSites",
     "SiteFormat",
@@ -234,4 +237,88 @@ TABLES: SiteFormat[SiteFederation] = SiteFormat(
 #: class names and counts; the server merges the class codebook.
 IMAGES: SiteFormat[ImageSites] = SiteFormat(
     _describe_images, _merge_images, _read_images, _report_images, _image_inputs
+)
+
+
+# --------------------------------------------------------- images or tables
+def is_image_site(spec: SiteSpec) -> bool:
+    """Whether ``spec``'s file is an image site (a folder or an ``.npz``), not a table."""
+    path = spec.path.expanduser()
+    return path.is_dir() or path.suffix.lower() == ".npz"
+
+
+def _image_schema(config: Mapping[str, Any]) -> bool:
+    """Whether a description or schema is an image federation's (they carry a shape)."""
+    return "shape" in config
+
+
+def _one_format(specs: Sequence[SiteSpec]) -> SiteFormat[Any]:
+    """The format every site of ``specs`` is in.
+
+    Raises
+    ------
+    DataError
+        If some sites are image folders or ``.npz`` files and others tables.
+    """
+    images = [spec.name for spec in specs if is_image_site(spec)]
+    if images and len(images) < len(specs):
+        tables = [spec.name for spec in specs if spec.name not in images]
+        raise DataError(
+            f"sites {images} are images and {tables} tables; a run reads one kind: give "
+            "every site as an image folder or .npz, or every site as a table file"
+        )
+    return IMAGES if images else TABLES
+
+
+def _describe_either(spec: SiteSpec, options: SiteOptions, roles: Roles) -> dict[str, Any]:
+    return _one_format([spec]).describe(spec, options, roles)
+
+
+def _merge_either(
+    descriptions: Sequence[Mapping[str, Any]], options: SiteOptions, roles: Roles
+) -> dict[str, Any]:
+    """The merged schema of image descriptions or of table descriptions.
+
+    Raises
+    ------
+    DataError
+        If some sites described images and others tables.
+    """
+    images = [str(d.get("site", "?")) for d in descriptions if _image_schema(d)]
+    if images and len(images) < len(descriptions):
+        raise DataError(
+            f"sites {images} described images and the others tables; a run reads one "
+            "kind: give every site as an image folder or .npz, or every site as a table"
+        )
+    chosen = IMAGES if images else TABLES
+    return chosen.merge(descriptions, options, roles)
+
+
+def _read_either(
+    sites: Manifest, options: SiteOptions, roles: Roles, schema: Mapping[str, Any] | None
+) -> SiteFederation | ImageSites:
+    """The sites read as images or as tables: by the schema when one is given (a
+    deployment's), else by the files."""
+    if schema is not None:
+        chosen = IMAGES if _image_schema(schema) else TABLES
+    else:
+        chosen = _one_format(sites.sites)
+    return chosen.read(sites, options, roles, schema)
+
+
+def _report_either(read: SiteFederation | ImageSites, site: str) -> dict[str, Any]:
+    if isinstance(read, ImageSites):
+        return _report_images(read, site)
+    return _report_table(read, site)
+
+
+def _either_inputs(read: SiteFederation | ImageSites) -> dict[str, Any]:
+    return _image_inputs(read) if isinstance(read, ImageSites) else _table_inputs(read)
+
+
+#: Image sites or tables, chosen by the files (every site in the same kind): a folder
+#: or an ``.npz`` is an image site (:data:`IMAGES`), any other file a table
+#: (:data:`TABLES`); a deployment's schema says which it merged.
+IMAGES_OR_TABLES: SiteFormat[Any] = SiteFormat(
+    _describe_either, _merge_either, _read_either, _report_either, _either_inputs
 )

@@ -331,6 +331,26 @@ class OnSites(Source):
         """The graph of ``--truth``, checked against the sites' columns, or ``None``."""
         return self.sites.truth
 
+    def check_every_site_observes(self, method: str) -> None:
+        """For a method whose model reads every column at every site (FedAvg, CAFE on
+        a table): name the first site that does not observe some (its file lacks
+        them, or misses them at every row).
+
+        Raises
+        ------
+        DataError
+            Naming the site, its unobserved columns and the fix.
+        """
+        schema = self.sites.schema
+        for site, columns in schema.sites.items():
+            absent = [v for v in schema.variables if v not in columns]
+            if absent:
+                raise DataError(
+                    f"{method} reads every column at every site, but site {site!r} does not "
+                    f"observe {absent} (its file lacks them or misses them at every row); "
+                    "fill them in at that site, or remove them from every site's file"
+                )
+
 
 def _listed(names: Sequence[str], limit: int = 10) -> str:
     shown = ", ".join(repr(n) for n in list(names)[:limit])

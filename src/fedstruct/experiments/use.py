@@ -59,9 +59,9 @@ def predict_file(
 ) -> tuple[pd.DataFrame, list[str]]:
     """The saved model's predictions for the rows of ``data``: one column per predicted
     variable (its state, by level name where the run's files named levels) and, for
-    a categorical one, ``P(VAR=STATE)`` per state; for images, the file's own label
-    too (``label_given``). Also the columns of ``data`` the model does not read (a
-    FedNGM site's own variables), which were left out.
+    a categorical one, ``P(VAR=STATE)`` per state; for images (a CAFE run on image
+    sites), the file's own label too (``label_given``). Also the columns of ``data``
+    the model does not read (a FedNGM site's own variables), which were left out.
 
     Raises
     ------
@@ -74,7 +74,7 @@ def predict_file(
     from fedstruct.methods.cafe import CAFE
 
     model = load(folder)
-    if isinstance(model, CAFE):
+    if isinstance(model, CAFE) and model.table is None:  # images; a table's rows as below
         rows, given = _image_rows(model, Path(data))
         table = model.prediction(rows, list(targets) or None).table()
         return table.assign(label_given=given), []
@@ -89,6 +89,7 @@ def predict_file(
 
 def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray]:
     site = read_image_site(path)
+    assert model.shape is not None
     if site.shape != model.shape:
         raise ArtifactError(
             f"{path}: its images are {site.shape} (channels, height, width), the model's "

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -51,12 +51,17 @@ from numpy.typing import NDArray
 
 from fedstruct.errors import DataError, ProtocolError, UnknownVariableError
 from fedstruct.fl import checkpoint
+from fedstruct.fl.message import Message
+
+if TYPE_CHECKING:
+    from fedstruct.fl.grid import Grid
 
 __all__ = [
     "CATEGORICAL_IMPUTATIONS",
     "FeatureColumns",
     "FeatureEncoder",
     "FeatureStatistics",
+    "gather_statistics",
     "site_summary",
 ]
 
@@ -307,6 +312,28 @@ class FeatureStatistics:
 
 checkpoint.register(FeatureColumns)
 checkpoint.register(FeatureStatistics)
+
+
+def gather_statistics(
+    grid: Grid, columns: FeatureColumns, kind: str, method: str
+) -> FeatureStatistics:
+    """Steps 1-2 of the module docstring, on the server: ask every connected site for
+    its :func:`site_summary` of ``columns`` (a message of ``kind``, outside the
+    participation model, like a final evaluation) and pool the replies, in node
+    order. The method's clients answer ``kind`` with :func:`site_summary` of their
+    training rows.
+
+    Raises
+    ------
+    ProtocolError
+        If no site answers (``method`` names the method in the message), or a reply
+        is malformed (:meth:`FeatureStatistics.merge`).
+    """
+    nodes = grid.connected_ids()
+    replies = grid.exchange_outside_rounds({n: Message(kind) for n in nodes})
+    if not replies:
+        raise ProtocolError(f"no site answered {method}'s feature statistics step")
+    return FeatureStatistics.merge(columns, [replies[n].arrays for n in sorted(replies)])
 
 
 @dataclass(frozen=True)

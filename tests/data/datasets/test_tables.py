@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
+from fedstruct.data.datasets.tables import (
+    SIZE_LEVELS,
+    breast_cancer_hospitals,
+    breast_cancer_sites,
+    diabetes_sites,
+)
 from fedstruct.errors import ConfigError
 
 
@@ -25,6 +30,19 @@ def test_holes_fall_in_the_features_only_at_about_the_share_asked():
     assert 0.07 < holes < 0.13
     assert not any(s["progression"].isna().any() for s in sites)
     assert set(sites[0]["sex"].dropna()) == {1.0, 2.0}
+
+
+def test_the_skewed_hospitals_differ_in_class_mix_and_hold_a_categorical_with_holes():
+    sites = breast_cancer_hospitals(seed=0)
+    assert sum(len(s) for s in sites) == 569 and min(len(s) for s in sites) >= 40
+    malignant = [float((s["diagnosis"] == "malignant").mean()) for s in sites]
+    assert max(malignant) - min(malignant) > 0.5  # label skew: 9 % to 98 % at seed 0
+    pooled = np.concatenate([s["tumour_size"].dropna().to_numpy() for s in sites])
+    assert set(pooled) == set(SIZE_LEVELS) and "mean area" not in sites[0]
+    counts = np.unique(pooled, return_counts=True)[1]
+    assert counts.min() > 170  # tertiles of mean area, less the 3 % holes
+    holes = np.mean([s.drop(columns="diagnosis").isna().to_numpy().mean() for s in sites])
+    assert 0.02 < holes < 0.04 and not any(s["diagnosis"].isna().any() for s in sites)
 
 
 @pytest.mark.parametrize(

@@ -4,12 +4,13 @@ Importing it registers ``fedstruct run cafe`` with its settings only: its federa
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
 for them (:mod:`fedstruct.experiments.recipes`), and the names below when first read.
 Its data (:func:`~fedstruct.experiments.cafe.federation.source`) are the paper's
-Dirichlet split of an image set or the user's image sites.
+Dirichlet split of an image set, or the user's image sites or table sites (a class
+column ``target``).
 """
 
 from typing import TYPE_CHECKING
 
-from fedstruct.data.formats import IMAGES
+from fedstruct.data.formats import IMAGES, IMAGES_OR_TABLES
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.runs import Runnable, register
 from fedstruct.lazy import lazy_exports, lazy_function
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from fedstruct.experiments.cafe.federation import (
         ImageFederation,
         SiteImages,
+        SiteTable,
         SplitImages,
         image_clients,
     )
@@ -28,6 +30,7 @@ __all__ = [
     "CafeRun",
     "ImageFederation",
     "SiteImages",
+    "SiteTable",
     "SplitImages",
     "class_groups",
     "image_clients",
@@ -40,6 +43,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "ImageFederation": "federation",
         "SiteImages": "federation",
+        "SiteTable": "federation",
         "SplitImages": "federation",
         "image_clients": "federation",
         "class_groups": "run",
@@ -54,7 +58,7 @@ register(
         summary="CAFE: causal drift-aware federated learning (and FedAvg, FedProx, MOON, FedProto)",
         settings=CafeRun,
         source=lazy_function("fedstruct.experiments.cafe.federation", "source"),
-        site_format=IMAGES,
+        site_format=IMAGES_OR_TABLES,
         method=lazy_function("fedstruct.experiments.cafe.run", "method"),
         run=lazy_function("fedstruct.experiments.cafe.run", "run_cafe"),
         quick={"clients": 4, "rounds": 3, "local_epochs": 1, "eval_every": 3, "report_rate": 0.5},
@@ -65,5 +69,6 @@ register(
             "cf": "report_rate",
             "method": "algorithm",
         },
+        missing=("keep", "error", "drop-rows"),
     )
 )

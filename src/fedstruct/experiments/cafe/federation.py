@@ -4,8 +4,10 @@ or a user's image sites.
 The training images get a long tail (``imbalance_factor``: Cao et al. 2019) and are
 cut over the clients by ``Dir(alpha)`` (Hsu et al. 2019) with
 :func:`fedstruct.data.partition.label_skew`; the test set stays balanced
-(:class:`SplitImages`). A user's image sites are read in the
-:data:`~fedstruct.data.formats.IMAGES` site format (:class:`SiteImages`).
+(:class:`SplitImages`). A user's sites are read in the
+:data:`~fedstruct.data.formats.IMAGES_OR_TABLES` site format: image folders or
+``.npz`` files (:class:`SiteImages`), or tables whose class column is ``target``
+(:class:`SiteTable`).
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ import pandas as pd
 from fedstruct.data._shared import SeedLike
 from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.datasets.images import load_images
-from fedstruct.data.formats import IMAGES
+from fedstruct.data.formats import IMAGES, ImageSites
 from fedstruct.data.images import LABEL, ImageFederationSchema, ImageSet, to_rows
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
-from fedstruct.errors import DataError
+from fedstruct.data.sites import LEVELLED
+from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.source import OnSites, SiteFiles, Source
+from fedstruct.methods.cafe.config import continuous_target_message
 
 __all__ = [
     "IMAGES",
     "ImageFederation",
     "SiteImages",
+    "SiteTable",
     "SplitImages",
     "image_clients",
     "source",
@@ -133,10 +138,12 @@ def image_clients(
     )
 
 
-def source(s: CafeRun, sites: SiteFiles | None) -> SplitImages | SiteImages:
-    """The run's data: the user's image ``sites``, else the paper's split of
-    ``s.dataset`` (:class:`SplitImages`)."""
-    return SplitImages(s) if sites is None else SiteImages(s, sites)
+def source(s: CafeRun, sites: SiteFiles | None) -> SplitImages | SiteImages | SiteTable:
+    """The run's data: the user's image ``sites`` or table ``sites``, else the paper's
+    split of ``s.dataset`` (:class:`SplitImages`)."""
+    if sites is None:
+        return SplitImages(s)
+    return SiteImages(s, sites) if isinstance(sites.read, ImageSites) else SiteTable(s, sites)
 
 
 class SplitImages(Source):
@@ -207,3 +214,68 @@ class SiteImages(OnSites):
     def n_classes(self) -> int:
         """Number of classes of the codebook."""
         return len(self.schema.classes)
+
+
+class SiteTable(OnSites):
+    """A user's table sites (CSV, TSV, Parquet) and the class column to predict
+    (``target``: the setting, else the manifest's), for hospitals whose rows are
+    records rather than images. Categorical and ordinal columns are one-hot,
+    continuous ones standardised and missing values (kept by default:
+    ``missing=keep``) imputed, from federated statistics
+    (:mod:`fedstruct.fl.features`); each site keeps ``test_fraction`` of its rows out
+    to score the final model on."""
+
+    @property
+    def held_out(self) -> float:
+        """Share of each site's rows it keeps out of training."""
+        return self.settings.test_fraction
+
+    @cached_property
+    def target(self) -> str:
+        """The class column.
+
+        Raises
+        ------
+        ConfigError
+            If no target is named.
+        UnknownVariableError
+            If the target is not a column of the sites.
+        DataError
+            If the target is continuous, has a single level at every site, or a site
+            does not observe a column.
+        """
+        schema = self.sites.schema
+        target = self.sites.role(self.settings.target, "target")
+        if not target:
+            raise ConfigError("name the class column: --set target=COLUMN")
+        if target not in schema.variables:
+            raise UnknownVariableError(
+                f"target {target!r} is not a column of the sites; their columns are "
+                f"{list(schema.variables)}"
+            )
+        if schema.kinds[target] not in LEVELLED:
+            raise DataError(continuous_target_message(target))
+        self.check_every_site_observes("CAFE")
+        levels = schema.levels[target]
+        if len(levels) < 2:
+            raise DataError(
+                f"target {target!r} has the single level {levels[0]!r} at every site; a "
+                "classifier needs two or more: pick another target"
+            )
+        return target
+
+    @property
+    def cardinalities(self) -> dict[str, int]:
+        """Every categorical or ordinal column's number of levels."""
+        return self.sites.schema.cardinalities()
+
+    @property
+    def continuous(self) -> tuple[str, ...]:
+        """The continuous columns, in the schema's order."""
+        schema = self.sites.schema
+        return tuple(v for v in schema.variables if schema.kinds[v] not in LEVELLED)
+
+    @property
+    def missing_values(self) -> bool:
+        """Whether the sites' rows keep their missing values (``missing=keep``)."""
+        return self.sites.view.options.missing == "keep"

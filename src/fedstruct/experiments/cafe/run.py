@@ -18,6 +18,13 @@ models), ``best_accuracy`` over the evaluated rounds, and for a global model the
 accuracy on the ``many``/``medium``/``few`` thirds of the classes by training size
 (``accuracy_many`` ...), ``late_merged`` (stale updates merged), ``mb_up`` (client
 uploads). Plot: test accuracy per round.
+
+On a user's table sites (:class:`~fedstruct.experiments.cafe.federation.SiteTable`):
+the class column ``target``, its features encoded from federated statistics; metrics
+``accuracy`` (and ``accuracy_<site>``) of the final model on the rows each site kept
+out, ``majority_accuracy`` (the most frequent class of the training rows, pooled from
+the statistics: the score of a model that learned nothing), ``missing_target_rows``
+and the files' report (kinds, rows per site).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from fedstruct.data.images import LABEL
-from fedstruct.experiments.cafe.federation import SiteImages, SplitImages
+from fedstruct.experiments.cafe.federation import SiteImages, SiteTable, SplitImages
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
@@ -39,10 +46,20 @@ from fedstruct.methods.cafe import CAFE, CafeConfig
 __all__ = ["class_groups", "method", "run_cafe"]
 
 
-def method(s: CafeRun, source: SplitImages | SiteImages) -> CAFE:
-    """The estimator for the settings' algorithm and the source's images (on a user's
-    image sites, each client keeps ``test_fraction`` of its images out to score the
-    final model on; the paper's split has a server-side test set)."""
+def method(s: CafeRun, source: SplitImages | SiteImages | SiteTable) -> CAFE:
+    """The estimator for the settings' algorithm and the source's images or table (on
+    a user's sites, each client keeps ``test_fraction`` of its images or rows out to
+    score the final model on; the paper's split has a server-side test set)."""
+    if isinstance(source, SiteTable):
+        return CAFE(
+            target=source.target,
+            cardinalities=source.cardinalities,
+            continuous=source.continuous,
+            missing_values=source.missing_values,
+            seed=s.seed,
+            participation=s.participation(source.names),
+            **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
+        )
     return CAFE(
         source.shape,
         source.n_classes,
@@ -60,9 +77,11 @@ def class_groups(counts: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def run_cafe(
-    s: CafeRun, ctx: RunContext, model: CAFE, source: SplitImages | SiteImages
+    s: CafeRun, ctx: RunContext, model: CAFE, source: SplitImages | SiteImages | SiteTable
 ) -> RunOutcome:
     """Fit, then score the final model (module docstring)."""
+    if isinstance(source, SiteTable):
+        return _on_table(s, ctx, model, source)
     if isinstance(source, SiteImages):
         return _on_files(s, ctx, model, source)
     fed = source.federation
@@ -105,14 +124,46 @@ def _on_files(s: CafeRun, ctx: RunContext, model: CAFE, source: SiteImages) -> R
         "classes": float(len(schema.classes)),
         **{f"images_{site}": float(n) for site, n in schema.sites.items()},
     }
+    metrics.update(_site_accuracy(model))
+    figure = plot_history(
+        history, ["site_accuracy", "train_loss"], Path(ctx.out) / "cafe_accuracy.png",
+        f"{s.algorithm} on your image sites",
+    )  # fmt: skip
+    return RunOutcome(metrics, history, [figure] if figure else [])
+
+
+def _site_accuracy(model: CAFE) -> dict[str, float]:
+    """The final model's accuracy on each site's held-out images or rows
+    (``accuracy_<site>``) and over all of them (``accuracy``)."""
     scores = model.site_scores_
-    for site, score in sorted(scores.items()):
-        metrics[f"accuracy_{site}"] = score["correct"] / score["n"]
+    metrics = {f"accuracy_{site}": s["correct"] / s["n"] for site, s in sorted(scores.items())}
     if scores:
         total = sum(score["n"] for score in scores.values())
         metrics["accuracy"] = sum(score["correct"] for score in scores.values()) / total
+    return metrics
+
+
+def _on_table(s: CafeRun, ctx: RunContext, model: CAFE, source: SiteTable) -> RunOutcome:
+    """A run on a user's table sites: the final model's accuracy on the rows each site
+    kept out (scored where they lie), beside the majority class's share of the
+    training rows (from the pooled level counts) and the files' report."""
+    with torch_threads(1):
+        ctx.fit(model, source)
+    history = [dict(h) for h in model.history_]
+    target = source.target
+    metrics: dict[str, float] = {
+        "late_merged": float(sum(h["late_merged"] for h in history)),
+        "mb_up": model.traffic_.total("up") / 1e6,
+        "classes": float(model.n_classes),
+        **{k: history[0][k] for k in ("missing_target_rows",) if history and k in history[0]},
+        **_site_accuracy(model),
+        **source.report(),
+    }
+    if model.statistics_ is not None:
+        counts = model.statistics_.levels(target)
+        metrics["majority_accuracy"] = float(counts.max() / max(counts.sum(), 1))
     figure = plot_history(
-        history, ["train_loss"], Path(ctx.out) / "cafe_accuracy.png",
-        f"{s.algorithm} on your image sites",
+        history, ["site_accuracy", "train_loss"], Path(ctx.out) / "cafe_accuracy.png",
+        f"{s.algorithm} on your table sites (target {target})",
     )  # fmt: skip
     return RunOutcome(metrics, history, [figure] if figure else [])

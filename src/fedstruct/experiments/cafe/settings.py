@@ -32,8 +32,12 @@ class CafeRun(FederationSettings, CafeConfig):
     min_per_client
         Fewest training images a client may get.
     test_fraction
-        With a user's image sites: share of each site's images kept out of training to
-        score the final model on.
+        With a user's sites: share of each site's images (or rows) kept out of
+        training to score the final model on.
+    target
+        With a user's table sites: the class column (categorical or ordinal); empty:
+        the manifest's ``target``. Its features are the other columns, encoded from
+        federated statistics (docs/cafe.md, "CAFE on a table").
     """
 
     dataset: str = "digits"
@@ -47,6 +51,7 @@ class CafeRun(FederationSettings, CafeConfig):
     imbalance_factor: float | None = 10.0
     min_per_client: int = 1
     test_fraction: float = 0.2
+    target: str = ""
 
     def __post_init__(self) -> None:
         if self.truth:
@@ -56,6 +61,11 @@ class CafeRun(FederationSettings, CafeConfig):
         super().__post_init__()
         check_fields(self, _CONSTRAINTS, "cafe")
         self.check_one_source("dataset", "data_dir", "skew_alpha")
+        if self.target and not self.from_files:
+            raise ConfigError(
+                f"--set target={self.target} names a table's class column, but the run "
+                f"reads the {self.dataset} images: give the table sites with --site/--sites"
+            )
 
 
 _CONSTRAINTS = {

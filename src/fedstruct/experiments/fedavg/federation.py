@@ -12,7 +12,7 @@ import pandas as pd
 from fedstruct.data import ClientData, ClientsOnDemand, load_network
 from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.data.partition import client_names, horizontal, label_skew
-from fedstruct.data.sites import LEVELLED, FederationSchema
+from fedstruct.data.sites import LEVELLED
 from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 from fedstruct.experiments.source import OnSites, SiteFiles, Source
@@ -108,7 +108,7 @@ class SiteTask(OnSites):
                 f"target {target!r} is not a column of the sites; their columns are "
                 f"{list(schema.variables)}"
             )
-        _check_every_site_observes(schema)
+        self.check_every_site_observes("FedAvg")
         levels = schema.levels.get(target)
         if levels is not None and len(levels) < 2:
             raise DataError(
@@ -133,22 +133,3 @@ class SiteTask(OnSites):
     def missing_values(self) -> bool:
         """Whether the sites' rows keep their missing values (``missing=keep``)."""
         return self.sites.view.options.missing == "keep"
-
-
-def _check_every_site_observes(schema: FederationSchema) -> None:
-    """FedAvg's model reads every column at every site: name the first site that does
-    not observe some (its file lacks them, or misses them at every row).
-
-    Raises
-    ------
-    DataError
-        Naming the site, its unobserved columns and the fix.
-    """
-    for site, columns in schema.sites.items():
-        absent = [v for v in schema.variables if v not in columns]
-        if absent:
-            raise DataError(
-                f"FedAvg reads every column at every site, but site {site!r} does not "
-                f"observe {absent} (its file lacks them or misses them at every row); "
-                "fill them in at that site, or remove them from every site's file"
-            )

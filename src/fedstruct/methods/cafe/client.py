@@ -15,6 +15,13 @@ Messages (``config["round"]`` is stamped by the grid):
   what ``cafe.fit`` carries, of the final model; the client answers how many of the
   images it kept out of training it classifies right (drift-free inference; FedProto:
   its own model and the prototypes) and how many it kept out.
+* ``cafe.statistics`` (a table's rows only, once, before round 1) — the client
+  answers :func:`~fedstruct.fl.features.site_summary` of its training rows: counts,
+  sums, centred sums of squares and level counts, never a row. Every later
+  ``cafe.fit`` and ``cafe.score`` then carries the feature encoding built from the
+  pooled statistics (``features.*``), with which the client encodes its rows into
+  the ``(1, 1, D)`` inputs of :func:`~fedstruct.methods.cafe.networks.table_shape`
+  (once; rows missing the target are left out).
 
 State kept between rounds: CAFE's local drift ``d_l``, MOON's previous local model,
 FedProto's own model. Nothing derived from single rows leaves the client: weights,
@@ -32,7 +39,9 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.images import from_rows
 from fedstruct.errors import DataError, ProtocolError
 from fedstruct.fl import Client, Message, handles, holdout_split
+from fedstruct.fl.features import FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
+from fedstruct.fl.tabular import TabularSchema
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import (
     LocalContext,
@@ -40,13 +49,25 @@ from fedstruct.methods.cafe.local import (
     predict_logits,
     train_local,
 )
-from fedstruct.methods.cafe.networks import DriftNet
+from fedstruct.methods.cafe.networks import DriftNet, table_shape
 
-__all__ = ["EVALUATE", "FIT", "SCORE", "CafeClient", "prefixed", "unprefixed"]
+__all__ = [
+    "ENCODING",
+    "EVALUATE",
+    "FIT",
+    "SCORE",
+    "STATISTICS",
+    "CafeClient",
+    "prefixed",
+    "unprefixed",
+]
 
 FIT = "cafe.fit"
 EVALUATE = "cafe.evaluate"
 SCORE = "cafe.score"
+STATISTICS = "cafe.statistics"
+#: Prefix of a table's feature encoding in a ``cafe.fit`` or ``cafe.score`` message.
+ENCODING = "features."
 
 
 def prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -60,54 +81,115 @@ def unprefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarr
 
 
 class CafeClient(Client):
-    """Holds one client's images; trains with the configured algorithm.
+    """Holds one client's images (or a table's rows); trains with the configured
+    algorithm.
 
     Parameters
     ----------
     data
-        Image rows (:func:`fedstruct.data.images.to_rows`); ``config.test_fraction``
-        of them are kept out of training for ``cafe.score``.
+        Image rows (:func:`fedstruct.data.images.to_rows`), or a table's coded rows
+        with ``table``; ``config.test_fraction`` of them are kept out of training for
+        ``cafe.score``.
     shape
-        ``(C, H, W)`` of the images.
+        ``(C, H, W)`` of the images (``None`` with ``table``: the width comes with
+        the encoding).
     n_classes
         Number of classes of the task.
     config
         The harness's hyper-parameters.
     seed
         The run's seed (initial weights, batch order).
+    table
+        The task on a table (its target, features and their kinds): the client
+        answers the statistics step and encodes its rows with the encoding the
+        server sends (module docstring).
     """
 
     def __init__(
         self,
         data: ClientData,
         *,
-        shape: tuple[int, int, int],
+        shape: tuple[int, int, int] | None,
         n_classes: int,
         config: CafeConfig,
         seed: int,
+        table: TabularSchema | None = None,
     ) -> None:
         super().__init__(data, seed=seed)
-        images, labels = from_rows(data.rows, shape)
-        if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-            raise DataError(
-                f"client {data.name!r} has labels outside 0..{n_classes - 1}; encode the "
-                "classes as codes 0..n_classes-1"
-            )
-        kept, held = holdout_split(len(labels), config.test_fraction, seed, data.name)
-        self.images = torch.tensor(images[kept])
-        self.labels = torch.tensor(labels[kept])
-        self.held_images = torch.tensor(images[held])
-        self.held_labels = torch.tensor(labels[held])
         self.n_classes = n_classes
         self.config = config
-        self.net = DriftNet(shape, n_classes, config, seed)
-        self.n_params = sum(p.numel() for p in self.net.parameters())
-        d = config.feature_dim
-        self.drift_local = np.zeros(d, dtype=np.float32)
+        self.table = table
+        self.drift_local = np.zeros(config.feature_dim, dtype=np.float32)
         self.previous: dict[str, np.ndarray] | None = None  # MOON
-        self.own: dict[str, np.ndarray] | None = (  # FedProto's model never leaves
-            get_params(self.net) if config.algorithm == "fedproto" else None
+        self.own: dict[str, np.ndarray] | None = None  # FedProto's model never leaves
+        self._encoded_with: dict[str, np.ndarray] | None = None
+        self.kept, self.held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
+        if table is None:
+            assert shape is not None, "an image client needs the images' shape"
+            images, labels = from_rows(data.rows, shape)
+            if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+                raise DataError(
+                    f"client {data.name!r} has labels outside 0..{n_classes - 1}; encode the "
+                    "classes as codes 0..n_classes-1"
+                )
+            self._hold(images[self.kept], labels[self.kept], images[self.held], labels[self.held])
+
+    def _hold(
+        self, images: np.ndarray, labels: np.ndarray, held: np.ndarray, held_labels: np.ndarray
+    ) -> None:
+        """Keep the training and held-out inputs and build the local model for their
+        shape (FedProto's own model starts from the shared initial weights)."""
+        self.images = torch.tensor(images)
+        self.labels = torch.tensor(labels)
+        self.held_images = torch.tensor(held)
+        self.held_labels = torch.tensor(held_labels)
+        shape = tuple(self.images.shape[1:])
+        self.net = DriftNet(shape, self.n_classes, self.config, self.seed)  # type: ignore[arg-type]
+        self.n_params = sum(p.numel() for p in self.net.parameters())
+        if self.config.algorithm == "fedproto" and self.own is None:
+            self.own = get_params(self.net)
+
+    def _encode_table(self, msg: Message) -> None:
+        """A table client: encode its rows with the message's feature encoding (once
+        per encoding) into ``(1, 1, D)`` inputs; rows missing the target are left
+        out (module docstring)."""
+        if self.table is None:
+            return
+        encoding, _ = FeatureEncoder.split(msg.arrays, ENCODING)
+        if not encoding:
+            raise ProtocolError(
+                f"client {self.name!r} holds a table and got a {msg.kind} message without "
+                "its feature encoding; the server must run the statistics step first"
+            )
+        if self._encoded_with is not None and _same(self._encoded_with, encoding):
+            return
+        encoder = FeatureEncoder.from_arrays(self.table.feature_columns, encoding, ENCODING)
+        where = f"client {self.name!r}"
+        rows = self.data.rows
+        x, y = self.table.encode(rows.iloc[self.kept], encoder, where=where)
+        hx, hy = self.table.encode(rows.iloc[self.held], encoder, where=where)
+        shape = table_shape(encoder.width)
+        self._hold(
+            x.numpy().reshape(-1, *shape), y.numpy(), hx.numpy().reshape(-1, *shape), hy.numpy()
         )
+        self._encoded_with = encoding
+
+    @handles(
+        STATISTICS, max_entries=lambda client, msg: client._table_task().columns.summary_entries
+    )
+    def statistics(self, msg: Message) -> Message:
+        """A table's training rows summarised (:func:`~fedstruct.fl.features.site_summary`)."""
+        table = self._table_task()
+        return Message(
+            STATISTICS, arrays=site_summary(self.data.rows.iloc[self.kept], table.columns)
+        )
+
+    def _table_task(self) -> TabularSchema:
+        if self.table is None:
+            raise ProtocolError(
+                f"client {self.name!r} holds images: there are no feature statistics to send"
+            )
+        return self.table
 
     def _bound(self, msg: Message) -> int:
         d = self.config.feature_dim
@@ -116,6 +198,7 @@ class CafeClient(Client):
     @handles(FIT, max_entries=_bound)
     def fit(self, msg: Message) -> Message:
         """One local round of the configured algorithm (module docstring)."""
+        self._encode_table(msg)
         c = self.config
         ctx = LocalContext()
         if c.algorithm == "fedproto":
@@ -184,6 +267,7 @@ class CafeClient(Client):
         """Right predictions of the final model on the images kept out of training:
         the global weights with drift-free inference (``drift_global``, CAFE), or for
         FedProto the client's own model against the global prototypes."""
+        self._encode_table(msg)
         if self.config.algorithm == "fedproto":
             assert self.own is not None
             set_params(self.net, self.own)
@@ -210,3 +294,7 @@ class CafeClient(Client):
             self.drift_local = state["drift_local"]
             self.previous = state["previous"]
             self.own = state["own"]
+
+
+def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)

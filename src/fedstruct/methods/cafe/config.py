@@ -15,12 +15,22 @@ from dataclasses import dataclass
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
 
-__all__ = ["ALGORITHMS", "BACKBONES", "CafeConfig"]
+__all__ = [
+    "ALGORITHMS",
+    "BACKBONES",
+    "CATEGORICAL_IMPUTATIONS",
+    "CafeConfig",
+    "continuous_target_message",
+]
 
 #: The algorithms the harness runs: CAFE and its four baselines (§VI-A).
 ALGORITHMS = ("cafe", "fedavg", "fedprox", "moon", "fedproto")
-#: Feature extractors: a small CNN (8x8, 28x28 and 32x32 inputs) or an MLP.
-BACKBONES = ("cnn", "mlp")
+#: Feature extractors: a small CNN (8x8, 28x28 and 32x32 inputs) or an MLP; ``auto``:
+#: the CNN for images, the MLP for a table's rows (:mod:`.networks`).
+BACKBONES = ("auto", "cnn", "mlp")
+#: What a missing categorical value of a table becomes (:mod:`fedstruct.fl.features`'
+#: choices, named here so that a run's settings import no torch).
+CATEGORICAL_IMPUTATIONS = ("missing-level", "mode")
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,8 @@ class CafeConfig:
     weight_decay
         L2 weight decay of local SGD.
     backbone
-        The feature extractor: ``"cnn"`` or ``"mlp"``.
+        The feature extractor: ``"cnn"``, ``"mlp"`` or ``"auto"`` (the CNN for images,
+        the MLP for a table's encoded rows, which are vectors).
     feature_dim
         Width of the feature vector the backbone emits.
     heads
@@ -98,6 +109,11 @@ class CafeConfig:
         late (communication frequency, METHODS.md); ``None`` ignores late updates.
     eval_every
         Evaluate on the server's test set every this many rounds (and at the end).
+    categorical_imputation
+        On a table: how a missing categorical or ordinal value is imputed,
+        ``"missing-level"`` (no level; its missing indicator acts as one) or
+        ``"mode"`` (the federated mode); continuous values take the federated mean,
+        both with a missing-indicator input (:mod:`fedstruct.fl.features`).
     test_fraction
         Share of each client's images it keeps out of training (drawn with the seed
         and its name, :func:`~fedstruct.fl.holdout_split`); after the last round the
@@ -114,7 +130,7 @@ class CafeConfig:
     learning_rate: float = 0.01
     momentum: float = 0.9
     weight_decay: float = 5e-4
-    backbone: str = "cnn"
+    backbone: str = "auto"
     feature_dim: int = 128
     heads: int = 2
     tau: float = 16.0
@@ -136,6 +152,7 @@ class CafeConfig:
     proto_lambda: float = 1.0
     staleness_exponent: float | None = 0.5
     eval_every: int = 10
+    categorical_imputation: str = "missing-level"
     test_fraction: float = 0.0
 
     def __post_init__(self) -> None:
@@ -156,6 +173,7 @@ class CafeConfig:
 _CONSTRAINTS = {
     "algorithm": OneOf(ALGORITHMS),
     "backbone": OneOf(BACKBONES),
+    "categorical_imputation": OneOf(CATEGORICAL_IMPUTATIONS),
     **dict.fromkeys(
         (
             "rounds",
@@ -192,3 +210,12 @@ _CONSTRAINTS = {
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
 }
+
+
+def continuous_target_message(target: str) -> str:
+    """What to say when a table's class column is continuous."""
+    return (
+        f"CAFE classifies, and its target {target!r} is continuous: pick a categorical "
+        f"or ordinal column, or, if the values of {target!r} are class codes, declare it "
+        f"with --set kinds.{target}=categorical"
+    )

@@ -12,15 +12,17 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.data.images import LABEL, from_rows, pixel_columns
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
+from fedstruct.fl.features import FeatureEncoder, FeatureStatistics
 from fedstruct.fl.params import get_params, set_params
+from fedstruct.fl.tabular import TabularSchema
 from fedstruct.methods.cafe.client import CafeClient
-from fedstruct.methods.cafe.config import CafeConfig
+from fedstruct.methods.cafe.config import CafeConfig, continuous_target_message
 from fedstruct.methods.cafe.local import predict_logits
-from fedstruct.methods.cafe.networks import DriftNet
-from fedstruct.methods.cafe.server import CafeServer, CafeState
+from fedstruct.methods.cafe.networks import DriftNet, table_shape
+from fedstruct.methods.cafe.server import CafeServer, CafeState, table_encoder
 
 __all__ = ["CAFE"]
 
@@ -32,7 +34,17 @@ class CAFE(
     client=CafeClient,
     server=CafeServer,
 ):
-    """Drift-aware federated image classification, scikit-learn style.
+    """Drift-aware federated classification of images or of a table's rows,
+    scikit-learn style.
+
+    Give ``shape`` and ``n_classes`` for images, or ``target`` and
+    ``cardinalities`` (and ``continuous``, ``missing_values``) for a table: its
+    categorical and ordinal features are one-hot, its continuous ones standardised,
+    and missing values imputed with a missing indicator, from federated statistics
+    gathered before round 1 (:mod:`fedstruct.fl.features`); each row is fed as a
+    ``(1, 1, D)`` input to the ``mlp`` backbone
+    (:func:`~fedstruct.methods.cafe.networks.table_shape`). The statistics are saved
+    with the model and encode new rows.
 
     Parameters
     ----------
@@ -40,6 +52,18 @@ class CAFE(
         ``(C, H, W)`` of the images.
     n_classes
         Number of classes.
+    target
+        A table's class column (categorical or ordinal).
+    cardinalities
+        A table's categorical and ordinal columns -> their number of levels (the
+        target among them).
+    continuous
+        A table's continuous columns. Every column of ``cardinalities`` and
+        ``continuous`` but the target is a feature.
+    missing_values
+        Whether a table's rows may miss values (imputed; rows missing the target
+        are left out of training and scoring, and counted in the first round's
+        ``missing_target_rows``).
     seed
         The run's seed (initial weights, batches, participation draws).
     participation
@@ -56,6 +80,10 @@ class CAFE(
         CAFE's global drift direction ``d_g``.
     prototypes_ : numpy.ndarray or None
         FedProto's global class prototypes.
+    statistics_ : FeatureStatistics or None
+        A table's federated feature statistics (``None`` for images).
+    encoder_ : FeatureEncoder or None
+        How a table's rows become the model's inputs (``None`` for images).
     site_scores_ : dict
         Client name -> ``n`` images it kept out of training and ``correct``
         predictions of the final model on them (``test_fraction > 0``).
@@ -71,36 +99,71 @@ class CAFE(
 
     def __init__(
         self,
-        shape: Sequence[int],
-        n_classes: int,
+        shape: Sequence[int] | None = None,
+        n_classes: int | None = None,
         *,
+        target: str | None = None,
+        cardinalities: Mapping[str, int] | None = None,
+        continuous: Sequence[str] = (),
+        missing_values: bool = False,
         seed: int = 0,
         participation: Participation | None = None,
         **params: Any,
     ) -> None:
-        if len(shape) != 3 or min(shape) < 1:
-            raise ConfigError(f"shape must be (channels, height, width), got {tuple(shape)}")
-        if n_classes < 2:
-            raise ConfigError(f"n_classes must be at least 2, got {n_classes}")
-        self.shape = (int(shape[0]), int(shape[1]), int(shape[2]))
-        self.n_classes = int(n_classes)
+        self.table: TabularSchema | None = None
+        if target is not None:
+            self.table = _table_task(target, cardinalities, continuous, missing_values, shape)
+            self.shape: tuple[int, int, int] | None = None
+            self.n_classes = self.table.n_classes
+        else:
+            if shape is None or n_classes is None:
+                raise ConfigError(
+                    "CAFE needs shape and n_classes (images), or target and cardinalities (a table)"
+                )
+            if len(shape) != 3 or min(shape) < 1:
+                raise ConfigError(f"shape must be (channels, height, width), got {tuple(shape)}")
+            if n_classes < 2:
+                raise ConfigError(f"n_classes must be at least 2, got {n_classes}")
+            self.shape = (int(shape[0]), int(shape[1]), int(shape[2]))
+            self.n_classes = int(n_classes)
         super().__init__(seed=seed, participation=participation, **params)
-        self._given(shape=shape, n_classes=n_classes)
+        self._given(
+            shape=shape,
+            n_classes=n_classes,
+            target=target,
+            cardinalities=cardinalities,
+            continuous=continuous,
+            missing_values=missing_values,
+        )
         self._test: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def make_client(self, data: ClientData) -> CafeClient:
         """The client holding ``data``."""
         return CafeClient(
-            data, shape=self.shape, n_classes=self.n_classes, config=self.config, seed=self.seed
+            data,
+            shape=self.shape,
+            n_classes=self.n_classes,
+            config=self.config,
+            seed=self.seed,
+            table=self.table,
         )
 
     def make_server(self) -> CafeServer:
         """A fresh server algorithm."""
-        return CafeServer(self.shape, self.n_classes, self.config, self.seed, self._test)
+        return CafeServer(
+            self.shape, self.n_classes, self.config, self.seed, self._test, table=self.table
+        )
 
     def identity(self) -> dict[str, Any]:
-        """The task: image shape and number of classes."""
-        return {"shape": list(self.shape), "n_classes": self.n_classes}
+        """The task: image shape and number of classes, or a table's columns."""
+        if self.table is None:
+            return {"shape": list(self.shape or ()), "n_classes": self.n_classes}
+        return {
+            "target": self.table.target,
+            "cardinalities": self.table.cardinalities,
+            "continuous": list(self.table.continuous),
+            "missing_values": self.table.missing_values,
+        }
 
     def fit(
         self, clients: Sequence[ClientData] | Sequence[str], *,
@@ -117,29 +180,61 @@ class CAFE(
         **run_options
             ``backend``, ``checkpoint``, ``resume``, ``progress``, ``stop_after``
             (:meth:`FederatedEstimator.fit`).
+
+        Raises
+        ------
+        ConfigError
+            For a ``test`` set with a table (its sites score on their held-out rows).
         """
+        if test is not None and self.table is not None:
+            raise ConfigError(
+                "CAFE on a table scores the final model on the rows each site keeps out "
+                "(test_fraction); it takes no server-held test set: drop test="
+            )
         self._test = None if test is None else self._tensors(test)
         return super().fit(clients, **run_options)
 
     def learn(self, state: CafeState) -> None:
-        """The global model (none for FedProto), ``d_g`` and the prototypes."""
+        """The global model (none for FedProto), ``d_g``, the prototypes and a
+        table's statistics."""
         self.drift_ = state.drift_global
         self.prototypes_ = state.prototypes
         self.site_scores_ = state.site_scores
+        self._set_statistics(state.statistics)
         self.model_: DriftNet | None = None
         if self.config.algorithm != "fedproto":
-            self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)
+            self.model_ = self._network()
             set_params(self.model_, state.params)
 
+    def _set_statistics(self, statistics: FeatureStatistics | None) -> None:
+        self.statistics_ = statistics
+        self.encoder_: FeatureEncoder | None = None
+        if self.table is not None and statistics is not None:
+            self.encoder_ = table_encoder(self.table, statistics, self.config)
+
+    def _input_shape(self) -> tuple[int, int, int]:
+        """The images' shape, or a table row's ``(1, 1, D)`` once encoded."""
+        if self.shape is not None:
+            return self.shape
+        if self.encoder_ is None:
+            raise ConfigError("the CAFE model has no feature statistics yet: fit it first")
+        return table_shape(self.encoder_.width)
+
+    def _network(self) -> DriftNet:
+        return DriftNet(self._input_shape(), self.n_classes, self.config, self.seed)
+
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
-        """The global model's parameters (under ``model.``), ``d_g`` (``drift``) and
-        FedProto's prototypes (``prototypes``), each where the algorithm has it."""
+        """The global model's parameters (under ``model.``), ``d_g`` (``drift``),
+        FedProto's prototypes (``prototypes``) and a table's federated statistics
+        (``statistics.*``), each where the run has it."""
         arrays = {} if self.model_ is None else {
             f"model.{k}": v for k, v in get_params(self.model_).items()
         }  # fmt: skip
         for key, value in (("drift", self.drift_), ("prototypes", self.prototypes_)):
             if value is not None:
                 arrays[key] = np.asarray(value)
+        if self.statistics_ is not None:
+            arrays.update(self.statistics_.to_arrays())
         return arrays, {"global_model": self.model_ is not None, "site_scores": self.site_scores_}
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
@@ -147,20 +242,42 @@ class CAFE(
         self.drift_ = arrays.get("drift")
         self.prototypes_ = arrays.get("prototypes")
         self.site_scores_ = dict(meta.get("site_scores", {}))
+        statistics = None
+        if self.table is not None:
+            statistics = FeatureStatistics.from_arrays(self.table.columns, arrays)
+        self._set_statistics(statistics)
         self.model_ = None
         if meta["global_model"]:
-            self.model_ = DriftNet(self.shape, self.n_classes, self.config, self.seed)
+            self.model_ = self._network()
             params = {k.removeprefix("model."): v for k, v in arrays.items() if k[:6] == "model."}
             set_params(self.model_, params)
 
+    @property
+    def label(self) -> str:
+        """The class column: ``label`` for images, the target of a table."""
+        return LABEL if self.table is None else self.table.target
+
     def _tensors(self, rows: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
+        """Image rows as ``(images, labels)`` (unlabelled rows get label 0)."""
         if LABEL not in rows.columns:  # unlabelled rows to predict
             rows = rows.assign(**{LABEL: 0})
+        assert self.shape is not None
         images, labels = from_rows(rows, self.shape)
         return torch.tensor(images), torch.tensor(labels)
 
+    def _inputs(self, coded: pd.DataFrame) -> torch.Tensor:
+        """The network's inputs for coded rows: images, or a table's rows encoded with
+        the saved statistics (missing values imputed) as ``(N, 1, 1, D)``."""
+        if self.table is None:
+            images, _ = self._tensors(coded.drop(columns=[LABEL], errors="ignore"))
+            return images
+        assert self.encoder_ is not None
+        x = self.encoder_.encode(coded, where="input")
+        return torch.from_numpy(x.reshape(-1, *self._input_shape()))
+
     def decision_function(self, rows: pd.DataFrame) -> np.ndarray:
-        """Class scores of the global model for image rows (CAFE: drift-free).
+        """Class scores of the global model for image rows or a table's rows (CAFE:
+        drift-free).
 
         Raises
         ------
@@ -176,37 +293,44 @@ class CAFE(
                 "FedProto keeps its models on the clients: there is no global model to "
                 "predict with; read the clients' mean test accuracy from history_"
             )
-        images, _ = self._tensors(coded.drop(columns=[LABEL], errors="ignore"))
         drift = None if self.drift_ is None else torch.as_tensor(self.drift_)
-        return predict_logits(self.model_, images, self.config, drift_global=drift).numpy()
+        inputs = self._inputs(coded)
+        return predict_logits(self.model_, inputs, self.config, drift_global=drift).numpy()
 
     def predict(self, rows: pd.DataFrame) -> np.ndarray:
-        """The predicted class of image rows: its name for a run on a user's files,
-        else its code."""
-        return self.prediction(rows).states[LABEL].to_numpy()
+        """The predicted class of image rows or a table's rows: its name for a run on
+        a user's files, else its code."""
+        return self.prediction(rows).states[self.label].to_numpy()
 
     def input_columns(self) -> InputColumns:
-        """The pixel columns are required; the label (a class name for a run on a
-        user's files) may be present."""
-        pixels = tuple(pixel_columns(self.shape))
+        """The pixel columns (a table: its features) are required; the label (a class
+        name for a run on a user's files) may be present. A table's missing inputs
+        are imputed as in training."""
+        if self.table is not None:
+            features, target = self.table.features, self.table.target
+            return InputColumns(
+                features, (*features, target), labels=(target,), missing_values=True
+            )
+        pixels = tuple(pixel_columns(self._input_shape()))
         return InputColumns(pixels, (*pixels, LABEL), labels=(LABEL,))
 
     def coded_prediction(
         self, rows: pd.DataFrame, targets: Sequence[str] | None = None
     ) -> Prediction:
-        """The class (``label``, by code) and class probabilities (softmax of the class
-        scores) of coded image rows."""
-        check_targets(targets, (LABEL,))
+        """The class (by code) and class probabilities (softmax of the class scores)
+        of coded rows."""
+        check_targets(targets, (self.label,))
         proba = torch.softmax(torch.as_tensor(self._scores(rows)), dim=1)
-        return Prediction.from_probabilities({LABEL: proba.double().numpy()}, rows.index)
+        return Prediction.from_probabilities({self.label: proba.double().numpy()}, rows.index)
 
     def evaluate(self, X: pd.DataFrame, y: Any = None) -> dict[str, float]:
-        """``accuracy`` of the global model on image rows (:meth:`score`).
+        """``accuracy`` of the global model on image rows or a table's rows
+        (:meth:`score`; a table's rows missing the class are not counted).
 
         Parameters
         ----------
         X
-            Image rows holding the label column (class names for a run on a user's
+            Rows holding the class column (class names for a run on a user's
             files), unless ``y`` gives the labels.
         y
             The labels, one per row.
@@ -215,7 +339,47 @@ class CAFE(
         ------
         ConfigError
             For FedProto, which has no global model.
+        UnknownVariableError
+            If neither ``X`` nor ``y`` gives a table's class.
         """
-        coded = self.model_rows(self._with_labels(X, y, LABEL))
-        _, labels = from_rows(coded, self.shape)
-        return {"accuracy": float(np.mean(self._scores(coded).argmax(axis=1) == labels))}
+        coded = self.model_rows(self._with_labels(X, y, self.label))
+        if self.table is None:
+            _, labels = from_rows(coded, self._input_shape())
+            return {"accuracy": float(np.mean(self._scores(coded).argmax(axis=1) == labels))}
+        if self.label not in coded.columns:
+            raise UnknownVariableError(
+                f"score needs the class column {self.label!r} in the rows, or its labels as y"
+            )
+        labels = coded[self.label].to_numpy()
+        given = labels >= 0
+        correct = self._scores(coded[given]).argmax(axis=1) == labels[given]
+        return {"accuracy": float(np.mean(correct))}
+
+
+def _table_task(
+    target: str,
+    cardinalities: Mapping[str, int] | None,
+    continuous: Sequence[str],
+    missing_values: bool,
+    shape: Sequence[int] | None,
+) -> TabularSchema:
+    """The classification task on a table.
+
+    Raises
+    ------
+    ConfigError
+        If a shape is given too, or no ``cardinalities``.
+    DataError
+        If the target is continuous (CAFE classifies), or has fewer than 2 levels.
+    UnknownVariableError
+        If the target is not a column.
+    """
+    if shape is not None:
+        raise ConfigError("CAFE takes shape (images) or target (a table), not both")
+    if cardinalities is None:
+        raise ConfigError(
+            f"CAFE on a table needs the cardinalities of its columns ({target!r}'s too)"
+        )
+    if target in continuous:
+        raise DataError(continuous_target_message(target))
+    return TabularSchema(target, cardinalities, tuple(continuous), missing_values)

@@ -7,6 +7,14 @@ Backbones (the issue: "a small CNN for 8x8, 28x28 and 32x32 inputs, and an MLP")
   height and width are multiples of 4 works (8x8 digits, 28x28 MNIST, 32x32 CIFAR).
 * ``mlp``: flatten, a 256-unit hidden layer and a linear layer to ``feature_dim``,
   both with ReLU.
+* ``auto`` (the default): ``cnn`` for images, ``mlp`` for a table.
+
+A table's row enters as the harness's images do, shaped ``(1, 1, D)`` (one channel,
+one row of the ``D`` encoded inputs of :mod:`fedstruct.fl.features`: one-hot
+categorical columns, standardised continuous ones, missing indicators); the ``mlp``
+backbone flattens it back to the vector, so the classifier, the drift directions and
+every baseline work on tables unchanged. Only the ``cnn``, which convolves an image's
+neighbouring pixels, has no meaning there and is refused.
 
 Features are non-negative (ReLU), like the ResNet features of Tang et al. (2020):
 their batch mean is the common "momentum" direction CAFE removes.
@@ -24,12 +32,37 @@ from torch import Tensor, nn
 from fedstruct.errors import ConfigError
 from fedstruct.methods.cafe.config import CafeConfig
 
-__all__ = ["DriftNet", "build_backbone"]
+__all__ = ["DriftNet", "build_backbone", "is_table_shape", "table_shape"]
+
+
+def table_shape(width: int) -> tuple[int, int, int]:
+    """The input shape of a table's rows encoded into ``width`` numbers: ``(1, 1, width)``."""
+    return (1, 1, int(width))
+
+
+def is_table_shape(shape: tuple[int, int, int]) -> bool:
+    """Whether ``shape`` is a table row's (:func:`table_shape`: one channel, height 1)."""
+    return shape[0] == 1 and shape[1] == 1
 
 
 def build_backbone(name: str, shape: tuple[int, int, int], feature_dim: int) -> nn.Module:
-    """The ``cnn`` or ``mlp`` feature extractor for images of ``shape = (C, H, W)``."""
+    """The ``cnn`` or ``mlp`` feature extractor for images of ``shape = (C, H, W)``
+    (``auto``: the ``mlp`` for a table's rows, :func:`table_shape`, else the ``cnn``).
+
+    Raises
+    ------
+    ConfigError
+        For the ``cnn`` on a table's rows, or on images whose sides are not
+        multiples of 4.
+    """
     c, h, w = shape
+    if name == "auto":
+        name = "mlp" if is_table_shape(shape) else "cnn"
+    if name == "cnn" and is_table_shape(shape):
+        raise ConfigError(
+            "the cnn backbone convolves images, and a table's rows are vectors: use "
+            "--set backbone=mlp (or auto)"
+        )
     if name == "mlp":
         return nn.Sequential(
             nn.Flatten(),

@@ -21,7 +21,19 @@ Each round (METHODS.md § CAFE; Algorithm 1 of the paper):
    available clients in the last round);
 6. after the last round, with ``test_fraction > 0``: every connected client scores
    the final model on the images it kept out of training (``cafe.score``,
-   :attr:`CafeState.site_scores`), where they lie.
+   :attr:`CafeState.site_scores`), where they lie; without a server test set (a
+   user's sites) also every ``eval_every`` rounds, the pooled share right recorded
+   as the round's ``site_accuracy``.
+
+On a table (``table``), round 1 starts with the statistics step of
+:mod:`fedstruct.fl.features` (:func:`~fedstruct.fl.features.gather_statistics`: every
+connected site sends counts, sums, centred sums of squares and level counts of its
+training rows; the pooled :class:`~fedstruct.fl.features.FeatureStatistics` are kept
+in :attr:`CafeState.statistics`, so a resumed run does not ask again). The server
+then builds the network for the encoded width ``D`` (inputs ``(1, 1, D)``,
+:func:`~fedstruct.methods.cafe.networks.table_shape`) and sends the encoding with
+every ``cafe.fit`` and ``cafe.score``; the steps above are unchanged (CAFE's
+calibration, drift and inference do not depend on the input).
 """
 
 from __future__ import annotations
@@ -35,11 +47,21 @@ from numpy.typing import NDArray
 
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
+from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
-from fedstruct.methods.cafe.client import EVALUATE, FIT, SCORE, prefixed, unprefixed
+from fedstruct.fl.tabular import TabularSchema
+from fedstruct.methods.cafe.client import (
+    ENCODING,
+    EVALUATE,
+    FIT,
+    SCORE,
+    STATISTICS,
+    prefixed,
+    unprefixed,
+)
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import predict_logits
-from fedstruct.methods.cafe.networks import DriftNet
+from fedstruct.methods.cafe.networks import DriftNet, table_shape
 
 __all__ = ["CafeServer", "CafeState"]
 
@@ -59,9 +81,20 @@ class CafeState:
     #: Client name -> ``n`` images it kept out and ``correct`` predictions of the
     #: final model on them (``test_fraction > 0``; after the last round).
     site_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: A table's pooled feature statistics (``None`` for images, and before the
+    #: statistics step).
+    statistics: FeatureStatistics | None = None
 
 
 checkpoint.register(CafeState)
+
+
+def table_encoder(
+    table: TabularSchema, statistics: FeatureStatistics, config: CafeConfig
+) -> FeatureEncoder:
+    """A table's feature encoding from the pooled statistics (``categorical_imputation``
+    of the config)."""
+    return table.encoder(statistics, config.categorical_imputation)
 
 
 class CafeServer(ServerAlgorithm[CafeState]):
@@ -77,15 +110,19 @@ class CafeServer(ServerAlgorithm[CafeState]):
         Seed of the initial weights (the clients build the same ones).
     test
         The server's test set ``(images, labels)``; ``None`` skips evaluation.
+    table
+        The task on a table (then ``shape`` is ``None``: the width comes from the
+        statistics step; module docstring).
     """
 
     def __init__(
         self,
-        shape: tuple[int, int, int],
+        shape: tuple[int, int, int] | None,
         n_classes: int,
         config: CafeConfig,
         seed: int,
         test: tuple[torch.Tensor, torch.Tensor] | None = None,
+        table: TabularSchema | None = None,
     ) -> None:
         self.shape = shape
         self.n_classes = n_classes
@@ -93,12 +130,18 @@ class CafeServer(ServerAlgorithm[CafeState]):
         self.seed = seed
         self.test = test
         self.rounds = config.rounds
-        self.net = DriftNet(shape, n_classes, config, seed)
+        self.table = table
+        self._encoding: tuple[FeatureStatistics, dict[str, NDArray]] | None = None
+        self.net: DriftNet | None = None
+        if table is None:
+            assert shape is not None, "an image task needs the images' shape"
+            self.net = DriftNet(shape, n_classes, config, seed)
 
     def init_state(self) -> CafeState:
-        """The initial weights; zero drift; no prototypes yet."""
+        """The initial weights (a table's: after the statistics step, which sets the
+        width); zero drift; no prototypes yet."""
         c = self.config
-        state = CafeState(params=get_params(self.net))
+        state = CafeState(params={} if self.net is None else get_params(self.net))
         if c.algorithm == "cafe":
             state.drift_global = np.zeros(c.feature_dim, dtype=np.float32)
         if c.algorithm == "fedproto":
@@ -109,15 +152,47 @@ class CafeServer(ServerAlgorithm[CafeState]):
     def _broadcast(self, state: CafeState) -> Arrays:
         if self.config.algorithm == "fedproto":
             assert state.prototypes is not None and state.prototype_counts is not None
-            return {"prototypes": state.prototypes, "prototype_counts": state.prototype_counts}
-        arrays = prefixed("param:", state.params)
-        if state.drift_global is not None:
-            arrays["drift_global"] = state.drift_global
-        return arrays
+            arrays = {"prototypes": state.prototypes, "prototype_counts": state.prototype_counts}
+        else:
+            arrays = prefixed("param:", state.params)
+            if state.drift_global is not None:
+                arrays["drift_global"] = state.drift_global
+        return {**arrays, **self._encoding_arrays(state)}
+
+    def _encoding_arrays(self, state: CafeState) -> dict[str, NDArray]:
+        """A table's feature encoding (sent with every fit and score; computed once
+        per statistics, and the server's network built for its width); nothing for
+        images."""
+        if self.table is None:
+            return {}
+        assert state.statistics is not None, "the statistics step comes first"
+        if self._encoding is None or self._encoding[0] is not state.statistics:
+            encoder = table_encoder(self.table, state.statistics, self.config)
+            self.net = DriftNet(table_shape(encoder.width), self.n_classes, self.config, self.seed)
+            self._encoding = (state.statistics, encoder.to_arrays(ENCODING))
+        return self._encoding[1]
+
+    def _statistics(self, grid: Grid, state: CafeState) -> tuple[CafeState, dict[str, float]]:
+        """A table's statistics step (module docstring): the pooled statistics, the
+        initial weights for the encoded width, and the first round's report (rows
+        summarised, rows missing the target)."""
+        assert self.table is not None
+        statistics = gather_statistics(grid, self.table.columns, STATISTICS, "CAFE")
+        state = dataclasses.replace(state, statistics=statistics)
+        self._encoding_arrays(state)
+        assert self.net is not None
+        report = {
+            "statistics_rows": float(statistics.rows),
+            "missing_target_rows": float(statistics.rows - statistics.present(self.table.target)),
+        }
+        return dataclasses.replace(state, params=get_params(self.net)), report
 
     def run_round(self, grid: Grid, state: CafeState, rnd: int) -> CafeState:
         """One round; see the module docstring."""
         c = self.config
+        statistics_record: dict[str, float] = {}
+        if self.table is not None and state.statistics is None:
+            state, statistics_record = self._statistics(grid, state)
         asked = grid.node_ids()
         payload = self._broadcast(state)
         replies = grid.send_and_receive({n: Message(FIT, arrays=payload) for n in asked})
@@ -138,6 +213,7 @@ class CafeServer(ServerAlgorithm[CafeState]):
             "clients_answered": len(replies),
             "late_merged": len(late) if a is not None else 0,
             "late_ignored": 0 if a is not None else len(late),
+            **statistics_record,
         }
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
@@ -149,7 +225,13 @@ class CafeServer(ServerAlgorithm[CafeState]):
             accuracy = self._evaluate(grid, new, nodes)
             if accuracy is not None:
                 record["test_accuracy"] = accuracy
-        if c.test_fraction > 0 and rnd == self.rounds:
+        if self.test is None and c.test_fraction > 0:
+            if rnd == self.rounds:
+                new.site_scores = self._score_sites(grid, new)
+                record.update(_pooled_accuracy(new.site_scores))
+            elif rnd % c.eval_every == 0:
+                record.update(_pooled_accuracy(self._score_sites(grid, new)))
+        elif c.test_fraction > 0 and rnd == self.rounds:
             new.site_scores = self._score_sites(grid, new)
         new.history.append(record)
         return new
@@ -211,6 +293,7 @@ class CafeServer(ServerAlgorithm[CafeState]):
         assert self.test is not None
         images, labels = self.test
         if self.config.algorithm != "fedproto":
+            assert self.net is not None
             set_params(self.net, state.params)
             drift = None if state.drift_global is None else torch.as_tensor(state.drift_global)
             scores = predict_logits(self.net, images, self.config, drift_global=drift)
@@ -235,3 +318,10 @@ class CafeServer(ServerAlgorithm[CafeState]):
         if state.history and "train_loss" in state.history[-1]:
             return f"train loss {state.history[-1]['train_loss']:.3f}"
         return ""
+
+
+def _pooled_accuracy(scores: dict[str, dict[str, float]]) -> dict[str, float]:
+    """``site_accuracy``: the share of every site's held-out images or rows the model
+    classifies right (nothing when no site holds any out)."""
+    n = sum(score["n"] for score in scores.values())
+    return {"site_accuracy": sum(s["correct"] for s in scores.values()) / n} if n else {}

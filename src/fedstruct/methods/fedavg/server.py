@@ -12,10 +12,9 @@ import pandas as pd
 import torch
 from numpy.typing import NDArray
 
-from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
-from fedstruct.fl.features import FeatureEncoder, FeatureStatistics
+from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.client import EVALUATE, FIT, STATISTICS, encoding_arrays
 from fedstruct.methods.fedavg.config import FedAvgConfig
@@ -146,13 +145,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         ProtocolError
             If no site answers.
         """
-        nodes = grid.connected_ids()
-        replies = grid.exchange_outside_rounds({n: Message(STATISTICS) for n in nodes})
-        if not replies:
-            raise ProtocolError("no site answered FedAvg's feature statistics step")
-        statistics = FeatureStatistics.merge(
-            self.schema.columns, [replies[n].arrays for n in sorted(replies)]
-        )
+        statistics = gather_statistics(grid, self.schema.columns, STATISTICS, "FedAvg")
         encoder = self.schema.encoder(statistics, self.config.categorical_imputation)
         return dataclasses.replace(
             state, statistics=statistics, params=self._initial_params(encoder)
