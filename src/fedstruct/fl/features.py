@@ -332,7 +332,7 @@ def gather_statistics(
     nodes = grid.connected_ids()
     replies = grid.exchange_outside_rounds({n: Message(kind) for n in nodes})
     if not replies:
-        raise ProtocolError(f"no site answered {method}'s feature statistics step")
+        raise ProtocolError(f"no site answered the feature statistics step of {method}")
     return FeatureStatistics.merge(columns, [replies[n].arrays for n in sorted(replies)])
 
 

@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
-from fedstruct.fl.features import FeatureEncoder, FeatureStatistics
+from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.graphs.combine import strength_vote
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag
@@ -287,11 +287,7 @@ class FCMServer(ServerAlgorithm[FCMState]):
         columns = input_columns(features)
         if known is not None and known.columns == columns:
             return known
-        nodes = grid.connected_ids()
-        replies = grid.exchange_outside_rounds({n: Message(STATISTICS) for n in nodes})
-        if not replies:
-            raise ProtocolError("no site answered F-CMs' input statistics step")
-        return FeatureStatistics.merge(columns, [replies[n].arrays for n in sorted(replies)])
+        return gather_statistics(grid, columns, STATISTICS, "F-CMs")
 
     # ------------------------------------------------------------- training
     def _train(
