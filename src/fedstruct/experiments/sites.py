@@ -13,6 +13,7 @@ scores and reports.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from fedstruct.data.sites import (
     SiteSpec,
     read_manifest,
 )
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, FedstructWarning
 from fedstruct.experiments.site_args import parse_site_args
 from fedstruct.graphs import Graph
 
@@ -37,6 +38,7 @@ __all__ = [
     "site_options",
     "site_roles",
     "site_specs",
+    "warn_imputed_unobserved",
 ]
 
 
@@ -120,3 +122,17 @@ def file_metrics(federation: SiteFederation) -> dict[str, float]:
         observed = len(federation.schema.sites.get(site, ()))
         metrics[f"unobserved_columns_{site}"] = float(len(federation.schema.variables) - observed)
     return metrics
+
+
+def warn_imputed_unobserved(unobserved: Mapping[str, Sequence[str]], how: str) -> None:
+    """Say (a :class:`~fedstruct.errors.FedstructWarning` per site) which columns a
+    method imputes at a site that does not observe them (its file lacks them, or
+    misses them at every row), and ``how``."""
+    for site, columns in unobserved.items():
+        warnings.warn(
+            f"site {site!r} does not observe {list(columns)}: they are imputed at every row "
+            f"there from the other sites' federated statistics ({how}), with their missing "
+            "indicator on",
+            FedstructWarning,
+            stacklevel=2,
+        )

@@ -12,7 +12,7 @@ import pandas as pd
 from fedstruct.data import ClientData, ClientsOnDemand, load_network
 from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.data.partition import client_names, horizontal, label_skew
-from fedstruct.data.sites import LEVELLED, FederationSchema
+from fedstruct.data.sites import LEVELLED, FederationSchema, unobserved_as_missing
 from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
 from fedstruct.experiments.source import OnSites, SiteFiles, Source
@@ -83,7 +83,10 @@ class SiteTask(OnSites):
     """A user's site files and the column to predict (``target``: the setting, else
     the manifest's): categorical and ordinal columns one-hot, continuous ones
     standardised with federated statistics, missing values (kept by default:
-    ``missing=keep``) imputed; a continuous target is a regression."""
+    ``missing=keep``) imputed; a continuous target is a regression. A feature a site
+    does not observe (its file lacks it, or misses it at every row) is missing at
+    every row there: imputed from the other sites' statistics, its missing indicator
+    on (:attr:`unobserved`)."""
 
     @cached_property
     def target(self) -> str:
@@ -97,7 +100,7 @@ class SiteTask(OnSites):
             If the target is not a column of the sites.
         DataError
             If a categorical target has a single level at every site, or a site does
-            not observe a column.
+            not observe the target.
         """
         schema = self.sites.schema
         target = self.sites.role(self.settings.target, "target")
@@ -108,7 +111,7 @@ class SiteTask(OnSites):
                 f"target {target!r} is not a column of the sites; their columns are "
                 f"{list(schema.variables)}"
             )
-        _check_every_site_observes(schema)
+        _check_every_site_observes(schema, target)
         levels = schema.levels.get(target)
         if levels is not None and len(levels) < 2:
             raise DataError(
@@ -130,25 +133,39 @@ class SiteTask(OnSites):
         return tuple(v for v in schema.variables if schema.kinds[v] not in LEVELLED)
 
     @property
+    def unobserved(self) -> dict[str, tuple[str, ...]]:
+        """Site -> the features it does not observe (sites that observe every one left
+        out): FedAvg imputes them there from the other sites' federated statistics,
+        with their missing indicator on (:mod:`fedstruct.fl.features`)."""
+        schema = self.sites.schema
+        found = {site: schema.unobserved(site) for site in schema.sites}
+        return {site: columns for site, columns in found.items() if columns}
+
+    @property
     def missing_values(self) -> bool:
-        """Whether the sites' rows keep their missing values (``missing=keep``)."""
-        return self.sites.view.options.missing == "keep"
+        """Whether the sites' rows may miss values: they keep theirs
+        (``missing=keep``), or a site does not observe a feature."""
+        return self.sites.view.options.missing == "keep" or bool(self.unobserved)
+
+    def clients(self) -> Sequence[ClientData]:
+        """Every site's rows read here, a feature the site does not observe added as
+        missing at every row (:func:`~fedstruct.data.sites.unobserved_as_missing`)."""
+        variables = self.sites.schema.variables
+        return [unobserved_as_missing(c, self.sites.schema, variables) for c in super().clients()]
 
 
-def _check_every_site_observes(schema: FederationSchema) -> None:
-    """FedAvg's model reads every column at every site: name the first site that does
-    not observe some (its file lacks them, or misses them at every row).
+def _check_every_site_observes(schema: FederationSchema, target: str) -> None:
+    """Every site must observe the target: a site without a label trains nothing.
 
     Raises
     ------
     DataError
-        Naming the site, its unobserved columns and the fix.
+        Naming the first site that does not observe it, and the fix.
     """
-    for site, columns in schema.sites.items():
-        absent = [v for v in schema.variables if v not in columns]
-        if absent:
+    for site in schema.sites:
+        if target in schema.unobserved(site):
             raise DataError(
-                f"FedAvg reads every column at every site, but site {site!r} does not "
-                f"observe {absent} (its file lacks them or misses them at every row); "
-                "fill them in at that site, or remove them from every site's file"
+                f"site {site!r} does not observe the target {target!r} (its file lacks it or "
+                "misses it at every row): FedAvg trains on labelled rows and that site has "
+                "none; give its rows their labels, or leave the site out of the run"
             )
