@@ -167,8 +167,6 @@ def _on_concepts(s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource) 
         metrics = _alone(s, source)
         metrics.update({"params_growth": 0.0, "params_changed_fraction": 0.0})
         return RunOutcome(metrics)
-    if model.config.scales_inputs:
-        warn_imputed_unobserved(source.unobserved, "the mean; a categorical input's code too")
     ctx.fit(model, source)
     warn_if_task_has_no_parent(model)
     data = source.data
@@ -216,7 +214,7 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
     ``validation_fraction``), the concept space and the aggregated graph, and with
     ``--truth`` the pairs on which that graph disagrees with the truth."""
     if model.config.scales_inputs:
-        warn_imputed_unobserved(source.unobserved, "the mean; a categorical input's code too")
+        warn_imputed_unobserved(source.unobserved, "the mean, of its codes for a categorical input")
     ctx.fit(model, source)
     warn_if_task_has_no_parent(model)
     history = [dict(h) for h in model.history_]
