@@ -1,6 +1,6 @@
 """FedCDnv on a six-site mixed federation of ~50 variables: how long, how good.
 
-Usage: ``python benchmarks/fedcdnv_mixed.py [--seeds 1] [--variables 50] [--sites 6]
+Usage: ``python benchmarks/fedcdnv_mixed.py [--seeds 0 1 2] [--variables 50] [--sites 6]
 [--overlap 0.85] [--rows 2000 4000] [--missing 0.05] [--profile]``
 
 Issue 31, target "Speed": "FedCDnv on a 6-site mixed federation of ~50 variables
@@ -116,7 +116,7 @@ def one_seed(seed: int, args: argparse.Namespace) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--variables", type=int, default=50)
     parser.add_argument("--sites", type=int, default=6)
     parser.add_argument("--overlap", type=float, default=0.85)
@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--missing", type=float, default=0.05)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    runs = [one_seed(seed, args) for seed in range(args.seeds)]
+    runs = [one_seed(seed, args) for seed in args.seeds]
     if len(runs) > 1:
         print(
             "median over seeds: "
