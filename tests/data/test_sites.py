@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.sites import (
     ColumnSchema,
@@ -47,6 +48,7 @@ from fedstruct.data.sites import (
     read_table,
     require_kinds,
     site_schema,
+    unobserved_as_missing,
 )
 from fedstruct.errors import (
     ConfigError,
@@ -373,6 +375,35 @@ def test_column_all_missing_is_unobserved_at_the_site(tmp_path: Path) -> None:
     ):
         client = read_site(path)
     assert client.variables == ("x",)
+
+
+def test_rows_to_predict_may_hold_a_column_all_missing_when_the_model_imputes() -> None:
+    """encode_site refuses a column without any value, but with missing="keep" (a model
+    that imputes: a site that never observes the column) it stays, all -1 or NaN."""
+    schema = FederationSchema(
+        ("g", "x"), {"g": "categorical", "x": "continuous"}, {"g": ("a", "b")},
+        {"s": ("g", "x")}, {"s": 2},
+    )  # fmt: skip
+    frame = pd.DataFrame({"g": [None, None], "x": [np.nan, np.nan]})
+    with pytest.raises(DataError, match="column 'g' of site 'input' has no values"):
+        encode_site("input", frame, schema)
+    rows = encode_site("input", frame, schema, missing="keep").client.rows
+    assert rows["g"].tolist() == [-1, -1] and rows["x"].isna().all()
+
+
+def test_a_column_a_site_does_not_observe_is_added_missing() -> None:
+    schema = FederationSchema(
+        ("g", "x", "y"), {"g": "categorical", "x": "continuous", "y": "continuous"},
+        {"g": ("a", "b")}, {"s": ("y",), "t": ("g", "x", "y")}, {"s": 2, "t": 2},
+    )  # fmt: skip
+    assert schema.unobserved("s") == ("g", "x") and schema.unobserved("t") == ()
+    client = ClientData("s", pd.DataFrame({"y": [1.0, 2.0]}))
+    filled = unobserved_as_missing(client, schema, ["g", "x", "y"])
+    assert filled.variables == ("y", "g", "x") and filled.missing_values
+    assert filled.rows["g"].tolist() == [-1, -1] and filled.rows["x"].isna().all()
+    assert unobserved_as_missing(client, schema, ["y"]) is client
+    with pytest.raises(UnknownVariableError, match=r"\['q'\] are not columns of the sites"):
+        unobserved_as_missing(client, schema, ["q"])
 
 
 def test_min_rows_and_constant_columns(tmp_path: Path) -> None:

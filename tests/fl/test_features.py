@@ -85,6 +85,27 @@ def test_the_encoding_standardises_imputes_and_indicates():
     assert np.array_equal(mode[~no_colour], x[~no_colour])
 
 
+def test_a_site_without_a_column_leaves_it_the_other_sites_statistics():
+    """A site missing a column at every row counts no value of it (its rows still count):
+    the column's moments and level counts are the other sites', its indicator on; a
+    column no site observes has nothing to impute it from."""
+    parts = sites()
+    parts[1] = parts[1].assign(height=np.nan, colour=-1)
+    stats = FeatureStatistics.merge(COLUMNS, [site_summary(p, COLUMNS) for p in parts])
+    others = pd.concat([parts[0], parts[2]])
+    assert stats.moments("height") == pytest.approx(
+        (others["height"].mean(), others["height"].std(ddof=0)), rel=1e-12
+    )
+    counts = np.bincount(others["colour"][others["colour"] >= 0], minlength=3)
+    assert stats.levels("colour").tolist() == counts.tolist()
+    assert stats.rows == sum(map(len, parts)) and stats.incomplete == ("colour", "height")
+    nowhere = [p.assign(height=np.nan) for p in parts]
+    never = FeatureStatistics.merge(COLUMNS, [site_summary(p, COLUMNS) for p in nowhere])
+    with pytest.raises(DataError, match=r"features \['height'\] have no value at any site"):
+        FeatureEncoder.from_statistics(never, COLUMNS.names)
+    assert FeatureEncoder.from_statistics(never, ["colour", "weight"]).width == 5
+
+
 def test_a_complete_column_gets_no_indicator_and_one_hot_refuses_holes():
     complete = pd.DataFrame({"colour": [0, 1, 2, 1], "weight": [1.0, 2, 3, 4], "height": 1.0})
     stats = FeatureStatistics.of_rows(complete, COLUMNS)

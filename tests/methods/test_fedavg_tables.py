@@ -132,3 +132,13 @@ def test_a_run_with_statistics_resumes_to_the_same_model(tmp_path):
 def test_a_categorical_target_needs_two_levels():
     with pytest.raises(DataError, match="needs two or more"):
         FedAvg("y", {"y": 1}, continuous=("x",))
+
+
+def test_a_client_without_a_labelled_row_is_named():
+    """A client whose every row misses the target has nothing to train on: the run
+    names it instead of dividing by its zero rows."""
+    sites = [s.iloc[:40] for s in CANCER[:2]]
+    sites[1] = sites[1].assign(diagnosis=-1)
+    model = cancer_model(rounds=1, missing_values=True)
+    with pytest.raises(DataError, match=r"client 'h1': none of its 40 training rows gives"):
+        model.fit(cancer_clients(sites, missing=True))

@@ -13,6 +13,7 @@ scores and reports.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from fedstruct.data.sites import (
     SiteSpec,
     read_manifest,
 )
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, FedstructWarning
 from fedstruct.experiments.site_args import parse_site_args
 from fedstruct.graphs import Graph
 
@@ -37,6 +38,7 @@ __all__ = [
     "site_options",
     "site_roles",
     "site_specs",
+    "warn_imputed_unobserved",
 ]
 
 
@@ -120,3 +122,26 @@ def file_metrics(federation: SiteFederation) -> dict[str, float]:
         observed = len(federation.schema.sites.get(site, ()))
         metrics[f"unobserved_columns_{site}"] = float(len(federation.schema.variables) - observed)
     return metrics
+
+
+def warn_imputed_unobserved(
+    unobserved: Mapping[str, Sequence[str]], categorical_imputation: str | None
+) -> None:
+    """Say (a :class:`~fedstruct.errors.FedstructWarning` per site) which columns a
+    method imputes at a site that does not observe them (its file lacks them, or
+    misses them at every row), and how (:mod:`fedstruct.fl.features`): a continuous
+    column at the federated mean, a categorical one as ``categorical_imputation``
+    says (``None``: at the mean of its codes, F-CMs' inputs)."""
+    categorical = {
+        "missing-level": "no level, the indicator on",
+        "mode": "the federated mode",
+        None: "the mean of its codes",
+    }[categorical_imputation]
+    for site, columns in unobserved.items():
+        warnings.warn(
+            f"site {site!r} does not observe {list(columns)}: they are imputed at every row "
+            "there from the other sites' federated statistics (continuous: the federated "
+            f"mean; categorical: {categorical}), with their missing indicator on",
+            FedstructWarning,
+            stacklevel=2,
+        )

@@ -33,7 +33,14 @@ from typing import Any
 from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.formats import SiteFormat, SiteOptions
 from fedstruct.data.graph_files import read_graph_file
-from fedstruct.data.sites import Manifest, SiteFederation, SiteSpec, read_manifest
+from fedstruct.data.sites import (
+    LEVELLED,
+    Manifest,
+    SiteFederation,
+    SiteSpec,
+    read_manifest,
+    unobserved_as_missing,
+)
 from fedstruct.errors import ConfigError, DataError, ProtocolError, UnknownVariableError
 from fedstruct.experiments.site_args import parse_site_args
 from fedstruct.experiments.sites import file_metrics, site_options
@@ -331,25 +338,99 @@ class OnSites(Source):
         """The graph of ``--truth``, checked against the sites' columns, or ``None``."""
         return self.sites.truth
 
-    def check_every_site_observes(self, method: str) -> None:
-        """For a method whose model reads every column at every site (FedAvg, CAFE on
-        a table): name the first site that does not observe some (its file lacks
-        them, or misses them at every row).
+
+class TableTask(OnSites):
+    """A user's table sites with one column to predict, whose model reads every other
+    column at every site (FedAvg, CAFE on a table): categorical and ordinal columns
+    one-hot, continuous ones standardised and missing values imputed from federated
+    statistics (:mod:`fedstruct.fl.features`). A feature a site does not observe (its
+    file lacks it, or misses it at every row) is missing at every row there: imputed
+    from the other sites' statistics, its missing indicator on (:attr:`unobserved`).
+    """
+
+    def checked_target(self, method: str, regression: bool) -> str:
+        """The column to predict (the ``target`` setting, else the manifest's), checked.
+
+        Parameters
+        ----------
+        method
+            The method's name, for the messages.
+        regression
+            Whether a continuous target is a regression (FedAvg); the message on a
+            single-level target then suggests it. A method that needs a class refuses
+            a continuous target itself.
 
         Raises
         ------
+        ConfigError
+            If no target is named.
+        UnknownVariableError
+            If the target is not a column of the sites.
         DataError
-            Naming the site, its unobserved columns and the fix.
+            If a site does not observe the target (it has no labelled row), or the
+            target has a single level at every site.
         """
         schema = self.sites.schema
-        for site, columns in schema.sites.items():
-            absent = [v for v in schema.variables if v not in columns]
-            if absent:
+        target = self.sites.role(self.settings.target, "target")
+        if not target:
+            raise ConfigError("name the column to predict: --set target=COLUMN")
+        if target not in schema.variables:
+            raise UnknownVariableError(
+                f"target {target!r} is not a column of the sites; their columns are "
+                f"{list(schema.variables)}"
+            )
+        for site in schema.sites:
+            if target in schema.unobserved(site):
                 raise DataError(
-                    f"{method} reads every column at every site, but site {site!r} does not "
-                    f"observe {absent} (its file lacks them or misses them at every row); "
-                    "fill them in at that site, or remove them from every site's file"
+                    f"site {site!r} does not observe the target {target!r} (its file lacks "
+                    f"it or misses it at every row): {method} trains on labelled rows and "
+                    "that site has none; give its rows their labels, or leave the site out "
+                    "of the run"
                 )
+        levels = schema.levels.get(target)
+        if levels is not None and len(levels) < 2:
+            fix = "pick another target" + (
+                f", or set kinds.{target}=continuous if its values are numbers to regress on"
+                if regression
+                else ""
+            )
+            raise DataError(
+                f"target {target!r} has the single level {levels[0]!r} at every site; a "
+                f"classifier needs two or more: {fix}"
+            )
+        return target
+
+    @property
+    def cardinalities(self) -> dict[str, int]:
+        """Every categorical or ordinal column's number of levels."""
+        return self.sites.schema.cardinalities()
+
+    @property
+    def continuous(self) -> tuple[str, ...]:
+        """The continuous columns, in the schema's order."""
+        schema = self.sites.schema
+        return tuple(v for v in schema.variables if schema.kinds[v] not in LEVELLED)
+
+    @property
+    def unobserved(self) -> dict[str, tuple[str, ...]]:
+        """Site -> the features it does not observe (sites that observe every one left
+        out): imputed there from the other sites' federated statistics, with their
+        missing indicator on."""
+        schema = self.sites.schema
+        found = {site: schema.unobserved(site) for site in schema.sites}
+        return {site: columns for site, columns in found.items() if columns}
+
+    @property
+    def missing_values(self) -> bool:
+        """Whether the sites' rows may miss values: they keep theirs
+        (``missing=keep``), or a site does not observe a feature."""
+        return self.sites.view.options.missing == "keep" or bool(self.unobserved)
+
+    def clients(self) -> Sequence[ClientData]:
+        """Every site's rows read here, a feature the site does not observe added as
+        missing at every row (:func:`~fedstruct.data.sites.unobserved_as_missing`)."""
+        variables = self.sites.schema.variables
+        return [unobserved_as_missing(c, self.sites.schema, variables) for c in super().clients()]
 
 
 def _listed(names: Sequence[str], limit: int = 10) -> str:

@@ -28,6 +28,13 @@ F-CMs' inputs next):
    an extra level) or the federated mode (``"mode"``: the level most frequent over
    every site's rows).
 
+A site that does not observe a feature at all (its file lacks it, or misses it at
+every row) holds it missing at every row
+(:func:`~fedstruct.data.sites.unobserved_as_missing`): its summary counts no value of
+it, so the feature's statistics are the other sites', and it is imputed at every row
+of that site, its indicator on. A feature no site observes has nothing to impute it
+from and is refused (:meth:`FeatureEncoder.from_statistics`).
+
 Imputing with the mean and adding an indicator is the "missing-indicator method"
 (e.g. van Buuren, *Flexible Imputation of Missing Data*, 2nd ed., 2018, §1.3.7); with
 the indicator as an input, a linear model learns its own offset for the rows that
@@ -384,7 +391,8 @@ class FeatureEncoder:
         Raises
         ------
         DataError
-            For an unknown ``categorical_imputation``.
+            For an unknown ``categorical_imputation``, or a feature with no value at
+            any site (nothing to impute it from).
         """
         if categorical_imputation not in CATEGORICAL_IMPUTATIONS:
             raise DataError(
@@ -392,6 +400,12 @@ class FeatureEncoder:
                 f"got {categorical_imputation!r}"
             )
         columns = statistics.columns.select(features)
+        never = [v for v in columns.names if statistics.present(v) == 0]
+        if never:
+            raise DataError(
+                f"the features {never} have no value at any site, so there are no statistics "
+                "to impute them from: fill them in at some site, or leave them out of the model"
+            )
         moments = [statistics.moments(v) for v in columns.continuous]
         incomplete = set(statistics.incomplete)
         fill = [

@@ -94,6 +94,7 @@ from fedstruct.data.sites.federation import (
     describe_site,
     read_federation,
     read_site,
+    unobserved_as_missing,
 )
 from fedstruct.data.sites.kinds import infer_kinds
 from fedstruct.data.sites.limits import (
@@ -156,4 +157,5 @@ __all__ = [
     "require_kinds",
     "site_name",
     "site_schema",
+    "unobserved_as_missing",
 ]

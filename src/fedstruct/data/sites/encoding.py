@@ -94,8 +94,10 @@ def encode_site(
     Raises
     ------
     DataError
-        Missing values (with ``missing="error"``), a column all missing, text in a
-        continuous column, a level the codebook lacks.
+        Missing values (with ``missing="error"``), a column all missing (but a
+        categorical label column, or any with ``missing="keep"``: rows to predict
+        from, for a model that imputes), text in a continuous column, a level the
+        codebook lacks.
     SampleSizeError
         Fewer than ``min_rows`` rows.
     UnknownVariableError
@@ -214,7 +216,7 @@ def _rows_to_keep(
         if isna is None:
             isna = frame[col].isna().to_numpy()
         count = int(isna.sum())
-        if count == len(frame):
+        if count == len(frame) and missing != "keep" and col not in labels:
             raise table.all_missing(col)
         if count == 0 or col in labels or missing == "keep":
             continue

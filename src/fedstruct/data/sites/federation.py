@@ -5,12 +5,16 @@ site's file (:func:`read_site`), or what one site reports of its file
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from fedstruct.data.client import ClientData
 from fedstruct.data.sites.encoding import encode_table
@@ -385,6 +389,38 @@ def _without_unobserved(table: SiteTable, kinds: dict[str, str]) -> dict[str, st
         return kinds
     table.frame = table.frame.drop(columns=empty)
     return {col: kind for col, kind in kinds.items() if col not in empty}
+
+
+def unobserved_as_missing(
+    client: ClientData, schema: FederationSchema, columns: Sequence[str]
+) -> ClientData:
+    """``client`` with each of ``columns`` it does not observe (not one of its columns:
+    :meth:`FederationSchema.unobserved`) added as missing at every row, code ``-1`` for
+    a categorical or ordinal column, NaN for a continuous one; for a method that
+    imputes a missing value from other sites' statistics (FedAvg's features, F-CMs'
+    inputs: :mod:`fedstruct.fl.features`). The client is returned as it is when it
+    lacks none of them; otherwise it allows missing values.
+
+    Raises
+    ------
+    UnknownVariableError
+        If a column is not a variable of ``schema``.
+    """
+    unknown = [v for v in columns if v not in schema.kinds]
+    if unknown:
+        raise UnknownVariableError(
+            f"{unknown} are not columns of the sites; their columns are {list(schema.variables)}"
+        )
+    absent = [v for v in columns if v not in client.rows.columns]
+    if not absent:
+        return client
+    n = client.n_rows
+    added = {
+        v: np.full(n, -1, dtype=np.int64) if v in schema.levels else np.full(n, np.nan)
+        for v in absent
+    }
+    rows = pd.concat([client.rows, pd.DataFrame(added, index=client.rows.index)], axis=1)
+    return dataclasses.replace(client, rows=rows, missing_values=True)
 
 
 def _log_dropped(site: str, path: Path | None, dropped: int) -> None:

@@ -149,6 +149,12 @@ class FederationSchema:
         """Level name -> code of a categorical or ordinal variable."""
         return {level: code for code, level in enumerate(self.levels[variable])}
 
+    def unobserved(self, site: str) -> tuple[str, ...]:
+        """The variables ``site`` does not observe (its file lacks them, or misses them
+        at every row), in the schema's order."""
+        observed = set(self.sites[site])
+        return tuple(v for v in self.variables if v not in observed)
+
     def to_config(self) -> dict[str, Any]:
         """A flat JSON-able dict (str, int, lists of str) to send in a message.
 

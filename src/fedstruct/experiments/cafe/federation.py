@@ -25,9 +25,9 @@ from fedstruct.data.formats import IMAGES, ImageSites
 from fedstruct.data.images import LABEL, ImageFederationSchema, ImageSet, to_rows
 from fedstruct.data.partition import LabelSkewSplit, client_names, label_skew
 from fedstruct.data.sites import LEVELLED
-from fedstruct.errors import ConfigError, DataError, UnknownVariableError
+from fedstruct.errors import DataError
 from fedstruct.experiments.cafe.settings import CafeRun
-from fedstruct.experiments.source import OnSites, SiteFiles, Source
+from fedstruct.experiments.source import OnSites, SiteFiles, Source, TableTask
 from fedstruct.methods.cafe.config import continuous_target_message
 
 __all__ = [
@@ -216,7 +216,7 @@ class SiteImages(OnSites):
         return len(self.schema.classes)
 
 
-class SiteTable(OnSites):
+class SiteTable(TableTask):
     """A user's table sites (CSV, TSV, Parquet) and the class column to predict
     (``target``: the setting, else the manifest's), for hospitals whose rows are
     records rather than images. Categorical and ordinal columns are one-hot,
@@ -232,50 +232,14 @@ class SiteTable(OnSites):
 
     @cached_property
     def target(self) -> str:
-        """The class column.
+        """The class column (:meth:`~fedstruct.experiments.source.TableTask.checked_target`).
 
         Raises
         ------
-        ConfigError
-            If no target is named.
-        UnknownVariableError
-            If the target is not a column of the sites.
         DataError
-            If the target is continuous, has a single level at every site, or a site
-            does not observe a column.
+            Also if the target is continuous: CAFE classifies.
         """
-        schema = self.sites.schema
-        target = self.sites.role(self.settings.target, "target")
-        if not target:
-            raise ConfigError("name the class column: --set target=COLUMN")
-        if target not in schema.variables:
-            raise UnknownVariableError(
-                f"target {target!r} is not a column of the sites; their columns are "
-                f"{list(schema.variables)}"
-            )
-        if schema.kinds[target] not in LEVELLED:
+        target = self.checked_target("CAFE", regression=False)
+        if self.sites.schema.kinds[target] not in LEVELLED:
             raise DataError(continuous_target_message(target))
-        self.check_every_site_observes("CAFE")
-        levels = schema.levels[target]
-        if len(levels) < 2:
-            raise DataError(
-                f"target {target!r} has the single level {levels[0]!r} at every site; a "
-                "classifier needs two or more: pick another target"
-            )
         return target
-
-    @property
-    def cardinalities(self) -> dict[str, int]:
-        """Every categorical or ordinal column's number of levels."""
-        return self.sites.schema.cardinalities()
-
-    @property
-    def continuous(self) -> tuple[str, ...]:
-        """The continuous columns, in the schema's order."""
-        schema = self.sites.schema
-        return tuple(v for v in schema.variables if schema.kinds[v] not in LEVELLED)
-
-    @property
-    def missing_values(self) -> bool:
-        """Whether the sites' rows keep their missing values (``missing=keep``)."""
-        return self.sites.view.options.missing == "keep"

@@ -40,6 +40,7 @@ from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
 from fedstruct.methods.cafe import CAFE, CafeConfig
 
@@ -147,6 +148,7 @@ def _on_table(s: CafeRun, ctx: RunContext, model: CAFE, source: SiteTable) -> Ru
     """A run on a user's table sites: the final model's accuracy on the rows each site
     kept out (scored where they lie), beside the majority class's share of the
     training rows (from the pooled level counts) and the files' report."""
+    warn_imputed_unobserved(source.unobserved, model.config.categorical_imputation)
     with torch_threads(1):
         ctx.fit(model, source)
     history = [dict(h) for h in model.history_]

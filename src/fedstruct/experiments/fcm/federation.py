@@ -42,7 +42,7 @@ from fedstruct.data.client import ClientData, ClientsOnDemand
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.partition import balanced_sizes, client_names
 from fedstruct.data.schedule import Schedule
-from fedstruct.data.sites import LEVELLED, require_kinds
+from fedstruct.data.sites import LEVELLED, require_kinds, unobserved_as_missing
 from fedstruct.discovery import fci
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
@@ -618,8 +618,10 @@ class SiteConcepts(OnSites):
     """A user's site files for F-CMs: which columns are the inputs, the concepts and
     the task (the settings over the manifest's ``inputs``/``concepts``/``task``), the
     files read with the concepts and the task supervised (a missing value is a missing
-    label), and the concept graph each site proposes (``client_graphs``: its own,
-    ``graph:`` in the manifest or a node's ``--graph``, else learned from its rows)."""
+    label; a site without a label column does not supervise it), and the concept graph
+    each site proposes (``client_graphs``: its own, ``graph:`` in the manifest or a
+    node's ``--graph``, else learned from its rows). An input a site does not observe
+    is missing at every row there (:attr:`unobserved`)."""
 
     @cached_property
     def _roles(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:
@@ -673,6 +675,19 @@ class SiteConcepts(OnSites):
         return (*self.concepts, self.task)
 
     @property
+    def unobserved(self) -> dict[str, tuple[str, ...]]:
+        """Site -> the input columns it does not observe (sites that observe every
+        input left out): missing at every row there, imputed from the other sites'
+        statistics with their missing indicator on
+        (:attr:`~fedstruct.methods.fcm.config.FCMConfig.input_scaling`)."""
+        schema = self.sites.schema
+        found = {
+            site: tuple(v for v in schema.unobserved(site) if v in self.input_columns)
+            for site in schema.sites
+        }
+        return {site: columns for site, columns in found.items() if columns}
+
+    @property
     def cardinalities(self) -> dict[str, int]:
         """The levels of every concept and the task."""
         levels = self.sites.schema.cardinalities()
@@ -701,10 +716,12 @@ class SiteConcepts(OnSites):
         mode, given_graph = self.settings.client_graphs, bool(self.settings.graph)
         files = self.sites.view.graphs
         out = []
-        for client in self.sites.clients():
+        for read in self.sites.clients():
+            client = unobserved_as_missing(read, self.sites.schema, self.input_columns)
             labels = [v for v in self.labels if v in client.variables]
-            inputs = [v for v in self.input_columns if v in client.variables]
-            own = dataclasses.replace(client.select([*inputs, *labels]), supervised=tuple(labels))
+            own = dataclasses.replace(
+                client.select([*self.input_columns, *labels]), supervised=tuple(labels)
+            )
             path = files.get(client.name) if mode in ("auto", "given") else None
             if path:
                 proposed = read_graph_file(path)

@@ -32,7 +32,7 @@ from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
-from fedstruct.experiments.sites import aligned
+from fedstruct.experiments.sites import aligned, warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import edge_type_counts, pair_disagreement
@@ -213,6 +213,8 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
     and losses over the sites (federated evaluation on the rows each site holds out,
     ``validation_fraction``), the concept space and the aggregated graph, and with
     ``--truth`` the pairs on which that graph disagrees with the truth."""
+    if model.config.scales_inputs:
+        warn_imputed_unobserved(source.unobserved, None)
     ctx.fit(model, source)
     warn_if_task_has_no_parent(model)
     history = [dict(h) for h in model.history_]

@@ -12,10 +12,8 @@ import pandas as pd
 from fedstruct.data import ClientData, ClientsOnDemand, load_network
 from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.data.partition import client_names, horizontal, label_skew
-from fedstruct.data.sites import LEVELLED
-from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.experiments.fedavg.settings import FedAvgRun, task_variable
-from fedstruct.experiments.source import OnSites, SiteFiles, Source
+from fedstruct.experiments.source import SiteFiles, Source, TableTask
 
 __all__ = ["NetworkTask", "SiteTask", "source"]
 
@@ -79,57 +77,17 @@ class NetworkTask(Source):
         return self.network.sample(self.settings.test_samples, seed=self.settings.seed + 10_000)
 
 
-class SiteTask(OnSites):
+class SiteTask(TableTask):
     """A user's site files and the column to predict (``target``: the setting, else
     the manifest's): categorical and ordinal columns one-hot, continuous ones
     standardised with federated statistics, missing values (kept by default:
-    ``missing=keep``) imputed; a continuous target is a regression."""
+    ``missing=keep``) imputed; a continuous target is a regression. A feature a site
+    does not observe (its file lacks it, or misses it at every row) is missing at
+    every row there: imputed from the other sites' statistics, its missing indicator
+    on (:attr:`unobserved`)."""
 
     @cached_property
     def target(self) -> str:
-        """The column to predict.
-
-        Raises
-        ------
-        ConfigError
-            If no target is named.
-        UnknownVariableError
-            If the target is not a column of the sites.
-        DataError
-            If a categorical target has a single level at every site, or a site does
-            not observe a column.
-        """
-        schema = self.sites.schema
-        target = self.sites.role(self.settings.target, "target")
-        if not target:
-            raise ConfigError("name the column to predict: --set target=COLUMN")
-        if target not in schema.variables:
-            raise UnknownVariableError(
-                f"target {target!r} is not a column of the sites; their columns are "
-                f"{list(schema.variables)}"
-            )
-        self.check_every_site_observes("FedAvg")
-        levels = schema.levels.get(target)
-        if levels is not None and len(levels) < 2:
-            raise DataError(
-                f"target {target!r} has the single level {levels[0]!r} at every site; a "
-                "classifier needs two or more: pick another target, or set "
-                f"kinds.{target}=continuous if its values are numbers to regress on"
-            )
-        return target
-
-    @property
-    def cardinalities(self) -> dict[str, int]:
-        """Every categorical or ordinal column's number of levels."""
-        return self.sites.schema.cardinalities()
-
-    @property
-    def continuous(self) -> tuple[str, ...]:
-        """The continuous columns, in the schema's order."""
-        schema = self.sites.schema
-        return tuple(v for v in schema.variables if schema.kinds[v] not in LEVELLED)
-
-    @property
-    def missing_values(self) -> bool:
-        """Whether the sites' rows keep their missing values (``missing=keep``)."""
-        return self.sites.view.options.missing == "keep"
+        """The column to predict (:meth:`~fedstruct.experiments.source.TableTask.checked_target`;
+        a continuous one is a regression)."""
+        return self.checked_target("FedAvg", regression=True)

@@ -12,6 +12,7 @@ from fedstruct.experiments.fedavg.settings import FedAvgRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
+from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
 
 __all__ = ["method", "run_fedavg"]
@@ -66,6 +67,7 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
     site's held-out rows (``test_fraction``; the training rows when it is 0). With
     held-out rows the sites asked in each round score that round's model on them,
     which the per-round plot shows beside the training loss."""
+    warn_imputed_unobserved(source.unobserved, model.config.categorical_imputation)
     ctx.fit(model, source)
     last = model.history_[-1]
     rows = "test" if settings.test_fraction > 0 else "training"

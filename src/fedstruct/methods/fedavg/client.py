@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from fedstruct.data.client import ClientData
+from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, holdout_split
 from fedstruct.fl.features import FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
@@ -80,6 +81,12 @@ class FedAvgClient(Client):
         rows, where = self.data.rows, f"client {self.data.name!r}"
         kept = rows if not len(self.held) else rows.iloc[self.kept]
         self.x, self.y = self.schema.encode(kept, encoder, target_scale, where)
+        if not len(self.y):
+            raise DataError(
+                f"{where}: none of its {len(kept)} training rows gives the target "
+                f"{self.schema.target!r}, so it has nothing to train on: label its rows, or "
+                "leave it out of the federation"
+            )
         if len(self.held):
             held = rows.iloc[self.held]
             self.x_test, self.y_test = self.schema.encode(held, encoder, target_scale, where)
