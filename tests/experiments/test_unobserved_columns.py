@@ -86,9 +86,11 @@ def test_fedavg_says_which_columns_it_imputes_where():
     from fedstruct.experiments.sites import warn_imputed_unobserved
 
     with pytest.warns(FedstructWarning) as caught:
-        warn_imputed_unobserved({"h1": ("x",)}, "continuous: the federated mean")
+        warn_imputed_unobserved({"h1": ("x",), "h2": ()}, "mode")
+    assert len(caught) == 1  # h2 observes every column: nothing to say
     text = str(caught[0].message)
     assert "site 'h1' does not observe ['x']" in text and "missing indicator on" in text
+    assert "categorical: the federated mode" in text
 
 
 def test_fedavg_refuses_a_site_without_its_target(tmp_path):

@@ -138,6 +138,8 @@ def warn_imputed_unobserved(
         None: "the mean of its codes",
     }[categorical_imputation]
     for site, columns in unobserved.items():
+        if not columns:
+            continue
         warnings.warn(
             f"site {site!r} does not observe {list(columns)}: they are imputed at every row "
             "there from the other sites' federated statistics (continuous: the federated "
