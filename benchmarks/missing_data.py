@@ -34,25 +34,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from mixed_model import mixed_model, skeleton_f1
 
 from fedstruct.data import load_network
-from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
 from fedstruct.discovery import fci, pc
 from fedstruct.graphs import Graph
-from fedstruct.graphs.random import erdos_renyi_dag
 
 LEARNERS = {"pc": pc, "fci": fci}
-
-
-def mixed_model(seed: int, d: int) -> ConditionalGaussianSCM:
-    """Half of the variables categorical (binary and 3-category alternately), half real
-    (the model of benchmarks/mixed_ci.py)."""
-    dag = erdos_renyi_dag(d, seed=seed, edges_per_node=1.5)
-    chosen = np.random.default_rng(seed).permutation(d)[: d // 2].tolist()
-    kinds = dict.fromkeys(dag.names, "real")
-    for rank, k in enumerate(chosen):
-        kinds[dag.names[k]] = "binary" if rank % 2 else "categorical"
-    return ConditionalGaussianSCM(dag, kinds, seed=seed)
 
 
 def with_holes(frame: pd.DataFrame, holes: np.ndarray) -> pd.DataFrame:
@@ -83,23 +71,6 @@ def mar(frame: pd.DataFrame, rate: float, rng: np.random.Generator) -> np.ndarra
         p = np.where(high, 1.6 * rate, 0.4 * rate)
         holes[:, k] = rng.random(n) < p
     return holes
-
-
-def skeleton_f1(learned: Graph, dag: Graph) -> float:
-    """F1 of the learned adjacencies against the DAG's (a variable the learned graph
-    lacks is isolated)."""
-    truth = {frozenset((p, c)) for c in dag.names for p in dag.parents(c)}
-    names = list(learned.names)
-    marks = np.asarray(learned.marks)
-    found = {
-        frozenset((names[a], names[b]))
-        for a in range(len(names))
-        for b in range(a + 1, len(names))
-        if marks[a, b] != 0
-    }
-    tp = len(found & truth)
-    wrong = len(found ^ truth)
-    return 2 * tp / (2 * tp + wrong) if tp + wrong else 1.0
 
 
 def drop_rows(frame: pd.DataFrame, holes: np.ndarray) -> pd.DataFrame | None:

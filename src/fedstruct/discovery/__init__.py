@@ -13,6 +13,7 @@ the graph, every separating set, the per-pair p-values and the cached
 
 from fedstruct.discovery.build import CI_TESTS, as_ci_test, choose_ci_test, make_ci_test
 from fedstruct.discovery.citest import CIKey, CITest, OracleTest, ci_key
+from fedstruct.discovery.conditional_gaussian import ConditionalGaussianTest
 from fedstruct.discovery.degenerate import DegenerateGaussianTest
 from fedstruct.discovery.discrete import (
     DOF_CONVENTIONS,
@@ -32,6 +33,7 @@ __all__ = [
     "SMALL_SAMPLE_RULES",
     "CIKey",
     "CITest",
+    "ConditionalGaussianTest",
     "DegenerateGaussianTest",
     "DiscreteTest",
     "FisherZTest",

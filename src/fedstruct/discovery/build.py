@@ -9,6 +9,7 @@ import pandas as pd
 
 from fedstruct.data.client import ClientData
 from fedstruct.discovery.citest import CITest
+from fedstruct.discovery.conditional_gaussian import ConditionalGaussianTest
 from fedstruct.discovery.dataset import DataLike
 from fedstruct.discovery.degenerate import DegenerateGaussianTest
 from fedstruct.discovery.discrete import DiscreteTest, SmallSampleRule
@@ -18,7 +19,7 @@ from fedstruct.errors import ConfigError, unknown_choice_message
 
 __all__ = ["CI_TESTS", "as_ci_test", "choose_ci_test", "make_ci_test"]
 
-CI_TESTS = ("g2", "chi2", "fisherz", "dg", "auto")
+CI_TESTS = ("g2", "chi2", "fisherz", "dg", "cg", "auto")
 """Names :func:`make_ci_test` accepts (``"auto"``: :func:`choose_ci_test`)."""
 
 
@@ -103,6 +104,8 @@ def make_ci_test(
         return FisherZTest(data, names=names, missing=missing)
     if test == "dg":
         return DegenerateGaussianTest(data, names=names, kinds=kinds, missing=missing)
+    if test == "cg":
+        return ConditionalGaussianTest(data, names=names, kinds=kinds, missing=missing)
     raise ConfigError(unknown_choice_message("CI test", test, CI_TESTS))
 
 
