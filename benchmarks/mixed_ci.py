@@ -1,7 +1,7 @@
 """The mixed-data CI tests ("cg", "dg") against Fisher-z on codes and G² on binned data.
 
 Usage: ``python benchmarks/mixed_ci.py [--seeds 5] [--variables 16] [--sizes 2000 10000]
-[--learners pc fci] [--mixed cg dg] [--bins 4] [--timing-n 10000]
+[--learners pc fci] [--mixed cg cg-cell dg] [--bins 4] [--timing-n 10000]
 [--timing-variables 20] [--repeats 3] [--skip-quality] [--skip-speed]``
 
 1. Quality (issue 31, "Mixed-data test correctness"): per seed, an Erdős–Rényi DAG
@@ -9,8 +9,9 @@ Usage: ``python benchmarks/mixed_ci.py [--seeds 5] [--variables 16] [--sizes 200
    (alternately binary and 3-category), the rest real, with the mechanisms of
    :class:`~fedstruct.data.conditional_gaussian.ConditionalGaussianSCM`
    (benchmarks/mixed_model.py); ``n`` rows for each size. Each learner (alpha = 0.05)
-   runs with each mixed test of ``--mixed`` (``"cg"``: conditional Gaussian, ``"dg"``:
-   degenerate Gaussian), with ``"fisherz"`` on the same frame (categorical codes read
+   runs with each mixed test of ``--mixed`` (``"cg"``: conditional Gaussian with a
+   covariance pooled over the cells, ``"cg-cell"``: with one covariance per cell,
+   ``"dg"``: degenerate Gaussian), with ``"fisherz"`` on the same frame (categorical codes read
    as numbers) and with ``"g2"`` on a copy whose real columns are cut into ``--bins``
    equal-frequency bins. Reported: the skeleton F1 against the DAG's skeleton, mean
    over the seeds, and per mixed test the per-seed minimum of its margin over the
@@ -30,10 +31,19 @@ import numpy as np
 import pandas as pd
 from mixed_model import mixed_model, skeleton_f1
 
-from fedstruct.discovery import fci, pc
+from fedstruct.discovery import ConditionalGaussianTest, fci, pc
 
 LEARNERS = {"pc": pc, "fci": fci}
 BASELINES = ("fisherz", "g2-binned")
+MIXED = ("cg", "cg-cell", "dg")
+
+
+def learn(learner: str, frame: pd.DataFrame, test: str) -> object:
+    """``learner`` on ``frame`` with ``test`` (``"cg-cell"``: the CG test with a
+    covariance per cell, Andrews et al.'s heterogeneous form)."""
+    if test == "cg-cell":
+        return LEARNERS[learner](ConditionalGaussianTest(frame, covariance="cell"))
+    return LEARNERS[learner](frame, test=test)
 
 
 def binned(frame: pd.DataFrame, bins: int) -> pd.DataFrame:
@@ -66,7 +76,7 @@ def quality(args: argparse.Namespace) -> None:
                     ("g2-binned", binned(frame, args.bins), "g2"),
                 ]
                 for test, data, ci in runs:
-                    result = LEARNERS[name](data, test=ci)
+                    result = learn(name, data, ci)
                     scores[test].append(skeleton_f1(result.graph, model.dag))
             mean = {t: float(np.mean(v)) for t, v in scores.items()}
             best_other = [max(scores[b][s] for b in BASELINES) for s in range(args.seeds)]
@@ -88,11 +98,11 @@ def speed(args: argparse.Namespace) -> None:
     times: dict[str, list[float]] = {t: [] for t in (*args.mixed, "fisherz")}
     tests = {}
     for test in times:  # one untimed run each first (first-call costs)
-        fci(frame, test=test)
+        learn("fci", frame, test)
     for _ in range(args.repeats):
         for test in times:
             start = time.perf_counter()
-            result = fci(frame, test=test)
+            result = learn("fci", frame, test)
             times[test].append(time.perf_counter() - start)
             tests[test] = result.n_tests
     med = {t: float(np.median(v)) for t, v in times.items()}
@@ -111,7 +121,7 @@ def main() -> None:
     parser.add_argument("--variables", type=int, default=16)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 10_000])
     parser.add_argument("--learners", nargs="+", choices=sorted(LEARNERS), default=["pc", "fci"])
-    parser.add_argument("--mixed", nargs="+", choices=["cg", "dg"], default=["cg", "dg"])
+    parser.add_argument("--mixed", nargs="+", choices=MIXED, default=list(MIXED))
     parser.add_argument("--bins", type=int, default=4)
     parser.add_argument("--timing-n", type=int, default=10_000)
     parser.add_argument("--timing-variables", type=int, default=20)
