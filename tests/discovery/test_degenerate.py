@@ -11,6 +11,7 @@ from scipy.special import chdtrc
 from fedstruct.data import ClientData
 from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
 from fedstruct.discovery import (
+    ConditionalGaussianTest,
     DegenerateGaussianTest,
     DiscreteTest,
     FisherZTest,
@@ -165,7 +166,8 @@ def test_fci_with_dg_recovers_a_mixed_dags_skeleton():
 def test_auto_chooses_from_the_kinds():
     frame = small_mixed_frame()
     codes = frame[["a", "c"]]
-    assert isinstance(make_ci_test(frame, "auto"), DegenerateGaussianTest)
+    assert isinstance(make_ci_test(frame, "auto"), ConditionalGaussianTest)
+    assert isinstance(make_ci_test(frame, "dg"), DegenerateGaussianTest)
     assert isinstance(make_ci_test(frame[["b", "d"]], "auto"), FisherZTest)
     auto = make_ci_test(codes, "auto")
     assert isinstance(auto, DiscreteTest) and auto.kind == "g2"
@@ -180,14 +182,18 @@ def test_auto_chooses_from_the_kinds():
     assert make_ci_test(frame, "dg", kinds={"a": "ordinal"}).widths == (1, 1, 3, 1)
 
 
-def test_learners_and_fedcdnv_accept_dg_and_auto():
+def test_learners_and_fedcdnv_accept_dg_cg_and_auto():
     frame = small_mixed_frame()
-    assert pc(frame, test="auto").ci_test.kind == "dg"
+    assert pc(frame, test="auto").ci_test.kind == "cg"  # the mixed test auto chooses
+    assert pc(frame, test="dg").ci_test.kind == "dg"
     assert FedCDnvConfig(ci_test="dg").ci_test == "dg"
+    assert FedCDnvConfig(ci_test="cg").ci_test == "cg"
     assert FedCDnvConfig().ci_test == "auto"  # the default: G² on codes, as the paper
-    assert pc(frame).ci_test.kind == "dg"  # and the learners'
+    assert pc(frame).ci_test.kind == "cg"  # and the learners'
     client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig())
-    assert client.learn().ci_test.kind == "dg"
+    assert client.learn().ci_test.kind == "cg"
+    dg_client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig(ci_test="dg"))
+    assert dg_client.learn().ci_test.kind == "dg"
     codes = frame.select_dtypes("int64")
     assert (
         FedCDnvClient(ClientData("s", codes), config=FedCDnvConfig()).learn().ci_test.kind == "g2"

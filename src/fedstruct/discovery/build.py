@@ -30,7 +30,7 @@ def choose_ci_test(
     kinds: Mapping[str, str] | None = None,
 ) -> str:
     """The test ``"auto"`` runs on ``data``: ``"g2"`` when every variable is categorical
-    or ordinal, ``"fisherz"`` when none is categorical, else ``"dg"``.
+    or ordinal, ``"fisherz"`` when none is categorical, else ``"cg"``.
 
     Kinds come from ``kinds`` (name -> kind), else from the dtypes (integer or bool:
     categorical; float: continuous); see :mod:`fedstruct.discovery.kinds`.
@@ -62,15 +62,17 @@ def make_ci_test(
         A ``ClientData``, ``DataFrame`` or 2-D array.
     test
         ``"g2"`` (default), ``"chi2"`` (discrete data), ``"fisherz"`` (continuous),
-        ``"dg"`` (the degenerate-Gaussian test,
-        mixed data: :class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest`)
+        ``"cg"`` (the conditional-Gaussian test, mixed data:
+        :class:`~fedstruct.discovery.conditional_gaussian.ConditionalGaussianTest` with
+        its defaults), ``"dg"`` (the degenerate-Gaussian test, mixed data:
+        :class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest`)
         or ``"auto"`` (one of these from the variables' kinds: :func:`choose_ci_test`;
         the learners' and FedCDnv's default).
     names
         Variable names for an array.
     kinds
         Name -> kind (``"categorical"``, ``"ordinal"``, ``"continuous"``) for some or
-        all variables, read by ``"dg"`` and ``"auto"``; the others get their dtype's
+        all variables, read by ``"cg"``, ``"dg"`` and ``"auto"``; the others get their dtype's
         kind (integer or bool: categorical; float: continuous).
     cardinalities, small_sample, dof
         Options of the discrete tests (see

@@ -112,7 +112,7 @@ def run_fedcdnv(
 
 def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[str, float]:
     """What each site's CI tests were, for metrics.json: ``ci_test_<name>`` (how many
-    sites ran that test, e.g. ``ci_test_dg``), and per site the fewest and the median
+    sites ran that test, e.g. ``ci_test_cg``), and per site the fewest and the median
     rows behind a test (``test_rows_min_<site>``, ``test_rows_median_<site>``: below
     the site's rows when values are missing, deleted test-wise) and the tests skipped
     for too few rows (``skipped_tests_<site>``)."""

@@ -30,11 +30,12 @@ class FedCDnvConfig:
         ``"auto"`` (default: chosen from each client's columns' kinds, the federation
         schema's on a user's files, else the dtypes (integer codes categorical, floats
         continuous): G² when all are categorical or ordinal, as the paper, so its
-        results are unchanged; Fisher-z when none is categorical; else ``"dg"``; see
+        results are unchanged; Fisher-z when none is categorical; else ``"cg"``; see
         :func:`~fedstruct.discovery.choose_ci_test`), ``"g2"`` (the paper's test),
-        ``"chi2"``, ``"fisherz"`` (continuous data) or ``"dg"`` (the
-        degenerate-Gaussian test, mixed data). Missing values are deleted test-wise
-        (each test on the rows complete on its variables; docs/fedcdnv.md).
+        ``"chi2"``, ``"fisherz"`` (continuous data), ``"cg"`` (the conditional-Gaussian
+        test) or ``"dg"`` (the degenerate-Gaussian test), both for mixed data. Missing
+        values are deleted test-wise (each test on the rows complete on its variables;
+        docs/fedcdnv.md).
     alpha
         Significance level of the CI tests (0.05).
     theta1
