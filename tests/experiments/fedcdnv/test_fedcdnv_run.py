@@ -152,7 +152,7 @@ def test_fedcdnv_runs_on_a_mixed_table_with_missing_values_with_no_settings(tmp_
     result = runner.invoke(app, ["run", "fedcdnv", *args, "--quiet", "--out", str(out)])
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["ci_test_dg"] == 4.0
+    assert metrics["ci_test_cg"] == 4.0
     assert metrics["n_variables"] == 9.0
     for k in range(1, 5):
         site = f"h{k}"
