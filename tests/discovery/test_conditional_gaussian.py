@@ -178,6 +178,12 @@ def test_a_test_with_no_cell_large_enough_or_no_degree_of_freedom_is_skipped():
         twin = cg(small_mixed_frame().assign(e=lambda f: f["b"] * 2.0), covariance=covariance)
         assert twin.query(1, 4, (0,)) == (0.0, True)  # a singular covariance
         assert twin.n_skipped == 1
+    # Learners enumerate no set that could only be skipped: pooled, a test of 12 rows
+    # holds at most 10 continuous variables (x, y and 8 of Z); discrete ones are free.
+    assert pooled.max_testable_size(1, 2, [0]) == 1
+    wide = cg(np.random.default_rng(7).standard_normal((6, 8)))
+    assert wide.max_testable_size(0, 1, range(2, 8)) == 2  # 6 rows: a <= 4
+    assert cg(frame.iloc[:4], covariance="cell").max_testable_size(1, 2, [0]) == -1  # < 5
     # A discrete variable with one level on a test's complete rows: df = 0.
     holed = small_mixed_frame().assign(e=lambda f: (f.index % 3 == 0).astype(np.int64))
     holed.loc[holed["e"] == 1, "b"] = np.nan

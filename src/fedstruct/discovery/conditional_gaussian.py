@@ -261,11 +261,15 @@ class ConditionalGaussianTest(CITest):
         return self._min_cell_rows
 
     def max_testable_size(self, i: int, j: int, candidates: Sequence[int]) -> int:
-        """See :meth:`CITest.max_testable_size`: a cell's Gaussian over ``a`` continuous
-        variables needs ``a + 1`` rows, so at most ``n - 1`` continuous variables fit in
-        a test (discrete ones cost no column)."""
+        """See :meth:`CITest.max_testable_size`: the largest ``k`` for which the ``k``
+        candidates with the fewest continuous variables can still give a performed test.
+        Pooled, ``n - m - a >= 1`` with ``m >= 1`` cells allows ``a <= n - 2``
+        continuous variables in the test; per cell, a cell of at most ``n`` rows must
+        hold ``a + 1`` of them and ``min_cell_rows``. Discrete candidates cost nothing."""
         n = self._n_samples
-        room = n - max(self._min_cell_rows, 1)  # type: ignore[operator]
+        if not self._pooled and n < self._min_cell_rows:  # type: ignore[operator]
+            return -1
+        room = n - (2 if self._pooled else 1)  # type: ignore[operator]
         room -= sum(not self._discrete[v] for v in (i, j))
         if room < 0:
             return -1
