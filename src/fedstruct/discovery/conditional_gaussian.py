@@ -56,7 +56,7 @@ discrete ``X`` (``k`` levels) against a continuous ``Y`` given continuous ``Z`` 
 ``df = k - 1`` pooled and ``(k - 1)(|Z| + 2)`` per cell (means, variance and
 covariances with ``Z`` may all differ between the levels).
 
-Closed forms (tests/discovery/test_conditional_gaussian.py): on continuous variables
+Closed forms (tests/discovery/test_cg_lrt.py): on continuous variables
 ``G = -n log(1 - r²)`` with ``r`` the partial correlation and ``df = 1``; with every
 variable discrete ``G`` is the G² statistic of the contingency table and
 ``df = m(XYZ) + m(Z) - m(XZ) - m(YZ)`` (``(|X|-1)(|Y|-1)`` per stratum when every cell
