@@ -300,27 +300,35 @@ class ConditionalGaussianTest(CITest):
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
         rows = self._rowset((i, j, *z))
+        if not self._pooled:
+            rows = self._large_cells(rows, i, j, z)
+            if rows is None:
+                return 0.0, True
+        return rows.test(i, j, z)
+
+    def _large_cells(self, rows: _RowSet, i: int, j: int, z: tuple[int, ...]) -> _RowSet | None:
+        """``rows`` less the rows of the cells too small for a per-cell Gaussian, on the
+        finest partition where the test fits one (module docstring); ``None`` when no
+        row is left."""
         discrete = self._discrete
         if discrete[j] and not discrete[i]:
             i, j = j, i  # the discrete one first
         z_discrete = tuple(v for v in z if discrete[v])
         z_continuous = len(z) - len(z_discrete)
-        if discrete[j]:  # both discrete: Gaussians of Z's continuous part in (Z, X, Y) cells
-            finest = tuple(sorted((*z_discrete, i, j))) if z_continuous else None
-            widest = z_continuous
-        elif discrete[i]:  # X discrete, Y continuous: (Z, Y)'s Gaussians in (Z, X) cells
+        if discrete[j]:  # both discrete: Z's continuous part in (Z, X, Y)'s cells
+            if not z_continuous:
+                return rows  # no Gaussian is fitted
+            finest, widest = tuple(sorted((*z_discrete, i, j))), z_continuous
+        elif discrete[i]:  # X discrete, Y continuous: (Y, Z)'s in (Z, X)'s cells
             finest, widest = tuple(sorted((*z_discrete, i))), z_continuous + 1
-        else:  # both continuous: (X, Y, Z)'s Gaussians in Z's cells
+        else:  # both continuous: (X, Y, Z)'s in Z's cells
             finest, widest = z_discrete, z_continuous + 2
-        if finest is not None and not self._pooled:
-            need = max(self._min_cell_rows, widest + 1)
-            part = rows.partition(finest)
-            if part.counts.min() < need:
-                keep = (part.counts >= need)[part.labels]
-                if not keep.any():
-                    return 0.0, True
-                rows = rows.restricted(np.flatnonzero(keep))
-        return rows.test(i, j, z)
+        need = max(self._min_cell_rows, widest + 1)
+        part = rows.partition(finest)
+        if part.counts.min() >= need:
+            return rows
+        keep = (part.counts >= need)[part.labels]
+        return rows.restricted(np.flatnonzero(keep)) if keep.any() else None
 
 
 class _Partition:
