@@ -7,8 +7,9 @@ Issue 31, target "Missing data": on alarm (37 categorical variables, bnlearn) an
 the conditional-Gaussian mixed model
 (:class:`~fedstruct.data.conditional_gaussian.ConditionalGaussianSCM`, an Erdős–Rényi
 DAG with 1.5 edges per node, half of the variables categorical), per seed one sample
-of ``n`` rows, learned with ``--learner`` (``ci_test="auto"``: G² on alarm, the
-degenerate-Gaussian test on the mixed model) on
+of ``n`` rows, learned with ``--learner`` (``ci_test="auto"``: G² on alarm; on the
+mixed model the conditional-Gaussian test where the median rows per variable pair
+reach ``cg_min_rows`` = 1,500, else the degenerate-Gaussian test: printed per seed) on
 
 - the complete data;
 - every value missing completely at random (MCAR) with probability ``rate``:
@@ -37,7 +38,8 @@ import pandas as pd
 from mixed_model import mixed_model, skeleton_f1
 
 from fedstruct.data import load_network
-from fedstruct.discovery import fci, pc
+from fedstruct.discovery import choose_ci_test, fci, pc
+from fedstruct.discovery.kinds import median_pair_rows
 from fedstruct.graphs import Graph
 
 LEARNERS = {"pc": pc, "fci": fci}
@@ -88,19 +90,26 @@ def one_seed(
     seed: int,
     alpha: float,
 ) -> dict[str, float]:
-    """Every condition's skeleton F1 on one sample."""
+    """Every condition's skeleton F1 on one sample (printing the test ``"auto"`` ran)."""
+    picks = [f"complete {choose_ci_test(frame)}"]
     out = {"complete": skeleton_f1(learn(frame, alpha=alpha).graph, dag)}  # type: ignore[attr-defined]
     for mechanism, draw in (("mcar", mcar), ("mar", mar)):
         for rate in rates:
             holes = draw(frame, rate, np.random.default_rng(10_000 + seed))
             holed = with_holes(frame, holes)
             result = learn(holed, alpha=alpha)
+            picks.append(
+                f"{mechanism}{rate:g} {choose_ci_test(holed)} ({median_pair_rows(holed):.0f})"
+            )
             out[f"{mechanism}{rate:g}-testwise"] = skeleton_f1(result.graph, dag)  # type: ignore[attr-defined]
             kept = drop_rows(frame, holes)
             out[f"{mechanism}{rate:g}-droprows"] = (
                 0.0 if kept is None else skeleton_f1(learn(kept, alpha=alpha).graph, dag)  # type: ignore[attr-defined]
             )
             out[f"{mechanism}{rate:g}-droprows-n"] = 0.0 if kept is None else float(len(kept))
+            if kept is not None:
+                picks.append(f"drop-rows {choose_ci_test(kept)}")
+    print(f"  seed {seed}, auto ran (median rows per pair): {'; '.join(picks)}", flush=True)
     return out
 
 
