@@ -121,6 +121,7 @@ class FedCDnvClient(Client):
             small_sample=cfg.small_sample,
             dof=cfg.dof,
             missing="testwise",
+            cg_min_rows=cfg.cg_min_rows,
         )
 
     def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:
