@@ -4,7 +4,8 @@ A library layer that every method and experiment may call (it imports only
 ``graphs``, ``data``, ``errors`` and ``fl.progress``): :func:`pc` learns a CPDAG,
 :func:`fci` and :func:`rfci` a PAG, on one table. :func:`make_ci_test` builds the CI test
 from the data (G², Pearson χ², Fisher-z, the conditional-Gaussian or degenerate-Gaussian
-test for mixed data, or ``"auto"``, chosen from the variables' kinds; :data:`CI_TESTS`);
+test for mixed data, or ``"auto"``, chosen from the variables' kinds and, between the
+two mixed tests, the rows: :func:`choose_ci_test`; :data:`CI_TESTS`);
 :class:`OracleTest` answers
 from a known graph's d-separations. Every learner returns a :class:`LocalResult`:
 the graph, every separating set, the per-pair p-values and the cached
