@@ -32,9 +32,12 @@ columns get one kind unless ``kinds`` says otherwise.
   - fewer -> ``"dg"``, the degenerate-Gaussian test
     (:mod:`fedstruct.discovery.degenerate`): ``"cg"`` crosses the categorical
     variables into cells, ``(k - 1) m(Z)`` degrees of freedom where ``"dg"`` spends
-    ``k - 1``, and that costs power on few rows (PC skeleton F1 at n = 1,000: cg 0.875,
-    dg 0.899; at n = 2,000: cg 0.928, dg 0.915). 1,500 is the middle of that
-    crossover (docs/benchmarks.md); both tests read ordinal codes as scores.
+    ``k - 1``, and that costs power on few rows (PC skeleton F1 on the benchmark's
+    mixed models, cg against dg: 0.875 / 0.899 at n = 1,000, 0.910 / 0.922 at 1,250,
+    0.909 / 0.899 at 1,500, 0.928 / 0.915 at 2,000; FCI alike). 1,500 is the smallest
+    measured size where cg wins, kept rather than the interpolated ~1,350 because with
+    missing values a test of more variables has fewer rows than its pair
+    (docs/benchmarks.md). Both tests read ordinal codes as scores.
 """
 
 from __future__ import annotations
