@@ -7,8 +7,9 @@ Issue 31, target "Missing data": on alarm (37 categorical variables, bnlearn) an
 the conditional-Gaussian mixed model
 (:class:`~fedstruct.data.conditional_gaussian.ConditionalGaussianSCM`, an Erdős–Rényi
 DAG with 1.5 edges per node, half of the variables categorical), per seed one sample
-of ``n`` rows, learned with ``--learner`` (``ci_test="auto"``: G² on alarm, the
-degenerate-Gaussian test on the mixed model) on
+of ``n`` rows, learned with ``--learner`` (``ci_test="auto"``: G² on alarm; on the
+mixed model the conditional-Gaussian test where the median rows per variable pair
+reach ``cg_min_rows`` = 1,500, else the degenerate-Gaussian test: printed per seed) on
 
 - the complete data;
 - every value missing completely at random (MCAR) with probability ``rate``:
@@ -34,25 +35,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from mixed_model import mixed_model, skeleton_f1
 
 from fedstruct.data import load_network
-from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
-from fedstruct.discovery import fci, pc
+from fedstruct.discovery import choose_ci_test, fci, pc
+from fedstruct.discovery.kinds import median_pair_rows
 from fedstruct.graphs import Graph
-from fedstruct.graphs.random import erdos_renyi_dag
 
 LEARNERS = {"pc": pc, "fci": fci}
-
-
-def mixed_model(seed: int, d: int) -> ConditionalGaussianSCM:
-    """Half of the variables categorical (binary and 3-category alternately), half real
-    (the model of benchmarks/mixed_ci.py)."""
-    dag = erdos_renyi_dag(d, seed=seed, edges_per_node=1.5)
-    chosen = np.random.default_rng(seed).permutation(d)[: d // 2].tolist()
-    kinds = dict.fromkeys(dag.names, "real")
-    for rank, k in enumerate(chosen):
-        kinds[dag.names[k]] = "binary" if rank % 2 else "categorical"
-    return ConditionalGaussianSCM(dag, kinds, seed=seed)
 
 
 def with_holes(frame: pd.DataFrame, holes: np.ndarray) -> pd.DataFrame:
@@ -85,23 +75,6 @@ def mar(frame: pd.DataFrame, rate: float, rng: np.random.Generator) -> np.ndarra
     return holes
 
 
-def skeleton_f1(learned: Graph, dag: Graph) -> float:
-    """F1 of the learned adjacencies against the DAG's (a variable the learned graph
-    lacks is isolated)."""
-    truth = {frozenset((p, c)) for c in dag.names for p in dag.parents(c)}
-    names = list(learned.names)
-    marks = np.asarray(learned.marks)
-    found = {
-        frozenset((names[a], names[b]))
-        for a in range(len(names))
-        for b in range(a + 1, len(names))
-        if marks[a, b] != 0
-    }
-    tp = len(found & truth)
-    wrong = len(found ^ truth)
-    return 2 * tp / (2 * tp + wrong) if tp + wrong else 1.0
-
-
 def drop_rows(frame: pd.DataFrame, holes: np.ndarray) -> pd.DataFrame | None:
     """The rows with no missing value, constant columns dropped; ``None``: too few."""
     rows = frame[~holes.any(axis=1)]
@@ -117,19 +90,26 @@ def one_seed(
     seed: int,
     alpha: float,
 ) -> dict[str, float]:
-    """Every condition's skeleton F1 on one sample."""
+    """Every condition's skeleton F1 on one sample (printing the test ``"auto"`` ran)."""
+    picks = [f"complete {choose_ci_test(frame)}"]
     out = {"complete": skeleton_f1(learn(frame, alpha=alpha).graph, dag)}  # type: ignore[attr-defined]
     for mechanism, draw in (("mcar", mcar), ("mar", mar)):
         for rate in rates:
             holes = draw(frame, rate, np.random.default_rng(10_000 + seed))
             holed = with_holes(frame, holes)
             result = learn(holed, alpha=alpha)
+            picks.append(
+                f"{mechanism}{rate:g} {choose_ci_test(holed)} ({median_pair_rows(holed):.0f})"
+            )
             out[f"{mechanism}{rate:g}-testwise"] = skeleton_f1(result.graph, dag)  # type: ignore[attr-defined]
             kept = drop_rows(frame, holes)
             out[f"{mechanism}{rate:g}-droprows"] = (
                 0.0 if kept is None else skeleton_f1(learn(kept, alpha=alpha).graph, dag)  # type: ignore[attr-defined]
             )
             out[f"{mechanism}{rate:g}-droprows-n"] = 0.0 if kept is None else float(len(kept))
+            if kept is not None:
+                picks.append(f"drop-rows {choose_ci_test(kept)}")
+    print(f"  seed {seed}, auto ran (median rows per pair): {'; '.join(picks)}", flush=True)
     return out
 
 

@@ -40,7 +40,7 @@ def test_a_real_child_is_linear_in_its_parents_with_a_share_r2_explained():
 
 
 def test_bad_settings_are_named():
-    with pytest.raises(UnknownVariableError, match=r"missing \['D'\]"):
+    with pytest.raises(UnknownVariableError, match=r"lacks variables \['D'\]"):
         ConditionalGaussianSCM(DAG, {k: v for k, v in KINDS.items() if k != "D"}, seed=0)
     with pytest.raises(ConfigError, match=r"'A'.*ordinal"):
         ConditionalGaussianSCM(DAG, {**KINDS, "A": "ordinal"}, seed=0)

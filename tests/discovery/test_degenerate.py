@@ -11,6 +11,7 @@ from scipy.special import chdtrc
 from fedstruct.data import ClientData
 from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
 from fedstruct.discovery import (
+    ConditionalGaussianTest,
     DegenerateGaussianTest,
     DiscreteTest,
     FisherZTest,
@@ -21,9 +22,10 @@ from fedstruct.discovery import (
     pc,
 )
 from fedstruct.discovery.fisherz import partial_correlation
+from fedstruct.discovery.kinds import CG_MIN_ROWS, median_pair_rows
 from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.graphs.random import erdos_renyi_dag
-from fedstruct.methods.fedcdnv import FedCDnvClient
+from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvClient
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 
 
@@ -165,11 +167,16 @@ def test_fci_with_dg_recovers_a_mixed_dags_skeleton():
 def test_auto_chooses_from_the_kinds():
     frame = small_mixed_frame()
     codes = frame[["a", "c"]]
-    assert isinstance(make_ci_test(frame, "auto"), DegenerateGaussianTest)
+    assert isinstance(make_ci_test(frame, "auto"), DegenerateGaussianTest)  # 400 rows
+    assert isinstance(make_ci_test(frame, "auto", cg_min_rows=400), ConditionalGaussianTest)
+    assert isinstance(make_ci_test(frame, "dg"), DegenerateGaussianTest)
     assert isinstance(make_ci_test(frame[["b", "d"]], "auto"), FisherZTest)
     auto = make_ci_test(codes, "auto")
     assert isinstance(auto, DiscreteTest) and auto.kind == "g2"
     assert auto.pvalue(0, 1) == make_ci_test(codes, "g2").pvalue(0, 1)  # bnlearn unchanged
+    # the rows never turn categorical or continuous data away from G² or Fisher-z
+    assert make_ci_test(codes, "auto", cg_min_rows=10**9).kind == "g2"
+    assert make_ci_test(frame[["b", "d"]], "auto", cg_min_rows=0).kind == "fisherz"
     # kinds win over dtypes; ordinal goes with categorical to G², with continuous to Fisher-z.
     assert choose_ci_test(frame, kinds={"a": "continuous", "c": "real"}) == "fisherz"
     assert choose_ci_test(codes, kinds={"a": "ordinal"}) == "g2"
@@ -180,20 +187,57 @@ def test_auto_chooses_from_the_kinds():
     assert make_ci_test(frame, "dg", kinds={"a": "ordinal"}).widths == (1, 1, 3, 1)
 
 
-def test_learners_and_fedcdnv_accept_dg_and_auto():
+def test_auto_on_mixed_data_runs_dg_below_cg_min_rows_and_cg_from_it():
+    """The rows decide between the two mixed tests: "dg" on few rows, where "cg"'s
+    crossed cells cost power, "cg" from CG_MIN_ROWS (1,500) rows per variable pair."""
+    assert CG_MIN_ROWS == 1500
+    frame = small_mixed_frame(1500)
+    assert choose_ci_test(frame) == "cg"
+    assert choose_ci_test(frame.iloc[:1499]) == "dg"
+    assert choose_ci_test(frame, cg_min_rows=1501) == "dg"
+    # missing values: the median over the pairs of the rows observed on both
+    holed = small_mixed_frame(2000)
+    holed.loc[:599, "b"] = np.nan
+    holed.loc[1400:, "d"] = np.nan
+    holed.loc[1000:1099, "c"] = -1
+    # rows on both, per pair: ab 1400, ac 1900, ad 1400, bc 1300, bd 800, cd 1300
+    # -> median 1350, below 1,500 although the complete data (2,000 rows) are above
+    assert median_pair_rows(holed) == 1350.0
+    assert median_pair_rows(small_mixed_frame(700)) == 700.0
+    assert choose_ci_test(holed) == "dg" and choose_ci_test(small_mixed_frame(2000)) == "cg"
+    assert choose_ci_test(holed, cg_min_rows=1350) == "cg"
+    assert choose_ci_test(holed, cg_min_rows=1351) == "dg"
+    assert pc(holed, test="auto").ci_test.kind == "dg"  # the learners resolve auto so
+
+
+def test_learners_and_fedcdnv_accept_dg_cg_and_auto():
     frame = small_mixed_frame()
-    assert pc(frame, test="auto").ci_test.kind == "dg"
+    assert pc(frame, test="auto").ci_test.kind == "dg"  # the mixed test auto chooses: 400 rows
+    assert pc(frame, test="cg").ci_test.kind == "cg"
+    assert pc(frame, test="dg").ci_test.kind == "dg"
     assert FedCDnvConfig(ci_test="dg").ci_test == "dg"
+    assert FedCDnvConfig(ci_test="cg").ci_test == "cg"
     assert FedCDnvConfig().ci_test == "auto"  # the default: G² on codes, as the paper
+    assert FedCDnvConfig().cg_min_rows == CG_MIN_ROWS
     assert pc(frame).ci_test.kind == "dg"  # and the learners'
     client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig())
     assert client.learn().ci_test.kind == "dg"
+    cg_client = FedCDnvClient(ClientData("site-1", frame), config=FedCDnvConfig(cg_min_rows=400))
+    assert cg_client.learn().ci_test.kind == "cg"
     codes = frame.select_dtypes("int64")
     assert (
         FedCDnvClient(ClientData("s", codes), config=FedCDnvConfig()).learn().ci_test.kind == "g2"
     )
-    with pytest.raises(ConfigError, match="ci_test"):
-        FedCDnvConfig(ci_test="kci")
+
+
+def test_each_fedcdnv_site_chooses_its_mixed_test_on_its_own_rows():
+    frame = small_mixed_frame(1600)
+    clients = [ClientData("large", frame), ClientData("small", frame.iloc[:400])]
+    model = FedCDnv().fit(clients)
+    assert {site: e["ci_test"] for site, e in model.site_tests_.items()} == {
+        "large": "cg",
+        "small": "dg",
+    }
 
 
 def test_the_cache_round_trips_through_arrays():

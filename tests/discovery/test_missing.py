@@ -69,8 +69,7 @@ def test_fisherz_pvalue_equals_the_test_on_the_complete_rows():
 
 def test_dg_pvalue_equals_the_test_on_the_complete_rows():
     frame = with_holes(mixed_frame(), 0.1)
-    deleted = make_ci_test(frame, "auto")
-    assert deleted.kind == "dg"
+    deleted = make_ci_test(frame, "dg")
     cols = ["a", "b", "x", "y"]
     by_hand = make_ci_test(complete_rows(frame, cols), "dg")
     # a ⊥ y | b, x: every variable of the test has holes; the rows complete on all four

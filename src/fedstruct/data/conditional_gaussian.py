@@ -33,14 +33,12 @@ from numpy.typing import NDArray
 from fedstruct.data._shared import SeedLike, check_sample_size, make_rng, softmax
 from fedstruct.data.checks import integer_at_least
 from fedstruct.data.discrete import UNIFORM, inverse_cdf
-from fedstruct.data.mixed import MixedDataset
+from fedstruct.data.mixed import MixedDataset, check_model_settings
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.undirected import moral_graph
 
 __all__ = ["ConditionalGaussianSCM"]
-
-_KINDS = ("real", "binary", "categorical")
 
 
 class ConditionalGaussianSCM:
@@ -84,24 +82,18 @@ class ConditionalGaussianSCM:
         logit_scale: float = 1.0,
         pilot_size: int = 20_000,
     ) -> None:
-        dag.require_dag("the conditional-Gaussian model's graph")
-        missing = [v for v in dag.names if v not in kinds]
-        extra = [v for v in kinds if v not in dag]
-        if missing or extra:
-            raise UnknownVariableError(
-                f"kinds must name exactly the DAG's variables; missing {missing}, extra {extra}"
-            )
-        for v in dag.names:
-            if kinds[v] not in _KINDS:
-                raise ConfigError(f"variable {v!r}: kind {kinds[v]!r}; give one of {_KINDS}")
-        lo, hi = (float(r) for r in r2_range)
-        if not 0.0 <= lo <= hi < 1.0:
-            raise ConfigError(f"r2_range is {r2_range}; give 0 <= low <= high < 1")
+        checked, (lo, hi) = check_model_settings(
+            dag,
+            kinds,
+            r2_range,
+            what="the conditional-Gaussian model's graph",
+            allowed=("real", "binary", "categorical"),
+        )
         if not logit_scale > 0:
             raise ConfigError(f"logit_scale is {logit_scale}; give a positive number")
         k = integer_at_least(n_categories, "n_categories", 3)
         self.dag = dag
-        self.kinds = {v: kinds[v] for v in dag.names}
+        self.kinds = checked
         self.cardinalities = {
             v: (2 if kind == "binary" else k) for v, kind in self.kinds.items() if kind != "real"
         }

@@ -13,7 +13,7 @@ documented on :class:`MixedSCM`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,17 +310,15 @@ class MixedSCM:
         r2_range: tuple[float, float] = (0.4, 0.8),
         pilot_size: int = 20_000,
     ) -> None:
-        dag.require_dag("the MixedSCM's graph")
+        self._kinds, (lo, hi) = check_model_settings(
+            dag, kinds, r2_range, what="the MixedSCM's graph"
+        )
         self._dag = dag
         self._names = dag.names
-        self._kinds = _check_kinds(dag, kinds)
         self._n_categories = integer_at_least(
             n_categories, "n_categories", 3, "; use kind 'binary' for two categories"
         )
         self._n_levels = integer_at_least(n_levels, "n_levels", 2)
-        lo, hi = (float(v) for v in r2_range)
-        if not 0.0 <= lo <= hi < 1.0:
-            raise ConfigError(f"r2_range is {r2_range}; give 0 <= low <= high < 1")
         pilot_size = integer_at_least(pilot_size, "pilot_size", 100)
         self._cards = {
             v: 2 if k == "binary" else self._n_categories
@@ -568,7 +566,39 @@ class MixedSCM:
         return values
 
 
-def _check_kinds(dag: Graph, kinds: Mapping[str, str]) -> dict[str, str]:
+def check_model_settings(
+    dag: Graph,
+    kinds: Mapping[str, str],
+    r2_range: tuple[float, float],
+    *,
+    what: str,
+    allowed: Sequence[str] = VARIABLE_KINDS,
+) -> tuple[dict[str, str], tuple[float, float]]:
+    """The checked settings every mixed model on a DAG shares: each variable's kind (in
+    the DAG's order) and the range of the share of variance parents explain.
+
+    Used by :class:`MixedSCM` and
+    :class:`~fedstruct.data.conditional_gaussian.ConditionalGaussianSCM`.
+
+    Parameters
+    ----------
+    dag
+        The causal DAG; ``what`` names it in the error message.
+    kinds
+        Every variable's kind, one of ``allowed``.
+    r2_range
+        ``(low, high)`` with ``0 <= low <= high < 1``.
+
+    Raises
+    ------
+    GraphError, CyclicGraphError
+        If ``dag`` is not a DAG.
+    UnknownVariableError
+        If ``kinds`` misses a variable or names one the DAG does not have.
+    ConfigError
+        For a kind not in ``allowed`` or an out-of-range ``r2_range``.
+    """
+    dag.require_dag(what)
     missing = [v for v in dag.names if v not in kinds]
     if missing:
         raise UnknownVariableError(f"kinds lacks variables {missing}; give every variable a kind")
@@ -576,10 +606,13 @@ def _check_kinds(dag: Graph, kinds: Mapping[str, str]) -> dict[str, str]:
     if extra:
         raise UnknownVariableError(f"kinds names {extra}, which are not variables of the DAG")
     for v in dag.names:
-        if kinds[v] not in VARIABLE_KINDS:
-            message = unknown_choice_message("kind", kinds[v], VARIABLE_KINDS)
+        if kinds[v] not in allowed:
+            message = unknown_choice_message("kind", kinds[v], allowed)
             raise ConfigError(f"variable {v!r}: {message}")
-    return {v: kinds[v] for v in dag.names}
+    lo, hi = (float(r) for r in r2_range)
+    if not 0.0 <= lo <= hi < 1.0:
+        raise ConfigError(f"r2_range is {r2_range}; give 0 <= low <= high < 1")
+    return {v: kinds[v] for v in dag.names}, (lo, hi)
 
 
 def make_mixed_data(

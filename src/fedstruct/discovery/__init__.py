@@ -2,9 +2,11 @@
 
 A library layer that every method and experiment may call (it imports only
 ``graphs``, ``data``, ``errors`` and ``fl.progress``): :func:`pc` learns a CPDAG,
-:func:`fci` and :func:`rfci` a PAG, on one table. :func:`make_ci_test` builds the CI test from the
-data (G², Pearson χ², Fisher-z, the degenerate-Gaussian test for mixed data, or
-``"auto"``, chosen from the variables' kinds; :data:`CI_TESTS`); :class:`OracleTest` answers
+:func:`fci` and :func:`rfci` a PAG, on one table. :func:`make_ci_test` builds the CI test
+from the data (G², Pearson χ², Fisher-z, the conditional-Gaussian or degenerate-Gaussian
+test for mixed data, or ``"auto"``, chosen from the variables' kinds and, between the
+two mixed tests, the rows: :func:`choose_ci_test`; :data:`CI_TESTS`);
+:class:`OracleTest` answers
 from a known graph's d-separations. Every learner returns a :class:`LocalResult`:
 the graph, every separating set, the per-pair p-values and the cached
 :class:`CITest`, on which a caller runs further tests without recomputing any
@@ -13,6 +15,7 @@ the graph, every separating set, the per-pair p-values and the cached
 
 from fedstruct.discovery.build import CI_TESTS, as_ci_test, choose_ci_test, make_ci_test
 from fedstruct.discovery.citest import CIKey, CITest, OracleTest, ci_key
+from fedstruct.discovery.conditional_gaussian import ConditionalGaussianTest
 from fedstruct.discovery.degenerate import DegenerateGaussianTest
 from fedstruct.discovery.discrete import (
     DOF_CONVENTIONS,
@@ -32,6 +35,7 @@ __all__ = [
     "SMALL_SAMPLE_RULES",
     "CIKey",
     "CITest",
+    "ConditionalGaussianTest",
     "DegenerateGaussianTest",
     "DiscreteTest",
     "FisherZTest",

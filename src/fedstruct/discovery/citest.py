@@ -17,8 +17,9 @@ cache and the counters end exactly as if every test had been computed alone.
 
 Concrete tests: :class:`~fedstruct.discovery.discrete.DiscreteTest` (G² and Pearson
 χ²), :class:`~fedstruct.discovery.fisherz.FisherZTest`,
-:class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest` (mixed data) and :class:`OracleTest`
-(d/m-separation, for testing the learners).
+:class:`~fedstruct.discovery.conditional_gaussian.ConditionalGaussianTest` and
+:class:`~fedstruct.discovery.degenerate.DegenerateGaussianTest` (mixed data), and
+:class:`OracleTest` (d/m-separation, for testing the learners).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class CITest(ABC):
     names
         The variable names; index ``k`` means ``names[k]``.
     kind
-        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``, ``"oracle"``).
+        Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"cg"``, ``"dg"``,
+        ``"oracle"``).
     n_samples
         Number of rows behind the test, ``None`` for the oracle.
     """
@@ -88,7 +90,8 @@ class CITest(ABC):
 
     @property
     def kind(self) -> str:
-        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"dg"``, ``"oracle"``)."""
+        """Short name of the test (``"g2"``, ``"chi2"``, ``"fisherz"``, ``"cg"``, ``"dg"``,
+        ``"oracle"``)."""
         return self._kind
 
     @property

@@ -71,7 +71,7 @@ from fedstruct.discovery.kinds import resolve_kinds
 from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import DataError
 
-__all__ = ["DegenerateGaussianTest", "embedding"]
+__all__ = ["DegenerateGaussianTest", "category_levels", "embedding"]
 
 #: Rows expanded at a time when the covariance matrix is accumulated.
 _CHUNK_ROWS = 1 << 15
@@ -79,6 +79,25 @@ _CHUNK_ROWS = 1 << 15
 _LOGDET_CACHE = 1 << 18
 #: Embeddings of variable sets on their complete rows kept (test-wise deletion).
 _SUBSET_CACHE = 4096
+
+
+def category_levels(column: NDArray, name: str, where: str = "") -> NDArray:
+    """The sorted distinct values of a categorical column.
+
+    Raises
+    ------
+    DataError
+        If a value is not a non-negative integer code (naming the variable and the fix).
+    """
+    observed = np.unique(column)
+    bad = (observed != np.round(observed)) | (observed < 0)
+    if bad.any():
+        raise DataError(
+            f"{where}variable {name!r} is categorical but holds the value {observed[bad][0]:g}; "
+            "categorical columns need codes 0..k-1: recode it, or give its kind as "
+            "continuous (kinds={...: 'continuous'})"
+        )
+    return observed
 
 
 def embedding(
@@ -117,15 +136,7 @@ def embedding(
             levels.append(None)
             width += 1
             continue
-        column = values[:, col]
-        observed = np.unique(column)
-        if (observed != np.round(observed)).any() or observed[0] < 0:
-            bad = observed[(observed != np.round(observed)) | (observed < 0)][0]
-            raise DataError(
-                f"{where}variable {names[col]!r} is categorical but holds the value {bad:g}; "
-                "categorical columns need codes 0..k-1: recode it, or give its kind as "
-                "continuous (kinds={...: 'continuous'})"
-            )
+        observed = category_levels(values[:, col], names[col], where)
         blocks.append(tuple(range(width, width + len(observed) - 1)))
         levels.append(observed[1:].astype(np.float64))
         width += len(observed) - 1

@@ -101,7 +101,7 @@ def start_search(
         Significance level; a test says independent iff ``p > alpha``.
     test
         Test name when ``data`` is data: ``"auto"`` (the learners' default),
-        ``"g2"``, ``"chi2"``, ``"fisherz"`` or ``"dg"``
+        ``"g2"``, ``"chi2"``, ``"fisherz"``, ``"cg"`` or ``"dg"``
         (:data:`~fedstruct.discovery.build.CI_TESTS`); missing values are deleted
         test-wise (:mod:`fedstruct.discovery.missing`).
     depth

@@ -144,19 +144,21 @@ def breast_cancer_sites(folder, missing=0.05, seed=0):
 
 
 def test_fedcdnv_runs_on_a_mixed_table_with_missing_values_with_no_settings(tmp_path):
-    """Issue 31: the schema's kinds choose the mixed test, missing values are deleted
-    test-wise (no row dropped), and metrics.json says both, per site."""
+    """Issue 31: the schema's kinds choose the mixed test (each site on its own rows:
+    ~140 rows, below cg_min_rows, so the degenerate-Gaussian test), missing values are
+    deleted test-wise (no row dropped), and metrics.json says both, per site."""
     _, paths = breast_cancer_sites(tmp_path)
     args = [a for p in paths for a in ("--site", p)]
     out = tmp_path / "run"
     result = runner.invoke(app, ["run", "fedcdnv", *args, "--quiet", "--out", str(out)])
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["ci_test_dg"] == 4.0
+    assert metrics["ci_test_dg"] == 4.0 and "ci_test_cg" not in metrics
     assert metrics["n_variables"] == 9.0
     for k in range(1, 5):
         site = f"h{k}"
         assert metrics[f"dropped_rows_{site}"] == 0.0
+        assert metrics[f"ci_test_dg_{site}"] == 1.0
         rows = metrics[f"rows_{site}"]
         # each test on the rows complete on its variables: fewer than the site's rows
         # (about 0.95^5 of them for a test of 5 variables), more than drop-rows keeps
@@ -198,6 +200,7 @@ def test_site_test_reports_become_metrics_and_a_warning_when_all_were_skipped():
     }
     metrics = test_metrics(tests)
     assert metrics["ci_test_dg"] == 2.0 and metrics["test_rows_min_h1"] == 80.0
+    assert metrics["ci_test_dg_h1"] == metrics["ci_test_dg_h2"] == 1.0
     assert metrics["test_rows_median_h2"] == 4.0 and metrics["skipped_tests_h2"] == 6.0
     assert not any("total" in key for key in metrics)
     with pytest.warns(FedstructWarning, match=r"site 'h2': all 6 CI tests were skipped") as seen:

@@ -72,7 +72,9 @@ def central_reference(
         total = min(total, len(source.sampler.table))
     rows = source.sampler.sample(total, seed=s.seed + 1)[list(source.split.observed)]
     rows = rows.loc[:, rows.nunique() > 1]  # a constant column relates to nothing
-    ci = make_ci_test(rows, s.ci_test, small_sample=s.small_sample, dof=s.dof)
+    ci = make_ci_test(
+        rows, s.ci_test, small_sample=s.small_sample, dof=s.dof, cg_min_rows=s.cg_min_rows
+    )
     graph = fci(ci, alpha=s.alpha, depth=s.depth, pds_depth=s.pds_depth, workers=s.workers).graph
     return graph.expand(source.truth.names)
 
@@ -112,7 +114,9 @@ def run_fedcdnv(
 
 def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[str, float]:
     """What each site's CI tests were, for metrics.json: ``ci_test_<name>`` (how many
-    sites ran that test, e.g. ``ci_test_dg``), and per site the fewest and the median
+    sites ran that test, e.g. ``ci_test_cg``) and ``ci_test_<name>_<site>`` (1: the
+    test that site ran; ``"auto"`` decides per site, on its own rows), and per site
+    the fewest and the median
     rows behind a test (``test_rows_min_<site>``, ``test_rows_median_<site>``: below
     the site's rows when values are missing, deleted test-wise) and the tests skipped
     for too few rows (``skipped_tests_<site>``)."""
@@ -122,6 +126,7 @@ def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[st
         if name is not None:
             key = f"ci_test_{name}"
             out[key] = out.get(key, 0.0) + 1.0
+            out[f"{key}_{site}"] = 1.0
         for field_name, metric in (
             ("rows_min", "test_rows_min"),
             ("rows_median", "test_rows_median"),

@@ -54,7 +54,8 @@ class FedCDnvClient(Client):
     ----------
     data
         The client's data: categorical codes, numbers or both (``config.ci_test``;
-        ``"auto"`` picks the test from the kinds); missing values (``-1`` codes, NaN)
+        ``"auto"`` picks the test from the kinds and, on mixed columns, these rows:
+        ``config.cg_min_rows``); missing values (``-1`` codes, NaN)
         are deleted test-wise.
     config
         FedCDnv's hyper-parameters.
@@ -121,6 +122,7 @@ class FedCDnvClient(Client):
             small_sample=cfg.small_sample,
             dof=cfg.dof,
             missing="testwise",
+            cg_min_rows=cfg.cg_min_rows,
         )
 
     def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
 from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.pvalues import check_interval
@@ -30,11 +31,18 @@ class FedCDnvConfig:
         ``"auto"`` (default: chosen from each client's columns' kinds, the federation
         schema's on a user's files, else the dtypes (integer codes categorical, floats
         continuous): G² when all are categorical or ordinal, as the paper, so its
-        results are unchanged; Fisher-z when none is categorical; else ``"dg"``; see
+        results are unchanged; Fisher-z when none is categorical; else, each client on
+        its own rows, ``"cg"`` when the median rows per variable pair reach
+        ``cg_min_rows`` and ``"dg"`` below; see
         :func:`~fedstruct.discovery.choose_ci_test`), ``"g2"`` (the paper's test),
-        ``"chi2"``, ``"fisherz"`` (continuous data) or ``"dg"`` (the
-        degenerate-Gaussian test, mixed data). Missing values are deleted test-wise
-        (each test on the rows complete on its variables; docs/fedcdnv.md).
+        ``"chi2"``, ``"fisherz"`` (continuous data), ``"cg"`` (the conditional-Gaussian
+        test) or ``"dg"`` (the degenerate-Gaussian test), both for mixed data. Missing
+        values are deleted test-wise (each test on the rows complete on its variables;
+        docs/fedcdnv.md).
+    cg_min_rows
+        ``ci_test="auto"`` on a client's mixed columns: the conditional-Gaussian test
+        from this median of rows observed per variable pair (1,500, the crossover
+        measured in docs/benchmarks.md), the degenerate-Gaussian test below.
     alpha
         Significance level of the CI tests (0.05).
     theta1
@@ -77,6 +85,7 @@ class FedCDnvConfig:
     strategy: str = "tpss"
     learner: str = "fci"
     ci_test: str = "auto"
+    cg_min_rows: int = CG_MIN_ROWS
     alpha: float = 0.05
     theta1: float = 0.049
     theta2: float = 0.45
@@ -113,4 +122,5 @@ _CONSTRAINTS = {
     ),
     "pds_depth": AnyOf(Interval(int, 0), OneOf((AUTO,)), allow_none=True),
     "workers": Interval(int, 1, allow_none=True),
+    "cg_min_rows": Interval(int, 0),
 }
