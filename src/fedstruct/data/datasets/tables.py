@@ -110,9 +110,9 @@ def anes96_sites(*, seed: int = 0, missing: float = 0.0) -> dict[str, pd.DataFra
     ConfigError
         If ``missing`` is outside ``[0, 1)``.
     """
-    import statsmodels.api as sm
+    from statsmodels.datasets import anes96  # not statsmodels.api: seconds to import
 
-    data = sm.datasets.anes96.load_pandas().data.drop(columns=["logpopul"]).astype(int)
+    data = anes96.load_pandas().data.drop(columns=["logpopul"]).astype(int)
     rows = _with_holes(data, "vote", missing, np.random.default_rng(seed))
     rows = rows.astype("Int64" if missing else int)  # whole numbers, written as such
     return {
