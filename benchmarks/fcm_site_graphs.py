@@ -37,16 +37,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from fedstruct.data.datasets.tables import CONCEPT_CUTS, breast_cancer_concepts
 from fedstruct.experiments.runs import execute
 from fedstruct.graphs import Graph, write_graph
 
-#: Measurement -> concept made by cutting it at its median.
-CONCEPTS = {
-    "mean radius": "radius_high",
-    "mean concave points": "concave_points_high",
-    "mean texture": "texture_high",
-    "worst smoothness": "smoothness_high",
-}
 TASK = "diagnosis"
 
 
@@ -54,20 +48,13 @@ def breast_cancer_sites(folder: Path, n_sites: int = 4, seed: int = 0) -> float:
     """Write the sites' CSV files, a manifest without graphs (``federation.yaml``) and
     one with a hand-made graph per site (``federation-hand.yaml``); return the
     majority rate of the diagnosis."""
-    from sklearn.datasets import load_breast_cancer
-
-    data = load_breast_cancer(as_frame=True)
-    measured = data.data
-    frame = measured.drop(columns=list(CONCEPTS)).rename(columns=lambda c: c.replace(" ", "_"))
-    for column, concept in CONCEPTS.items():
-        frame[concept] = (measured[column] > measured[column].median()).astype(int)
-    frame[TASK] = np.where(data.target == 1, "benign", "malignant")
+    frame = breast_cancer_concepts()
     order = np.random.default_rng(seed).permutation(len(frame))
     sites = []
     for k, part in enumerate(np.array_split(order, n_sites)):
         frame.iloc[np.sort(part)].to_csv(folder / f"site-{k + 1}.csv", index=False)
         sites.append({"name": f"site-{k + 1}", "path": f"site-{k + 1}.csv"})
-    concepts = list(CONCEPTS.values())
+    concepts = list(CONCEPT_CUTS.values())
     roles = {"task": TASK, "concepts": concepts}
     (folder / "federation.yaml").write_text(yaml.safe_dump({**roles, "sites": sites}))
     hand = Graph.from_edges(

@@ -41,20 +41,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ANES_SITES = {"educ-low": (1, 3), "educ-mid": (4, 5), "educ-high": (6, 7)}
 ORDINAL = ("TVnews", "selfLR", "ClinLR", "DoleLR", "PID")
 
 
 def anes_sites(folder: Path) -> dict[str, pd.DataFrame]:
-    """anes96 split by education, one integer CSV per site in ``folder``."""
-    import statsmodels.api as sm
+    """anes96 split by education, one integer CSV per site in ``folder`` (the files
+    of ``examples/anes96/``)."""
+    from fedstruct.data.datasets.tables import anes96_sites
 
-    data = sm.datasets.anes96.load_pandas().data.drop(columns=["logpopul"]).astype(int)
-    sites = {}
-    for name, (low, high) in ANES_SITES.items():
-        rows = data[data.educ.between(low, high)].drop(columns=["educ"])
+    sites = anes96_sites()
+    for name, rows in sites.items():
         rows.to_csv(folder / f"{name}.csv", index=False)
-        sites[name] = rows.reset_index(drop=True)
     return sites
 
 

@@ -37,6 +37,16 @@ site, plus a manifest where the method needs roles.
   a categorical ``tumour_size`` and 3 % of every feature's values missing — CAFE on a
   mixed, incomplete, class-skewed table
   (:func:`fedstruct.data.datasets.tables.breast_cancer_hospitals`).
+* ``anes96/``: statsmodels' 1996 election survey as three sites by education
+  (integer codes: 7-point scales and party identification ``PID`` ordinal, ``vote``
+  categorical, age, income and population continuous) — FedNGM on a mixed table.
+* ``anes96-missing/``: the same sites with 4 % of every column's values but the
+  vote's missing at random — FedCDnv, FedAvg and FedNGM on a mixed table with holes.
+* ``breast-cancer-concepts/``: the breast-cancer table as F-CMs' concept table at four
+  hospitals (26 measurements as inputs, four 0/1 concepts cut at medians, the
+  diagnosis as the task), 3 % of the inputs' and concepts' values missing; a manifest
+  without graph files (``federation.yaml``) and one naming a hand-made graph
+  (``federation-hand.yaml``).
 
 Only some folders: ``python examples/make_examples.py breast-cancer diabetes``.
 """
@@ -54,16 +64,13 @@ from PIL import Image
 
 from fedstruct.data import load_network
 from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
+from fedstruct.data.datasets import tables
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.datasets.rand_hie import load_health_insurance
 from fedstruct.data.datasets.sachs import SACHS_CONDITIONS, load_sachs_data, sachs_row_conditions
-from fedstruct.data.datasets.tables import (
-    breast_cancer_hospitals,
-    breast_cancer_sites,
-    diabetes_sites,
-)
+from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
 from fedstruct.experiments.fcm import make_concept_dataset
-from fedstruct.graphs import write_graph
+from fedstruct.graphs import Graph, write_graph
 from fedstruct.graphs.random import random_dag
 
 HERE = Path(__file__).resolve().parent
@@ -240,15 +247,54 @@ def breast_cancer_skew() -> None:
     """CAFE: the breast-cancer table at four hospitals with their own class mixes, a
     categorical column and 3 % missing values."""
     folder = _fresh("breast-cancer-skew")
-    for k, rows in enumerate(breast_cancer_hospitals(seed=SEED)):
+    for k, rows in enumerate(tables.breast_cancer_hospitals(seed=SEED)):
         rows.to_csv(folder / f"hospital-{k + 1}.csv", index=False)
+
+
+def _write_sites(folder: Path, sites: dict[str, pd.DataFrame]) -> None:
+    for name, rows in sites.items():
+        rows.to_csv(folder / f"{name}.csv", index=False)
+
+
+def anes96() -> None:
+    """FedNGM: anes96 at three sites by education (the files of
+    ``benchmarks/fedngm_anes96.py``)."""
+    _write_sites(_fresh("anes96"), tables.anes96_sites())
+
+
+def anes96_missing() -> None:
+    """FedCDnv, FedAvg, FedNGM: anes96's sites with 4 % of the values missing."""
+    _write_sites(_fresh("anes96-missing"), tables.anes96_sites(seed=SEED, missing=0.04))
+
+
+def breast_cancer_concepts() -> None:
+    """F-CMs: the breast-cancer concept table at four hospitals, 3 % of the inputs'
+    and concepts' values missing; manifests without and with a hand-made graph."""
+    folder = _fresh("breast-cancer-concepts")
+    split = tables.split_sites(tables.breast_cancer_concepts(), "diagnosis", seed=SEED,
+                               missing=0.03)  # fmt: skip
+    concepts = list(tables.CONCEPT_CUTS.values())
+    names = [f"hospital-{k + 1}" for k in range(len(split))]
+    for name, rows in zip(names, split, strict=True):
+        rows[concepts] = rows[concepts].astype("Int64")  # labels 0/1, holes empty
+        rows.to_csv(folder / f"{name}.csv", index=False)
+    hand = Graph.from_edges(
+        [*concepts, "diagnosis"],
+        [*((c, "diagnosis") for c in concepts), ("radius_high", "concave_points_high")],
+    )
+    write_graph(hand, folder / "hand-graph.json")
+    roles = {"task": "diagnosis", "concepts": concepts}
+    for manifest, graph in (("federation.yaml", {}), ("federation-hand.yaml",
+                                                      {"graph": "hand-graph.json"})):  # fmt: skip
+        sites = [{"name": n, "path": f"{n}.csv", **graph} for n in names]
+        (folder / manifest).write_text(yaml.safe_dump({**roles, "sites": sites}, sort_keys=False))
 
 
 MAKERS = {
     make.__name__.replace("_", "-"): make
     for make in (sachs_conditions, sachs_interventions, asia_concepts, health, digits,
                  asia_task, breast_cancer, diabetes, mixed_interventions,
-                 breast_cancer_skew)
+                 breast_cancer_skew, anes96, anes96_missing, breast_cancer_concepts)
 }  # fmt: skip
 
 

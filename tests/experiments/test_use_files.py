@@ -142,6 +142,15 @@ def test_fcm_from_files_scores_and_predicts_by_level_name(tmp_path):
     assert scores["concept_accuracy"] == pytest.approx(by_cli)
     assert scores["task_accuracy"] > 0.5 and scores["concept_accuracy"] > 0.5
 
+    # inputs standardised with the federated statistics: a missing input is imputed
+    # as in training (it used to be refused as if the model imputed nothing)
+    holey = tmp_path / "holey.csv"
+    frame.assign(x3=frame["x3"].mask(frame.index % 4 == 0)).to_csv(holey, index=False)
+    (tmp_path / "preds.csv").unlink()
+    gappy = cli_predictions(run, holey)
+    assert len(gappy) == len(frame) and gappy["dysp"].isin(list(PRESENCE.values())).all()
+    assert (gappy["dysp"] == expected["dysp"])[frame.index % 4 != 0].all()
+
 
 # ------------------------------------------------------------------- FedNGM
 def _health_sites(folder: Path) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 
 import pytest
 
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
+from fedstruct.experiments.run_folder import prepare_out
 from fedstruct.fl.flower.cluster import Link, superlink_command, supernode_command
 from fedstruct.fl.flower.credentials import make_certificates, make_node_key
 from fedstruct.fl.flower.loopback import free_port
@@ -112,6 +114,9 @@ def test_unreachable_superlink_is_one_line(tmp_path, monkeypatch):
         ]
     )
     assert f"error: cannot submit to the SuperLink at {address}" in text
+    # recorded as failed, not as running: the same command works once a SuperLink is up
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"
+    assert prepare_out(tmp_path / "run") == []  # reused, not "holds another run (running)"
     text = one_line_error(
         [
             "flower",

@@ -457,8 +457,21 @@ def execute(
                     ),
                 )
             )
+        except Exception as exc:
+            _record_failure(out, exc)
+            raise
         finally:
             update_files(out)
+
+
+def _record_failure(out: Path, exc: Exception) -> None:
+    """Record as failed a run that ended in ``exc`` while ``run.json`` still says
+    running: a launcher's own failure, e.g. a submission the SuperLink never took
+    (a run that ran here recorded its end itself), so that the same command can be
+    given again once the cause is fixed."""
+    record = read_record(out)
+    if record is not None and record["status"] == "running":
+        write_record(out, "failed", error=f"{type(exc).__name__}: {exc}")
 
 
 def _resumed_launcher(given: Launcher, saved: Mapping[str, Any], out: Path) -> Launcher:

@@ -8,6 +8,8 @@ from sklearn.datasets import load_breast_cancer
 
 from fedstruct.data.datasets.tables import (
     SIZE_LEVELS,
+    anes96_sites,
+    breast_cancer_concepts,
     breast_cancer_hospitals,
     breast_cancer_sites,
     diabetes_sites,
@@ -51,3 +53,20 @@ def test_the_skewed_hospitals_differ_in_class_mix_and_hold_a_categorical_with_ho
 def test_bad_splits_are_refused(kwargs, fragment):
     with pytest.raises(ConfigError, match=fragment):
         diabetes_sites(**kwargs)
+
+
+def test_anes96_sites_split_by_education_with_holes_off_the_vote():
+    sites = anes96_sites(missing=0.05, seed=2)
+    assert list(sites) == ["educ-low", "educ-mid", "educ-high"]
+    assert sum(len(s) for s in sites.values()) == 944
+    assert "educ" not in sites["educ-low"] and not sites["educ-mid"]["vote"].isna().any()
+    holes = np.mean([s.drop(columns="vote").isna().to_numpy().mean() for s in sites.values()])
+    assert 0.03 < holes < 0.07
+    assert str(sites["educ-high"]["PID"].dtype) == "Int64"  # codes stay whole numbers
+
+
+def test_the_concept_table_cuts_four_measurements_at_their_medians():
+    frame = breast_cancer_concepts()
+    assert frame.shape == (569, 31) and "mean radius" not in frame
+    assert frame["radius_high"].sum() == 284  # above the median of 569 values
+    assert set(frame["diagnosis"]) == {"malignant", "benign"}

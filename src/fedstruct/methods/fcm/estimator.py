@@ -213,9 +213,14 @@ class FCM(
 
     def input_columns(self) -> InputColumns:
         """The input columns are required; the labels of the concepts and the task
-        (every variable of ``cardinalities``) may be present."""
+        (every variable of ``cardinalities``) may be present. A model whose inputs
+        are standardised with the federated statistics imputes a missing input as
+        training did (the mean, and its missing indicator)."""
         labels = tuple(self.cardinalities)
-        return InputColumns(self.features_, (*self.features_, *labels), labels=labels)
+        imputes = self.encoder_ is not None and self.encoder_.imputes
+        return InputColumns(
+            self.features_, (*self.features_, *labels), labels=labels, missing_values=imputes
+        )
 
     def coded_prediction(
         self, rows: pd.DataFrame, targets: Sequence[str] | None = None
