@@ -81,6 +81,15 @@ def adjacency_search(
         conditioning-set size, :func:`~fedstruct.fl.progress.show_progress`), and,
         for a table of :data:`WIDE` variables or more, what it will cost before it
         starts; ``None`` (default): silent.
+    knowledge
+        Background knowledge (docs/knowledge.md): the pairs it makes non-adjacent
+        (:meth:`KnowledgeRules.removed` with ``latent_free``) start removed, the
+        required pairs are never tested, and a pair's conditioning sets draw only on
+        the variables that may be its ancestors (:meth:`KnowledgeRules.pool`).
+        ``None`` (default): none.
+    latent_free
+        The learner assumes no latent confounder (PC): see
+        :meth:`KnowledgeRules.removed`.
 
     Returns
     -------
@@ -90,8 +99,9 @@ def adjacency_search(
     max_depth = check_depth(depth)
     if progress is not None and evidence.ci_test.n_variables >= WIDE:
         print(cost_message(progress, evidence.ci_test, depth), file=sys.stderr, flush=True)
+    start = None if knowledge is None else ~knowledge.removed(latent_free)
     with paused_gc():
-        return _adjacency_search(evidence, max_depth, stable, progress)
+        return _adjacency_search(evidence, max_depth, stable, progress, knowledge, start)
 
 
 def cost_message(label: str, ci_test: CITest, depth: int | None) -> str:
