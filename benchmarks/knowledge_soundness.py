@@ -18,35 +18,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from fedstruct.data import load_network
-from fedstruct.discovery.citest import OracleTest
-from fedstruct.discovery.fci import fci
-from fedstruct.discovery.knowledge_truth import lost_marks, random_knowledge, wrong_marks
-from fedstruct.discovery.pc import pc
-from fedstruct.discovery.rfci import rfci
-from fedstruct.graphs.graph import CIRCLE, NONE, Graph
-from fedstruct.graphs.pag import dag_to_mag
+from fedstruct.discovery.knowledge_truth import Checked, check_learner, random_knowledge
+from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.random import random_dag
 
 NETWORKS = ("asia", "sachs", "child", "insurance", "random")
-
-
-@dataclass
-class Case:
-    """One case's outcome."""
-
-    learner: str
-    network: str
-    wrong: list[str]
-    lost: list[str]
-    circles_without: int
-    circles_with: int
-    tests_without: int
-    tests_with: int
 
 
 def pick_latent(dag: Graph, rng: np.random.Generator, share: float = 0.15) -> list[str]:
@@ -62,45 +42,11 @@ def case_dag(network: str, rng: np.random.Generator) -> Graph:
     return load_network(network).graph
 
 
-def circles(g: Graph) -> int:
-    return int(np.sum(g.marks == CIRCLE))
-
-
-def run_case(learner: str, network: str, rng: np.random.Generator) -> Case:
-    """One random case of ``learner`` (``"fci"``, ``"rfci"`` or ``"pc"``) on ``network``."""
+def run_case(learner: str, network: str, rng: np.random.Generator) -> tuple[str, Checked]:
+    """One random case of ``learner`` on ``network`` (no latent variable for PC)."""
     dag = case_dag(network, rng)
     latent = [] if learner == "pc" else pick_latent(dag, rng)
-    knowledge = random_knowledge(dag, latent, rng)
-    observed = [n for n in dag.names if n not in set(latent)]
-    learn = {"fci": _fci, "rfci": rfci, "pc": pc}[learner]
-    plain = learn(OracleTest(dag, latent))
-    told = learn(OracleTest(dag, latent), knowledge=knowledge)
-    truth = dag.restrict(observed) if learner == "pc" else dag_to_mag(dag, latent)
-    wrong = wrong_marks(told.graph, truth)
-    if learner == "rfci":  # RFCI may keep edges FCI removes: judge its marks on MAG edges
-        keep = truth.adjacency()
-        marks = np.where(keep, told.graph.restrict(truth.names).marks, NONE)
-        wrong = wrong_marks(Graph(truth.names, marks), truth)
-    return Case(
-        learner,
-        network,
-        wrong,
-        lost_marks(told.graph, plain.graph),
-        circles(plain.graph) + _undirected(plain.graph),
-        circles(told.graph) + _undirected(told.graph),
-        plain.n_tests,
-        told.n_tests,
-    )
-
-
-def _fci(test: OracleTest, **kw: object):  # noqa: ANN202
-    return fci(test, pds_depth=None, **kw)  # type: ignore[arg-type]
-
-
-def _undirected(g: Graph) -> int:
-    """PC's undirected edges count as two unknown marks (circles for a PAG)."""
-    m = g.marks
-    return int(np.sum((m == 1) & (m.T == 1)))
+    return learner, check_learner(learner, dag, latent, random_knowledge(dag, latent, rng))
 
 
 def main() -> None:
@@ -110,28 +56,30 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
-    results: list[Case] = []
+    results: list[tuple[str, Checked]] = []
     for k in range(args.cases):
         network = NETWORKS[k % len(NETWORKS)]
         for learner in ("fci", "pc", "rfci"):
             results.append(run_case(learner, network, rng))
+        if (k + 1) % 10 == 0:
+            print(f"  {k + 1} cases, {time.perf_counter() - start:.0f} s", flush=True)
     took = time.perf_counter() - start
     print(f"{args.cases} cases per learner, seed {args.seed}, {took:.0f} s")
     print("learner  cases  wrong-mark cases  lost-mark cases  unknown marks (without -> with)"
           "  CI tests (without -> with)")  # fmt: skip
     for learner in ("fci", "pc", "rfci"):
-        rows = [r for r in results if r.learner == learner]
+        rows = [r for who, r in results if who == learner]
         wrong = sum(bool(r.wrong) for r in rows)
         lost = sum(bool(r.lost) for r in rows)
-        cw = sum(r.circles_without for r in rows)
-        ck = sum(r.circles_with for r in rows)
+        cw = sum(r.unknown_without for r in rows)
+        ck = sum(r.unknown_with for r in rows)
         tw = sum(r.tests_without for r in rows)
         tk = sum(r.tests_with for r in rows)
         print(f"{learner:7s}  {len(rows):5d}  {wrong:16d}  {lost:15d}  {cw:>8d} -> {ck:<8d}"
               f"  {tw:>9d} -> {tk:<9d}")  # fmt: skip
         for r in rows:
             if r.wrong or r.lost:
-                print(f"  FAIL {r.network}: wrong {r.wrong[:3]} lost {r.lost[:3]}")
+                print(f"  FAIL: wrong {r.wrong[:3]} lost {r.lost[:3]}")
 
 
 if __name__ == "__main__":

@@ -11,15 +11,30 @@ knowledge had and the one with knowledge lacks.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
+from numpy.typing import NDArray
 
+from fedstruct.discovery.citest import OracleTest
+from fedstruct.discovery.fci import fci
 from fedstruct.discovery.knowledge import Knowledge
-from fedstruct.graphs.graph import CIRCLE, NONE, Graph
+from fedstruct.discovery.pc import pc
+from fedstruct.discovery.rfci import rfci
+from fedstruct.graphs.graph import CIRCLE, NONE, TAIL, Graph
 from fedstruct.graphs.pag import dag_to_mag
 from fedstruct.graphs.separation import ancestor_matrix
 
-__all__ = ["lost_marks", "random_knowledge", "tiers_from_order", "wrong_marks"]
+__all__ = [
+    "Checked",
+    "check_learner",
+    "informative",
+    "lost_marks",
+    "random_knowledge",
+    "tiers_from_order",
+    "wrong_marks",
+]
 
 
 def tiers_from_order(order: list[str], n_tiers: int, rng: np.random.Generator) -> list[list[str]]:
@@ -27,7 +42,7 @@ def tiers_from_order(order: list[str], n_tiers: int, rng: np.random.Generator) -
     n_tiers = max(1, min(n_tiers, len(order)))
     cuts = sorted(rng.choice(np.arange(1, len(order)), size=n_tiers - 1, replace=False).tolist())
     bounds = [0, *cuts, len(order)]
-    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [order[a:b] for a, b in pairwise(bounds)]
 
 
 def random_knowledge(
@@ -69,25 +84,90 @@ def random_knowledge(
     )
 
 
+def informative(marks: NDArray[np.int8]) -> NDArray[np.bool_]:
+    """``[i, j]``: the mark at ``j`` says something: not a circle, and not an end of an
+    undirected ``---`` edge (a CPDAG's unknown direction; a PAG without selection bias
+    has none)."""
+    undirected = (marks == TAIL) & (marks.T == TAIL)
+    return (marks != NONE) & (marks != CIRCLE) & ~undirected
+
+
 def wrong_marks(learned: Graph, mag: Graph) -> list[str]:
-    """The learned graph's non-circle marks that contradict ``mag`` (and its extra or
-    missing adjacencies), as text."""
+    """The learned graph's informative marks (:func:`informative`) that contradict
+    ``mag`` (a MAG, or a DAG for PC), and its extra or missing adjacencies, as text."""
     learned = learned.restrict(mag.names)
     out = []
     lm, tm = learned.marks, mag.marks
+    told = informative(lm)
     for i, j in np.argwhere((lm != NONE) | (tm != NONE)).tolist():
         a, b = mag.names[i], mag.names[j]
         if (lm[i, j] == NONE) != (tm[i, j] == NONE):
             if i < j:
                 out.append(f"adjacency {a} - {b}: learned {lm[i, j] != NONE}")
-        elif lm[i, j] != CIRCLE and lm[i, j] != tm[i, j]:
+        elif told[i, j] and lm[i, j] != tm[i, j]:
             out.append(f"mark at {b} on {a} - {b}: learned {lm[i, j]}, true {tm[i, j]}")
     return out
 
 
 def lost_marks(with_knowledge: Graph, without: Graph) -> list[str]:
-    """The non-circle marks of ``without`` that ``with_knowledge`` leaves a circle (or drops)."""
+    """The informative marks of ``without`` (:func:`informative`) that ``with_knowledge``
+    does not have."""
     with_knowledge = with_knowledge.restrict(without.names)
     wm, om = with_knowledge.marks, without.marks
-    lost = (om != NONE) & (om != CIRCLE) & (wm != om)
+    lost = informative(om) & ~(informative(wm) & (wm == om))
     return [f"mark at {without.names[j]} on {without.names[i]}" for i, j in np.argwhere(lost)]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`check_learner` found on one case.
+
+    Attributes
+    ----------
+    wrong
+        Marks or adjacencies of the learned graph with knowledge that contradict the
+        truth (the MAG; the DAG for PC).
+    lost
+        Informative marks of the graph without knowledge missing with it.
+    unknown_without, unknown_with
+        Marks not informative (:func:`informative`) without and with knowledge.
+    tests_without, tests_with
+        The CI tests of the two runs.
+    """
+
+    wrong: list[str]
+    lost: list[str]
+    unknown_without: int
+    unknown_with: int
+    tests_without: int
+    tests_with: int
+
+
+def check_learner(learner: str, dag: Graph, latent: list[str], knowledge: Knowledge) -> Checked:
+    """Run ``learner`` (``"fci"``, ``"rfci"`` or ``"pc"``) with the oracle of ``dag`` (and
+    ``latent``), without and with ``knowledge``, and compare with the truth.
+
+    FCI runs its complete search (``pds_depth=None``). RFCI may keep edges FCI removes
+    (Colombo et al. 2012), so only its marks on the true MAG's edges are judged.
+    """
+    observed = [n for n in dag.names if n not in set(latent)]
+    if learner == "fci":
+        plain = fci(OracleTest(dag, latent), pds_depth=None)
+        told = fci(OracleTest(dag, latent), pds_depth=None, knowledge=knowledge)
+    else:
+        learn = {"pc": pc, "rfci": rfci}[learner]
+        plain = learn(OracleTest(dag, latent))
+        told = learn(OracleTest(dag, latent), knowledge=knowledge)
+    truth = dag.restrict(observed) if learner == "pc" else dag_to_mag(dag, latent)
+    judged = told.graph
+    if learner == "rfci":
+        keep = truth.adjacency()
+        judged = Graph(truth.names, np.where(keep, judged.restrict(truth.names).marks, NONE))
+    return Checked(
+        wrong=wrong_marks(judged, truth),
+        lost=lost_marks(told.graph, plain.graph),
+        unknown_without=int(np.sum(~informative(plain.graph.marks) & (plain.graph.marks != NONE))),
+        unknown_with=int(np.sum(~informative(told.graph.marks) & (told.graph.marks != NONE))),
+        tests_without=plain.n_tests,
+        tests_with=told.n_tests,
+    )
