@@ -65,6 +65,7 @@ def fci(
     workers: int | None = None,
     progress: str | None = None,
     knowledge: Knowledge | None = None,
+    prune_sets: bool = False,
 ) -> LocalResult:
     """Learn a PAG with FCI (module docstring).
 
@@ -102,6 +103,10 @@ def fci(
     knowledge
         Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
         module docstring); ``None`` (default): none, the same run as before it existed.
+    prune_sets
+        With ``knowledge``, condition each pair only on the variables that may be its
+        ancestors (fewer tests; the same result with a perfect test, but on a sample
+        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
 
     Returns
     -------
@@ -127,6 +132,7 @@ def fci(
         stable=stable,
         progress=progress,
         knowledge=knowledge,
+        prune_sets=prune_sets,
     )
     evidence = search.evidence
     rules = search.knowledge

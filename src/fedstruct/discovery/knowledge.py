@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +208,8 @@ class KnowledgeRules:
         ``[i, j]``: ``i`` is not an ancestor of ``j`` (from the tiers and ``forbidden``).
     apart
         Symmetric ``[i, j]``: the pair is ``forbidden_adjacent``.
+    prune_sets
+        Condition only on the pair's possible ancestors (:meth:`pool`).
     """
 
     names: tuple[str, ...]
@@ -215,6 +217,7 @@ class KnowledgeRules:
     required: NDArray[np.bool_]
     not_ancestor: NDArray[np.bool_]
     apart: NDArray[np.bool_]
+    prune_sets: bool = False
     _adjacent: NDArray[np.bool_] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -239,23 +242,27 @@ class KnowledgeRules:
         return out
 
     def pool(self, x: int, y: int) -> NDArray[np.bool_]:
-        """The variables that may be in a separating set of ``x`` and ``y`` that the
-        learners need: those that may be an ancestor of ``x`` or of ``y``.
+        """The variables a separating set of ``x`` and ``y`` may draw on: all others, or
+        with :attr:`prune_sets` those that may be an ancestor of ``x`` or of ``y``.
 
         Some separating set of a non-adjacent pair consists of ancestors of the pair
         (in a DAG, the parents of one of them; in a MAG, D-SEP(x, y) ⊆ An({x, y})), so
         dropping the others from the candidates keeps every separation a perfect
         test would find (docs/knowledge.md).
         """
-        out = ~(self.not_ancestor[:, x] & self.not_ancestor[:, y])
+        if self.prune_sets:
+            out = ~(self.not_ancestor[:, x] & self.not_ancestor[:, y])
+        else:
+            out = np.ones(len(self.names), dtype=bool)
         out[[x, y]] = False
         return out
 
 
 def as_rules(
-    knowledge: Knowledge | KnowledgeRules | None, names: Sequence[str]
+    knowledge: Knowledge | KnowledgeRules | None, names: Sequence[str], prune_sets: bool = False
 ) -> KnowledgeRules | None:
-    """``knowledge`` resolved against ``names``; ``None`` for no (or empty) knowledge.
+    """``knowledge`` resolved against ``names`` (with :attr:`KnowledgeRules.prune_sets`);
+    ``None`` for no (or empty) knowledge.
 
     Raises
     ------
@@ -270,13 +277,15 @@ def as_rules(
                 "knowledge was resolved for other variables; pass the Knowledge object "
                 "instead of its rules"
             )
-        return knowledge
+        return replace(knowledge, prune_sets=prune_sets)
     if not isinstance(knowledge, Knowledge):
         raise KnowledgeError(
             f"knowledge must be a fedstruct Knowledge (Knowledge.read(path)) or None, "
             f"got {type(knowledge).__name__}"
         )
-    return None if knowledge.is_empty else knowledge.resolve(names)
+    if knowledge.is_empty:
+        return None
+    return replace(knowledge.resolve(names), prune_sets=prune_sets)
 
 
 # --------------------------------------------------------------------- helpers

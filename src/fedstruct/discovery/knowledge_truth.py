@@ -143,9 +143,12 @@ class Checked:
     tests_with: int
 
 
-def check_learner(learner: str, dag: Graph, latent: list[str], knowledge: Knowledge) -> Checked:
+def check_learner(
+    learner: str, dag: Graph, latent: list[str], knowledge: Knowledge, prune_sets: bool = False
+) -> Checked:
     """Run ``learner`` (``"fci"``, ``"rfci"`` or ``"pc"``) with the oracle of ``dag`` (and
-    ``latent``), without and with ``knowledge``, and compare with the truth.
+    ``latent``), without and with ``knowledge`` (and ``prune_sets``), and compare with
+    the truth.
 
     FCI runs its complete search (``pds_depth=None``). RFCI may keep edges FCI removes
     (Colombo et al. 2012), so only its marks on the true MAG's edges are judged.
@@ -153,11 +156,13 @@ def check_learner(learner: str, dag: Graph, latent: list[str], knowledge: Knowle
     observed = [n for n in dag.names if n not in set(latent)]
     if learner == "fci":
         plain = fci(OracleTest(dag, latent), pds_depth=None)
-        told = fci(OracleTest(dag, latent), pds_depth=None, knowledge=knowledge)
+        told = fci(
+            OracleTest(dag, latent), pds_depth=None, knowledge=knowledge, prune_sets=prune_sets
+        )
     else:
         learn = {"pc": pc, "rfci": rfci}[learner]
         plain = learn(OracleTest(dag, latent))
-        told = learn(OracleTest(dag, latent), knowledge=knowledge)
+        told = learn(OracleTest(dag, latent), knowledge=knowledge, prune_sets=prune_sets)
     truth = dag.restrict(observed) if learner == "pc" else dag_to_mag(dag, latent)
     judged = told.graph
     if learner == "rfci":

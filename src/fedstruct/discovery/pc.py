@@ -150,6 +150,7 @@ def pc(
     stable: bool = True,
     progress: str | None = None,
     knowledge: Knowledge | None = None,
+    prune_sets: bool = False,
 ) -> LocalResult:
     """Learn a CPDAG with PC (module docstring).
 
@@ -168,6 +169,10 @@ def pc(
     knowledge
         Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
         module docstring); ``None`` (default): none, the same run as before it existed.
+    prune_sets
+        With ``knowledge``, condition each pair only on the variables that may be its
+        ancestors (fewer tests; the same result with a perfect test, but on a sample
+        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
 
     Returns
     -------
@@ -190,6 +195,7 @@ def pc(
         stable=stable,
         progress=progress,
         knowledge=knowledge,
+        prune_sets=prune_sets,
         latent_free=True,
     )
     rules = search.knowledge

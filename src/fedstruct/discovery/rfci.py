@@ -245,6 +245,7 @@ def rfci(
     stable: bool = True,
     progress: str | None = None,
     knowledge: Knowledge | None = None,
+    prune_sets: bool = False,
 ) -> LocalResult:
     """Learn a PAG with RFCI (module docstring).
 
@@ -264,6 +265,10 @@ def rfci(
     knowledge
         Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
         module docstring); ``None`` (default): none, the same run as before it existed.
+    prune_sets
+        With ``knowledge``, condition each pair only on the variables that may be its
+        ancestors (fewer tests; the same result with a perfect test, but on a sample
+        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
 
     Returns
     -------
@@ -285,6 +290,7 @@ def rfci(
         stable=stable,
         progress=progress,
         knowledge=knowledge,
+        prune_sets=prune_sets,
     )
     rules = search.knowledge
     if rules is not None:

@@ -92,6 +92,7 @@ def start_search(
     progress: str | None = None,
     knowledge: Knowledge | KnowledgeRules | None = None,
     latent_free: bool = False,
+    prune_sets: bool = False,
 ) -> StartedSearch:
     """Check the options, build the CI test and the evidence, run the adjacency search.
 
@@ -123,6 +124,9 @@ def start_search(
         Background knowledge (checked against the CI test's variables) and whether
         the learner assumes no latent confounder, for
         :func:`~fedstruct.discovery.skeleton.adjacency_search`.
+    prune_sets
+        With knowledge, condition each pair only on its possible ancestors
+        (:meth:`~fedstruct.discovery.knowledge.KnowledgeRules.pool`).
 
     Returns
     -------
@@ -142,7 +146,7 @@ def start_search(
     alpha = check_alpha(alpha)
     check_depth(depth)
     ci_test = as_ci_test(data, test)
-    rules = as_rules(knowledge, ci_test.names)
+    rules = as_rules(knowledge, ci_test.names, prune_sets)
     tests_before = ci_test.n_tests
     evidence = Evidence(ci_test, alpha)
     evidence.phase("adjacency")
