@@ -49,7 +49,10 @@ from numpy.typing import NDArray
 from fedstruct.errors import KnowledgeError, UnknownVariableError
 from fedstruct.graphs.graph import find_cycle, reachable
 
-__all__ = ["KEYS", "Knowledge", "KnowledgeRules", "as_rules"]
+__all__ = ["KEYS", "KNOWLEDGE_FILE", "Knowledge", "KnowledgeRules", "as_rules"]
+
+#: The file a run saves its knowledge in (``fedstruct show`` reads it).
+KNOWLEDGE_FILE = "knowledge.json"
 
 #: The keys of a knowledge file, in the order they are written.
 KEYS: tuple[str, ...] = ("tiers", "forbidden", "required", "forbidden_adjacent")
@@ -143,6 +146,27 @@ class Knowledge:
         for key in KEYS[1:]:
             out.update(n for pair in getattr(self, key) for n in pair)
         return out
+
+    def restrict(self, names: Sequence[str]) -> Knowledge:
+        """The knowledge a learner over ``names`` only (a site's variables) may use.
+
+        Tiers keep their members among ``names`` (empty tiers go); ``forbidden`` and
+        ``required`` pairs are kept when both names are among ``names``: ancestry and
+        direct edges between two variables do not depend on which others are observed.
+        ``forbidden_adjacent`` pairs are all left out: a pair separated only by a
+        variable missing from ``names`` is adjacent in the MAG over ``names``.
+        """
+        keep = set(names)
+        tiers = [[n for n in tier if n in keep] for tier in self.tiers]
+        return Knowledge(
+            tiers=tuple(tuple(tier) for tier in tiers if tier),
+            forbidden=tuple(p for p in self.forbidden if set(p) <= keep),
+            required=tuple(p for p in self.required if set(p) <= keep),
+        )
+
+    def summary(self) -> str:
+        """One line: how many statements of each kind."""
+        return ", ".join(f"{len(getattr(self, key))} {key}" for key in KEYS)
 
     # ------------------------------------------------------------ validation
     def resolve(self, variables: Sequence[str]) -> KnowledgeRules:
