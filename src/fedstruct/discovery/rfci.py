@@ -41,7 +41,6 @@ orientation or one edge removal, so this terminates.
 
 from __future__ import annotations
 
-from collections import deque
 from itertools import pairwise
 
 import numpy as np
@@ -57,6 +56,7 @@ from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.search import separate_by_subset, start_search
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL
 from fedstruct.graphs.orientation import apply_rules, orient_colliders
+from fedstruct.graphs.orientation import discriminating_path as minimal_discriminating_path
 
 __all__ = ["minimal_discriminating_path", "rfci", "unshielded_triples"]
 
@@ -79,38 +79,6 @@ def unshielded_triples(marks: Marks) -> list[Triple]:
                     out.append((x, y, z))
     out.sort()
     return out
-
-
-def minimal_discriminating_path(marks: Marks, a: int, b: int, c: int) -> list[int] | None:
-    """A shortest discriminating path ``[d, ..., a, b, c]`` for ``b``, or ``None``.
-
-    Zhang (2008), §3, R4: at least three edges, ``d`` not adjacent to ``c``, every node
-    strictly between ``d`` and ``b`` a collider on the path and a parent of ``c``. The
-    caller guarantees ``a <-* b`` and ``a -> c``. Breadth-first search backwards from
-    ``a`` (Colombo et al. 2012, "minimal" discriminating path; pcalg's ``minDiscrPath``).
-    """
-    parent_of_c = (marks[:, c] == ARROW) & (marks[c] == TAIL)
-    adj_c = marks[c] != NONE
-    previous = {a: b}
-    queue = deque([a])
-    seen = {a, b, c}
-    while queue:
-        v = queue.popleft()
-        for w in np.flatnonzero(marks[:, v] == ARROW).tolist():  # w *-> v
-            if w in seen:
-                continue
-            if not adj_c[w]:
-                path = [w]
-                node = v
-                while node != b:
-                    path.append(node)
-                    node = previous[node]
-                return [*path, b, c]
-            if parent_of_c[w] and marks[v, w] == ARROW:  # w is a collider on the path
-                seen.add(w)
-                previous[w] = v
-                queue.append(w)
-    return None
 
 
 class _R4Requested(Exception):
