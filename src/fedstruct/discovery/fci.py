@@ -17,7 +17,7 @@ i.e. :func:`fedstruct.graphs.pag.dag_to_pag`.
 
 With background knowledge (``knowledge=``; docs/knowledge.md): steps 1 and 3 skip
 what it settles (pairs ``forbidden_adjacent`` are never tested, required pairs never
-removed, candidates restricted to possible ancestors); after step 3 the pairs it
+removed; with ``prune_sets`` the candidates are the possible ancestors); after step 3 the pairs it
 removed get a separating set where a rule needs one
 (:func:`~fedstruct.discovery.background.separate_removed_pairs`); after step 4's R0 the
 marks it implies are set (:func:`~fedstruct.discovery.background.orient_pag`: an
