@@ -10,8 +10,8 @@ from fedstruct.discovery import Knowledge
 runner = CliRunner()
 
 TIERS = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
-ARGS = ["run", "fedcdnv", "--network", "asia", "--clients", "3", "--quiet"]
-SETS = ["--set", "latent_ratio=0", "--set", "reference=false", "--set", "max_samples=600"]
+ARGS = ["run", "fedcdnv", "--network", "asia", "--clients", "2", "--quiet"]
+SETS = ["--set", "latent_ratio=0", "--set", "reference=false", "--set", "max_samples=300"]
 
 
 def test_knowledge_reaches_the_clients_and_is_saved_and_shown(tmp_path):
