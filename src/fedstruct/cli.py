@@ -365,6 +365,7 @@ def show(
     out_console.print(table)
     for line in _mark_legend(learned.edges()):
         out_console.print(line, highlight=False)
+    _print_knowledge(folder)
     path = draw_graph(
         learned, picture or folder / f"{graph}.png", title=title, weights=weights or None,
     )  # fmt: skip
@@ -400,6 +401,16 @@ def _mark_legend(edges: Sequence[Any]) -> list[str]:
     lines += [f"  A {t} B: {MARK_MEANINGS.get(t, 'see docs/cli.md')}" for t in seen]
     lines += [f"  A {t} B reads as B {mirrored[t]} A" for t in sorted(turned)]
     return lines if seen else []
+
+
+def _print_knowledge(folder: Path) -> None:
+    """The background knowledge the run used (its knowledge.json), if any."""
+    from fedstruct.discovery.knowledge import KNOWLEDGE_FILE, Knowledge
+
+    path = folder / KNOWLEDGE_FILE
+    if path.is_file():
+        summary = Knowledge.read(path).summary()
+        out_console.print(f"[bold]knowledge:[/] {summary} ({path})", highlight=False)
 
 
 def _print_summary(folder: Path) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "FedstructError",
     "FedstructWarning",
     "GraphError",
+    "KnowledgeError",
     "NoAnswerError",
     "NonFiniteDataError",
     "PartitionError",
@@ -71,6 +72,12 @@ class PartitionError(DataError):
 
 class UnknownNetworkError(DataError):
     """A benchmark network name is not one that fedstruct ships."""
+
+
+class KnowledgeError(ConfigError):
+    """A background-knowledge file or object is not valid: a wrong type, an unknown
+    variable, or statements that contradict each other (a cycle of required edges, a
+    required edge against the tiers or a forbidden one)."""
 
 
 class GraphError(FedstructError, ValueError):

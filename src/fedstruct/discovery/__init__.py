@@ -10,7 +10,9 @@ two mixed tests, the rows: :func:`choose_ci_test`; :data:`CI_TESTS`);
 from a known graph's d-separations. Every learner returns a :class:`LocalResult`:
 the graph, every separating set, the per-pair p-values and the cached
 :class:`CITest`, on which a caller runs further tests without recomputing any
-(FedCDnv's C-Update does). See docs/local_learners.md.
+(FedCDnv's C-Update does). Each learner takes background knowledge
+(:class:`Knowledge`: tiers, forbidden and required edges, forbidden adjacencies;
+docs/knowledge.md). See docs/local_learners.md.
 """
 
 from fedstruct.discovery.build import CI_TESTS, as_ci_test, choose_ci_test, make_ci_test
@@ -25,6 +27,7 @@ from fedstruct.discovery.discrete import (
 )
 from fedstruct.discovery.fci import fci
 from fedstruct.discovery.fisherz import FisherZTest
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.pc import pc
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.rfci import rfci
@@ -39,6 +42,7 @@ __all__ = [
     "DegenerateGaussianTest",
     "DiscreteTest",
     "FisherZTest",
+    "Knowledge",
     "LocalResult",
     "OracleTest",
     "SmallSampleRule",

@@ -14,14 +14,26 @@ bias; FedCDnv §3 assumes none):
 
 With a perfect CI oracle the output is the PAG of the true MAG (Zhang 2008, §4),
 i.e. :func:`fedstruct.graphs.pag.dag_to_pag`.
+
+With background knowledge (``knowledge=``; docs/knowledge.md): steps 1 and 3 skip
+what it settles (pairs ``forbidden_adjacent`` are never tested, required pairs never
+removed; with ``prune_sets`` the candidates are the possible ancestors); after step 3 the pairs it
+removed get a separating set where a rule needs one
+(:func:`~fedstruct.discovery.background.separate_removed_pairs`); after step 4's R0 the
+marks it implies are set (:func:`~fedstruct.discovery.background.orient_pag`: an
+arrowhead at a variable that may not be an ancestor of the other end, ``-->`` for a
+required edge; never a tail from the tiers), and step 5 runs on them, as Andrews,
+Spirtes & Cooper (2020) do for tiered knowledge.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from fedstruct.discovery.background import PHASE, orient_pag, separate_removed_pairs
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.pds import AUTO, auto_pds_depth, remove_by_possible_dsep
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.search import check_alpha, start_search
@@ -52,11 +64,14 @@ def fci(
     stable: bool = True,
     workers: int | None = None,
     progress: str | None = None,
+    knowledge: Knowledge | None = None,
+    prune_sets: bool = False,
 ) -> LocalResult:
     """Learn a PAG with FCI (module docstring).
 
-    ``tests_by_phase`` counts the tests of step 1 under ``"adjacency"`` and those of
-    step 3 (when run) under ``"possible_dsep"``.
+    ``tests_by_phase`` counts the tests of step 1 under ``"adjacency"``, those of
+    step 3 (when run) under ``"possible_dsep"`` and, with knowledge, the separating
+    sets searched for the pairs it removed under ``"knowledge_sepsets"``.
 
     Parameters
     ----------
@@ -85,6 +100,13 @@ def fci(
         cores this process may use, started only when the phase is large (the result
         is the same for every value; see
         :func:`~fedstruct.discovery.pds.remove_by_possible_dsep`).
+    knowledge
+        Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
+        module docstring); ``None`` (default): none, the same run as before it existed.
+    prune_sets
+        With ``knowledge``, condition each pair only on the variables that may be its
+        ancestors (fewer tests; the same result with a perfect test, but on a sample
+        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
 
     Returns
     -------
@@ -98,14 +120,25 @@ def fci(
         :func:`~fedstruct.discovery.search.start_search`.
     DataError, NonFiniteDataError
         As :func:`~fedstruct.discovery.search.start_search`.
+    KnowledgeError, UnknownVariableError
+        For knowledge that contradicts itself or names another variable.
     """
     _check_possible_dsep_options(pds_depth, max_path_length)
     search = start_search(
-        data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress
+        data,
+        alpha=alpha,
+        test=test,
+        depth=depth,
+        stable=stable,
+        progress=progress,
+        knowledge=knowledge,
+        prune_sets=prune_sets,
     )
     evidence = search.evidence
+    rules = search.knowledge
     marks = circle_marks(search.skeleton)
     orient_colliders(marks, evidence.sepset_contains)
+    first_marks = marks
 
     if possible_dsep:
         if pds_depth == AUTO:
@@ -119,10 +152,27 @@ def fci(
             biconnected=biconnected,
             searched_depth=depth,
             workers=workers,
+            knowledge=rules,
         )
         marks = circle_marks(adjacency)
         orient_colliders(marks, evidence.sepset_contains)
 
+    if rules is not None:
+        evidence.phase(PHASE)
+        adjacency = marks != NONE
+        separate_removed_pairs(
+            evidence,
+            adjacency,
+            rules,
+            latent_free=False,
+            depth=depth,
+            pds_marks=first_marks,
+            pds_depth=depth if pds_depth is None or not possible_dsep else pds_depth,  # type: ignore[arg-type]
+            max_path_length=max_path_length,
+        )
+        marks = circle_marks(adjacency)
+        orient_colliders(marks, evidence.sepset_contains)
+        orient_pag(marks, rules)
     apply_rules(marks, evidence.sepset_contains)
     return search.result("fci", marks)
 

@@ -19,6 +19,20 @@ Spirtes, Glymour & Scheines (2000), §5.4.2 (steps C-D); orientation rules of Me
    R1-R3 are complete when the only prior knowledge is the v-structures (Meek 1995);
    Meek's R4 is needed only with background knowledge.
 
+With background knowledge (``knowledge=``, docs/knowledge.md) the adjacency search
+skips what the knowledge settles (:func:`~fedstruct.discovery.skeleton.adjacency_search`),
+the pairs it removed get a separating set where a rule needs one
+(:func:`~fedstruct.discovery.background.separate_removed_pairs`), every edge whose
+direction it fixes is directed before step 2
+(:func:`~fedstruct.discovery.background.orient_pdag`; step 2 never reverses a directed
+edge), and step 3 adds Meek's R4:
+
+   - R4: ``c -> d -> b``, ``a - c``, ``a - b``, ``a`` adjacent to ``d``, ``c``, ``b`` not
+     adjacent => ``a -> b``.
+
+Orienting the knowledge and closing under R1-R4 is sound and complete for knowledge
+consistent with the pattern (Meek 1995, §3-4).
+
 With a perfect CI oracle the output is the CPDAG of the true DAG (Spirtes et al.
 2000, §5.4.2; Meek 1995).
 """
@@ -28,9 +42,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.background import PHASE, orient_pdag, separate_removed_pairs
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
 from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.search import start_search
 from fedstruct.graphs.graph import ARROW, NONE, TAIL
@@ -57,8 +73,9 @@ def _orient_v_structures(m: Marks, evidence: Evidence) -> None:
                         _orient(m, end, y)
 
 
-def meek_rules(marks: Marks) -> dict[str, int]:
-    """Apply Meek's R1-R3 (module docstring) to a PDAG's marks, in place.
+def meek_rules(marks: Marks, rule_4: bool = False) -> dict[str, int]:
+    """Apply Meek's R1-R3, and R4 if ``rule_4`` (module docstring), to a PDAG's marks,
+    in place.
 
     Directed edges are ``-->``, undirected ones have tails at both ends. Candidates
     are scanned in index order and re-checked before each orientation.
@@ -66,10 +83,10 @@ def meek_rules(marks: Marks) -> dict[str, int]:
     Returns
     -------
     dict
-        How often each rule fired.
+        How often each rule fired (``"R4"`` only with ``rule_4``).
     """
     m = marks
-    counts = {"R1": 0, "R2": 0, "R3": 0}
+    counts = {"R1": 0, "R2": 0, "R3": 0} | ({"R4": 0} if rule_4 else {})
     changed = True
     adj = m != NONE  # orientation never changes adjacencies
     while changed:
@@ -102,7 +119,26 @@ def meek_rules(marks: Marks) -> dict[str, int]:
                     _orient(m, b, c)
                     counts["R3"] += 1
                     changed = True
+                    continue
+            if rule_4 and _meek_rule_4(m, adj, b, c, und_b):
+                _orient(m, b, c)
+                counts["R4"] += 1
+                changed = True
     return counts
+
+
+def _meek_rule_4(
+    m: Marks, adj: NDArray[np.bool_], b: int, c: int, und_b: NDArray[np.bool_]
+) -> bool:
+    """Meek's R4 for ``b - c``: some ``k -> l -> c`` with ``b - k``, ``b`` adjacent to
+    ``l``, ``k`` and ``c`` not adjacent."""
+    into_c = np.flatnonzero((m[:, c] == ARROW) & (m[c] == TAIL) & adj[b])  # l
+    starts = np.flatnonzero(und_b & ~adj[c])  # k
+    starts = starts[starts != c]
+    if into_c.size == 0 or starts.size == 0:
+        return False
+    block = (m[np.ix_(starts, into_c)] == ARROW) & (m[np.ix_(into_c, starts)].T == TAIL)
+    return bool(block.any())
 
 
 def pc(
@@ -113,10 +149,14 @@ def pc(
     depth: int | None = None,
     stable: bool = True,
     progress: str | None = None,
+    knowledge: Knowledge | None = None,
+    prune_sets: bool = False,
 ) -> LocalResult:
     """Learn a CPDAG with PC (module docstring).
 
-    Every test belongs to the phase ``"adjacency"`` of ``tests_by_phase`` (step 1).
+    Every test belongs to the phase ``"adjacency"`` of ``tests_by_phase`` (step 1),
+    but the separating sets searched for pairs the knowledge removed
+    (``"knowledge_sepsets"``).
 
     Parameters
     ----------
@@ -126,21 +166,46 @@ def pc(
         :func:`~fedstruct.discovery.search.start_search`.
     depth
         Largest conditioning set; ``None`` (default): no bound.
+    knowledge
+        Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
+        module docstring); ``None`` (default): none, the same run as before it existed.
+    prune_sets
+        With ``knowledge``, condition each pair only on the variables that may be its
+        ancestors (fewer tests; the same result with a perfect test, but on a sample
+        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
 
     Returns
     -------
     LocalResult
-        The CPDAG (``graph``), separating sets, per-pair p-values and the CI test.
+        The CPDAG (``graph``; with knowledge a maximally oriented PDAG), separating
+        sets, per-pair p-values and the CI test.
 
     Raises
     ------
     ConfigError, DataError, NonFiniteDataError
         As :func:`~fedstruct.discovery.search.start_search`.
+    KnowledgeError, UnknownVariableError
+        For knowledge that contradicts itself or names another variable.
     """
     search = start_search(
-        data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress
+        data,
+        alpha=alpha,
+        test=test,
+        depth=depth,
+        stable=stable,
+        progress=progress,
+        knowledge=knowledge,
+        prune_sets=prune_sets,
+        latent_free=True,
     )
+    rules = search.knowledge
     marks = np.where(search.skeleton, TAIL, NONE).astype(np.int8)
+    if rules is not None:
+        search.evidence.phase(PHASE)
+        separate_removed_pairs(
+            search.evidence, search.skeleton, rules, latent_free=True, depth=depth
+        )
+        orient_pdag(marks, rules)
     _orient_v_structures(marks, search.evidence)
-    meek_rules(marks)
+    meek_rules(marks, rule_4=rules is not None)
     return search.result("pc", marks)

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.discovery.evidence import Evidence, paused_gc
+from fedstruct.discovery.knowledge import KnowledgeRules
 from fedstruct.discovery.skeleton import check_depth
 from fedstruct.errors import ConfigError
 from fedstruct.graphs.graph import ARROW, NONE
@@ -165,6 +166,7 @@ def remove_by_possible_dsep(
     biconnected: bool = True,
     searched_depth: int | None = None,
     workers: int | None = None,
+    knowledge: KnowledgeRules | None = None,
 ) -> NDArray[np.bool_]:
     """Remove the edges separated given subsets of Possible-D-SEP (module docstring).
 
@@ -210,6 +212,11 @@ def remove_by_possible_dsep(
         phase has at least :data:`PARALLEL_MIN_TESTS` candidate tests (a fork costs
         tens of milliseconds) and the platform can fork; the result is the same for
         every value.
+    knowledge
+        Background knowledge: its required pairs are not searched (they stay), and the
+        candidates are the possible ancestors of the pair
+        (:meth:`~fedstruct.discovery.knowledge.KnowledgeRules.pool`, as in the
+        adjacency search). ``None`` (default): none.
 
     Returns
     -------
@@ -233,8 +240,10 @@ def remove_by_possible_dsep(
     blocks = _biconnected_members(before) if biconnected else {}
     pairs = zip(*np.nonzero(np.triu(before, 1)), strict=True)
     jobs = [(int(x), int(y), blocks.get((int(x), int(y)))) for x, y in pairs]
+    if knowledge is not None:
+        jobs = [job for job in jobs if not knowledge.fixed[job[0], job[1]]]
     adj = before.copy()
-    search = _PairSearch(evidence, before, pds, max_depth, known_depth)
+    search = _PairSearch(evidence, before, pds, max_depth, known_depth, knowledge)
     with paused_gc():
         if (
             workers > 1
@@ -269,15 +278,21 @@ class _PairSearch:
         pds: list[list[int]],
         max_depth: int,
         known_depth: int,
+        knowledge: KnowledgeRules | None = None,
     ) -> None:
         self.evidence = evidence
         self.nbrs = [set(np.flatnonzero(row).tolist()) for row in before]
         self.pds = pds
         self.max_depth = max_depth
         self.known_depth = known_depth
+        self.knowledge = knowledge
 
     def candidates(self, side: int, x: int, y: int, block: set[int] | None) -> list[int]:
-        return [v for v in self.pds[side] if v != x and v != y and (block is None or v in block)]
+        out = [v for v in self.pds[side] if v != x and v != y and (block is None or v in block)]
+        if self.knowledge is not None:
+            pool = self.knowledge.pool(x, y)
+            out = [v for v in out if pool[v]]
+        return out
 
     def size(self, jobs: list[tuple[int, int, set[int] | None]]) -> int:
         """A cheap count of the phase's candidate tests (the sets of at most two variables)."""

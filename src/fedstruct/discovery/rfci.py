@@ -24,6 +24,13 @@ remove, but every arrowhead and tail it outputs is correct with a perfect oracle
 (Colombo et al. 2012, §3), and without latent variables it returns FCI's
 PAG.
 
+With background knowledge (``knowledge=``; docs/knowledge.md): step 1 skips what it
+settles (as FCI), required edges are never removed in steps 2-3, the pairs it removed
+get a separating set where a rule needs one before step 2
+(:func:`~fedstruct.discovery.background.separate_removed_pairs`, with Possible-D-SEP
+as in FCI), and the marks it implies are set after step 2's v-structures
+(:func:`~fedstruct.discovery.background.orient_pag`), before step 3.
+
 Implementation of step 3: :func:`fedstruct.graphs.orientation.apply_rules` runs R1-R4
 and R8-R10; its only use of the separating-set callback is R4's. RFCI passes a
 callback that interrupts ``apply_rules`` when R4 is about to fire, applies its own
@@ -34,20 +41,22 @@ orientation or one edge removal, so this terminates.
 
 from __future__ import annotations
 
-from collections import deque
 from itertools import pairwise
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.background import PHASE, orient_pag, separate_removed_pairs
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
 from fedstruct.discovery.evidence import Evidence
 from fedstruct.discovery.fci import circle_marks
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.search import separate_by_subset, start_search
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL
-from fedstruct.graphs.orientation import apply_rules
+from fedstruct.graphs.orientation import apply_rules, orient_colliders
+from fedstruct.graphs.orientation import discriminating_path as minimal_discriminating_path
 
 __all__ = ["minimal_discriminating_path", "rfci", "unshielded_triples"]
 
@@ -72,38 +81,6 @@ def unshielded_triples(marks: Marks) -> list[Triple]:
     return out
 
 
-def minimal_discriminating_path(marks: Marks, a: int, b: int, c: int) -> list[int] | None:
-    """A shortest discriminating path ``[d, ..., a, b, c]`` for ``b``, or ``None``.
-
-    Zhang (2008), §3, R4: at least three edges, ``d`` not adjacent to ``c``, every node
-    strictly between ``d`` and ``b`` a collider on the path and a parent of ``c``. The
-    caller guarantees ``a <-* b`` and ``a -> c``. Breadth-first search backwards from
-    ``a`` (Colombo et al. 2012, "minimal" discriminating path; pcalg's ``minDiscrPath``).
-    """
-    parent_of_c = (marks[:, c] == ARROW) & (marks[c] == TAIL)
-    adj_c = marks[c] != NONE
-    previous = {a: b}
-    queue = deque([a])
-    seen = {a, b, c}
-    while queue:
-        v = queue.popleft()
-        for w in np.flatnonzero(marks[:, v] == ARROW).tolist():  # w *-> v
-            if w in seen:
-                continue
-            if not adj_c[w]:
-                path = [w]
-                node = v
-                while node != b:
-                    path.append(node)
-                    node = previous[node]
-                return [*path, b, c]
-            if parent_of_c[w] and marks[v, w] == ARROW:  # w is a collider on the path
-                seen.add(w)
-                previous[w] = v
-                queue.append(w)
-    return None
-
-
 class _R4Requested(Exception):
     """Raised by the callback when ``apply_rules`` is about to apply R4."""
 
@@ -115,9 +92,13 @@ def _interrupt(x: int, y: int, z: int) -> bool:
 class _RFCI:
     """The state of one RFCI run after the adjacency search: marks and evidence."""
 
-    def __init__(self, evidence: Evidence, marks: Marks) -> None:
+    def __init__(self, evidence: Evidence, marks: Marks, fixed: NDArray[np.bool_] | None) -> None:
         self.evidence = evidence
         self.marks = marks
+        self.fixed = fixed  # required pairs: never removed
+
+    def _removable(self, u: int, v: int) -> bool:
+        return self.fixed is None or not self.fixed[u, v]
 
     # ---------------------------------------------- step 2: unshielded triples
     def check_triples(self, triples: list[Triple]) -> None:
@@ -131,11 +112,15 @@ class _RFCI:
             k += 1
             if not self._unshielded(x, y, z):
                 continue
-            sep = tuple(v for v in self.evidence.sepsets[(x, z)] if v != y)
+            sep = tuple(v for v in self.evidence.sepsets.get((x, z), ()) if v != y)
             removed = False
             if sep:  # given the empty set the edges are known to be dependent
                 for r in (x, z):
-                    if m[r, y] != NONE and self._remove_if_separated(r, y, sep, queue):
+                    if (
+                        m[r, y] != NONE
+                        and self._removable(r, y)
+                        and self._remove_if_separated(r, y, sep, queue)
+                    ):
                         removed = True
             if not removed:
                 passed.append((x, y, z))
@@ -208,8 +193,10 @@ class _RFCI:
         """Test each edge of the path given subsets of ``sepset(d, c)``; remove the first
         separated one (then check the new unshielded triples)."""
         d, c = path[0], path[-1]
-        total = self.evidence.sepsets[(min(d, c), max(d, c))]
+        total = self.evidence.sepsets.get((min(d, c), max(d, c)), ())
         for u, v in pairwise(path):
+            if not self._removable(u, v):
+                continue
             sep = tuple(s for s in total if s != u and s != v)
             if separate_by_subset(self.evidence, u, v, sep) is not None:
                 self.check_triples(self._remove_edge(u, v))
@@ -225,11 +212,14 @@ def rfci(
     depth: int | None = None,
     stable: bool = True,
     progress: str | None = None,
+    knowledge: Knowledge | None = None,
+    prune_sets: bool = False,
 ) -> LocalResult:
     """Learn a PAG with RFCI (module docstring).
 
     ``tests_by_phase`` counts the tests of steps 1, 2 and 3 under ``"adjacency"``,
-    ``"unshielded_triples"`` and ``"discriminating_paths"``.
+    ``"unshielded_triples"`` and ``"discriminating_paths"``, and with knowledge the
+    separating sets searched for the pairs it removed under ``"knowledge_sepsets"``.
 
     Parameters
     ----------
@@ -240,6 +230,13 @@ def rfci(
     depth
         Largest conditioning set of the adjacency search; ``None`` (default): none.
         Steps 2-3 try the subsets of its separating sets, so they stay within it.
+    knowledge
+        Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
+        module docstring); ``None`` (default): none, the same run as before it existed.
+    prune_sets
+        With ``knowledge``, condition each pair only on the variables that may be its
+        ancestors (fewer tests; the same result with a perfect test, but on a sample
+        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
 
     Returns
     -------
@@ -250,13 +247,40 @@ def rfci(
     ------
     ConfigError, DataError, NonFiniteDataError
         As :func:`~fedstruct.discovery.search.start_search`.
+    KnowledgeError, UnknownVariableError
+        For knowledge that contradicts itself or names another variable.
     """
     search = start_search(
-        data, alpha=alpha, test=test, depth=depth, stable=stable, progress=progress
+        data,
+        alpha=alpha,
+        test=test,
+        depth=depth,
+        stable=stable,
+        progress=progress,
+        knowledge=knowledge,
+        prune_sets=prune_sets,
     )
-    run = _RFCI(search.evidence, circle_marks(search.skeleton))
+    rules = search.knowledge
+    if rules is not None:
+        first_marks = circle_marks(search.skeleton)
+        orient_colliders(first_marks, search.evidence.sepset_contains)
+        search.evidence.phase(PHASE)
+        separate_removed_pairs(
+            search.evidence,
+            search.skeleton,
+            rules,
+            latent_free=False,
+            depth=depth,
+            pds_marks=first_marks,
+            pds_depth=depth,
+        )
+    run = _RFCI(
+        search.evidence, circle_marks(search.skeleton), None if rules is None else rules.fixed
+    )
     search.evidence.phase("unshielded_triples")
     run.check_triples(unshielded_triples(run.marks))
+    if rules is not None:
+        orient_pag(run.marks, rules)
     search.evidence.phase("discriminating_paths")
     run.orient()
     return search.result("rfci", run.marks)

@@ -25,6 +25,7 @@ from fedstruct.discovery.build import as_ci_test
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
 from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeRules, as_rules
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.skeleton import adjacency_search, check_depth
 from fedstruct.errors import ConfigError
@@ -60,12 +61,15 @@ class StartedSearch:
         The adjacency search's symmetric boolean adjacency matrix.
     tests_before
         ``ci_test.n_tests`` before the run: the result counts the tests after it.
+    knowledge
+        The run's background knowledge resolved against its variables (``None``: none).
     """
 
     ci_test: CITest
     evidence: Evidence
     skeleton: NDArray[np.bool_]
     tests_before: int
+    knowledge: KnowledgeRules | None = None
 
     def result(self, algorithm: str, marks: NDArray[np.int8]) -> LocalResult:
         """The run's :class:`LocalResult`, with the learner's final ``marks`` as its graph.
@@ -86,6 +90,9 @@ def start_search(
     depth: int | None,
     stable: bool,
     progress: str | None = None,
+    knowledge: Knowledge | KnowledgeRules | None = None,
+    latent_free: bool = False,
+    prune_sets: bool = False,
 ) -> StartedSearch:
     """Check the options, build the CI test and the evidence, run the adjacency search.
 
@@ -113,6 +120,13 @@ def start_search(
         cost first on a wide table:
         :func:`~fedstruct.discovery.skeleton.adjacency_search`);
         ``None``: silent.
+    knowledge, latent_free
+        Background knowledge (checked against the CI test's variables) and whether
+        the learner assumes no latent confounder, for
+        :func:`~fedstruct.discovery.skeleton.adjacency_search`.
+    prune_sets
+        With knowledge, condition each pair only on its possible ancestors
+        (:meth:`~fedstruct.discovery.knowledge.KnowledgeRules.pool`).
 
     Returns
     -------
@@ -124,17 +138,27 @@ def start_search(
     ------
     ConfigError
         For an out-of-range ``alpha`` or ``depth``, or an unknown test.
+    KnowledgeError, UnknownVariableError
+        For knowledge that contradicts itself or names another variable.
     DataError, NonFiniteDataError
         For bad data.
     """
     alpha = check_alpha(alpha)
     check_depth(depth)
     ci_test = as_ci_test(data, test)
+    rules = as_rules(knowledge, ci_test.names, prune_sets)
     tests_before = ci_test.n_tests
     evidence = Evidence(ci_test, alpha)
     evidence.phase("adjacency")
-    skeleton = adjacency_search(evidence, depth=depth, stable=stable, progress=progress)
-    return StartedSearch(ci_test, evidence, skeleton, tests_before)
+    skeleton = adjacency_search(
+        evidence,
+        depth=depth,
+        stable=stable,
+        progress=progress,
+        knowledge=rules,
+        latent_free=latent_free,
+    )
+    return StartedSearch(ci_test, evidence, skeleton, tests_before, rules)
 
 
 def separate_by_subset(

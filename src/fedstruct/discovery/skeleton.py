@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.evidence import Evidence, paused_gc
+from fedstruct.discovery.knowledge import KnowledgeRules
 from fedstruct.errors import ConfigError
 from fedstruct.fl.progress import show_progress
 
@@ -62,6 +63,8 @@ def adjacency_search(
     depth: int | None = None,
     stable: bool = True,
     progress: str | None = None,
+    knowledge: KnowledgeRules | None = None,
+    latent_free: bool = False,
 ) -> NDArray[np.bool_]:
     """Run the adjacency search (module docstring); return the skeleton.
 
@@ -78,6 +81,15 @@ def adjacency_search(
         conditioning-set size, :func:`~fedstruct.fl.progress.show_progress`), and,
         for a table of :data:`WIDE` variables or more, what it will cost before it
         starts; ``None`` (default): silent.
+    knowledge
+        Background knowledge (docs/knowledge.md): the pairs it makes non-adjacent
+        (:meth:`KnowledgeRules.removed` with ``latent_free``) start removed, the
+        required pairs are never tested, and a pair's conditioning sets draw only on
+        the variables that may be its ancestors (:meth:`KnowledgeRules.pool`).
+        ``None`` (default): none.
+    latent_free
+        The learner assumes no latent confounder (PC): see
+        :meth:`KnowledgeRules.removed`.
 
     Returns
     -------
@@ -87,8 +99,9 @@ def adjacency_search(
     max_depth = check_depth(depth)
     if progress is not None and evidence.ci_test.n_variables >= WIDE:
         print(cost_message(progress, evidence.ci_test, depth), file=sys.stderr, flush=True)
+    start = None if knowledge is None else ~knowledge.removed(latent_free)
     with paused_gc():
-        return _adjacency_search(evidence, max_depth, stable, progress)
+        return _adjacency_search(evidence, max_depth, stable, progress, knowledge, start)
 
 
 def cost_message(label: str, ci_test: CITest, depth: int | None) -> str:
@@ -108,10 +121,18 @@ def cost_message(label: str, ci_test: CITest, depth: int | None) -> str:
 
 
 def _adjacency_search(
-    evidence: Evidence, max_depth: int, stable: bool, progress: str | None
+    evidence: Evidence,
+    max_depth: int,
+    stable: bool,
+    progress: str | None,
+    knowledge: KnowledgeRules | None = None,
+    start: NDArray[np.bool_] | None = None,
 ) -> NDArray[np.bool_]:
     d = evidence.ci_test.n_variables
     adj = ~np.eye(d, dtype=bool)
+    if start is not None:
+        adj &= start
+    fixed = None if knowledge is None else knowledge.fixed
     nbrs = [set(np.flatnonzero(adj[v]).tolist()) for v in range(d)]
     level = 0
     unconditional: dict[tuple[int, int], tuple[float, bool]] | None = None
@@ -125,17 +146,21 @@ def _adjacency_search(
             done = 0
             for x in range(d):
                 for y in sorted(nbrs[x]):
-                    if y <= x or y not in nbrs[x]:
+                    if y <= x or y not in nbrs[x] or (fixed is not None and fixed[x, y]):
                         continue
                     ax = frozen[x] if frozen is not None else sorted(nbrs[x])
                     ay = frozen[y] if frozen is not None else sorted(nbrs[y])
                     cand_x = [v for v in ax if v != y]
                     cand_y = [v for v in ay if v != x]
+                    if knowledge is not None:
+                        pool = knowledge.pool(x, y)
+                        cand_x = [v for v in cand_x if pool[v]]
+                        cand_y = [v for v in cand_y if pool[v]]
                     if len(cand_x) < level and len(cand_y) < level:
                         continue
                     busy = True
                     if level == 0 and unconditional is None:
-                        unconditional = _unconditional(evidence, nbrs)
+                        unconditional = _unconditional(evidence, nbrs, fixed)
                     found = _search_pair(evidence, x, y, cand_x, cand_y, level, unconditional)
                     if found is not None:
                         adj[x, y] = adj[y, x] = False
@@ -184,13 +209,15 @@ def _search_pair(
 
 
 def _unconditional(
-    evidence: Evidence, nbrs: list[set[int]]
+    evidence: Evidence, nbrs: list[set[int]], fixed: NDArray[np.bool_] | None = None
 ) -> dict[tuple[int, int], tuple[float, bool]]:
-    """Level 0's tests (every adjacent pair given the empty set) computed in one batch
-    (:meth:`CITest.compute_unconditional`), for the pairs not cached; empty if the test
-    has no batched form."""
+    """Level 0's tests (every adjacent pair given the empty set, but the ``fixed`` ones)
+    computed in one batch (:meth:`CITest.compute_unconditional`), for the pairs not
+    cached; empty if the test has no batched form."""
     cache = evidence.ci_test.cache
     pairs = [(x, y) for x, ys in enumerate(nbrs) for y in sorted(ys) if x < y]
+    if fixed is not None:
+        pairs = [(x, y) for x, y in pairs if not fixed[x, y]]
     pairs = [(x, y) for x, y in pairs if (x, y, ()) not in cache]
     values = evidence.ci_test.compute_unconditional(pairs) if len(pairs) > 1 else None
     return {} if values is None else dict(zip(pairs, values, strict=True))

@@ -38,6 +38,7 @@ __all__ = [
     "RULES",
     "SepsetContains",
     "apply_rules",
+    "discriminating_path",
     "orient_colliders",
 ]
 
@@ -184,18 +185,20 @@ def _rule_3(m: Marks) -> int:
 
 
 # ------------------------------------------------------------------------ R4
-def _discriminating_start(m: Marks, a: int, b: int, c: int) -> int | None:
-    """First node ``d`` of a discriminating path ``<d, ..., a, b, c>`` for ``b``, or ``None``.
+def discriminating_path(m: Marks, a: int, b: int, c: int) -> list[int] | None:
+    """A shortest discriminating path ``[d, ..., a, b, c]`` for ``b``, or ``None``.
 
     Zhang (2008), Section 3, R4: the path has at least three edges, ``d`` is not
     adjacent to ``c``, and every node strictly between ``d`` and ``b`` is a collider on
     the path and a parent of ``c``. The caller guarantees ``a <-* b`` and ``a -> c``.
-    Breadth-first search backwards from ``a`` over such colliders; the conditions
-    only involve single edges and single nodes, so the shortest walk found is a
-    path and the search is exact.
+    Breadth-first search backwards from ``a`` over such colliders (Colombo et al. 2012's
+    "minimal" discriminating path, pcalg's ``minDiscrPath``); the conditions only
+    involve single edges and single nodes, so the shortest walk found is a path and
+    the search is exact. R4 here and RFCI's checked R4 both use it.
     """
     parent_of_c = (m[:, c] == ARROW) & (m[c] == TAIL)
     adj_c = m[c] != NONE
+    previous = {a: b}
     seen = {a, b, c}
     queue = deque([a])
     while queue:
@@ -204,9 +207,15 @@ def _discriminating_start(m: Marks, a: int, b: int, c: int) -> int | None:
             if w in seen:
                 continue
             if not adj_c[w]:
-                return w
+                path = [w]
+                node = v
+                while node != b:
+                    path.append(node)
+                    node = previous[node]
+                return [*path, b, c]
             if parent_of_c[w] and m[v, w] == ARROW:  # w is a collider: ... *-> w <-* v
                 seen.add(w)
+                previous[w] = v
                 queue.append(w)
     return None
 
@@ -226,9 +235,10 @@ def _rule_4(m: Marks, sepset_contains: SepsetContains) -> int:
             continue
         # a with a <-* b (m[b, a] is an arrowhead) and a -> c.
         for a in np.flatnonzero((m[b] == ARROW) & (m[:, c] == ARROW) & (m[c] == TAIL)).tolist():
-            d = _discriminating_start(m, a, b, c)
-            if d is None:
+            path = discriminating_path(m, a, b, c)
+            if path is None:
                 continue
+            d = path[0]
             if sepset_contains(min(d, c), max(d, c), b):
                 m[c, b], m[b, c] = TAIL, ARROW
             else:

@@ -56,7 +56,7 @@ register(
         method=lazy_function("fedstruct.experiments.fedcdnv.run", "method"),
         run=lazy_function("fedstruct.experiments.fedcdnv.run", "run_fedcdnv"),
         quick={"network": "sachs", "clients": 3, "reference": False, "max_samples": 800},
-        options={"network": "network"},
+        options={"network": "network", "knowledge": "knowledge"},
         missing=("keep", "error", "drop-rows"),
     )
 )

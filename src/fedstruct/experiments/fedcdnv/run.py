@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
+from fedstruct.discovery.knowledge import KNOWLEDGE_FILE, Knowledge
 from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
@@ -83,7 +84,13 @@ def run_fedcdnv(
     s: FedCDnvRun, ctx: RunContext, model: FedCDnv, source: VariableSubsetTask | SiteFiles
 ) -> RunOutcome:
     """Fit on the backend; score FedG (and FeddG's definite pairs) against the true PAG,
-    or, on a user's files, report what FedG holds (:func:`_on_files`)."""
+    or, on a user's files, report what FedG holds (:func:`_on_files`). A knowledge
+    file is checked against the federation's variables first and saved as
+    knowledge.json."""
+    if s.knowledge is not None:
+        knowledge = Knowledge.read(s.knowledge)
+        knowledge.resolve(_variables(source))  # an unknown name or a contradiction stops here
+        knowledge.write(ctx.out / KNOWLEDGE_FILE)
     ctx.fit(model, source)
     if model.graph_ is None:  # stopped after round 1 (--stop-after 1): nothing integrated
         tests = float(sum(h.get("tests", 0.0) for h in model.history_))
@@ -110,6 +117,13 @@ def run_fedcdnv(
     )
     history = [dict(h) for h in model.history_]
     return RunOutcome(metrics, history, [figure])
+
+
+def _variables(source: VariableSubsetTask | SiteFiles) -> tuple[str, ...]:
+    """The federation's observed variables: the schema's on a user's files."""
+    if isinstance(source, SiteFiles):
+        return tuple(source.schema.kinds)
+    return tuple(source.split.observed)
 
 
 def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[str, float]:

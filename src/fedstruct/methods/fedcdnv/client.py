@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from fedstruct.data.client import ClientData
-from fedstruct.discovery import CITest, LocalResult, fci, make_ci_test, rfci
+from fedstruct.discovery import CITest, Knowledge, LocalResult, fci, make_ci_test, rfci
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
 from fedstruct.graphs import Graph
@@ -107,7 +107,10 @@ class FedCDnvClient(Client):
                 kwargs["progress"] = f"{self.data.name}: {cfg.learner.upper()} adjacency search"
             if cfg.learner == "fci":
                 kwargs.update(pds_depth=cfg.pds_depth, workers=cfg.workers)
-            self._result = learner(self._ci_test(), **kwargs)
+            ci_test = self._ci_test()
+            if cfg.knowledge is not None:
+                kwargs["knowledge"] = Knowledge.read(cfg.knowledge).restrict(ci_test.names)
+            self._result = learner(ci_test, **kwargs)
         return self._result
 
     def _ci_test(self) -> CITest:

@@ -80,6 +80,11 @@ class FedCDnvConfig:
         A variable constant in a client's data: ``"error"`` (name it and stop) or
         ``"exclude"`` (the client leaves it out of its variables, as if unobserved, and
         reports it: no test can relate a constant to anything).
+    knowledge
+        A background-knowledge file (JSON or YAML, docs/knowledge.md) every client
+        reads and gives its local FCI/RFCI, restricted to its own variables (without
+        the ``forbidden_adjacent`` pairs: docs/knowledge.md); ``None`` (default):
+        none. The same file at every client.
     """
 
     strategy: str = "tpss"
@@ -98,6 +103,7 @@ class FedCDnvConfig:
     stability_depth: int | None = 2
     weight_count: str = "observers"
     constant_columns: str = "error"
+    knowledge: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedcdnv")

@@ -1,0 +1,154 @@
+"""What PC, FCI and RFCI do with background knowledge beyond the adjacency search.
+
+The adjacency search takes the knowledge first
+(:func:`~fedstruct.discovery.skeleton.adjacency_search`: pairs non-adjacent by
+knowledge start removed and are never tested, required pairs are never tested, the
+conditioning sets draw only on possible ancestors). This module holds the rest
+(docs/knowledge.md gives the reasons and the references):
+
+- :func:`separate_removed_pairs`: a pair removed without a test has no separating set,
+  but the collider rule R0 (and FCI's R4) needs one for every unshielded triple
+  ``x - z - y`` through it. After the last edge removal, each removed pair that still
+  has a common neighbour gets one, searched as the adjacency search would (subsets of
+  the final ``adj(x)`` then ``adj(y)``, by increasing size, among the possible
+  ancestors), and, for FCI and RFCI, among the subsets of ``pds(x)`` and ``pds(y)``
+  (the pair's separating sets in a MAG may hold non-neighbours; Spirtes et al. 2000,
+  §6.7). Pairs without a common neighbour cost nothing: no rule reads their set.
+- :func:`orient_pdag` (PC): every undirected edge whose direction the knowledge fixes
+  is directed (Meek 1995: orient by the knowledge, then close under Meek's rules).
+- :func:`orient_pag` (FCI, RFCI): the two marks a MAG's edge has that the knowledge
+  implies, and only those: an arrowhead at ``y`` on ``x *-* y`` when ``y`` may not be an
+  ancestor of ``x`` (tiers, ``forbidden [y, x]``), and ``x --> y`` for a required
+  ``x -> y``. Nothing else: in particular an earlier tier never gives a tail.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedstruct.discovery.evidence import Evidence
+from fedstruct.discovery.knowledge import KnowledgeRules
+from fedstruct.discovery.pds import possible_dsep
+from fedstruct.discovery.skeleton import check_depth
+from fedstruct.graphs.graph import ARROW, NONE, TAIL
+
+__all__ = ["PHASE", "orient_pag", "orient_pdag", "separate_removed_pairs"]
+
+#: The ``tests_by_phase`` key of :func:`separate_removed_pairs`' tests.
+PHASE = "knowledge_sepsets"
+
+Marks = NDArray[np.int8]
+
+
+def separate_removed_pairs(
+    evidence: Evidence,
+    adjacency: NDArray[np.bool_],
+    knowledge: KnowledgeRules,
+    *,
+    latent_free: bool,
+    depth: int | None = None,
+    pds_marks: Marks | None = None,
+    pds_depth: int | None = None,
+    max_path_length: int | None = None,
+) -> int:
+    """Search a separating set for each pair the knowledge removed that has a common
+    neighbour in ``adjacency`` (module docstring); record the first found.
+
+    Parameters
+    ----------
+    evidence
+        Asks the tests and records the separations.
+    adjacency
+        The final skeleton (symmetric boolean).
+    knowledge, latent_free
+        The run's knowledge and whether it assumes no latent confounder
+        (:meth:`KnowledgeRules.removed`).
+    depth
+        Largest set tried among the neighbours; ``None``: no bound.
+    pds_marks
+        Marks to compute Possible-D-SEP on (FCI, RFCI: the graph after R0, where a
+        triple through a pair without a set counts as a collider, which only widens
+        Possible-D-SEP); ``None`` (PC): the neighbours only.
+    pds_depth, max_path_length
+        Largest set tried among Possible-D-SEP, and its walks' bound.
+
+    Returns
+    -------
+    int
+        The pairs left without a separating set (a perfect test leaves none: the
+        rules then read their triples as colliders).
+    """
+    removed = np.triu(knowledge.removed(latent_free), 1)
+    common = (adjacency.astype(np.int32) @ adjacency.astype(np.int32)) > 0
+    nbrs = [np.flatnonzero(row).tolist() for row in adjacency]
+    pds: dict[int, list[int]] = {}
+    top = check_depth(depth)
+    pds_top = check_depth(pds_depth, "pds_depth")
+    missing = 0
+    for x, y in np.argwhere(removed & common).tolist():
+        pool = knowledge.pool(x, y)
+        pools = [([v for v in nbrs[s] if pool[v]], top) for s in (x, y)]
+        if pds_marks is not None:
+            for s in (x, y):
+                if s not in pds:
+                    pds[s] = possible_dsep(pds_marks, s, max_path_length)
+                pools.append(([v for v in pds[s] if pool[v]], pds_top))
+        if _search(evidence, x, y, pools) is None:
+            missing += 1
+    return missing
+
+
+def _search(
+    evidence: Evidence, x: int, y: int, pools: list[tuple[list[int], int]]
+) -> tuple[int, ...] | None:
+    """Try the subsets of each pool by increasing size (each set once); record the first
+    separating one."""
+    seen: set[tuple[int, ...]] = set()
+    for cand, top in pools:
+        limit = min(len(cand), top, evidence.ci_test.max_testable_size(x, y, cand))
+        for size in range(limit + 1):
+            sets = [s for s in combinations(cand, size) if s not in seen]
+            seen.update(sets)
+            found = evidence.first_independent(x, y, sets, cand)
+            if found is not None:
+                return found
+    return None
+
+
+def orient_pdag(marks: Marks, knowledge: KnowledgeRules) -> int:
+    """Direct every undirected edge ``x --- y`` of a PDAG that the knowledge fixes, in place.
+
+    ``x -> y`` when it is required or when ``y`` may not be an ancestor of ``x``. Edges
+    already directed are left. Returns the edges directed.
+    """
+    count = 0
+    for x, y in np.argwhere(marks != NONE).tolist():
+        if marks[x, y] != TAIL or marks[y, x] != TAIL:
+            continue
+        if knowledge.required[x, y] or knowledge.not_ancestor[y, x]:
+            marks[x, y], marks[y, x] = ARROW, TAIL
+            count += 1
+    return count
+
+
+def orient_pag(marks: Marks, knowledge: KnowledgeRules) -> int:
+    """Set the marks the knowledge implies on a partially oriented graph, in place.
+
+    On every edge ``x *-* y`` (MAG semantics, no selection bias: a tail at ``x`` says
+    ``x`` is an ancestor of ``y``, an arrowhead at ``y`` that ``y`` is not an ancestor of
+    ``x``): an arrowhead at ``y`` if ``y`` may not be an ancestor of ``x``; a tail at ``x``
+    and an arrowhead at ``y`` if ``x -> y`` is required. Knowledge wins over a mark the
+    data set before (only possible with errors in the tests). Returns the marks changed.
+    """
+    count = 0
+    for x, y in np.argwhere(marks != NONE).tolist():
+        if (knowledge.required[x, y] or knowledge.not_ancestor[y, x]) and marks[x, y] != ARROW:
+            marks[x, y] = ARROW
+            count += 1
+        if knowledge.required[x, y] and marks[y, x] != TAIL:
+            marks[y, x] = TAIL
+            count += 1
+    return count
