@@ -164,6 +164,25 @@ class ClientData:
             )
         return self.rows[mask]
 
+    def resampled(self, rng: np.random.Generator) -> ClientData:
+        """The same client with a bootstrap sample of its own rows: as many rows, drawn
+        with replacement from its rows only (docs/confidence.md).
+
+        Rows of each regime (observational, or under one intervention) are drawn from
+        that regime's rows, so the sample keeps the client's design: as many rows
+        under each intervention as before.
+        """
+        regimes = self.regimes()
+        picked = np.empty(self.n_rows, dtype=np.int64)
+        for regime in np.unique(regimes):
+            where = np.flatnonzero(regimes == regime)
+            picked[where] = rng.choice(where, size=where.size, replace=True)
+        return replace(
+            self,
+            rows=self.rows.iloc[picked].reset_index(drop=True),
+            intervention=None if self.intervention is None else self.intervention[picked],
+        )
+
     def select(self, variables: Sequence[str]) -> ClientData:
         """The same client restricted to ``variables``, in that order.
 

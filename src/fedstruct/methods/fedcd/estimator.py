@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError
 from fedstruct.fl.estimator import GraphLearner
+from fedstruct.graphs.frequencies import DAG_PATTERNS
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
@@ -35,6 +36,12 @@ class FedCD(
         The run's seed (every client's ENCO draws and the participation draws).
     participation
         Who takes part in each round (default: everyone).
+    bootstrap
+        ``B``: after the fit, run the federation ``B`` more times on site-resampled
+        rows and keep each edge's frequencies (``-->`` each way) and their consensus
+        DAG (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
+    jobs
+        Processes for the bootstrap's replicates (``None``: the cores available).
     **params
         Fields of :class:`FedCDConfig` (``rounds``, ``aggregation``, ``discount``, ENCO's
         ``model_steps``, ...).
@@ -51,6 +58,10 @@ class FedCD(
         Per round, each answering client's own (pruned) graph.
     history_ : list of dict
         Per-round counts, edges, average edge entropy and training loss.
+    edge_frequencies_ : EdgeFrequencies or None
+        After a bootstrap: each pair's adjacency and direction frequencies.
+    consensus_graph_ : Graph or None
+        After a bootstrap: the consensus DAG of the replicates' DAGs.
 
     ``score(truth)`` is the F1 of the DAG's adjacencies against the true graph;
     ``evaluate(truth)`` adds SHD and orientation scores
@@ -59,6 +70,8 @@ class FedCD(
 
     #: The file stem of the edge-probability matrix (:meth:`learned_tables`).
     PROBABILITIES = "edge-probabilities"
+    mark_patterns = DAG_PATTERNS
+    acyclic_consensus = True
 
     def learn(self, state: FedCDState) -> None:
         """The global graph, beliefs, and per-round and per-client graphs.
@@ -80,8 +93,9 @@ class FedCD(
         self.client_graphs_ = state.client_graphs
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
-        """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
-        return {"graph": (self.graph_, self.beliefs_.edge_probability)}
+        """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1),
+        and after a bootstrap the consensus DAG (``consensus``)."""
+        return self.with_consensus({"graph": (self.graph_, self.beliefs_.edge_probability)})
 
     def learned_tables(self) -> dict[str, pd.DataFrame]:
         """The belief ``sigma(gamma) * sigma(theta)`` of every ordered pair
@@ -99,6 +113,7 @@ class FedCD(
                 {name: to_graph_json(g) for name, g in graphs.items()}
                 for graphs in self.client_graphs_
             ],
+            **self.bootstrap_state(),
         }
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
@@ -115,3 +130,4 @@ class FedCD(
             {name: from_graph_json(g).graph for name, g in graphs.items()}
             for graphs in meta["client_graphs"]
         ]
+        self.restore_bootstrap(meta)
