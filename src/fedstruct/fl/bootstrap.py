@@ -81,10 +81,11 @@ class ResampledSites(LocalBackend):
         return server_fn(LocalGrid(built, participation, seed))
 
 
-def deployment_refusal(method: str) -> ConfigError:
-    """The error of a bootstrap asked for where the nodes hold the rows (a deployment)."""
+def deployment_refusal(who: str) -> ConfigError:
+    """The error of a bootstrap asked for (by ``who``: the method, an option) where the
+    nodes hold the rows (a deployment)."""
     return ConfigError(
-        f"{method} bootstrap runs its replicates on this machine and needs the clients' "
+        f"{who}: the bootstrap runs its replicates on this machine and needs the clients' "
         "rows here; on a deployment each SuperNode would have to resample its own rows, "
         "which the Flower app does not do yet: run with --backend local or drop --bootstrap"
     )
@@ -155,7 +156,11 @@ def replicate_graphs(
 
 
 def _fit_replicate(
-    estimator: type, params: dict[str, Any], clients: Sequence[ClientData], replicate: int, seed: int
+    estimator: type,
+    params: dict[str, Any],
+    clients: Sequence[ClientData],
+    replicate: int,
+    seed: int,
 ) -> Graph:
     """Replicate ``replicate``: a fresh estimator fitted on :class:`ResampledSites`."""
     model = estimator(**params)
@@ -168,7 +173,9 @@ def _fit_replicate(
 _HELD: list[Any] = []
 
 
-def _hold(estimator: type, params: dict[str, Any], clients: Sequence[ClientData], seed: int) -> None:
+def _hold(
+    estimator: type, params: dict[str, Any], clients: Sequence[ClientData], seed: int
+) -> None:
     _HELD[:] = [estimator, params, clients, seed]
 
 

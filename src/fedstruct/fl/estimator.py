@@ -611,7 +611,10 @@ class GraphLearner(FederatedEstimator):
         ConfigError
             With ``bootstrap`` on a backend whose nodes hold the rows (a deployment).
         """
-        if self.bootstrap and not get_backend(run_options.get("backend", "local")).needs_client_data:
+        if (
+            self.bootstrap
+            and not get_backend(run_options.get("backend", "local")).needs_client_data
+        ):
             raise deployment_refusal(self.method)
         super().fit(clients, **run_options)
         self.edge_frequencies_ = self.consensus_graph_ = None
@@ -647,6 +650,14 @@ class GraphLearner(FederatedEstimator):
             return graphs
         frequency = self.edge_frequencies_.adjacency_matrix()
         return {**graphs, "consensus": (self.consensus_graph_, frequency)}
+
+    def learned_tables(self) -> dict[str, pd.DataFrame]:
+        """After a bootstrap, ``edge-frequencies``: every pair adjacent in some
+        replicate, its adjacency and mark-pattern frequencies
+        (:meth:`~fedstruct.graphs.frequencies.EdgeFrequencies.table`); else none."""
+        if self.edge_frequencies_ is None:
+            return {}
+        return {"edge-frequencies": self.edge_frequencies_.table().set_index(["from", "to"])}
 
     def graph_frequencies(self) -> dict[str, EdgeFrequencies]:
         """Saved graph stem -> the edge frequencies its edges' rows carry (the learned

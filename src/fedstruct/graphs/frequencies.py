@@ -141,7 +141,9 @@ class EdgeFrequencies:
         try:
             i, j = self.names.index(a), self.names.index(b)
         except ValueError:
-            raise GraphError(f"no frequencies for the pair ({a!r}, {b!r}): unknown variable")
+            raise GraphError(
+                f"no frequencies for the pair ({a!r}, {b!r}): unknown variable"
+            ) from None
         if i == j:
             raise GraphError(f"no frequencies for the pair ({a!r}, {b!r}): the same variable")
         return (i, j, False) if i < j else (j, i, True)
@@ -237,7 +239,9 @@ class EdgeFrequencies:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], source: str = "edge frequencies") -> EdgeFrequencies:
+    def from_json(
+        cls, data: Mapping[str, Any], source: str = "edge frequencies"
+    ) -> EdgeFrequencies:
         """Read :meth:`to_json`'s object.
 
         Raises

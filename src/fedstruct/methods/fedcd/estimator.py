@@ -99,10 +99,11 @@ class FedCD(
 
     def learned_tables(self) -> dict[str, pd.DataFrame]:
         """The belief ``sigma(gamma) * sigma(theta)`` of every ordered pair
-        (``edge-probabilities``: row from, column to)."""
+        (``edge-probabilities``: row from, column to), and after a bootstrap the
+        edges' frequencies (``edge-frequencies``)."""
         names = list(self.graph_.names)
         table = pd.DataFrame(self.beliefs_.edge_probability, index=names, columns=names)
-        return {self.PROBABILITIES: table.rename_axis("from\\to")}
+        return {**super().learned_tables(), self.PROBABILITIES: table.rename_axis("from\\to")}
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
         """The beliefs ``γ``, ``θ`` as arrays; the DAG and the per-round graphs as JSON."""
