@@ -136,6 +136,9 @@ class FederationSettings:
         Edge confidence: after the run, run the federation this many more times, each
         site resampling its own rows, and save each edge's frequencies and their
         consensus graph (FedCDnv and FED-CD; 0: none; docs/confidence.md).
+    subsample
+        The share of its rows each site draws, without replacement, in each of the
+        bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
     jobs
         Processes running the bootstrap's runs; empty: the cores available.
     """
@@ -165,6 +168,7 @@ class FederationSettings:
     min_site_rows: int | None = None
     max_site_levels: int | None = None
     bootstrap: int = 0
+    subsample: float | None = None
     jobs: int | None = None
 
     def __post_init__(self) -> None:
@@ -240,6 +244,7 @@ _FEDERATION_CONSTRAINTS = {
     "min_site_rows": Interval(int, 1, allow_none=True),
     "max_site_levels": Interval(int, 1, allow_none=True),
     "bootstrap": Interval(int, 0),
+    "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
     "jobs": Interval(int, 1, allow_none=True),
 }
 

@@ -57,16 +57,19 @@ def site_rng_seed(seed: int, replicate: int, site: str) -> list[int]:
 
 
 class ResampledSites(LocalBackend):
-    """The local backend where every site's client holds a bootstrap sample of the
-    site's own rows (replicate ``replicate`` of a run seeded ``seed``)."""
+    """The local backend where every site's client holds a resample of the site's own
+    rows (replicate ``replicate`` of a run seeded ``seed``): a bootstrap sample, or
+    with ``subsample`` that share of its rows drawn without replacement."""
 
-    def __init__(self, replicate: int, seed: int) -> None:
+    def __init__(self, replicate: int, seed: int, subsample: float | None = None) -> None:
         self.replicate = int(replicate)
         self.seed = int(seed)
+        self.subsample = subsample
 
     def site_data(self, data: ClientData) -> ClientData:
         """What site ``data.name`` holds in this replicate: its own rows, resampled."""
-        return data.resampled(make_rng(site_rng_seed(self.seed, self.replicate, data.name)))
+        rng = make_rng(site_rng_seed(self.seed, self.replicate, data.name))
+        return data.resampled(rng, self.subsample)
 
     def run(
         self,
@@ -111,6 +114,7 @@ def replicate_graphs(
     replicates: int,
     *,
     seed: int,
+    subsample: float | None = None,
     jobs: int | None = None,
     progress: bool = False,
 ) -> list[Graph]:
@@ -127,6 +131,9 @@ def replicate_graphs(
         ``B``.
     seed
         The run's seed (each site's draw: :func:`site_rng_seed`).
+    subsample
+        The share of its rows each site draws without replacement; ``None``: a
+        bootstrap sample (as many rows, with replacement).
     jobs
         Processes; ``None``: the cores this process may use, at most ``B``. With 1
         every replicate runs in this process. The graphs are the same for every value.
@@ -139,7 +146,7 @@ def replicate_graphs(
     with show_progress(label, replicates, enabled=progress, unit="replicate") as bar:
         if jobs <= 1:
             for r in range(replicates):
-                graphs.append(_fit_replicate(estimator, params, clients, r, seed))
+                graphs.append(_fit_replicate(estimator, params, clients, r, seed, subsample))
                 bar.advance()
             return graphs
         context = mp.get_context("spawn")  # torch and forked workers do not mix
@@ -147,7 +154,7 @@ def replicate_graphs(
             jobs,
             mp_context=context,
             initializer=_hold,
-            initargs=(estimator, params, clients, seed),
+            initargs=(estimator, params, clients, seed, subsample),
         ) as pool:
             for graph in pool.map(_in_worker, range(replicates)):
                 graphs.append(graph)
@@ -161,10 +168,11 @@ def _fit_replicate(
     clients: Sequence[ClientData],
     replicate: int,
     seed: int,
+    subsample: float | None,
 ) -> Graph:
     """Replicate ``replicate``: a fresh estimator fitted on :class:`ResampledSites`."""
     model = estimator(**params)
-    model.fit(list(clients), backend=ResampledSites(replicate, seed))
+    model.fit(list(clients), backend=ResampledSites(replicate, seed, subsample))
     graph: Graph = model.graph_
     return graph
 
@@ -173,12 +181,10 @@ def _fit_replicate(
 _HELD: list[Any] = []
 
 
-def _hold(
-    estimator: type, params: dict[str, Any], clients: Sequence[ClientData], seed: int
-) -> None:
-    _HELD[:] = [estimator, params, clients, seed]
+def _hold(*held: Any) -> None:
+    _HELD[:] = held
 
 
 def _in_worker(replicate: int) -> Graph:
-    estimator, params, clients, seed = _HELD
-    return _fit_replicate(estimator, params, clients, replicate, seed)
+    estimator, params, clients, seed, subsample = _HELD
+    return _fit_replicate(estimator, params, clients, replicate, seed, subsample)

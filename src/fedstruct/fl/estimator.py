@@ -583,12 +583,18 @@ class GraphLearner(FederatedEstimator):
         self,
         *,
         bootstrap: int | None = None,
+        subsample: float | None = None,
         jobs: int | None = None,
         seed: int = 0,
         participation: Participation | None = None,
         **params: Any,
     ) -> None:
         super().__init__(seed=seed, participation=participation, **params)
+        if subsample is not None and not (isinstance(subsample, float) and 0 < subsample < 1):
+            raise ConfigError(
+                f"{self.method} subsample = {subsample!r}: give the share of each site's rows "
+                "a resampled run draws, between 0 and 1 (exclusive), or None for a bootstrap"
+            )
         for name, value in (("bootstrap", bootstrap), ("jobs", jobs)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
@@ -599,8 +605,11 @@ class GraphLearner(FederatedEstimator):
         #: ``B``, the resampled federations run after the fit (``None``: none).
         self.bootstrap = None if bootstrap is None else int(bootstrap)
         #: Processes running them (``None``: the cores this process may use).
+        #: Each resampled run's share of a site's rows, drawn without replacement
+        #: (``None``: a bootstrap sample, as many rows drawn with replacement).
+        self.subsample = subsample
         self.jobs = None if jobs is None else int(jobs)
-        self._given(bootstrap=self.bootstrap, jobs=self.jobs)
+        self._given(bootstrap=self.bootstrap, subsample=subsample, jobs=self.jobs)
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then
@@ -625,7 +634,7 @@ class GraphLearner(FederatedEstimator):
 
     def _fit_bootstrap(self, clients: list[ClientData], run_options: Mapping[str, Any]) -> None:
         """Run the replicates and keep their frequencies and consensus."""
-        params = {**self.get_params(), "bootstrap": None, "jobs": None}
+        params = {**self.get_params(), "bootstrap": None, "subsample": None, "jobs": None}
         if self.inner_workers is not None and self.jobs != 1:
             params[self.inner_workers] = 1  # replicates in parallel: one process each
         graphs = replicate_graphs(
@@ -634,6 +643,7 @@ class GraphLearner(FederatedEstimator):
             clients,
             int(self.bootstrap or 0),
             seed=self.seed,
+            subsample=self.subsample,
             jobs=self.jobs,
             progress=bool(run_options.get("progress", False)),
         )

@@ -62,6 +62,7 @@ def method(s: FedCDRun, source: Source) -> FedCD:
         seed=s.seed,
         participation=s.participation(source.names),
         bootstrap=s.bootstrap or None,
+        subsample=s.subsample,
         jobs=s.jobs,
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )

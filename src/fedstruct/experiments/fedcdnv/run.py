@@ -54,6 +54,7 @@ def method(s: FedCDnvRun, source: Source) -> FedCDnv:
         seed=s.seed,
         participation=s.participation(source.names),
         bootstrap=s.bootstrap or None,
+        subsample=s.subsample,
         jobs=s.jobs,
         **dataclasses.asdict(subset(s, FedCDnvConfig)),
     )

@@ -40,6 +40,9 @@ class FedCD(
         ``B``: after the fit, run the federation ``B`` more times on site-resampled
         rows and keep each edge's frequencies (``-->`` each way) and their consensus
         DAG (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
+    subsample
+        Each resampled run's share of a site's rows, drawn without replacement
+        (``None``: a bootstrap sample, as many rows drawn with replacement).
     jobs
         Processes for the bootstrap's replicates (``None``: the cores available).
     **params

@@ -48,6 +48,9 @@ class FedCDnv(
         ``B``: after the fit, run the federation ``B`` more times on site-resampled
         rows and keep each edge's frequencies and their consensus
         (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
+    subsample
+        Each resampled run's share of a site's rows, drawn without replacement
+        (``None``: a bootstrap sample, as many rows drawn with replacement).
     jobs
         Processes for the bootstrap's replicates (``None``: the cores available).
     **params
@@ -90,11 +93,17 @@ class FedCDnv(
         seed: int = 0,
         participation: Participation | None = None,
         bootstrap: int | None = None,
+        subsample: float | None = None,
         jobs: int | None = None,
         **params: Any,
     ) -> None:
         super().__init__(
-            seed=seed, participation=participation, bootstrap=bootstrap, jobs=jobs, **params
+            seed=seed,
+            participation=participation,
+            bootstrap=bootstrap,
+            subsample=subsample,
+            jobs=jobs,
+            **params,
         )
         #: Variable -> kind for the clients' CI tests (``ci_test="auto"``; a user's
         #: files: the federation schema's kinds), else each column's dtype's kind.
