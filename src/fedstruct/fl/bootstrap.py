@@ -8,7 +8,8 @@ replaces its rows by ``n`` rows drawn with replacement from its own ``n`` rows
 that regime's). No row moves between sites: a site's draw reads its own rows and is
 seeded by the run's seed, ``r`` and the site's name alone, so the same seed gives the
 same replicates whatever the number of processes. Replicates run in ``jobs`` processes
-(:func:`replicate_graphs`); each returns its learned graph, and the caller counts them
+(:func:`replicate_graphs`: forked, or spawned once torch is loaded); each returns its
+learned graph, and the caller counts them
 (:class:`~fedstruct.graphs.frequencies.EdgeFrequencies`).
 
 A deployment, where each SuperNode holds its own rows, would need each node to draw
@@ -19,6 +20,7 @@ is refused there (:func:`deployment_refusal`).
 from __future__ import annotations
 
 import multiprocessing as mp
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -117,6 +119,7 @@ def replicate_graphs(
     subsample: float | None = None,
     jobs: int | None = None,
     progress: bool = False,
+    start: str | None = None,
 ) -> list[Graph]:
     """The graph each of ``replicates`` site-resampled federations learns, in
     replicate order.
@@ -139,6 +142,9 @@ def replicate_graphs(
         every replicate runs in this process. The graphs are the same for every value.
     progress
         Show the replicates done.
+    start
+        How worker processes start (``"fork"``, ``"spawn"``); default: forked, or
+        spawned once torch is loaded (its thread pools do not survive a fork).
     """
     jobs = min(usable_cores() if jobs is None else int(jobs), replicates)
     label = f"{getattr(estimator, 'method', 'bootstrap')} bootstrap"
@@ -149,7 +155,9 @@ def replicate_graphs(
                 graphs.append(_fit_replicate(estimator, params, clients, r, seed, subsample))
                 bar.advance()
             return graphs
-        context = mp.get_context("spawn")  # torch and forked workers do not mix
+        # Forked workers share the data at no cost; torch's thread pools do not survive
+        # a fork, so once torch is loaded (FED-CD) the workers are spawned instead.
+        context = mp.get_context(start or ("spawn" if "torch" in sys.modules else "fork"))
         with ProcessPoolExecutor(
             jobs,
             mp_context=context,

@@ -609,7 +609,10 @@ class GraphLearner(FederatedEstimator):
         #: (``None``: a bootstrap sample, as many rows drawn with replacement).
         self.subsample = subsample
         self.jobs = None if jobs is None else int(jobs)
-        self._given(bootstrap=self.bootstrap, subsample=subsample, jobs=self.jobs)
+        # Recorded only when set: a run without a bootstrap saves the model.json it did
+        # before there was one (the defaults, None, apply when they are left out).
+        given = {"bootstrap": self.bootstrap, "subsample": subsample, "jobs": self.jobs}
+        self._given(**{name: value for name, value in given.items() if value is not None})
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then

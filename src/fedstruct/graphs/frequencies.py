@@ -21,15 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.errors import DataError, GraphError
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph
 from fedstruct.graphs.projection import break_cycles
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ALL_PATTERNS",
@@ -177,6 +179,8 @@ class EdgeFrequencies:
 
     def table(self) -> pd.DataFrame:
         """One row per pair adjacent in some graph: ``from``, ``to`` and :meth:`row`."""
+        import pandas as pd  # only where a table is asked for: graphs/ stays light
+
         columns = ["from", "to", "adjacent", *self.patterns, "none"]
         rows = [{"from": a, "to": b, **self.row(a, b)} for a, b in self.pairs()]
         return pd.DataFrame(rows, columns=columns)
