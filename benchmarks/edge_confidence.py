@@ -130,6 +130,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--subsample", type=float, default=None)
     parser.add_argument("--timing-replicates", type=int, default=50, help="0: skip part 2")
+    parser.add_argument("--only-timing", action="store_true", help="part 2 only")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -139,7 +140,7 @@ def main() -> None:
         "subsample": args.subsample,
     }
     pooled: dict[str, list] = {"frequency": [], "true": []}
-    for network in args.networks:
+    for network in [] if args.only_timing else args.networks:
         mine: dict[str, list] = {"frequency": [], "true": [], "seconds": [], "true_edges": []}
         for seed in range(args.seeds):
             found = pairs_of(network, seed, args.replicates, args.jobs, args.subsample)
@@ -147,7 +148,12 @@ def main() -> None:
                 mine[key].extend(values)
             print(f"{network} seed {seed}: {found['seconds'][0]} s", flush=True)
         freq, true = np.array(mine["frequency"]), np.array(mine["true"])
-        results[network] = {**curves(freq, true), "fit_seconds": mine["seconds"]}
+        results[network] = {
+            **curves(freq, true),
+            "fit_seconds": mine["seconds"],
+            "true_edges": mine["true_edges"],
+            "pairs": {"frequency": mine["frequency"], "true": mine["true"]},
+        }
         pooled["frequency"].extend(mine["frequency"])
         pooled["true"].extend(mine["true"])
         print(json.dumps(results[network]["at_or_above"]), flush=True)
