@@ -65,7 +65,7 @@ def write_graphs(model: Any, out: Path) -> list[str]:
             draw_graph(graph, out / f"{stem}.png", title=title, weights=confidence)
         else:  # coloured by how often each edge came back in the resampled runs
             draw_graph(graph, out / f"{stem}.png", title=title, weights=found.adjacency_matrix(),
-                       label=f"adjacency frequency ({found.replicates} resampled runs)",
+                       label=f"adjacency frequency over {found.replicates} resampled runs",
                        limits=(0.0, 1.0))  # fmt: skip
         written.append(f"{stem}.png")
     return written
