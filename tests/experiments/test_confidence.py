@@ -53,7 +53,10 @@ def test_without_bootstrap_nothing_changes(tmp_path):
     assert "freq_adjacent" not in (out / "edges.csv").read_text()
     assert not (out / "consensus.json").exists()
     params = json.loads((out / "model.json").read_text())["params"]
-    assert not {"bootstrap", "subsample", "jobs"} & set(params)
+    assert (
+        params["bootstrap"] is None
+        and "bootstrap" not in json.loads((out / "model.json").read_text())["learned"]
+    )
 
 
 @pytest.mark.parametrize("method", ["fedavg", "cafe", "fcm", "fedngm"])

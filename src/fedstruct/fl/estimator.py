@@ -582,11 +582,11 @@ class GraphLearner(FederatedEstimator):
     def __init__(
         self,
         *,
+        seed: int = 0,
+        participation: Participation | None = None,
         bootstrap: int | None = None,
         subsample: float | None = None,
         jobs: int | None = None,
-        seed: int = 0,
-        participation: Participation | None = None,
         **params: Any,
     ) -> None:
         super().__init__(seed=seed, participation=participation, **params)
@@ -609,10 +609,7 @@ class GraphLearner(FederatedEstimator):
         #: (``None``: a bootstrap sample, as many rows drawn with replacement).
         self.subsample = subsample
         self.jobs = None if jobs is None else int(jobs)
-        # Recorded only when set: a run without a bootstrap saves the model.json it did
-        # before there was one (the defaults, None, apply when they are left out).
-        given = {"bootstrap": self.bootstrap, "subsample": subsample, "jobs": self.jobs}
-        self._given(**{name: value for name, value in given.items() if value is not None})
+        self._given(bootstrap=self.bootstrap, subsample=subsample, jobs=self.jobs)
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then
