@@ -159,7 +159,8 @@ def main() -> None:
         print(json.dumps(results[network]["at_or_above"]), flush=True)
         if args.out:
             args.out.write_text(json.dumps(results, indent=1) + "\n")
-    results["pooled"] = curves(np.array(pooled["frequency"]), np.array(pooled["true"]))
+    if pooled["frequency"]:
+        results["pooled"] = curves(np.array(pooled["frequency"]), np.array(pooled["true"]))
     if args.timing_replicates:
         results["timing"] = time_cli(args.timing_replicates)
         print(json.dumps(results["timing"]), flush=True)
