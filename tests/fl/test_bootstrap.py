@@ -103,7 +103,7 @@ def test_fedcd_bootstrap_counts_directions_and_gives_a_dag() -> None:
 def test_bad_bootstrap_settings_and_a_deployment_are_refused(pag_sites) -> None:
     with pytest.raises(ConfigError, match="bootstrap = 0"):
         FedCDnv(bootstrap=0)
-    with pytest.raises(ConfigError, match="subsample = 1.5"):
+    with pytest.raises(ConfigError, match=r"subsample = 1\.5"):
         FedCDnv(bootstrap=2, subsample=1.5)
 
     class Deployment(ResampledSites):
