@@ -158,6 +158,8 @@ COMMON_SETTINGS = {
     "sites": "manifest",
     "node-site": "node_sites",
     "truth": "truth",
+    "bootstrap": "bootstrap",
+    "jobs": "jobs",
 }
 
 #: Options of every method's ``run`` command that are not settings.

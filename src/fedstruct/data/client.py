@@ -164,6 +164,34 @@ class ClientData:
             )
         return self.rows[mask]
 
+    def resampled(self, rng: np.random.Generator, fraction: float | None = None) -> ClientData:
+        """The same client with a resample of its own rows only (docs/confidence.md).
+
+        Without ``fraction``, a bootstrap sample: as many rows, drawn with replacement.
+        With ``fraction`` in ``(0, 1)``, a subsample: that share of the rows (rounded,
+        at least one per regime), drawn without replacement. Rows of each regime
+        (observational, or under one intervention) are drawn from that regime's rows,
+        so the sample keeps the client's design.
+        """
+        regimes = self.regimes()
+        if fraction is None:
+            rows = np.empty(self.n_rows, dtype=np.int64)
+            for regime in np.unique(regimes):
+                where = np.flatnonzero(regimes == regime)
+                rows[where] = rng.choice(where, size=where.size, replace=True)
+        else:
+            kept = []
+            for regime in np.unique(regimes):
+                where = np.flatnonzero(regimes == regime)
+                size = max(1, round(fraction * where.size))
+                kept.append(rng.choice(where, size=size, replace=False))
+            rows = np.sort(np.concatenate(kept))
+        return replace(
+            self,
+            rows=self.rows.iloc[rows].reset_index(drop=True),
+            intervention=None if self.intervention is None else self.intervention[rows],
+        )
+
     def select(self, variables: Sequence[str]) -> ClientData:
         """The same client restricted to ``variables``, in that order.
 

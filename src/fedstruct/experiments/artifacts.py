@@ -6,6 +6,9 @@ round-trips to :class:`~fedstruct.graphs.Graph`), ``STEM.dot`` (Graphviz),
 ``STEM.graphml`` (networkx, yEd; PAG marks as edge attributes) and an edges table
 (one row per edge: its ends, the mark at each end and the method's confidence where
 it has one), ``edges.csv`` for the main graph and ``STEM-edges.csv`` for the others.
+After a bootstrap (docs/confidence.md) the learned graph's and the consensus's
+(``consensus.*``) JSON and edges tables carry each edge's frequencies, and their
+pictures colour each edge by how often it came back.
 Every table the estimator names (:meth:`~fedstruct.fl.FederatedEstimator.learned_tables`)
 is written as ``STEM.csv``: FED-CD's full edge-probability matrix
 (``edge-probabilities.csv``).
@@ -51,12 +54,19 @@ def write_graphs(model: Any, out: Path) -> list[str]:
     from fedstruct.experiments.graph_picture import draw_graph  # matplotlib: when drawing
 
     written = []
+    frequencies = getattr(model, "graph_frequencies", dict)()
     for stem, (graph, confidence) in model.learned_graphs().items():
+        found = frequencies.get(stem)
         for fmt, name in graph_files(stem).items():
-            write_graph(graph, out / name, format=fmt, weights=confidence)
+            write_graph(graph, out / name, format=fmt, weights=confidence, frequencies=found)
             written.append(name)
-        draw_graph(graph, out / f"{stem}.png", title=graph_title(model.method, stem, graph),
-                   weights=confidence)  # fmt: skip
+        title = graph_title(model.method, stem, graph)
+        if found is None:
+            draw_graph(graph, out / f"{stem}.png", title=title, weights=confidence)
+        else:  # coloured by how often each edge came back in the resampled runs
+            draw_graph(graph, out / f"{stem}.png", title=title, weights=found.adjacency_matrix(),
+                       label=f"adjacency frequency over {found.replicates} resampled runs",
+                       limits=(0.0, 1.0))  # fmt: skip
         written.append(f"{stem}.png")
     return written
 

@@ -109,6 +109,7 @@ def graph_figure(
     title: str,
     weights: Weights | None = None,
     label: str = "confidence",
+    limits: tuple[float, float] | None = None,
 ) -> Figure:
     """Draw ``graph`` as a node-link picture and return the (unsaved) figure.
 
@@ -126,6 +127,9 @@ def graph_figure(
         its own colour.
     label
         The colour bar's label.
+    limits
+        The colour scale's ends (e.g. ``(0, 1)`` for frequencies); default: the
+        weights' range.
 
     Returns
     -------
@@ -144,7 +148,7 @@ def graph_figure(
     numbers = edge_weights(graph, weights)
     layout = graph_layout(graph)
     pen = Pen.for_nodes(graph.n_nodes)
-    scale = _ColourScale.of(numbers) if weights is not None else None
+    scale = _ColourScale.of(numbers, limits) if weights is not None else None
     typed = [edge_kind(edge) for edge in graph.edges()]
     shapes = _edge_shapes([drawn for _, drawn in typed], layout, pen)
     fig, ax = _canvas(_extent(layout, shapes), colourbar=scale is not None)
@@ -173,6 +177,7 @@ def draw_graph(
     title: str,
     weights: Weights | None = None,
     label: str = "confidence",
+    limits: tuple[float, float] | None = None,
 ) -> Path:
     """Draw ``graph`` as a node-link picture (see :func:`graph_figure`) into a PNG file.
 
@@ -181,7 +186,7 @@ def draw_graph(
     Path
         The file written (its folder is made if missing).
     """
-    fig = graph_figure(graph, title=title, weights=weights, label=label)
+    fig = graph_figure(graph, title=title, weights=weights, label=label, limits=limits)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -471,9 +476,12 @@ class _ColourScale:
     cmap: Colormap
 
     @classmethod
-    def of(cls, numbers: Mapping[tuple[str, str], float]) -> _ColourScale:
-        """The scale over ``numbers`` (0 to 1 if there are none; ±0.5 around one value)."""
-        values = list(numbers.values()) or [0.0, 1.0]
+    def of(
+        cls, numbers: Mapping[tuple[str, str], float], limits: tuple[float, float] | None = None
+    ) -> _ColourScale:
+        """The scale over ``limits``, else over ``numbers`` (0 to 1 if there are none;
+        ±0.5 around one value)."""
+        values = list(limits or numbers.values()) or [0.0, 1.0]
         low, high = min(values), max(values)
         if high - low < 1e-12:
             low, high = low - 0.5, high + 0.5

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from fedstruct import __version__
 from fedstruct.constraints import Interval, OneOf, check_fields
@@ -132,7 +132,19 @@ class FederationSettings:
         The most levels a site may report for one categorical or ordinal column
         (every level name leaves the site; a column with a distinct value in 90 % of
         the rows is refused as an identifier); empty: the manifest's, else 100.
+    bootstrap
+        Edge confidence: after the run, run the federation this many more times, each
+        site resampling its own rows, and save each edge's frequencies and their
+        consensus graph (FedCDnv and FED-CD; 0: none; docs/confidence.md).
+    subsample
+        The share of its rows each site draws, without replacement, in each of the
+        bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
+    jobs
+        Processes running the bootstrap's runs; empty: the cores available.
     """
+
+    #: Why ``--bootstrap`` makes no sense for the method ("" where it does).
+    bootstrap_refusal: ClassVar[str] = "the method learns no graph whose edges could be counted"
 
     clients: int = 4
     rounds: int = 20
@@ -155,9 +167,14 @@ class FederationSettings:
     node_sites: tuple[str, ...] = ()
     min_site_rows: int | None = None
     max_site_levels: int | None = None
+    bootstrap: int = 0
+    subsample: float | None = None
+    jobs: int | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
+        if self.bootstrap and self.bootstrap_refusal:
+            raise ConfigError(f"--bootstrap {self.bootstrap}: {self.bootstrap_refusal}; drop it")
         if sum(map(bool, (self.sites, self.manifest, self.node_sites))) > 1:
             raise ConfigError(
                 "give the sites by one of --site, --sites MANIFEST or --node-site, not several"
@@ -226,6 +243,9 @@ _FEDERATION_CONSTRAINTS = {
     "missing": OneOf(MISSING, allow_none=True),
     "min_site_rows": Interval(int, 1, allow_none=True),
     "max_site_levels": Interval(int, 1, allow_none=True),
+    "bootstrap": Interval(int, 0),
+    "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "jobs": Interval(int, 1, allow_none=True),
 }
 
 

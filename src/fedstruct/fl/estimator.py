@@ -23,11 +23,13 @@ from fedstruct.errors import (
     UnknownVariableError,
     unknown_choice_message,
 )
-from fedstruct.fl.backend import Backend, run_on_backend
+from fedstruct.fl.backend import Backend, get_backend, run_on_backend
+from fedstruct.fl.bootstrap import check_clients_here, deployment_refusal, replicate_graphs
 from fedstruct.fl.codebook import Codebook
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
 from fedstruct.fl.threads import default_threads
+from fedstruct.graphs.frequencies import CONSENSUS, PAG_PATTERNS, EdgeFrequencies
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import graph_metrics
 from fedstruct.registry import register_estimator
@@ -555,9 +557,136 @@ class GraphLearner(FederatedEstimator):
     precision/recall/F1) and :meth:`score` is the F1 of its edges, its adjacencies
     (``f1_edge``): which pairs are adjacent, whatever the marks, so the same score
     suits a DAG, a CPDAG and a PAG.
+
+    With ``bootstrap=B``, :meth:`fit` then runs the federation ``B`` more times, each
+    site resampling its own rows (:mod:`fedstruct.fl.bootstrap`, in ``jobs``
+    processes), and keeps how often each pair came back adjacent and with which marks
+    (``edge_frequencies_``, :class:`~fedstruct.graphs.frequencies.EdgeFrequencies`)
+    and their consensus graph (``consensus_graph_``); ``graph_`` stays the graph of
+    the sites' own rows. Both are saved with the run (``consensus.*``, and frequency
+    columns in ``edges.csv`` and ``graph.json``; docs/confidence.md).
     """
 
     score_metric: ClassVar[str] = "f1_edge"
+    #: The mark patterns the method's graphs hold (edge-frequency columns).
+    mark_patterns: ClassVar[tuple[str, ...]] = PAG_PATTERNS
+    #: Whether the consensus must be acyclic (a method that learns DAGs).
+    acyclic_consensus: ClassVar[bool] = False
+    #: The method's own parameter of processes inside one fit, set to 1 in a replicate
+    #: when replicates run in parallel (``None``: it has none).
+    inner_workers: ClassVar[str | None] = None
+    #: What a bootstrap learned (``None``: no bootstrap ran).
+    edge_frequencies_: EdgeFrequencies | None = None
+    consensus_graph_: Graph | None = None
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        participation: Participation | None = None,
+        bootstrap: int | None = None,
+        subsample: float | None = None,
+        jobs: int | None = None,
+        **params: Any,
+    ) -> None:
+        super().__init__(seed=seed, participation=participation, **params)
+        if subsample is not None and not (isinstance(subsample, float) and 0 < subsample < 1):
+            raise ConfigError(
+                f"{self.method} subsample = {subsample!r}: give the share of each site's rows "
+                "a resampled run draws, between 0 and 1 (exclusive), or None for a bootstrap"
+            )
+        for name, value in (("bootstrap", bootstrap), ("jobs", jobs)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
+            ):
+                raise ConfigError(
+                    f"{self.method} {name} = {value!r}: give a whole number >= 1, or None"
+                )
+        #: ``B``, the resampled federations run after the fit (``None``: none).
+        self.bootstrap = None if bootstrap is None else int(bootstrap)
+        #: Processes running them (``None``: the cores this process may use).
+        #: Each resampled run's share of a site's rows, drawn without replacement
+        #: (``None``: a bootstrap sample, as many rows drawn with replacement).
+        self.subsample = subsample
+        self.jobs = None if jobs is None else int(jobs)
+        self._given(bootstrap=self.bootstrap, subsample=subsample, jobs=self.jobs)
+
+    def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
+        """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then
+        its ``B`` site-resampled replicates (not after a run stopped early).
+
+        Raises
+        ------
+        ConfigError
+            With ``bootstrap`` on a backend whose nodes hold the rows (a deployment).
+        """
+        if (
+            self.bootstrap
+            and not get_backend(run_options.get("backend", "local")).needs_client_data
+        ):
+            raise deployment_refusal(self.method)
+        super().fit(clients, **run_options)
+        self.edge_frequencies_ = self.consensus_graph_ = None
+        finished = run_options.get("stop_after") is None
+        if self.bootstrap and finished and getattr(self, "graph_", None) is not None:
+            self._fit_bootstrap(check_clients_here(clients, self.method), run_options)
+        return self
+
+    def _fit_bootstrap(self, clients: list[ClientData], run_options: Mapping[str, Any]) -> None:
+        """Run the replicates and keep their frequencies and consensus."""
+        params = {**self.get_params(), "bootstrap": None, "subsample": None, "jobs": None}
+        if self.inner_workers is not None and self.jobs != 1:
+            params[self.inner_workers] = 1  # replicates in parallel: one process each
+        graphs = replicate_graphs(
+            type(self),
+            params,
+            clients,
+            int(self.bootstrap or 0),
+            seed=self.seed,
+            subsample=self.subsample,
+            jobs=self.jobs,
+            progress=bool(run_options.get("progress", False)),
+        )
+        self._keep_frequencies(EdgeFrequencies.of(graphs, self.graph_.names, self.mark_patterns))
+
+    def _keep_frequencies(self, frequencies: EdgeFrequencies) -> None:
+        self.edge_frequencies_ = frequencies
+        self.consensus_graph_ = frequencies.consensus(CONSENSUS, acyclic=self.acyclic_consensus)
+
+    def with_consensus(self, graphs: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
+        """``graphs`` (a method's :meth:`learned_graphs`) and, after a bootstrap, the
+        consensus graph (``consensus``, each edge with its adjacency frequency)."""
+        if self.consensus_graph_ is None or self.edge_frequencies_ is None:
+            return graphs
+        frequency = self.edge_frequencies_.adjacency_matrix()
+        return {**graphs, "consensus": (self.consensus_graph_, frequency)}
+
+    def learned_tables(self) -> dict[str, pd.DataFrame]:
+        """After a bootstrap, ``edge-frequencies``: every pair adjacent in some
+        replicate, its adjacency and mark-pattern frequencies
+        (:meth:`~fedstruct.graphs.frequencies.EdgeFrequencies.table`); else none."""
+        if self.edge_frequencies_ is None:
+            return {}
+        return {"edge-frequencies": self.edge_frequencies_.table().set_index(["from", "to"])}
+
+    def graph_frequencies(self) -> dict[str, EdgeFrequencies]:
+        """Saved graph stem -> the edge frequencies its edges' rows carry (the learned
+        graph's and the consensus's after a bootstrap; none otherwise)."""
+        if self.edge_frequencies_ is None:
+            return {}
+        return {"graph": self.edge_frequencies_, "consensus": self.edge_frequencies_}
+
+    def bootstrap_state(self) -> dict[str, Any]:
+        """For :meth:`learned_state`'s JSON: the bootstrap's counts (empty without one)."""
+        if self.edge_frequencies_ is None:
+            return {}
+        return {"bootstrap": self.edge_frequencies_.to_json()}
+
+    def restore_bootstrap(self, meta: Mapping[str, Any]) -> None:
+        """Set ``edge_frequencies_`` and ``consensus_graph_`` from :meth:`bootstrap_state`."""
+        self.edge_frequencies_ = self.consensus_graph_ = None
+        if "bootstrap" in meta:
+            self._keep_frequencies(EdgeFrequencies.from_json(meta["bootstrap"], "model.json"))
 
     def evaluate(self, X: Graph | str | Path, y: None = None) -> dict[str, float]:
         """The learned graph's metrics against the true graph ``X``.

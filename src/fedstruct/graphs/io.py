@@ -20,6 +20,10 @@ ends. An edge may carry a number (a confidence, a vote share, a strength).
           ]
         }
 
+    After a bootstrap (docs/confidence.md) every edge also has ``"frequencies"``:
+    its share of the resampled runs where the pair was ``"adjacent"``, held each
+    mark pattern read from ``from`` to ``to`` (``"-->"``, ``"<--"``, ``"o->"``, ...)
+    and none (``"none"``), and the file a top-level ``"bootstrap": {"replicates": B}``.
     ``names`` fixes the variable order (isolated variables included), so reading
     gives back the very same :class:`Graph`. A ``kind`` is checked on reading: a
     ``dag`` has only ``-->`` edges and no cycle, a ``cpdag`` only ``-->`` and ``---``
@@ -46,7 +50,9 @@ GraphML (``.graphml``)
     one as ``---`` edges.
 ``edges.csv``
     Header ``from,to,mark_from,mark_to`` plus ``confidence`` when some edge has a
-    number (empty where an edge has none). A CSV holds edges only: isolated
+    number (empty where an edge has none), and after a bootstrap one column per
+    frequency of ``graph.json``'s ``"frequencies"``, ``freq_adjacent``,
+    ``freq_-->``, ... ``freq_none``. A CSV holds edges only: isolated
     variables and the variable order are not in it; :func:`read_edges_csv` takes
     ``names`` to restore them.
 """
@@ -68,6 +74,7 @@ from numpy.typing import ArrayLike
 
 from fedstruct.errors import DataError, GraphError, UnknownVariableError, unknown_choice_message
 from fedstruct.graphs.convert import MARK_NAMES
+from fedstruct.graphs.frequencies import EdgeFrequencies
 from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph, find_cycle
 
 __all__ = [
@@ -107,8 +114,8 @@ FILE_FORMATS: dict[str, str] = {
 _MARK_CODES = {name: code for code, name in MARK_NAMES.items()}
 _ARROW_SHAPES: dict[int, str] = {TAIL: "none", ARROW: "normal", CIRCLE: "odot"}
 _SHAPE_CODES = {shape: code for code, shape in _ARROW_SHAPES.items()}
-_JSON_KEYS = {"format", "version", "kind", "names", "edges"}
-_EDGE_KEYS = {"from", "to", "mark_from", "mark_to", "weight"}
+_JSON_KEYS = {"format", "version", "kind", "names", "edges", "bootstrap"}
+_EDGE_KEYS = {"from", "to", "mark_from", "mark_to", "weight", "frequencies"}
 
 Weights = Mapping[tuple[str, str], float] | ArrayLike
 
@@ -144,6 +151,7 @@ def write_graph(
     format: str | None = None,
     weights: Weights | None = None,
     kind: str | None = None,
+    frequencies: EdgeFrequencies | None = None,
 ) -> Path:
     """Write ``graph`` to ``path`` as JSON, DOT, GraphML or edges CSV.
 
@@ -164,6 +172,8 @@ def write_graph(
     kind
         The graph's kind (one of :data:`FILE_KINDS`), checked against its marks;
         default: :func:`graph_kind`. Written to JSON, DOT and GraphML.
+    frequencies
+        A bootstrap's edge frequencies (JSON and edges CSV carry each edge's).
 
     Returns
     -------
@@ -186,11 +196,12 @@ def write_graph(
         _write_graphml(graph, path, numbers, kind)
         return path
     if fmt == "json":
-        text = json.dumps(to_graph_json(graph, weights=numbers, kind=kind), indent=2) + "\n"
+        document = to_graph_json(graph, weights=numbers, kind=kind, frequencies=frequencies)
+        text = json.dumps(document, indent=2) + "\n"
     elif fmt == "dot":
         text = to_dot(graph, weights=numbers, kind=kind)
     else:
-        text = _edges_csv_text(graph, numbers)
+        text = _edges_csv_text(graph, numbers, frequencies)
     try:
         path.write_text(text, encoding="utf-8", newline="")
     except OSError as exc:
@@ -442,6 +453,7 @@ def to_graph_json(
     *,
     weights: Weights | None = None,
     kind: str | None = None,
+    frequencies: EdgeFrequencies | None = None,
 ) -> dict[str, Any]:
     """The ``graph.json`` object of ``graph`` (see the module docstring).
 
@@ -453,6 +465,8 @@ def to_graph_json(
         As for :func:`write_graph`.
     kind
         As for :func:`write_graph`; the key is left out when no kind fits.
+    frequencies
+        A bootstrap's edge frequencies: each edge's ``"frequencies"``.
     """
     numbers = edge_weights(graph, weights)
     kind = _writable_kind(graph, kind)
@@ -466,11 +480,15 @@ def to_graph_json(
         }
         if (e.a, e.b) in numbers:
             edge["weight"] = numbers[(e.a, e.b)]
+        if frequencies is not None:
+            edge["frequencies"] = frequencies.row(e.a, e.b)
         edges.append(edge)
     out: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if kind is not None:
         out["kind"] = kind
     out.update(names=list(graph.names), edges=edges)
+    if frequencies is not None:
+        out["bootstrap"] = {"replicates": frequencies.replicates}
     return out
 
 
@@ -509,6 +527,7 @@ def from_graph_json(data: Any, source: str = "graph JSON") -> WeightedGraph:
     edges = data.get("edges")
     if not isinstance(edges, list):
         raise DataError(f'{source}: "edges" must be a list of edge objects')
+    _check_bootstrap(data.get("bootstrap", {}), source)
     rows = [_json_row(edge, k, source) for k, edge in enumerate(edges, start=1)]
     result = _assemble(names, rows, source)
     if "kind" in data:
@@ -529,6 +548,7 @@ def _json_row(edge: Any, k: int, source: str) -> _Row:
     if not isinstance(a, str) or not isinstance(b, str):
         raise DataError(f'{where}: "from" and "to" must be variable names (strings)')
     weight = _read_weight(edge.get("weight"), (a, b), where)
+    _check_frequencies(edge.get("frequencies", {}), where)
     return _Row(
         a,
         b,
@@ -537,6 +557,26 @@ def _json_row(edge: Any, k: int, source: str) -> _Row:
         weight,
         f"edge {k}",
     )
+
+
+def _check_bootstrap(value: Any, source: str) -> None:
+    """A graph file's ``"bootstrap"`` is an object whose ``replicates`` is a count."""
+    replicates = value.get("replicates", 1) if isinstance(value, dict) else None
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
+        raise DataError(f'{source}: "bootstrap" must be {{"replicates": B}} with B >= 1')
+
+
+def _check_frequencies(value: Any, where: str) -> None:
+    """An edge's ``"frequencies"`` map names to shares in ``[0, 1]``."""
+    good = isinstance(value, dict) and all(
+        isinstance(k, str)
+        and isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and 0.0 <= v <= 1.0
+        for k, v in value.items()
+    )
+    if not good:
+        raise DataError(f'{where}: "frequencies" must map names to shares between 0 and 1')
 
 
 # ========================================================================= DOT
@@ -863,15 +903,23 @@ def _read_graphml(path: Path) -> WeightedGraph:
 
 
 # ================================================================== edges CSV
-def _edges_csv_text(graph: Graph, weights: Mapping[tuple[str, str], float]) -> str:
+def _edges_csv_text(
+    graph: Graph,
+    weights: Mapping[tuple[str, str], float],
+    frequencies: EdgeFrequencies | None = None,
+) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     header = ["from", "to", "mark_from", "mark_to"] + (["confidence"] if weights else [])
-    writer.writerow(header)
+    shares = ["adjacent", *frequencies.patterns, "none"] if frequencies is not None else []
+    writer.writerow(header + [f"freq_{name}" for name in shares])
     for e in graph.edges():
         row = [e.a, e.b, MARK_NAMES[e.mark_a], MARK_NAMES[e.mark_b]]
         if weights:
             row.append(repr(weights[(e.a, e.b)]) if (e.a, e.b) in weights else "")
+        if frequencies is not None:
+            found = frequencies.row(e.a, e.b)
+            row.extend(repr(found[name]) for name in shares)
         writer.writerow(row)
     return out.getvalue()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.datasets.images import IMAGE_DATASETS
@@ -39,6 +40,11 @@ class CafeRun(FederationSettings, CafeConfig):
         the manifest's ``target``. Its features are the other columns, encoded from
         federated statistics (docs/cafe.md, "CAFE on a table").
     """
+
+    bootstrap_refusal: ClassVar[str] = (
+        "CAFE trains a drift-aware classifier and learns no graph whose edges a resample "
+        "could count; --bootstrap is for the discovery methods fedcdnv and fedcd"
+    )
 
     dataset: str = "digits"
     data_dir: str | None = None

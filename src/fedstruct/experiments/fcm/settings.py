@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
@@ -89,6 +90,12 @@ class FCMRun(FederationSettings, FCMConfig):
         folder of a run that learned one (e.g. FedCDnv on the same concept and task
         columns); a PAG becomes one DAG of its class (``bidirected``).
     """
+
+    bootstrap_refusal: ClassVar[str] = (
+        "F-CMs aggregate the concept graphs the clients give, not graphs learned from "
+        "their rows, so resampling rows would not change it; --bootstrap is for the "
+        "discovery methods fedcdnv and fedcd"
+    )
 
     network: str = "asia"
     clients: int = 20

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.discrete import DiscreteNetwork
@@ -60,6 +61,11 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     (docs/fedavg.md), and there is no server test set: the final model is scored on
     the rows each site holds out (``test_fraction``, e.g. 0.2).
     """
+
+    bootstrap_refusal: ClassVar[str] = (
+        "FedAvg trains a classifier and learns no graph whose edges a resample could "
+        "count; --bootstrap is for the discovery methods fedcdnv and fedcd"
+    )
 
     network: str = "asia"
     target: str = ""

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data import ClientData
+from fedstruct.experiments.confidence import bootstrap_metrics
 from fedstruct.experiments.fedcd.federation import InterventionTask, RegimeSites
 from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
@@ -65,6 +66,9 @@ def method(s: FedCDRun, source: Source) -> FedCD:
         continuous=source.continuous if isinstance(source, RegimeSites) else (),
         bins=s.bins,
         bin_grid=s.bin_grid,
+        bootstrap=s.bootstrap or None,
+        subsample=s.subsample,
+        jobs=s.jobs,
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )
 
@@ -110,6 +114,7 @@ def run_fedcd(
         for name, g in locals_.items():
             record[f"shd_{name}"] = float(shd(truth, g))
     metrics["edge_entropy"] = float(history[-1].get("edge_entropy", np.nan))
+    metrics.update(_bootstrap_metrics(model, truth))
     if ctx.backend.needs_client_data:  # a deployment's server holds no client data
         data = list(source.clients())
         solo = data[:1] if s.alone == "first" else data if s.alone == "all" else []
@@ -153,4 +158,18 @@ def _on_files(ctx: RunContext, model: FedCD, source: RegimeSites) -> RunOutcome:
                 truth, learned, ctx.out / "fedcd_graph.png", title="FED-CD on your sites"
             )
         )
+    metrics.update(_bootstrap_metrics(model, truth))
     return RunOutcome(metrics, history, figures)
+
+
+def _bootstrap_metrics(model: FedCD, truth: Graph | None) -> dict[str, float]:
+    """With ``--bootstrap``: the edges' frequencies and how many adjacencies each
+    site's last graph contradicts in the consensus DAG
+    (:func:`~fedstruct.experiments.confidence.bootstrap_metrics`)."""
+    return bootstrap_metrics(
+        model.graph_,
+        model.edge_frequencies_,
+        model.consensus_graph_,
+        model.client_graphs_[-1],
+        truth,
+    )

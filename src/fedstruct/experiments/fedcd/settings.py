@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data import network_names
@@ -57,6 +58,8 @@ class FedCDRun(FederationSettings, FedCDConfig):
         Cells of the shared grid over which each site counts a continuous column's
         values for its bins (a cut is within one cell of the pooled quantile).
     """
+
+    bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
 
     network: str = ER
     clients: int = 2

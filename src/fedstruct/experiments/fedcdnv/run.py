@@ -30,6 +30,7 @@ from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
 from fedstruct.discovery.knowledge import KNOWLEDGE_FILE, Knowledge
 from fedstruct.errors import FedstructWarning
+from fedstruct.experiments.confidence import bootstrap_metrics
 from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
@@ -53,6 +54,9 @@ def method(s: FedCDnvRun, source: Source) -> FedCDnv:
         kinds=kinds,
         seed=s.seed,
         participation=s.participation(source.names),
+        bootstrap=s.bootstrap or None,
+        subsample=s.subsample,
+        jobs=s.jobs,
         **dataclasses.asdict(subset(s, FedCDnvConfig)),
     )
 
@@ -105,6 +109,7 @@ def run_fedcdnv(
     metrics["n_definite"] = float(len(causal) + len(noncausal))
     metrics["n_variables"] = float(len(model.names_))
     metrics["tests"] = float(sum(h.get("tests", 0.0) for h in model.history_))
+    metrics.update(_bootstrap_metrics(model, truth))
     if s.reference and ctx.backend.needs_client_data:  # a deployment's server has none
         central = central_reference(s, source.clients(), source)
         for key, value in score(truth, central).items():
@@ -197,4 +202,17 @@ def _on_files(
                 truth, fed, ctx.out / "fedcdnv_graph.png", title=f"{s.strategy} on your sites"
             )
         )
+    metrics.update(_bootstrap_metrics(model, truth))
     return RunOutcome(metrics, [dict(h) for h in model.history_], figures)
+
+
+def _bootstrap_metrics(model: FedCDnv, truth: Graph | None) -> dict[str, float]:
+    """With ``--bootstrap``: the edges' frequencies and the sites' contradictions of
+    the consensus (:func:`~fedstruct.experiments.confidence.bootstrap_metrics`)."""
+    return bootstrap_metrics(
+        model.graph_,
+        model.edge_frequencies_,
+        model.consensus_graph_,
+        model.local_graphs_,
+        truth,
+    )

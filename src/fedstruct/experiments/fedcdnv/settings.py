@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data import network_names
@@ -54,6 +55,8 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
     reference
         Also score centralised FCI on the pooled data (all observed variables).
     """
+
+    bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
 
     network: str = SYNTHETIC
     clients: int = 6

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
@@ -39,6 +40,12 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
         run that learned one (e.g. FedCDnv on the same columns); made undirected by
         ``graph_rule``.
     """
+
+    bootstrap_refusal: ClassVar[str] = (
+        "FedNGM learns a neural graphical model on the union of the sites' graphs, not a "
+        "causal graph to count edges of; --bootstrap is for the discovery methods fedcdnv"
+        " and fedcd"
+    )
 
     dataset: str = "health"
     clients: int = 3

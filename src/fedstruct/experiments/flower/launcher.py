@@ -56,7 +56,12 @@ class FlowerLauncher:
         return cls(deployment)
 
     def check(self, settings: Any) -> None:
-        """Refuse ``--site``/``--sites``: a deployment's nodes read only their own files."""
+        """Refuse ``--site``/``--sites`` (a deployment's nodes read only their own files)
+        and ``--bootstrap`` (its nodes do not resample their rows yet)."""
+        if getattr(settings, "bootstrap", 0):
+            from fedstruct.fl.bootstrap import deployment_refusal
+
+            raise deployment_refusal(f"--bootstrap {settings.bootstrap} with --backend flower")
         if settings.sites or settings.manifest:
             raise ConfigError(
                 "--site/--sites name files on this machine, which the SuperNodes of a "

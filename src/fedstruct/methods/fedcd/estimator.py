@@ -14,6 +14,7 @@ from fedstruct.errors import ProtocolError
 from fedstruct.fl import Participation
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.fl.estimator import GraphLearner
+from fedstruct.graphs.frequencies import DAG_PATTERNS
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
@@ -49,6 +50,15 @@ class FedCD(
     bin_grid
         Cells of the shared grid over which each client counts a continuous column's
         values (a cut is within one cell, ``8 sd / bin_grid``, of the pooled quantile).
+    bootstrap
+        ``B``: after the fit, run the federation ``B`` more times on site-resampled
+        rows and keep each edge's frequencies (``-->`` each way) and their consensus
+        DAG (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
+    subsample
+        Each resampled run's share of a site's rows, drawn without replacement
+        (``None``: a bootstrap sample, as many rows drawn with replacement).
+    jobs
+        Processes for the bootstrap's replicates (``None``: the cores available).
     **params
         Fields of :class:`FedCDConfig` (``rounds``, ``aggregation``, ``discount``, ENCO's
         ``model_steps``, ...).
@@ -67,6 +77,10 @@ class FedCD(
         Per-round counts, edges, average edge entropy and training loss.
     bins_ : QuantileBins or None
         The continuous columns' cut points (``None`` without continuous columns).
+    edge_frequencies_ : EdgeFrequencies or None
+        After a bootstrap: each pair's adjacency and direction frequencies.
+    consensus_graph_ : Graph or None
+        After a bootstrap: the consensus DAG of the replicates' DAGs.
 
     ``score(truth)`` is the F1 of the DAG's adjacencies against the true graph;
     ``evaluate(truth)`` adds SHD and orientation scores
@@ -75,6 +89,8 @@ class FedCD(
 
     #: The file stem of the edge-probability matrix (:meth:`learned_tables`).
     PROBABILITIES = "edge-probabilities"
+    mark_patterns = DAG_PATTERNS
+    acyclic_consensus = True
 
     def __init__(
         self,
@@ -84,9 +100,19 @@ class FedCD(
         continuous: Sequence[str] = (),
         bins: int = 4,
         bin_grid: int = 256,
+        bootstrap: int | None = None,
+        subsample: float | None = None,
+        jobs: int | None = None,
         **params: Any,
     ) -> None:
-        super().__init__(seed=seed, participation=participation, **params)
+        super().__init__(
+            seed=seed,
+            participation=participation,
+            bootstrap=bootstrap,
+            subsample=subsample,
+            jobs=jobs,
+            **params,
+        )
         binning = QuantileBinning(tuple(continuous), bins, bin_grid)  # checks bins, bin_grid
         self.binning = binning if binning.columns else None
         self._given(continuous=tuple(continuous), bins=bins, bin_grid=bin_grid)
@@ -127,15 +153,17 @@ class FedCD(
         self.bins_ = state.bins
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
-        """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1)."""
-        return {"graph": (self.graph_, self.beliefs_.edge_probability)}
+        """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1),
+        and after a bootstrap the consensus DAG (``consensus``)."""
+        return self.with_consensus({"graph": (self.graph_, self.beliefs_.edge_probability)})
 
     def learned_tables(self) -> dict[str, pd.DataFrame]:
         """The belief ``sigma(gamma) * sigma(theta)`` of every ordered pair
-        (``edge-probabilities``: row from, column to)."""
+        (``edge-probabilities``: row from, column to), and after a bootstrap the
+        edges' frequencies (``edge-frequencies``)."""
         names = list(self.graph_.names)
         table = pd.DataFrame(self.beliefs_.edge_probability, index=names, columns=names)
-        return {self.PROBABILITIES: table.rename_axis("from\\to")}
+        return {**super().learned_tables(), self.PROBABILITIES: table.rename_axis("from\\to")}
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
         """The beliefs ``γ``, ``θ`` as arrays; the DAG, the per-round graphs and the
@@ -147,6 +175,7 @@ class FedCD(
                 {name: to_graph_json(g) for name, g in graphs.items()}
                 for graphs in self.client_graphs_
             ],
+            **self.bootstrap_state(),
         }
         if self.bins_ is not None:
             meta["bins"] = self.bins_.to_json()
@@ -167,3 +196,4 @@ class FedCD(
             for graphs in meta["client_graphs"]
         ]
         self.bins_ = QuantileBins.from_json(meta["bins"]) if meta.get("bins") else None
+        self.restore_bootstrap(meta)

@@ -44,6 +44,15 @@ class FedCDnv(
         The run's seed (participation draws; FedCDnv itself is deterministic).
     participation
         Who takes part in each round (default: everyone).
+    bootstrap
+        ``B``: after the fit, run the federation ``B`` more times on site-resampled
+        rows and keep each edge's frequencies and their consensus
+        (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
+    subsample
+        Each resampled run's share of a site's rows, drawn without replacement
+        (``None``: a bootstrap sample, as many rows drawn with replacement).
+    jobs
+        Processes for the bootstrap's replicates (``None``: the cores available).
     **params
         Fields of :class:`FedCDnvConfig` (``strategy``, ``learner``, ``alpha``, ...).
 
@@ -63,6 +72,10 @@ class FedCDnv(
         Client name -> its ``Pag_0``.
     decisions_ : dict
         Pair -> how TPSS decided a disagreement (``"level 1"`` or ``val``).
+    edge_frequencies_ : EdgeFrequencies or None
+        After a bootstrap: each pair's adjacency and mark-pattern frequencies.
+    consensus_graph_ : Graph or None
+        After a bootstrap: the consensus of the replicates' graphs.
     history_ : list of dict
         Per-round counts (clients, edges, CI tests).
 
@@ -71,15 +84,27 @@ class FedCDnv(
     every metric of :func:`graph_scores` (Table 2).
     """
 
+    inner_workers = "workers"
+
     def __init__(
         self,
         *,
         kinds: Mapping[str, str] | None = None,
         seed: int = 0,
         participation: Participation | None = None,
+        bootstrap: int | None = None,
+        subsample: float | None = None,
+        jobs: int | None = None,
         **params: Any,
     ) -> None:
-        super().__init__(seed=seed, participation=participation, **params)
+        super().__init__(
+            seed=seed,
+            participation=participation,
+            bootstrap=bootstrap,
+            subsample=subsample,
+            jobs=jobs,
+            **params,
+        )
         #: Variable -> kind for the clients' CI tests (``ci_test="auto"``; a user's
         #: files: the federation schema's kinds), else each column's dtype's kind.
         self.kinds = dict(kinds) if kinds is not None else None
@@ -129,8 +154,10 @@ class FedCDnv(
         self.decisions_ = dict(state.aggregation.decisions)
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
-        """FedG (``graph``) and FeddG, its definite causal edges (``definite``)."""
-        return {"graph": (self.graph_, None), "definite": (self.definite_graph_, None)}
+        """FedG (``graph``) and FeddG, its definite causal edges (``definite``), and
+        after a bootstrap the consensus graph (``consensus``)."""
+        graphs = {"graph": (self.graph_, None), "definite": (self.definite_graph_, None)}
+        return self.with_consensus(graphs)
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
         """FedG's status matrix as an array; FedG, G0, the local PAGs and TPSS's
@@ -141,6 +168,7 @@ class FedCDnv(
             "initial_graph": to_graph_json(self.initial_graph_),
             "local_graphs": {name: to_graph_json(g) for name, g in self.local_graphs_.items()},
             "decisions": decisions,
+            **self.bootstrap_state(),
         }
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
@@ -154,6 +182,7 @@ class FedCDnv(
         self.initial_graph_ = from_graph_json(meta["initial_graph"]).graph
         self.local_graphs_ = {n: from_graph_json(g).graph for n, g in meta["local_graphs"].items()}
         self.decisions_ = {(a, b): value for a, b, value in meta["decisions"]}
+        self.restore_bootstrap(meta)
 
     def evaluate(self, X: Graph | str | Path, y: None = None) -> dict[str, float]:
         """FedG against the true graph ``X`` (:func:`graph_scores`, with FeddG's

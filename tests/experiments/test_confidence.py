@@ -1,0 +1,81 @@
+"""``--bootstrap``: frequencies in the run folder, consensus, per-site contradictions, refusals."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from fedstruct.cli import app
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.flower.launcher import FlowerLauncher
+from fedstruct.experiments.runs import execute, runnable
+from fedstruct.experiments.settings import apply_settings
+from fedstruct.graphs import read_graph
+from fedstruct.graphs.frequencies import EdgeFrequencies
+
+TINY = {"network": "asia", "clients": 3, "reference": False, "min_samples": 300,
+        "max_samples": 600}  # fmt: skip
+
+
+def test_fedcdnv_bootstrap_writes_frequencies_consensus_and_contradictions(tmp_path):
+    out = tmp_path / "run"
+    outcome = execute("fedcdnv", [{**TINY, "bootstrap": 3, "jobs": 1}], out)
+    metrics, model = outcome.metrics, outcome.model
+    assert metrics["bootstrap_replicates"] == 3
+    with (out / "edges.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == model.graph_.n_edges
+    for row in rows:
+        shares = [float(v) for k, v in row.items() if k.startswith("freq_") and k not in
+                  ("freq_adjacent", "freq_none")]  # fmt: skip
+        assert sum(shares) == pytest.approx(float(row["freq_adjacent"]))
+        assert float(row["freq_none"]) == pytest.approx(1 - float(row["freq_adjacent"]))
+    document = json.loads((out / "graph.json").read_text())
+    assert document["bootstrap"] == {"replicates": 3}
+    assert all(0 <= e["frequencies"]["adjacent"] <= 1 for e in document["edges"])
+    consensus = read_graph(out / "consensus.json")  # the reader takes the new keys
+    assert consensus == model.consensus_graph_ and metrics["consensus_edges"] == consensus.n_edges
+    assert (out / "consensus.png").stat().st_size > 0 and (out / "edge-frequencies.csv").exists()
+    for site in ("client-1", "client-2", "client-3"):
+        assert metrics[f"consensus_contradictions_{site}"] >= 0
+    # What fedstruct.load reads back: the same counts and consensus.
+    saved = json.loads((out / "model.json").read_text())["learned"]["bootstrap"]
+    assert EdgeFrequencies.from_json(saved).consensus() == consensus
+
+
+def test_without_bootstrap_nothing_changes(tmp_path):
+    out = tmp_path / "run"
+    outcome = execute("fedcdnv", [TINY], out)
+    assert not any(k.startswith(("bootstrap", "consensus")) for k in outcome.metrics)
+    assert "freq_adjacent" not in (out / "edges.csv").read_text()
+    assert not (out / "consensus.json").exists()
+    params = json.loads((out / "model.json").read_text())["params"]
+    assert (
+        params["bootstrap"] is None
+        and "bootstrap" not in json.loads((out / "model.json").read_text())["learned"]
+    )
+
+
+@pytest.mark.parametrize("method", ["fedavg", "cafe", "fcm", "fedngm"])
+def test_bootstrap_is_refused_with_a_reason_where_it_makes_no_sense(method, tmp_path):
+    result = CliRunner().invoke(
+        app, ["run", method, "--bootstrap", "3", "--out", str(tmp_path / "run")]
+    )
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    assert "--bootstrap 3:" in line and "fedcdnv and fedcd" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_bootstrap_on_a_deployment_is_refused_in_one_line():
+    settings = apply_settings(runnable("fedcdnv").settings(), {"bootstrap": 5}, method="fedcdnv")
+    with pytest.raises(ConfigError, match="SuperNode would have to resample its own rows"):
+        FlowerLauncher().check(settings)
+
+
+def test_a_bad_subsample_is_refused():
+    with pytest.raises(ConfigError, match="subsample"):
+        apply_settings(runnable("fedcdnv").settings(), {"subsample": 1.0}, method="fedcdnv")

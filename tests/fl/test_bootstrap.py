@@ -1,0 +1,113 @@
+"""Edge confidence by resampling: each site resamples its own rows; replicates counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedstruct.data import ClientData
+from fedstruct.data.scm import CategoricalSCM
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.fedcd.federation import vertical_interventions
+from fedstruct.fl.bootstrap import ResampledSites, replicate_graphs
+from fedstruct.graphs.random import chain_dag
+from fedstruct.methods.fedcd import FedCD
+from fedstruct.methods.fedcdnv import FedCDnv
+
+SMALL_ENCO = {"model_steps": 10, "graph_steps": 5, "graphs_per_step": 5}
+
+
+def site(name: str, start: int, n: int = 50) -> ClientData:
+    """A site whose ``id`` column numbers its own rows ``start .. start + n - 1``."""
+    rng = np.random.default_rng(start)
+    rows = pd.DataFrame({"id": np.arange(start, start + n), "x": rng.integers(0, 3, n)})
+    return ClientData(name, rows)
+
+
+def test_a_site_draws_only_from_its_own_rows_seeded_by_its_name_alone() -> None:
+    a, b = site("a", 0), site("b", 1000)
+    backend = ResampledSites(replicate=2, seed=7)
+    for own in (a, b):
+        drawn = backend.site_data(own)
+        assert drawn.n_rows == own.n_rows
+        assert set(drawn.rows["id"]) <= set(own.rows["id"])
+        assert drawn.rows["id"].duplicated().any()  # with replacement
+    # The draw depends on the seed, the replicate and the site's name: not on the others.
+    alone = ResampledSites(replicate=2, seed=7).site_data(site("a", 0))
+    assert alone.rows.equals(backend.site_data(a).rows)
+    assert not ResampledSites(replicate=3, seed=7).site_data(a).rows.equals(alone.rows)
+
+
+def test_a_subsample_draws_a_share_without_replacement() -> None:
+    drawn = ResampledSites(0, 0, subsample=0.5).site_data(site("a", 0, n=40))
+    assert drawn.n_rows == 20 and not drawn.rows["id"].duplicated().any()
+
+
+def test_rows_keep_their_intervention_regime() -> None:
+    rows = pd.DataFrame({"x": np.arange(12) % 3, "y": np.arange(12) % 2})
+    regimes = np.array([-1] * 8 + [0] * 4)
+    client = ClientData("s", rows, intervention=regimes)
+    drawn = client.resampled(np.random.default_rng(0))
+    assert (drawn.regimes() == 0).sum() == 4  # the design: as many rows per regime
+    for regime in (-1, 0):
+        mine = rows[regimes == regime]
+        got = drawn.rows[drawn.regimes() == regime]
+        assert set(map(tuple, got.to_numpy())) <= set(map(tuple, mine.to_numpy()))
+
+
+@pytest.fixture(scope="module")
+def pag_sites() -> list[ClientData]:
+    scm = CategoricalSCM(chain_dag(4, seed=0), seed=0, n_categories=2)
+    rows = scm.sample(600, seed=1)
+    names = list(rows.columns)
+    return [
+        ClientData("s1", rows.iloc[:300][names[:3]].reset_index(drop=True)),
+        ClientData("s2", rows.iloc[300:][names[1:]].reset_index(drop=True)),
+    ]
+
+
+def test_fedcdnv_bootstrap_frequencies_are_consistent_and_reproducible(pag_sites) -> None:
+    plain = FedCDnv(seed=0, ci_test="g2").fit(pag_sites)
+    runs = [FedCDnv(seed=0, ci_test="g2", bootstrap=3, jobs=1).fit(pag_sites) for _ in range(2)]
+    freq = runs[0].edge_frequencies_
+    assert freq.replicates == 3
+    assert runs[0].graph_ == plain.graph_  # the sites' own rows: as without a bootstrap
+    table = freq.table()
+    shares = table[list(freq.patterns)].sum(axis=1)
+    np.testing.assert_allclose(shares, table["adjacent"])
+    assert ((table[["adjacent", "none"]] >= 0) & (table[["adjacent", "none"]] <= 1)).all().all()
+    np.testing.assert_array_equal(freq.counts, runs[1].edge_frequencies_.counts)
+    assert runs[0].consensus_graph_ == freq.consensus()
+    other = FedCDnv(seed=1, ci_test="g2", bootstrap=3, jobs=1).fit(pag_sites)
+    assert other.edge_frequencies_.replicates == 3  # another seed: other draws, same shape
+
+
+def test_replicates_in_processes_equal_those_in_this_one(pag_sites) -> None:
+    params = FedCDnv(seed=0, ci_test="g2").get_params()
+    here = replicate_graphs(FedCDnv, params, pag_sites, 2, seed=0, jobs=1)
+    there = replicate_graphs(FedCDnv, params, pag_sites, 2, seed=0, jobs=2, start="fork")
+    assert here == there
+
+
+def test_fedcd_bootstrap_counts_directions_and_gives_a_dag() -> None:
+    scm = CategoricalSCM(chain_dag(3, seed=0), seed=0, n_categories=2)
+    clients = vertical_interventions(scm, 2, n_observational=120, n_per_intervention=10, seed=0)
+    model = FedCD(rounds=1, epochs_per_round=1, bootstrap=2, jobs=1, **SMALL_ENCO).fit(clients)
+    freq = model.edge_frequencies_
+    assert freq.patterns == ("-->", "<--")
+    assert model.consensus_graph_.is_dag()
+    assert "edge-frequencies" in model.learned_tables()
+
+
+def test_bad_bootstrap_settings_and_a_deployment_are_refused(pag_sites) -> None:
+    with pytest.raises(ConfigError, match="bootstrap = 0"):
+        FedCDnv(bootstrap=0)
+    with pytest.raises(ConfigError, match=r"subsample = 1\.5"):
+        FedCDnv(bootstrap=2, subsample=1.5)
+
+    class Deployment(ResampledSites):
+        needs_client_data = False
+
+    with pytest.raises(ConfigError, match="SuperNode would have to resample its own rows"):
+        FedCDnv(bootstrap=2).fit(["s1", "s2"], backend=Deployment(0, 0))
