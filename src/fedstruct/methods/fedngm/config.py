@@ -13,6 +13,7 @@ __all__ = [
     "GRAPH_METHODS",
     "GRAPH_SCOPES",
     "INFERENCE_METHODS",
+    "ISOLATED_EDGES",
     "SAMPLERS",
     "VARIANTS",
     "FedNGMConfig",
@@ -25,6 +26,9 @@ VARIANTS = ("ngm", "ngr")
 CONSTRAINTS = ("mask", "penalty")
 #: Local graph recovery (§2.1): scikit-learn's GraphicalLassoCV or an NGR fit.
 GRAPH_METHODS = ("glasso", "partial", "ngr")
+#: Edges of a variable the local graph's edge test leaves without a neighbour: its
+#: graphical-lasso neighbours (``"glasso"``) or none (``"none"``).
+ISOLATED_EDGES = ("glasso", "none")
 #: Which rows count in a variable's loss when entries are missing (``missing_loss``).
 MISSING_LOSSES = ("neighbours", "entries")
 #: Which variables a client recovers its graph over before the master keeps the common
@@ -126,6 +130,21 @@ class FedNGMConfig:
         18 true), the global model over-fits its samples (best epoch 12 of 60) and
         Gibbs sweeps need 17 colour classes. The level is lenient (0.2) because a
         missed edge costs more than a spurious one (docs/fedngm.md).
+    isolated_edges
+        Local graphs by ``glasso`` or ``partial`` with ``edge_level`` set: what a
+        variable gets when the edge test leaves it without a neighbour at a client
+        although some marginal correlation of it passes the same family-wise test
+        (so it is not independent of the others). ``"glasso"`` (default): its
+        neighbours in GraphicalLassoCV's own selection (non-zero precision entries)
+        among the variables it is marginally dependent on, the sparse recovery §2.1
+        names (uGLAD's graph is a precision matrix's support); ``"none"``: it stays
+        isolated (warned at the run). The test has no power for a variable whose
+        information is spread over many collinear columns: breast cancer's diagnosis
+        at ~110 rows a site (partial correlations 0.17-0.29 given the other 29
+        measurements, threshold 0.30-0.34; marginal ones up to 0.8) was isolated at
+        every site and predicted as one probability for every row (docs/fedngm.md,
+        "Small sites"). Edges the test keeps are unchanged; a variable marginally
+        independent of all others stays isolated.
     ngr_threshold
         NGR graph recovery: an edge where the symmetrised, max-normalised path
         strength exceeds this share.
@@ -200,6 +219,7 @@ class FedNGMConfig:
     glasso_cv: int = 3
     graph_max_rows: int = 10_000
     edge_level: float | None = 0.2
+    isolated_edges: str = "glasso"
     ngr_threshold: float = 0.1
     distillation_samples: int | None = None
     allocation: str = "equal"
@@ -226,6 +246,7 @@ _CONSTRAINTS = {
     "graph_method": OneOf(GRAPH_METHODS),
     "missing_loss": OneOf(MISSING_LOSSES),
     "graph_scope": OneOf(GRAPH_SCOPES),
+    "isolated_edges": OneOf(ISOLATED_EDGES),
     "graph_rule": OneOf(DEPENDENCY_RULES),
     "allocation": OneOf(ALLOCATIONS),
     "sampler": OneOf(SAMPLERS),
