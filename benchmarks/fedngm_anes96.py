@@ -208,7 +208,11 @@ def main() -> None:
         features = [c for c in train.columns if c != target]
         out = {
             "wall_s": round(wall, 1),
-            "samples": metrics.get("global_samples"),
+            "distillation_samples": next(
+                r["global_samples"]
+                for r in json.loads((run / "history.json").read_text())
+                if "global_samples" in r
+            ),
             "edges": metrics["edges"],
             f"{target}_neighbours": list(est.model_.neighbours(target)),
             "accuracy_global": accuracy(est, test, target),
