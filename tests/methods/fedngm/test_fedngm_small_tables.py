@@ -181,3 +181,14 @@ def test_small_sites_distil_from_at_least_the_floor_per_client():
     assert distillation_total(rows, FedNGMConfig(distillation_samples=900)) == 900
     big = {"a": 8_000, "b": 8_000, "c": 8_000}  # the synthetic recipe's clients
     assert distillation_total(big, FedNGMConfig()) == 24_000
+
+
+def test_the_new_settings_are_checked():
+    from fedstruct.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="isolated_edges"):
+        FedNGMConfig(isolated_edges="all")
+    with pytest.raises(ConfigError, match="min_distillation_samples"):
+        FedNGMConfig(min_distillation_samples=-1)
+    cfg = FedNGMConfig()
+    assert (cfg.isolated_edges, cfg.min_distillation_samples) == ("glasso", 1_000)
