@@ -24,8 +24,10 @@ threshold (:func:`cv_failed_below`), the graph comes from the test on the sample
 partial correlations, as with the ``partial`` method, which runs that test always
 (docs/fedngm.md).
 A variable the edge test leaves without any neighbour although the data show it is
-not independent of the others (some marginal correlation passes the same
-family-wise Fisher-z test with nothing conditioned on: an isolated node of the
+not independent of the others (some marginal correlation passes the family-wise
+Fisher-z test with nothing conditioned on, at the strict ``isolated_level`` = 0.01,
+since it overrides the test's verdict; at 0.2 a column of pure noise beside two
+correlated ones was linked at one of two sites of 240 rows: an isolated node of the
 concentration graph is independent of every other variable, so all its marginal
 correlations are zero) is linked, with ``isolated="glasso"`` (default), to its
 graphical-lasso neighbours among the variables it is marginally dependent on: the
@@ -225,6 +227,7 @@ def glasso_graph(
     edge_level: float | None = None,
     sample_partials: bool = False,
     isolated: str = "glasso",
+    isolated_level: float = 0.01,
 ) -> Graph:
     """The conditional-independence graph of ``frame``'s variables by GraphicalLassoCV.
 
@@ -238,8 +241,9 @@ def glasso_graph(
     does so too when GraphicalLassoCV's choice is an artefact of failed fits
     (:func:`cv_failed_below`). With ``edge_level`` set and ``isolated="glasso"``, a
     variable the test leaves without a neighbour but which is marginally dependent
-    on some other keeps its graphical-lasso neighbours among those (module
-    docstring); ``"none"`` leaves it isolated.
+    on some other (marginal test at family-wise ``isolated_level``) keeps its
+    graphical-lasso neighbours among those (module docstring); ``"none"`` leaves it
+    isolated.
     """
     if len(frame) > max_rows:
         rows = np.random.default_rng([int(seed), 13]).choice(len(frame), max_rows, replace=False)
@@ -248,7 +252,7 @@ def glasso_graph(
     v = len(schema)
     adj = np.zeros((v, v), dtype=bool)
     if x.shape[1] >= 2 and np.isnan(x).any():
-        return _pairwise_graph(x, owner, schema, cv, edge_level, isolated)
+        return _pairwise_graph(x, owner, schema, cv, edge_level, isolated, isolated_level)
     if x.shape[1] >= 2:
         threshold = None
         if edge_level is not None:
@@ -270,7 +274,8 @@ def glasso_graph(
             nz &= np.abs(partial) > threshold
         adj = _variable_adjacency(nz, owner, len(schema))
         if testable and isolated == "glasso":
-            marginal = marginal_dependence(np.corrcoef(x, rowvar=False), len(x), edge_level)
+            corr = np.corrcoef(x, rowvar=False)
+            marginal = marginal_dependence(corr, len(x), isolated_level)
             adj = _link_isolated(
                 adj, owner, marginal, lambda: model if model is not None else _glasso_fit(x, cv)
             )
@@ -334,6 +339,7 @@ def _pairwise_graph(
     cv: int,
     edge_level: float | None,
     isolated: str,
+    isolated_level: float,
 ) -> Graph:
     """:func:`glasso_graph` on a design with missing entries (module docstring)."""
     level = MISSING_EDGE_LEVEL if edge_level is None else edge_level
@@ -346,7 +352,8 @@ def _pairwise_graph(
         partial = np.where(_support(model), -model.precision_ / np.outer(d, d), 0)
     adj = _variable_adjacency(np.abs(partial) > threshold, owner, len(schema))
     if isolated == "glasso":
-        marginal = marginal_dependence(pd.DataFrame(x).corr(min_periods=3).to_numpy(), n_min, level)
+        corr = pd.DataFrame(x).corr(min_periods=3).to_numpy()
+        marginal = marginal_dependence(corr, n_min, isolated_level)
         adj = _link_isolated(
             adj, owner, marginal,
             lambda: model if model is not None else _glasso_fit(np.nan_to_num(x), cv),
