@@ -150,7 +150,7 @@ class FedNGMConfig:
         that decides, for ``isolated_edges="glasso"``, that a variable the edge test
         isolated is dependent on others. Strict (0.01), since it overrides the edge
         test: at ``edge_level`` 0.2, a column of pure noise beside two correlated ones
-        was linked at one of two sites of 240 rows; breast cancer's diagnosis
+        (two sites of 300 rows) was linked; breast cancer's diagnosis
         (marginal correlations up to 0.8 on 110 rows) passes at any level.
     ngr_threshold
         NGR graph recovery: an edge where the symmetrised, max-normalised path

@@ -27,7 +27,7 @@ A variable the edge test leaves without any neighbour although the data show it 
 not independent of the others (some marginal correlation passes the family-wise
 Fisher-z test with nothing conditioned on, at the strict ``isolated_level`` = 0.01,
 since it overrides the test's verdict; at 0.2 a column of pure noise beside two
-correlated ones was linked at one of two sites of 240 rows: an isolated node of the
+correlated ones (two sites of 300 rows) was linked: an isolated node of the
 concentration graph is independent of every other variable, so all its marginal
 correlations are zero) is linked, with ``isolated="glasso"`` (default), to its
 graphical-lasso neighbours among the variables it is marginally dependent on: the
