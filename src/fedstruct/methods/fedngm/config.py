@@ -163,12 +163,12 @@ class FedNGMConfig:
         With ``distillation_samples=None``, the fewest samples drawn per client
         (default 1,000; the paper draws 100,000 per client, §3.2). On anes96 (three
         sites, 755 training rows) the global model distilled from 755 samples put
-        the sampled P(Dole) at 0.386 against the data's 0.416; from 3,000 (this
-        floor), 10,000 and 30,000 samples at 0.412, 0.415 and 0.41, the query and
-        held-out accuracy unchanged (docs/benchmarks.md). Each sample costs
-        distillation steps (``epochs`` over the samples), so the floor is the smallest
-        size that removed the drift. A client with 1,000 rows or more is unaffected;
-        0: exactly the rows (the recipes' protocol).
+        the sampled P(Dole) at 0.391 against the data's 0.416, from 3,000 (this
+        floor) at 0.412 (on an intermediate graph: 10,000 and 30,000 samples 0.415
+        and 0.404), the query and held-out accuracy unchanged (docs/benchmarks.md).
+        Each sample costs distillation steps (``epochs`` over the samples), so the
+        floor is the smallest size that removed the drift. A client with 1,000 rows
+        or more is unaffected; 0: exactly the rows (the recipes' protocol).
     allocation
         ``"equal"`` samples per client (§2.3) or ``"proportional"`` to ``n_k`` (§2.5).
     sampler
