@@ -25,6 +25,7 @@ TARGETS = ("worst_own_ratio", "public_wins", "public_clear_losses", "beats_mean"
 
 def main() -> None:
     from fedstruct.experiments import execute
+    from fedstruct.experiments.fedngm.recipes import ROWS_PROTOCOL
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
@@ -34,8 +35,8 @@ def main() -> None:
         for seed in args.seeds:
             with tempfile.TemporaryDirectory() as folder:
                 start = time.perf_counter()
-                m = execute("fedngm", [{"dataset": dataset, "seed": seed}], Path(folder),
-                            progress=False).metrics  # fmt: skip
+                config = {"dataset": dataset, "seed": seed, **ROWS_PROTOCOL}
+                m = execute("fedngm", [config], Path(folder), progress=False).metrics
                 wall = time.perf_counter() - start
             fidelity = {k.removeprefix("fidelity_"): v for k, v in m.items()
                         if k.startswith("fidelity_")}  # fmt: skip

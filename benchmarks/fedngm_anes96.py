@@ -19,12 +19,20 @@ inferred before). ``fedstruct run fedngm --site ...`` runs on them (each site ke
   points), and each site's own model on its rows;
 * ``global_own_ratio_<site>`` from metrics.json.
 
+``--missing F``: a share ``F`` of every column's values (``vote`` included) blanked
+completely at random in the site files (MCAR, seeded); the accuracies are scored on
+the complete versions of the held-out rows, and a second pooled logistic regression
+is trained on the incomplete pooled rows with each gap at its column's mean and a
+missing-indicator column (``accuracy_pooled_lr_imputed``). ``sampled_dole``: P(Dole)
+in 3,000 ``sample``d rows against the pooled data's (the distillation sample size,
+``--set distillation_samples=N``, moves it).
+
 ``--table breast-cancer``: scikit-learn's breast-cancer data (30 measurements and the
 diagnosis) split at random into four hospitals: the diagnosis's neighbours in the
 merged graph and its held-out accuracy against pooled logistic regression.
 
 Usage: ``python benchmarks/fedngm_anes96.py [--set KEY=VALUE ...] [--ordinal | --categorical]
-[--table anes96|breast-cancer] [--seed S]`` (``--set min_batches=1``: the behaviour
+[--table anes96|breast-cancer] [--seed S] [--missing F]`` (``--set min_batches=1``: the behaviour
 before the fix).
 """
 
@@ -55,6 +63,15 @@ def anes_sites(folder: Path) -> dict[str, pd.DataFrame]:
     return sites
 
 
+def blank_at_random(sites: dict[str, pd.DataFrame], share: float, folder: Path, seed: int):
+    """Each site's file rewritten with ``share`` of its values missing completely at
+    random (every column); the complete rows are returned unchanged."""
+    rng = np.random.default_rng([seed, 31])
+    for name, rows in sites.items():
+        holes = rows.astype("float64").mask(rng.random(rows.shape) < share)
+        holes.to_csv(folder / f"{name}.csv", index=False)
+
+
 def cancer_sites(folder: Path, seed: int = 0) -> dict[str, pd.DataFrame]:
     """Breast cancer split at random into four hospitals (``diagnosis``: 1 benign)."""
     from sklearn.datasets import load_breast_cancer
@@ -74,6 +91,13 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "fedstruct.cli", *args], capture_output=True, text=True, check=True
     )
+
+
+def split_rows(n_rows: int, seed: int, name: str):
+    """The rows a site keeps for training (the run's held-out split)."""
+    from fedstruct.fl import holdout_split
+
+    return holdout_split(n_rows, 0.2, seed, name)[0]
 
 
 def split(sites: dict[str, pd.DataFrame], seed: int) -> tuple[pd.DataFrame, dict]:
@@ -110,6 +134,31 @@ def pooled_logistic(train: pd.DataFrame, target: str, categorical: list[str]):
     return model.fit(train[features], train[target])
 
 
+def pooled_logistic_imputed(train: pd.DataFrame, target: str, categorical: list[str]):
+    """:func:`pooled_logistic` on incomplete rows: each gap at its column's mean (the
+    mode for a categorical column) plus a missing-indicator column; rows whose target
+    is missing are left out."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    train = train[train[target].notna()]
+    features = [c for c in train.columns if c != target]
+    cats = [c for c in features if c in categorical]
+    nums = [c for c in features if c not in categorical]
+    columns = ColumnTransformer(
+        [
+            ("c", make_pipeline(SimpleImputer(strategy="most_frequent", add_indicator=True),
+                                OneHotEncoder(handle_unknown="ignore")), cats),
+            ("n", make_pipeline(SimpleImputer(add_indicator=True), StandardScaler()), nums),
+        ]
+    )  # fmt: skip
+    model = make_pipeline(columns, LogisticRegression(max_iter=5000))
+    return model.fit(train[features], train[target].astype(int))
+
+
 def accuracy(est, rows: pd.DataFrame, target: str, model=None) -> float:
     """Accuracy of ``model`` (default: the global one) on ``rows``' ``target``."""
     coded = est.model_rows(rows)
@@ -128,11 +177,14 @@ def main() -> None:
     parser.add_argument("--ordinal", action="store_true")
     parser.add_argument("--categorical", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--missing", type=float, default=0.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         anes = args.table == "anes96"
         sites = anes_sites(folder) if anes else cancer_sites(folder)
+        if args.missing:
+            blank_at_random(sites, args.missing, folder, args.seed)
         target = "vote" if anes else "diagnosis"
         run = folder / "run"
         options = [f"--set={s}" for s in args.settings]
@@ -153,6 +205,11 @@ def main() -> None:
         features = [c for c in train.columns if c != target]
         out = {
             "wall_s": round(wall, 1),
+            "distillation_samples": next(
+                r["global_samples"]
+                for r in json.loads((run / "history.json").read_text())
+                if "global_samples" in r
+            ),
             "edges": metrics["edges"],
             f"{target}_neighbours": list(est.model_.neighbours(target)),
             "accuracy_global": accuracy(est, test, target),
@@ -163,9 +220,21 @@ def main() -> None:
             },
             **{k: v for k, v in metrics.items() if k.startswith(("global_own", "worst_own"))},
         }
+        if args.missing:
+            incomplete = pd.concat(
+                pd.read_csv(folder / f"{k}.csv").iloc[split_rows(len(r), args.seed, k)]
+                for k, r in sites.items()
+            )
+            imputed = pooled_logistic_imputed(incomplete, target, categorical)
+            out["accuracy_pooled_lr_imputed"] = float(
+                (imputed.predict(test[features]) == test[target]).mean()
+            )
         if anes:
             pooled = pd.concat(sites.values())
             samples = use.sample(run, 500, seed=1)
+            many = use.sample(run, 3000, seed=2).astype({"vote": int})
+            out["sampled_dole"] = float(many.vote.mean())
+            out["data_dole"] = float(pooled.vote.mean())
             for pid in (0, 6):
                 p = use.query(run, {"PID": str(pid)}, "vote").set_index("vote")["probability"]
                 out[f"query_dole_pid{pid}"] = float(p["1"])

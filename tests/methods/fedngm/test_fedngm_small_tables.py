@@ -18,6 +18,7 @@ from fedstruct.methods.fedngm import FedNGM
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.model import fit_ngm, isolated_message
 from fedstruct.methods.fedngm.schema import Schema
+from fedstruct.methods.fedngm.structure import glasso_graph
 from fedstruct.methods.fedngm.train import batch_rows
 
 #: P(y = 1 | x), a survey's vote given party identification (anes96: 0.015 ... 0.954).
@@ -112,3 +113,82 @@ def test_sample_draws_with_the_run_s_burn_in(monkeypatch):
     drawn = use.sample("run", 50, seed=4)
     pd.testing.assert_frame_equal(drawn, est.model_.sample(50, seed=4, burn_in=1))
     assert not drawn.equals(est.model_.sample(50, seed=4))
+
+
+#: Six breast-cancer measurements (scikit-learn's bundled data, nearly collinear: the
+#: radii correlate 0.97) beside the diagnosis.
+MEASUREMENTS = ["mean radius", "mean texture", "mean concave points", "worst radius",
+                "worst concave points", "worst texture"]  # fmt: skip
+
+
+@pytest.fixture
+def one_hospital(monkeypatch):
+    """One breast-cancer hospital of 110 rows and a column of pure noise; the graphical
+    lasso at one fixed penalty instead of its cross-validated one (seconds per fit)."""
+    from sklearn.covariance import GraphicalLasso
+    from sklearn.datasets import load_breast_cancer
+
+    from fedstruct.methods.fedngm import structure
+
+    monkeypatch.setattr(
+        structure, "_glasso_fit", lambda x, cv: GraphicalLasso(0.05, max_iter=1000).fit(x)
+    )
+    monkeypatch.setattr(structure, "cv_failed_below", lambda model, threshold: False)
+    data = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "diagnosis"})
+    rows = data[[*MEASUREMENTS, "diagnosis"]].sample(110, random_state=0).reset_index(drop=True)
+    rows["noise"] = np.random.default_rng(0).standard_normal(len(rows))
+    kinds = {c: "real" for c in rows.columns} | {"diagnosis": "binary"}
+    return rows, Schema.from_frame(rows, kinds)
+
+
+def _neighbours(graph, name):
+    return {graph.names[j] for j in graph.adjacency()[graph.names.index(name)].nonzero()[0]}
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_a_dependent_variable_the_edge_test_isolates_keeps_its_glasso_neighbours(
+    one_hospital, missing
+):
+    """Given the other (collinear) measurements the diagnosis's partial correlations are
+    below the edge test's threshold at 110 rows, so the test alone left it isolated (on
+    the full data the global model predicted one probability for every row); its
+    marginal correlations (0.4-0.8) show it is not independent, and it keeps the
+    graphical lasso's neighbours it is marginally dependent on. The noise column,
+    marginally independent of everything, stays isolated."""
+    rows, schema = one_hospital
+    if missing:  # the pairwise-complete path (docs/fedngm.md, "Missing values")
+        rows = rows.mask(np.random.default_rng(1).random(rows.shape) < 0.02)
+    kw = {"cv": 3, "max_rows": 10_000, "seed": 0, "edge_level": 0.2}
+    alone = glasso_graph(rows, schema, isolated="none", **kw)
+    linked = glasso_graph(rows, schema, **kw)
+    assert not _neighbours(alone, "diagnosis")
+    found = _neighbours(linked, "diagnosis")
+    assert len(found) >= 3, found
+    strength = rows.corr()["diagnosis"].abs()
+    assert (strength[sorted(found)] > 0.3).all(), strength
+    assert not _neighbours(linked, "noise")
+    assert (alone.adjacency() <= linked.adjacency()).all()  # the test's own edges stay
+
+
+def test_small_sites_distil_from_at_least_the_floor_per_client():
+    """anes96's three sites (755 training rows) gave the global model 755 samples and
+    a sampled P(Dole) of 0.391 against the data's 0.416 (3,000 samples: 0.412)."""
+    from fedstruct.methods.fedngm.server import distillation_total
+
+    rows = {"a": 250, "b": 225, "c": 280}
+    assert distillation_total(rows, FedNGMConfig()) == 3_000
+    assert distillation_total(rows, FedNGMConfig(min_distillation_samples=0)) == 755
+    assert distillation_total(rows, FedNGMConfig(distillation_samples=900)) == 900
+    big = {"a": 8_000, "b": 8_000, "c": 8_000}  # the synthetic recipe's clients
+    assert distillation_total(big, FedNGMConfig()) == 24_000
+
+
+def test_the_new_settings_are_checked():
+    from fedstruct.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="isolated_edges"):
+        FedNGMConfig(isolated_edges="all")
+    with pytest.raises(ConfigError, match="min_distillation_samples"):
+        FedNGMConfig(min_distillation_samples=-1)
+    cfg = FedNGMConfig()
+    assert (cfg.isolated_edges, cfg.min_distillation_samples) == ("glasso", 1_000)

@@ -96,6 +96,7 @@ def local_graph(frame: pd.DataFrame, schema: Schema, config: FedNGMConfig, seed:
         return glasso_graph(
             frame, schema, cv=config.glasso_cv, max_rows=config.graph_max_rows, seed=seed,
             edge_level=config.edge_level, sample_partials=config.graph_method == "partial",
+            isolated=config.isolated_edges, isolated_level=config.isolated_level,
         )  # fmt: skip
     x = schema.encode(frame, missing=True)
     model, _ = fit_ngm(schema, [(x, 1.0)], None, config, seed)

@@ -39,7 +39,13 @@ from fedstruct.methods.fedngm.structure import merge_graphs
 from fedstruct.methods.fedngm.train import conditional_targets
 from fedstruct.privacy.release import ReleaseThreshold
 
-__all__ = ["FedNGMServer", "FedNGMState", "common_variables", "sample_counts"]
+__all__ = [
+    "FedNGMServer",
+    "FedNGMState",
+    "common_variables",
+    "distillation_total",
+    "sample_counts",
+]
 
 
 @dataclass
@@ -109,6 +115,16 @@ def sample_counts(rows: dict[str, int], total: int, allocation: str) -> dict[str
     for i in np.argsort(-(raw - counts), kind="stable")[: total - counts.sum()]:
         counts[i] += 1
     return {k: int(c) for k, c in zip(names, counts, strict=True)}
+
+
+def distillation_total(rows: dict[str, int], config: FedNGMConfig) -> int:
+    """How many samples the master draws from the client models in all:
+    ``distillation_samples`` when set, otherwise the clients' rows together but at
+    least ``min_distillation_samples`` per client (§3.2 draws 100,000 per client;
+    docs/fedngm.md, "Small sites")."""
+    if config.distillation_samples is not None:
+        return config.distillation_samples
+    return max(sum(rows.values()), config.min_distillation_samples * len(rows))
 
 
 class FedNGMServer(ServerAlgorithm[FedNGMState]):
@@ -246,7 +262,7 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         ``soft_targets``, each sample's targets are its client model's conditional
         expectations (:func:`~fedstruct.methods.fedngm.train.conditional_targets`)."""
         rows = {k: m.n_rows for k, m in models.items()}
-        total = self.config.distillation_samples or sum(rows.values())
+        total = distillation_total(rows, self.config)
         counts = sample_counts(rows, total, self.config.allocation)
         parts, targets = [], []
         for i, k in enumerate(sorted(models)):
