@@ -41,16 +41,10 @@ def test_flower_sim_equals_local_under_partial_participation():
     assert any(h["late_merged"] > 0 for h in local.history_)
 
 
-#: Fewer rows than a method's quick settings where they cost the most CPU (FedNGM's:
-#: 10.8 -> 6.4 s per run): the same messages and rounds, so the same comparison.
-SMALLER = {"fedngm": {"samples": 1000, "fidelity_samples": 200}}
-
-
 @pytest.mark.parametrize("method", runnable_names())
 def test_every_method_gives_the_local_metrics_on_flower_sim(method, tmp_path):
-    """Backend equivalence for each registered method, on its quick settings (fewer
-    rows for those in :data:`SMALLER`)."""
-    quick = {**runnable(method).quick, **SMALLER.get(method, {})}
+    """Backend equivalence for each registered method, on its quick settings."""
+    quick = dict(runnable(method).quick)
     local = execute(method, [quick], tmp_path / "local")
     sim = execute(method, [quick], tmp_path / "sim", backend="flower-sim")
     assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
