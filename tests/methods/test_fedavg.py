@@ -1,6 +1,4 @@
 import copy
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -143,20 +141,3 @@ def test_local_training_is_torch_sgd_bit_for_bit():
     assert loss == total / 70
     for got, expected in zip(model.parameters(), reference.parameters(), strict=True):
         assert torch.equal(got, expected)
-
-
-def test_local_training_does_not_import_torch_dynamo():
-    """A deployed ClientApp process trains once and exits: torch.optim's optimizers would
-    import torch._dynamo (~1.3 s of CPU) in every training message."""
-    script = (
-        "import sys, numpy as np, torch\n"
-        "from fedstruct.methods.fedavg.model import train_local\n"
-        "m = torch.nn.Linear(3, 2)\n"
-        "train_local(m, torch.ones(4, 3), torch.tensor([0, 1, 0, 1]), epochs=1, batch_size=2,\n"
-        "            learning_rate=0.1, rng=np.random.default_rng(0))\n"
-        "print('torch._dynamo' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "False"
