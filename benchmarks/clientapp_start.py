@@ -11,7 +11,12 @@ machine) and the seconds its imports took (the sum of the import log's top-level
 entries), medians over ``--repeats``. The import log slows imports a little;
 compare sources with each other, not with a plain start.
 
-Usage: ``python benchmarks/clientapp_start.py [--repeats R] --source SRC [--source SRC ...]``
+With ``--train`` each process also answers one training message (local SGD on the
+partition, as every round's training message does; ``torch._dynamo`` in the import
+log shows whether an optimizer imported it).
+
+Usage:
+``python benchmarks/clientapp_start.py [--repeats R] [--train] --source SRC [--source SRC ...]``
 """
 
 from __future__ import annotations
@@ -35,7 +40,14 @@ import flwr.supernode.cli  # what the flwr-clientapp script imports
 from fedstruct.experiments.flower.app import _partition
 settings = {"network": "asia", "clients": 3, "samples": 3000, "test_samples": 1000, "rounds": 3}
 model, own = _partition("fedavg", json.dumps(settings), 0)
-model.make_client(own)
+client = model.make_client(own)
+"""
+#: ``--train``: the process then answers one training message, as a round's does.
+TRAIN_MESSAGE = """
+from fedstruct.fl import Message
+from fedstruct.fl.params import get_params
+from fedstruct.methods.fedavg.client import FIT
+client.fit(Message(FIT, arrays=get_params(client.model), config={"round": 1}))
 """
 #: ``import time: SELF | CUMULATIVE | NAME`` (microseconds; NAME indented by depth)
 IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)")
@@ -61,14 +73,14 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def one_start(source: Path, scratch: Path) -> tuple[float, float, float, float]:
-    """Wall, CPU, import and torch-import seconds of one ClientApp start with ``source``."""
+def one_start(source: Path, scratch: Path, program: str) -> tuple[float, float, float, float]:
+    """Wall, CPU, import and torch-import seconds of one ClientApp ``program`` with ``source``."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     log = scratch / "imports.log"
     cpu = children_cpu()
     started = time.perf_counter()
     with log.open("w") as err:
-        subprocess.run([sys.executable, "-X", "importtime", "-c", CLIENT_MESSAGE], env=env,
+        subprocess.run([sys.executable, "-X", "importtime", "-c", program], env=env,
                        check=True, stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
     wall, cpu = time.perf_counter() - started, children_cpu() - cpu
     return (wall, cpu, *import_seconds(log.read_text(errors="replace")))
@@ -78,16 +90,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--source", type=Path, action="append", required=True)
+    parser.add_argument("--train", action="store_true", help="also answer a training message")
     args = parser.parse_args()
+    program = CLIENT_MESSAGE + (TRAIN_MESSAGE if args.train else "")
     sources = [s.resolve() for s in args.source]
     runs: dict[Path, list[tuple[float, float, float, float]]] = {s: [] for s in sources}
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="fedstruct-clientapp-") as scratch:
         for source in sources:  # warm the file cache once
-            one_start(source, Path(scratch))
+            one_start(source, Path(scratch), program)
         for _ in range(args.repeats):
             for source in sources:
-                runs[source].append(one_start(source, Path(scratch)))
+                runs[source].append(one_start(source, Path(scratch), program))
     print(f"{args.repeats} fresh processes per source, alternating; {os.cpu_count()} CPUs, "
           f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after\n")  # fmt: skip
     print("| fedstruct source | wall (s) | CPU (s) | imports (s) | of which torch (s) |")

@@ -1,4 +1,5 @@
-"""A local run loads no Flower code (Flower is an optional extra for other backends)."""
+"""A local run loads no Flower code (Flower is an optional extra for other backends),
+and FedAvg's training no ``torch._dynamo``."""
 
 import subprocess
 import sys
@@ -9,16 +10,22 @@ from pathlib import Path
 from fedstruct.experiments import execute, runnable
 execute("fedavg", [dict(runnable("fedavg").quick)], Path(sys.argv[1]))
 flower = sorted(m for m in sys.modules if m == "flwr" or m.startswith("flwr."))
+print("torch._dynamo" in sys.modules)
 print(len(flower), ",".join(sorted(m for m in sys.modules if m.startswith("fedstruct.fl.flower"))))
 """
 
 
-def test_a_local_run_imports_no_flower_code(tmp_path):
+def test_a_local_run_imports_no_flower_code_nor_torch_dynamo(tmp_path):
+    """A deployed FedAvg node starts a ClientApp process per message: building a
+    ``torch.optim`` optimizer there would import ``torch._dynamo`` (~1.3 s of CPU)
+    in every training message (docs/benchmarks.md, "Per-test CPU time")."""
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path / "run")],
         capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
-    count, modules = out.stdout.strip().splitlines()[-1].split(" ")
+    *_, dynamo, last = out.stdout.strip().splitlines()
+    assert dynamo == "False", "a FedAvg run imported torch._dynamo"
+    count, modules = last.split(" ")
     assert count == "0", out.stdout
     assert (tmp_path / "run" / "metrics.json").is_file()
     # only the registry package and the process-command helpers, no Flower module

@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -112,3 +114,30 @@ def test_the_readme_estimator_can_be_cloned():
     assert copy.get_params()["participation"] == model.get_params()["participation"]
     net.cardinalities["dysp"] = 99  # a copy: the network does not change
     assert net.cardinalities["dysp"] == 2
+
+
+def test_local_training_is_torch_sgd_bit_for_bit():
+    """train_local's plain step gives torch.optim.SGD's parameters and losses exactly."""
+    import torch
+
+    from fedstruct.methods.fedavg.model import _loss, train_local
+
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.randn(70, 5, generator=gen), torch.randint(0, 3, (70,), generator=gen)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    reference = copy.deepcopy(model)
+    loss = train_local(model, x, y, epochs=2, batch_size=16, learning_rate=0.3,
+                       rng=np.random.default_rng(4))  # fmt: skip
+    opt = torch.optim.SGD(reference.parameters(), lr=0.3)
+    loss_fn, rng = _loss(y), np.random.default_rng(4)
+    for _ in range(2):
+        total = 0.0
+        for idx in torch.from_numpy(rng.permutation(70)).split(16):
+            opt.zero_grad()
+            batch = loss_fn(reference(x[idx]), y[idx])
+            (batch / len(idx)).backward()
+            opt.step()
+            total += batch.item()
+    assert loss == total / 70
+    for got, expected in zip(model.parameters(), reference.parameters(), strict=True):
+        assert torch.equal(got, expected)

@@ -55,7 +55,7 @@ def train_local(
     float
         Mean training loss over the last epoch.
     """
-    opt = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    params = list(model.parameters())
     loss_fn = _loss(y)
     n = len(y)
     last = 0.0
@@ -65,13 +65,31 @@ def train_local(
         order = torch.from_numpy(rng.permutation(n))
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
-            opt.zero_grad()
+            for p in params:
+                p.grad = None
             loss = loss_fn(model(x[idx]), y[idx])
             (loss / len(idx)).backward()
-            opt.step()
+            _sgd_step(params, learning_rate)
             total += loss.item()
         last = total / n
     return last
+
+
+@torch.no_grad()
+def _sgd_step(params: list[nn.Parameter], learning_rate: float) -> None:
+    """One plain SGD step, ``w <- w - eta * grad`` (McMahan et al. 2017, Algorithm 1,
+    ClientUpdate), for every parameter that has a gradient.
+
+    The arithmetic of ``torch.optim.SGD(params, lr=learning_rate)`` without momentum or
+    weight decay on CPU tensors (its single-tensor path, ``param.add_(grad,
+    alpha=-lr)``): the same numbers, bit for bit. Written out because building a
+    ``torch.optim`` optimizer imports ``torch._dynamo`` (~1.3 s of CPU), which a
+    deployed run pays in every training message: Flower starts a fresh ClientApp
+    process per message (docs/benchmarks.md, "Deployed round").
+    """
+    for p in params:
+        if p.grad is not None:
+            p.add_(p.grad, alpha=-learning_rate)
 
 
 def _loss(y: torch.Tensor) -> nn.Module:
