@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from fedstruct.errors import KnowledgeError, UnknownVariableError
 from fedstruct.graphs.graph import find_cycle, reachable
 
-__all__ = ["KEYS", "KNOWLEDGE_FILE", "Knowledge", "KnowledgeRules", "as_rules"]
+__all__ = ["KEYS", "KNOWLEDGE_FILE", "Knowledge", "KnowledgeRules", "as_rules", "load_knowledge"]
 
 #: The file a run saves its knowledge in (``fedstruct show`` reads it).
 KNOWLEDGE_FILE = "knowledge.json"
@@ -310,6 +310,26 @@ def as_rules(
     if knowledge.is_empty:
         return None
     return replace(knowledge.resolve(names), prune_sets=prune_sets)
+
+
+def load_knowledge(value: Knowledge | Mapping[str, Any] | str | Path | None) -> Knowledge | None:
+    """The knowledge a method's ``knowledge`` setting gives: a :class:`Knowledge`, its
+    mapping form (as a run's config.json records it), a file path, or ``None``.
+
+    Raises
+    ------
+    KnowledgeError
+        For a file or mapping that is not valid knowledge, or another type.
+    """
+    if value is None or isinstance(value, Knowledge):
+        return value
+    if isinstance(value, str | Path):
+        return Knowledge.read(value)
+    if isinstance(value, Mapping):
+        return Knowledge.from_dict(value)
+    raise KnowledgeError(
+        f"knowledge must be a Knowledge, a file path or None, got {type(value).__name__}"
+    )
 
 
 # --------------------------------------------------------------------- helpers
