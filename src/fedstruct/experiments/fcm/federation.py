@@ -726,7 +726,7 @@ class SiteConcepts(OnSites):
             )
             path = files.get(client.name) if mode in ("auto", "given") else None
             if path:
-                where = f"site {client.name!r}'s graph file {path}"
+                where = f"the graph file {path} of site {client.name!r}"
                 proposed = check_graph(read_graph_file(path), knowledge, where)
                 graph = proposed.restrict([v for v in labels if v in proposed])
                 how = SiteGraph("given", graph.n_edges, source=path)
