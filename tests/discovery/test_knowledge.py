@@ -209,3 +209,14 @@ def test_pc_orients_by_tiers_and_closes_with_meek_rules():
     dag = Graph.from_edges("ABCD", ["A --> B", "B --> C", "C --> D"])
     told = pc(OracleTest(dag), knowledge=Knowledge(tiers=[["A"], ["B"]]))
     assert told.graph == dag  # A -> B by the tiers, then R1 down the chain
+
+
+def test_load_knowledge_takes_an_object_a_mapping_a_path_or_none(tmp_path):
+    from fedstruct.discovery.knowledge import load_knowledge
+
+    told = Knowledge(tiers=[["a"], ["b"]])
+    told.write(tmp_path / "k.json")
+    assert load_knowledge(told) is told and load_knowledge(None) is None
+    assert load_knowledge(str(tmp_path / "k.json")) == told == load_knowledge(told.to_dict())
+    with pytest.raises(KnowledgeError, match="must be a Knowledge, a file path or None, got int"):
+        load_knowledge(3)

@@ -90,6 +90,14 @@ def test_resume_reaches_the_same_metrics(tmp_path):
             "takes no --rate option (it takes: --jobs)",
         ),
         (
+            ["run", "fedavg", "--knowledge", "k.json", "--out", "X"],
+            "fedavg learns no graph, so --knowledge k.json has nothing to act on: drop it",
+        ),
+        (
+            ["run", "cafe", "--knowledge", "k.json", "--out", "X"],
+            "cafe learns no graph, so --knowledge k.json has nothing to act on: drop it",
+        ),
+        (
             ["run", "fcm", "--rounds", "1", "--graph", "nowhere.json", "--out", "X"],
             "graph file 'nowhere.json' does not exist; check the path",
         ),

@@ -17,7 +17,7 @@ from fedstruct.errors import DataError
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import read_graph
 
-__all__ = ["RUN_GRAPH", "given_graph", "read_graph_file"]
+__all__ = ["RUN_GRAPH", "given_graph", "graph_name", "read_graph_file"]
 
 #: The file of a run folder that holds the graph the run learned (its main one).
 RUN_GRAPH = "graph.json"
@@ -54,6 +54,11 @@ def read_graph_file(path: str | Path) -> Graph:
     if path.name.lower().endswith((".bif", ".bif.gz")):
         return read_bif_graph(path)
     return read_graph(path)
+
+
+def graph_name(graph: Graph | str | Path | None) -> str:
+    """How a message names a graph handed to an estimator: its path, or ``(given)``."""
+    return "(given)" if graph is None or isinstance(graph, Graph) else str(graph)
 
 
 def given_graph(graph: Graph | str | Path | None) -> Graph | None:

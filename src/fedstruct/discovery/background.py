@@ -33,9 +33,9 @@ from fedstruct.discovery.evidence import Evidence
 from fedstruct.discovery.knowledge import KnowledgeRules
 from fedstruct.discovery.pds import possible_dsep
 from fedstruct.discovery.skeleton import check_depth
-from fedstruct.graphs.graph import ARROW, NONE, TAIL
+from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL
 
-__all__ = ["PHASE", "orient_pag", "orient_pdag", "separate_removed_pairs"]
+__all__ = ["PHASE", "orient_pag", "orient_pdag", "respect_knowledge", "separate_removed_pairs"]
 
 #: The ``tests_by_phase`` key of :func:`separate_removed_pairs`' tests.
 PHASE = "knowledge_sepsets"
@@ -152,3 +152,28 @@ def orient_pag(marks: Marks, knowledge: KnowledgeRules) -> int:
             marks[y, x] = TAIL
             count += 1
     return count
+
+
+def respect_knowledge(marks: Marks, knowledge: KnowledgeRules, found: NDArray[np.bool_]) -> Marks:
+    """A combined PAG-like graph made to respect the knowledge; a new array.
+
+    ``forbidden_adjacent`` pairs lose their edge; a required pair that ``found`` holds
+    adjacent (some local graph had the edge) but ``marks`` dropped gets it back, with
+    circles before the knowledge's marks; then :func:`orient_pag` sets the marks the
+    knowledge implies (and only those) on every edge, as a local FCI does.
+
+    Parameters
+    ----------
+    marks
+        The combined graph's marks (``marks[x, y]``: the mark at ``y``).
+    knowledge
+        The knowledge resolved against the graph's variables.
+    found
+        Symmetric boolean: the pairs some local graph holds adjacent.
+    """
+    out = marks.copy()
+    out[knowledge.apart] = NONE
+    restore = knowledge.fixed & found & (out == NONE) & (out.T == NONE)
+    out[restore] = CIRCLE
+    orient_pag(out, knowledge)
+    return out

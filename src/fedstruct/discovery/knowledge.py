@@ -47,9 +47,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.errors import KnowledgeError, UnknownVariableError
-from fedstruct.graphs.graph import find_cycle, reachable
+from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph, find_cycle, reachable
 
-__all__ = ["KEYS", "KNOWLEDGE_FILE", "Knowledge", "KnowledgeRules", "as_rules"]
+__all__ = [
+    "KEYS",
+    "KNOWLEDGE_FILE",
+    "Knowledge",
+    "KnowledgeRules",
+    "as_rules",
+    "check_graph",
+    "load_knowledge",
+    "violations",
+]
 
 #: The file a run saves its knowledge in (``fedstruct show`` reads it).
 KNOWLEDGE_FILE = "knowledge.json"
@@ -310,6 +319,95 @@ def as_rules(
     if knowledge.is_empty:
         return None
     return replace(knowledge.resolve(names), prune_sets=prune_sets)
+
+
+def load_knowledge(value: Knowledge | Mapping[str, Any] | str | Path | None) -> Knowledge | None:
+    """The knowledge a method's ``knowledge`` setting gives: a :class:`Knowledge`, its
+    mapping form (as a run's config.json records it), a file path, or ``None``.
+
+    Raises
+    ------
+    KnowledgeError
+        For a file or mapping that is not valid knowledge, or another type.
+    """
+    if value is None or isinstance(value, Knowledge):
+        return value
+    if isinstance(value, str | Path):
+        return Knowledge.read(value)
+    if isinstance(value, Mapping):
+        return Knowledge.from_dict(value)
+    raise KnowledgeError(
+        f"knowledge must be a Knowledge, a file path or None, got {type(value).__name__}"
+    )
+
+
+def violations(graph: Graph, knowledge: Knowledge) -> list[str]:
+    """What ``graph`` asserts against ``knowledge``, one phrase per violation.
+
+    The statements over two of the graph's variables count (tiers keep their
+    members in the graph). A mark counts by its MAG meaning (docs/knowledge.md): a
+    tail at ``x`` with an arrowhead at ``y`` says ``x`` is an ancestor of ``y``, and so
+    does a chain of such edges; an arrowhead at ``x`` says it is not one of ``y``.
+    Circles and undirected CPDAG edges assert neither. Violations: ``x`` an ancestor of
+    ``y`` where the tiers or ``forbidden`` say it is not (by an edge or a directed
+    path), an edge between a ``forbidden_adjacent`` pair, and a required ``x -> y``
+    missing or with an arrowhead at ``x`` or a tail at ``y`` (``y`` an ancestor).
+    """
+    keep = set(graph.names)
+    tiers = tuple(t for t in (tuple(n for n in tier if n in keep) for tier in knowledge.tiers) if t)
+    inner = Knowledge(
+        tiers=tiers,
+        **{key: tuple(p for p in getattr(knowledge, key) if set(p) <= keep) for key in KEYS[1:]},
+    )
+    if inner.is_empty:
+        return []
+    rules = inner.resolve(graph.names)
+    m, names = graph.marks, graph.names
+    directed = (m == ARROW) & (m.T == TAIL)  # [x, y]: x --> y
+    out = []
+    for x, y in np.argwhere(rules.not_ancestor).tolist():
+        if directed[x, y]:
+            out.append(f"{names[x]} -> {names[y]} ({_why(inner, rules, x, y)})")
+        elif x != y and reachable(directed, [x])[y]:
+            out.append(
+                f"{names[x]} -> ... -> {names[y]}, a directed path ({_why(inner, rules, x, y)})"
+            )
+    for x, y in np.argwhere(np.triu(rules.apart)).tolist():
+        if m[x, y] != NONE:
+            out.append(f"{names[x]} - {names[y]} (forbidden_adjacent)")
+    for x, y in np.argwhere(rules.required).tolist():
+        if m[x, y] == NONE:
+            out.append(f"{names[x]} -> {names[y]} missing (required)")
+        elif m[y, x] == ARROW or m[x, y] == TAIL:
+            out.append(
+                f"{graph.edge(names[x], names[y])} against the required {names[x]} -> {names[y]}"
+            )
+    return out
+
+
+def check_graph(graph: Graph, knowledge: Knowledge | None, where: str) -> Graph:
+    """``graph`` if it respects ``knowledge`` (:func:`violations`); ``None`` knowledge:
+    no check.
+
+    Raises
+    ------
+    KnowledgeError
+        One line naming ``where`` and every violating edge.
+    """
+    found = [] if knowledge is None else violations(graph, knowledge)
+    if found:
+        raise KnowledgeError(
+            f"{where} contradicts the background knowledge: {'; '.join(found)}; fix the "
+            "graph or the knowledge"
+        )
+    return graph
+
+
+def _why(knowledge: Knowledge, rules: KnowledgeRules, x: int, y: int) -> str:
+    """Which statement says ``x`` is not an ancestor of ``y``."""
+    if (rules.names[x], rules.names[y]) in knowledge.forbidden:
+        return "forbidden"
+    return f"tier {int(rules.tier[x]) + 1} into the earlier tier {int(rules.tier[y]) + 1}"
 
 
 # --------------------------------------------------------------------- helpers

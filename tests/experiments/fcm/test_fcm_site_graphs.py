@@ -181,3 +181,18 @@ def test_without_graph_files_the_learned_graphs_beat_the_empty_one(tmp_path):
     scaled, _ = run("given", "auto")
     assert scaled["val_task_accuracy"] > empty["val_task_accuracy"] + 0.1
     assert flat["val_task_accuracy"] > empty["val_task_accuracy"] + 0.05
+
+
+def test_a_site_graph_file_against_the_knowledge_is_refused_naming_the_site(tmp_path):
+    from fedstruct.errors import KnowledgeError
+
+    hand = Graph.from_edges([*CONCEPTS, "y"], [("y", "c0"), ("c2", "y")])
+    write_graph(hand, tmp_path / "hand.json")
+    manifest = concept_sites(tmp_path, graphs={0: "hand.json"})
+    (tmp_path / "k.json").write_text('{"tiers": [["c0", "c1", "c2"], ["y"]]}')
+    told = FCMRun(manifest=str(manifest), client_graphs="given", knowledge=str(tmp_path / "k.json"))
+    with pytest.raises(KnowledgeError, match=r"graph file .*hand.json of site 's0' contradicts .*: "
+                       r"y -> c0 \(tier 2 into the earlier tier 1\); fix"):  # fmt: skip
+        runnable("fcm").resolve(told).clients()
+    plain = FCMRun(manifest=str(manifest), client_graphs="given")
+    assert runnable("fcm").resolve(plain).site_graphs["s0"].edges == 2

@@ -250,3 +250,16 @@ def test_a_given_graph_replaces_the_aggregated_one(asia, tmp_path):
     dropped = fcm(rounds=1, graph=confounded).fit(bare).graph_
     oriented = fcm(rounds=1, graph=confounded, bidirected="orient").fit(bare).graph_
     assert not dropped.is_adjacent("lung", "bronc") and oriented.is_adjacent("lung", "bronc")
+
+
+def test_a_given_graph_against_the_knowledge_is_refused_with_its_edges():
+    from fedstruct.discovery import Knowledge
+    from fedstruct.errors import KnowledgeError
+
+    graph = Graph.from_edges(["smoke", "lung", "dysp"], ["lung --> smoke", "lung --> dysp"])
+    tiers = Knowledge(tiers=[["smoke"], ["lung"]])
+    with pytest.raises(KnowledgeError, match=r"concept graph \(given\) contradicts .*: "
+                       r"lung -> smoke \(tier 2 into the earlier tier 1\); fix"):  # fmt: skip
+        fcm(graph=graph, knowledge=tiers).make_server()
+    assert fcm(graph=graph).make_server() is not None  # without knowledge: taken
+    fcm(graph=graph, knowledge=Knowledge(tiers=[["lung"], ["smoke"]])).make_server()

@@ -6,6 +6,7 @@ import pytest
 
 from fedstruct.data import ClientData
 from fedstruct.data.scm import CategoricalSCM
+from fedstruct.discovery import Knowledge
 from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.experiments.fedcd.federation import horizontal_interventions, vertical_interventions
 from fedstruct.fl import Message
@@ -13,6 +14,7 @@ from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.random import chain_dag
 from fedstruct.methods.fedcd import ENCO, Beliefs, ENCOConfig, FedCD, InterventionalData
 from fedstruct.methods.fedcd.client import FIT
+from fedstruct.methods.fedcd.knowledge import NO_EDGE, SURE, FixedEdges
 
 SMALL = {"model_steps": 150, "graph_steps": 30, "graphs_per_step": 40}
 #: Enough ENCO to run the protocol, not to learn: tests of what crosses the wire.
@@ -207,3 +209,36 @@ def test_a_run_with_bins_resumes_to_the_same_graph(chain, tmp_path):
     assert resumed.bins_ == full.bins_
     np.testing.assert_array_equal(resumed.beliefs_.gamma, full.beliefs_.gamma)
     assert resumed.history_ == full.history_
+
+
+def test_knowledge_fixes_enco_edges_every_client_round_and_the_aggregate(chain):
+    dag, scm = chain
+    clients = vertical_interventions(scm, 2, n_observational=300, n_per_intervention=20, seed=0)
+    names = list(clients[0].variables)
+    a, b = dag.edges()[0].a, dag.edges()[0].b  # a true edge a -> b
+    far = names[-1] if names[-1] not in (a, b) else names[0]
+    knowledge = Knowledge(forbidden=[(a, b)], required=[(far, a)], tiers=[[names[1]], [names[2]]])
+    model = FedCD(rounds=2, epochs_per_round=1, seed=1, knowledge=knowledge, **TINY)
+    model.fit(clients)
+    i, j, f = names.index(a), names.index(b), names.index(far)
+    graphs = [model.graph_, *(g for r in model.client_graphs_ for g in r.values())]
+    for graph in graphs:
+        assert not graph.directed()[i, j] and graph.directed()[f, i]
+        assert not graph.directed()[2, 1]  # tier 2 into tier 1
+    probs = model.beliefs_.edge_probability
+    assert probs[i, j] == 0.0 and probs[f, i] == 1.0 and probs[i, f] == 0.0 and probs[2, 1] == 0.0
+    np.testing.assert_allclose(model.beliefs_.theta, -model.beliefs_.theta.T)
+
+
+def test_fixed_edges_name_what_the_knowledge_fixes():
+    names = ["A", "B", "C"]
+    fixed = FixedEdges.from_knowledge(Knowledge(tiers=[["A"], ["B"]], required=[("C", "B")]), names)
+    assert fixed.gamma_fixed.tolist() == [
+        [False, False, False],
+        [True, False, True],  # B -> A (tiers), B -> C (C -> B required): impossible
+        [False, True, False],  # C -> B required (fixed at SURE)
+    ]
+    assert fixed.gamma[2, 1] == SURE and fixed.gamma[1, 0] == NO_EDGE
+    assert fixed.theta[0, 1] == SURE and fixed.theta[2, 1] == SURE and fixed.theta[1, 2] == -SURE
+    assert not fixed.theta_fixed[0, 2]  # A - C: unconstrained
+    assert FixedEdges.from_knowledge(None, names) is None

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from fedstruct.data import ClientData, load_network
-from fedstruct.discovery import OracleTest, fci
+from fedstruct.discovery import Knowledge, OracleTest, fci
+from fedstruct.discovery.background import respect_knowledge
 from fedstruct.errors import DataError
 from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 from fedstruct.graphs import Graph
@@ -116,3 +117,43 @@ def test_a_client_sharing_no_variable_is_named():
     c = oracle_data("c", ["X", "U", "V"])
     with pytest.raises(DataError, match=r"client\(s\) \['b'\] share no variable with any other"):
         OracleFedCDnv().fit([a, b, c])
+
+
+# The server and background knowledge the clients ignore.
+# The oracle clients run FCI without knowledge, so their graphs disagree with it:
+# Z - Y is a true edge (forbidden as an adjacency here), TPSS removes X - Y (required
+# here), and U o-> X has a circle at U (the tiers put X first: an arrowhead at U).
+KNOWLEDGE = Knowledge(tiers=[["X"], ["U"]], required=[("X", "Y")], forbidden_adjacent=[("Z", "Y")])
+
+
+def federation():
+    return [oracle_data("a", ["U", "X", "Y", "V"]), oracle_data("b", ["X", "Z", "Y"])]
+
+
+def test_fedg_and_g0_respect_knowledge_the_clients_graphs_contradict():
+    plain = OracleFedCDnv().fit(federation())
+    told = OracleFedCDnv(knowledge=KNOWLEDGE).fit(federation())
+    assert plain.local_graphs_ == told.local_graphs_  # the clients ignore it
+    assert plain.graph_.is_adjacent("Z", "Y") and not plain.graph_.is_adjacent("X", "Y")
+    expected = ["U <-> X", "X --> Y", "X o-o Z", "Y <-o V"]
+    assert sorted(map(str, told.graph_.edges())) == expected
+    assert not told.initial_graph_.is_adjacent("Z", "Y")
+    assert str(told.initial_graph_.edge("X", "Y")) == "X --> Y"
+    for graph in (told.graph_, told.definite_graph_):
+        assert not graph.is_adjacent("Z", "Y")
+
+
+def test_fci_base_keeps_a_required_edge_and_drops_a_forbidden_adjacency():
+    told = OracleFedCDnv(strategy="largest", knowledge=KNOWLEDGE).fit(federation())
+    assert str(told.graph_.edge("X", "Y")) == "X --> Y"
+    assert not told.graph_.is_adjacent("Z", "Y")
+
+
+def test_a_required_pair_no_local_graph_holds_is_not_invented():
+    names = ["A", "B", "C"]
+    rules = Knowledge(required=[("A", "B"), ("B", "C")]).resolve(names)
+    graph = Graph.from_edges(names, ["A o-o C"])
+    found = Graph.from_edges(names, ["A o-o B", "A o-o C"]).adjacency()
+    out = Graph(names, respect_knowledge(graph.marks, rules, found))
+    assert sorted(map(str, out.edges())) == ["A --> B", "A o-o C"]  # no B - C
+    assert np.array_equal(graph.marks, Graph.from_edges(names, ["A o-o C"]).marks)  # a copy

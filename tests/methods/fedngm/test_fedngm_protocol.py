@@ -131,3 +131,15 @@ def test_a_given_graph_replaces_the_graph_round():
         FedNGM(kinds=KINDS, graph=truth.restrict("abc"), epochs=1).fit(_clients())
     with pytest.raises(ConfigError, match="NGR variant learns no graph"):
         FedNGM(kinds=KINDS, graph=truth, variant="ngr")
+
+
+def test_a_given_graph_against_the_knowledge_is_refused(tmp_path):
+    from fedstruct.errors import KnowledgeError
+    from fedstruct.graphs.graph import Graph
+
+    path = tmp_path / "k.json"
+    path.write_text('{"forbidden_adjacent": [["a", "b"]], "required": [["c", "d"]]}')
+    given = Graph.from_edges(list("abcd"), ["a --> b", "b --> c"])
+    with pytest.raises(KnowledgeError, match=r"a - b \(forbidden_adjacent\); c -> d missing"):
+        FedNGM(kinds=KINDS, graph=given, knowledge=str(path)).make_server()
+    FedNGM(kinds=KINDS, graph=given).make_server()

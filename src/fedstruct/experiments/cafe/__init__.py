@@ -68,6 +68,7 @@ register(
             "dirichlet": "skew_alpha",
             "cf": "report_rate",
             "method": "algorithm",
+            "knowledge": "knowledge",
         },
         missing=("keep", "error", "drop-rows"),
     )

@@ -39,6 +39,9 @@ class CafeRun(FederationSettings, CafeConfig):
         With a user's table sites: the class column (categorical or ordinal); empty:
         the manifest's ``target``. Its features are the other columns, encoded from
         federated statistics (docs/cafe.md, "CAFE on a table").
+    knowledge
+        Not taken: cafe learns no graph, so background knowledge has nothing to act
+        on (a value is refused; docs/knowledge.md lists the methods that take it).
     """
 
     bootstrap_refusal: ClassVar[str] = (
@@ -58,8 +61,14 @@ class CafeRun(FederationSettings, CafeConfig):
     min_per_client: int = 1
     test_fraction: float = 0.2
     target: str = ""
+    knowledge: str | None = None
 
     def __post_init__(self) -> None:
+        if self.knowledge:
+            raise ConfigError(
+                f"cafe learns no graph, so --knowledge {self.knowledge} has nothing to act "
+                "on: drop it (docs/knowledge.md lists the methods that take it)"
+            )
         if self.truth:
             raise ConfigError(
                 f"cafe learns no graph, so --truth {self.truth} has nothing to score: drop it"

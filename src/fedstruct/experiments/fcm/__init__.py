@@ -75,7 +75,13 @@ register(
             "samples": 2000,
             "autoencoder_epochs": 5,
         },
-        options={"network": "network", "model": "model", "regime": "regime", "graph": "graph"},
+        options={
+            "network": "network",
+            "model": "model",
+            "regime": "regime",
+            "graph": "graph",
+            "knowledge": "knowledge",
+        },
         # missing inputs are imputed by the statistics step; a missing label is unsupervised
         missing=("keep", "error", "drop-rows"),
     )

@@ -44,6 +44,7 @@ from fedstruct.data.partition import balanced_sizes, client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import LEVELLED, require_kinds, unobserved_as_missing
 from fedstruct.discovery import fci
+from fedstruct.discovery.knowledge import check_graph, load_knowledge
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
@@ -715,6 +716,7 @@ class SiteConcepts(OnSites):
         """Each site read here as a client, with its :class:`SiteGraph` (learned once)."""
         mode, given_graph = self.settings.client_graphs, bool(self.settings.graph)
         files = self.sites.view.graphs
+        knowledge = load_knowledge(self.settings.knowledge)
         out = []
         for read in self.sites.clients():
             client = unobserved_as_missing(read, self.sites.schema, self.input_columns)
@@ -724,7 +726,8 @@ class SiteConcepts(OnSites):
             )
             path = files.get(client.name) if mode in ("auto", "given") else None
             if path:
-                proposed = read_graph_file(path)
+                where = f"the graph file {path} of site {client.name!r}"
+                proposed = check_graph(read_graph_file(path), knowledge, where)
                 graph = proposed.restrict([v for v in labels if v in proposed])
                 how = SiteGraph("given", graph.n_edges, source=path)
             elif mode == "fci" or (mode == "auto" and not given_graph):

@@ -30,6 +30,7 @@ from fedstruct.experiments.fcm.concepts import ConceptDataset
 from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts, flat_graph
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
+from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned, warn_imputed_unobserved
@@ -154,7 +155,10 @@ def run_fcm(
     s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource | SiteConcepts
 ) -> RunOutcome:
     """Fit the regime; score on the test rows (a user's files: the sites' held-out
-    rows); plot the validation loss per round."""
+    rows); plot the validation loss per round. A knowledge file is checked against
+    the concepts and the task first and saved as knowledge.json (the model checks
+    the given graph against it)."""
+    save_knowledge(s.knowledge, tuple(source.cardinalities), ctx.out)
     with torch_threads(1):  # small models: one thread is fastest (fl.grid.torch_threads)
         if isinstance(source, SiteConcepts):
             return _on_files(s, ctx, model, source)

@@ -54,6 +54,9 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     min_per_client
         Fewest rows a client may get: an iid split that gives one fewer is an error; a
         label-skewed split is redrawn until every client has as many.
+    knowledge
+        Not taken: fedavg learns no graph, so background knowledge has nothing to act
+        on (a value is refused; docs/knowledge.md lists the methods that take it).
 
     On a user's files (``--site``/``--sites``) ``target`` names the column to predict
     (categorical or ordinal: a classification; continuous: a regression), continuous
@@ -74,8 +77,14 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     partition: str = "iid"
     skew_alpha: float = 0.5
     min_per_client: int = 20
+    knowledge: str | None = None
 
     def __post_init__(self) -> None:
+        if self.knowledge:
+            raise ConfigError(
+                f"fedavg learns no graph, so --knowledge {self.knowledge} has nothing to act "
+                "on: drop it (docs/knowledge.md lists the methods that take it)"
+            )
         if self.truth:
             raise ConfigError(
                 f"fedavg learns no graph, so --truth {self.truth} has nothing to score: drop it"

@@ -31,6 +31,7 @@ from fedstruct.experiments.confidence import bootstrap_metrics
 from fedstruct.experiments.fedcd.federation import InterventionTask, RegimeSites
 from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
+from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
@@ -96,7 +97,12 @@ def run_fedcd(
     s: FedCDRun, ctx: RunContext, model: FedCD, source: InterventionTask | RegimeSites
 ) -> RunOutcome:
     """Fit on the backend; SHD of the final and of every round's graph against the truth
-    (on a user's files: :func:`_on_files`)."""
+    (on a user's files: :func:`_on_files`). A knowledge file is checked against the
+    variables first and saved as knowledge.json."""
+    variables = source.sites.schema.variables if isinstance(source, RegimeSites) else None
+    if variables is None and s.knowledge is not None:
+        variables = source.truth.names
+    save_knowledge(s.knowledge, variables, ctx.out)
     ctx.fit(model, source)
     if isinstance(source, RegimeSites):
         return _on_files(ctx, model, source)

@@ -28,12 +28,12 @@ from collections.abc import Mapping, Sequence
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
-from fedstruct.discovery.knowledge import KNOWLEDGE_FILE, Knowledge
 from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.confidence import bootstrap_metrics
 from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
 from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
+from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
@@ -91,10 +91,7 @@ def run_fedcdnv(
     or, on a user's files, report what FedG holds (:func:`_on_files`). A knowledge
     file is checked against the federation's variables first and saved as
     knowledge.json."""
-    if s.knowledge is not None:
-        knowledge = Knowledge.read(s.knowledge)
-        knowledge.resolve(_variables(source))  # an unknown name or a contradiction stops here
-        knowledge.write(ctx.out / KNOWLEDGE_FILE)
+    save_knowledge(s.knowledge, _variables(source), ctx.out)
     ctx.fit(model, source)
     if model.graph_ is None:  # stopped after round 1 (--stop-after 1): nothing integrated
         tests = float(sum(h.get("tests", 0.0) for h in model.history_))

@@ -63,7 +63,7 @@ register(
             "burn_in": 5,
             "fidelity_samples": 500,
         },
-        options={"dataset": "dataset", "graph": "graph"},
+        options={"dataset": "dataset", "graph": "graph", "knowledge": "knowledge"},
         missing=("keep", "error", "drop-rows"),
     )
 )

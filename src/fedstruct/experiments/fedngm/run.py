@@ -53,6 +53,7 @@ from fedstruct.experiments.fedngm.federation import (
 )
 from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.plots import plot_bars
+from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
@@ -84,7 +85,10 @@ def method(s: FedNGMRun, source: SubpopulationSource | MixedSites) -> FedNGM:
 def run_fedngm(
     s: FedNGMRun, ctx: RunContext, model: FedNGM, source: SubpopulationSource | MixedSites
 ) -> RunOutcome:
-    """Fit FedNGM, then score every model on every test set (module docstring)."""
+    """Fit FedNGM, then score every model on every test set (module docstring). A
+    knowledge file is checked against the variables first and saved as
+    knowledge.json (the model checks the given graph against it)."""
+    save_knowledge(s.knowledge, tuple(source.kinds), ctx.out)
     with torch_threads(1):
         ctx.fit(model, source)
         if isinstance(source, MixedSites):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
 
@@ -103,6 +104,14 @@ class FCMConfig:
         features, autoencoder codes mixed with unit noise, on one scale by
         construction, so its results stay the paper's; ``"federated"`` for every other
         table: a user's files or rows given to the estimator).
+    knowledge
+        Background knowledge (a ``Knowledge`` or a JSON/YAML file,
+        docs/knowledge.md) the given concept graph (``graph``) and every site's
+        proposed graph file must respect: one that does not (an edge into an earlier
+        tier, a forbidden edge or directed path, a forbidden adjacency, a missing
+        required edge) is refused with its edges named
+        (:func:`~fedstruct.discovery.knowledge.check_graph`); ``None`` (default): no
+        check.
     """
 
     model: str = "c2bm"
@@ -128,6 +137,7 @@ class FCMConfig:
     dp_clip: float = 1.0
     dp_rounds: int | None = None
     input_scaling: str = "auto"
+    knowledge: str | Knowledge | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fcm")

@@ -12,7 +12,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
-from fedstruct.data.graph_files import given_graph
+from fedstruct.data.graph_files import given_graph, graph_name
+from fedstruct.discovery.knowledge import check_graph, load_knowledge
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
@@ -135,6 +136,8 @@ class FCM(
         """A fresh server algorithm (with the given graph as a DAG, if any)."""
         given = given_graph(self.graph)
         if given is not None:
+            knowledge = load_knowledge(self.config.knowledge)
+            check_graph(given, knowledge, f"the concept graph {graph_name(self.graph)}")
             given = dag_member(given, self.config.bidirected)
         return FCMServer(self.config, self.task, self.cardinalities, self.seed, given)
 

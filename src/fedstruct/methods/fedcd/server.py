@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
@@ -38,6 +39,7 @@ from fedstruct.methods.fedcd.aggregate import (
 )
 from fedstruct.methods.fedcd.client import BIN_COUNTS, BIN_CUTS, BIN_GRID, BIN_SUMMARY, FIT
 from fedstruct.methods.fedcd.config import FedCDConfig
+from fedstruct.methods.fedcd.knowledge import FixedEdges
 from fedstruct.methods.fedcd.learner import Beliefs
 
 __all__ = ["FedCDServer", "FedCDState", "final_graph"]
@@ -89,6 +91,7 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
         self.config = config
         self.rounds = config.rounds
         self.binning = binning if binning is not None and binning.columns else None
+        self.knowledge = load_knowledge(config.knowledge)
 
     def init_state(self) -> FedCDState:
         """No belief yet: round 1 starts every client from the uniform one."""
@@ -119,7 +122,8 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
         beliefs = [Beliefs(r.arrays["gamma"], r.arrays["theta"]) for _, r in ordered]
         targets = [r.arrays["targets"].astype(int).tolist() for _, r in ordered]
         shares = vote_weights([r.metrics["n"] for _, r in ordered])
-        voted = aggregate_beliefs(beliefs, shares, self.config.belief_space)
+        fixed = FixedEdges.from_knowledge(self.knowledge, names)
+        voted = _fix(fixed, aggregate_beliefs(beliefs, shares, self.config.belief_space))
         if self.config.aggregation == "vote":
             merged = voted
         else:
@@ -132,7 +136,7 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
                 self.config.min_mass,
             )
             weights = proximity_weights(scores, self.config.temperature, self.config.weighting)
-            merged = aggregate_beliefs(beliefs, weights, self.config.belief_space)
+            merged = _fix(fixed, aggregate_beliefs(beliefs, weights, self.config.belief_space))
         graph = self._graph(names, merged)
         locals_ = {
             grid.node_name(n): self._graph(names, b)
@@ -193,6 +197,11 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
     def describe(self, state: FedCDState) -> str:
         """Edges of the aggregated graph, for the progress bar."""
         return f"{state.graph.n_edges} edges" if state.graph is not None else ""
+
+
+def _fix(fixed: FixedEdges | None, beliefs: Beliefs) -> Beliefs:
+    """``beliefs`` with the entries background knowledge fixes written (if any)."""
+    return beliefs if fixed is None else fixed.apply(beliefs)
 
 
 def _with_record(state: FedCDState, record: Mapping[str, float]) -> FedCDState:

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from fedstruct.data.client import ClientData
-from fedstruct.discovery import CITest, Knowledge, LocalResult, fci, make_ci_test, rfci
+from fedstruct.discovery import CITest, LocalResult, fci, make_ci_test, rfci
+from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
 from fedstruct.graphs import Graph
@@ -109,7 +110,7 @@ class FedCDnvClient(Client):
                 kwargs.update(pds_depth=cfg.pds_depth, workers=cfg.workers)
             ci_test = self._ci_test()
             if cfg.knowledge is not None:
-                kwargs["knowledge"] = Knowledge.read(cfg.knowledge).restrict(ci_test.names)
+                kwargs["knowledge"] = load_knowledge(cfg.knowledge).restrict(ci_test.names)  # type: ignore[union-attr]
             self._result = learner(ci_test, **kwargs)
         return self._result
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
 from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.kinds import CG_MIN_ROWS
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.pvalues import check_interval
@@ -81,10 +82,11 @@ class FedCDnvConfig:
         ``"exclude"`` (the client leaves it out of its variables, as if unobserved, and
         reports it: no test can relate a constant to anything).
     knowledge
-        A background-knowledge file (JSON or YAML, docs/knowledge.md) every client
-        reads and gives its local FCI/RFCI, restricted to its own variables (without
-        the ``forbidden_adjacent`` pairs: docs/knowledge.md); ``None`` (default):
-        none. The same file at every client.
+        Background knowledge (docs/knowledge.md): a ``Knowledge`` or a file (JSON or
+        YAML) every client reads and gives its local FCI/RFCI, restricted to its own
+        variables (without the ``forbidden_adjacent`` pairs), and the server applies
+        to G0 and FedG (:func:`~fedstruct.discovery.background.respect_knowledge`);
+        ``None`` (default): none. The same file at every client and the server.
     """
 
     strategy: str = "tpss"
@@ -103,7 +105,7 @@ class FedCDnvConfig:
     stability_depth: int | None = 2
     weight_count: str = "observers"
     constant_columns: str = "error"
-    knowledge: str | None = None
+    knowledge: str | Knowledge | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedcdnv")

@@ -9,6 +9,10 @@ sets; aggregate with TPSS (or the vote) into FedG (Algorithm 3). FeddG keeps the
 relationships FedG's own status matrix calls definite (§3.3.2).
 Both rounds also record, per client, the CI test it ran and the rows behind its
 tests (:attr:`FedCDnvState.site_tests`; not part of the algorithm).
+With background knowledge (``knowledge``), G0 and FedG are made to respect it
+(:func:`~fedstruct.discovery.background.respect_knowledge`: no ``forbidden_adjacent``
+edge, no required adjacency a client found lost, the knowledge's marks) before their
+status matrices are built; FeddG, a part of FedG, follows.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.background import respect_knowledge
+from fedstruct.discovery.knowledge import as_rules, load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint, from_json_bytes
 from fedstruct.graphs import NONE, Graph, union, union_names
@@ -104,6 +110,7 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
     def __init__(self, config: FedCDnvConfig) -> None:
         self.config = config
         self.rounds = config.n_rounds
+        self.knowledge = load_knowledge(config.knowledge)
 
     def init_state(self) -> FedCDnvState:
         """Nothing known before round 1."""
@@ -125,7 +132,7 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
             reports[node] = ClientReport(grid.node_name(node), pag, int(reply.metrics["n"]))
         check_overlap({r.name: r.pag.names for r in reports.values()})
         names = tuple(union_names([r.pag for r in reports.values()]))
-        g0 = union([r.pag for r in reports.values()], names)
+        g0 = self._respect(union([r.pag for r in reports.values()], names), None)
         together = observed_together(names, [r.pag.names for r in reports.values()])
         stat0 = status_matrix(g0, together)
         state = FedCDnvState(
@@ -185,7 +192,23 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
             stat=state.stat0,
             weight_count=self.config.weight_count,
         )
+        found = union([r.pag for r in reports], state.names)
+        fed = self._respect(state.aggregation.graph, found, state.g0)
+        state.aggregation = Aggregation(fed, state.aggregation.decisions)
         state.stat = status_matrix(state.aggregation.graph, together)
+
+    def _respect(self, graph: Graph, *found: Graph | None) -> Graph:
+        """``graph`` made to respect the knowledge (unchanged without one); ``found``:
+        graphs over its variables whose adjacencies a required pair keeps (``None``:
+        ``graph`` itself)."""
+        rules = as_rules(self.knowledge, graph.names)
+        if rules is None:
+            return graph
+        held = graph.adjacency()
+        for other in found:
+            if other is not None:
+                held = held | other.adjacency()
+        return graph.with_marks(respect_knowledge(graph.marks, rules, held))
 
     def describe(self, state: FedCDnvState) -> str:
         """Edges of G0 and FedG so far."""

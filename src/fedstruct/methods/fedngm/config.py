@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.graphs.undirected import DEPENDENCY_RULES
 
 __all__ = [
@@ -217,6 +218,13 @@ class FedNGMConfig:
         table's doctor visits (skewness 4.8; 0.5 after the transform), not its
         mostly-zero limitation score ``physlm`` (2.3 either way), and no variable of
         the synthetic data (docs/fedngm.md).
+    knowledge
+        Background knowledge (a ``Knowledge`` or a JSON/YAML file,
+        docs/knowledge.md) the given concept graph (``graph``) must respect: one that
+        does not (an edge into an earlier tier, a forbidden edge or directed path, a
+        forbidden adjacency, a missing required edge) is refused with its edges named
+        (:func:`~fedstruct.discovery.knowledge.check_graph`); ``None`` (default): no
+        check.
     """
 
     variant: str = "ngm"
@@ -255,6 +263,7 @@ class FedNGMConfig:
     validation_fraction: float = 0.1
     test_fraction: float = 0.0
     log_skew: float | None = 2.0
+    knowledge: str | Knowledge | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedngm")

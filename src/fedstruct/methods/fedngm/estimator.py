@@ -12,7 +12,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
-from fedstruct.data.graph_files import given_graph
+from fedstruct.data.graph_files import given_graph, graph_name
+from fedstruct.discovery.knowledge import check_graph, load_knowledge
 from fedstruct.errors import (
     ConfigError,
     FedstructWarning,
@@ -129,6 +130,8 @@ class FedNGM(
         """A fresh master (with the given graph's undirected form, if any)."""
         given = given_graph(self.graph)
         if given is not None:
+            knowledge = load_knowledge(self.config.knowledge)
+            check_graph(given, knowledge, f"the graph {graph_name(self.graph)}")
             given = dependency_graph(given, self.config.graph_rule)
         return FedNGMServer(self.config, self.seed, self.public, given)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, check_fields
+from fedstruct.discovery.knowledge import Knowledge
 
 __all__ = ["ENCOConfig"]
 
@@ -45,6 +46,10 @@ class ENCOConfig:
         Torch threads while learning (default: ``FEDSTRUCT_THREADS``, else 1;
         :func:`fedstruct.fl.threads.default_threads`; never more than the cores this
         process may use).
+    knowledge
+        Background knowledge (a ``Knowledge``, a JSON/YAML file, docs/knowledge.md)
+        that fixes edge parameters (:mod:`fedstruct.methods.fedcd.knowledge`); ``None``
+        (default): none.
     """
 
     hidden: int = 64
@@ -60,6 +65,7 @@ class ENCOConfig:
     weight_decay: float = 1e-4
     graph_chunk: int = 25
     threads: int | None = None
+    knowledge: str | Knowledge | None = None
 
     def __post_init__(self) -> None:
         # graphs_per_step >= 2: the gradient compares graphs with and without each edge

@@ -30,6 +30,7 @@ from fedstruct.fl.threads import default_threads, usable_cores
 from fedstruct.methods.fedcd.enco.config import ENCOConfig
 from fedstruct.methods.fedcd.enco.graph_fitting import ThetaAdam, edge_gradients, theta_update_mask
 from fedstruct.methods.fedcd.enco.networks import ConditionalNetworks
+from fedstruct.methods.fedcd.knowledge import FixedEdges
 from fedstruct.methods.fedcd.learner import NO_SELF_LOOP, Beliefs, InterventionalData
 
 __all__ = ["ENCO", "ENCOConfig"]
@@ -81,6 +82,9 @@ class ENCO:
             with torch.no_grad():
                 gamma.fill_diagonal_(NO_SELF_LOOP)
                 theta.fill_diagonal_(0.0)
+            fixed = FixedEdges.from_knowledge(cfg.knowledge, data.names)
+            if fixed is not None:
+                fixed.clamp(gamma, theta)
             gamma_opt = torch.optim.Adam([gamma], lr=cfg.lr_gamma, betas=(0.9, cfg.beta2_gamma))
             theta_opt = ThetaAdam(theta, lr=cfg.lr_theta)
             obs = torch.as_tensor(data.observational)
@@ -110,6 +114,8 @@ class ENCO:
                     gamma.grad = g_gamma
                     gamma_opt.step()
                     theta_opt.step(g_theta, theta_update_mask(d, t, unintervened))
+                    if fixed is not None:
+                        fixed.clamp(gamma, theta)
                 self.last_loss_ = float(loss.detach())
                 if progress is not None:
                     progress(epoch, _beliefs(gamma, theta))
