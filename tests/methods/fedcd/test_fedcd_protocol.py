@@ -45,6 +45,16 @@ def test_constant_variable_and_continuous_data_are_refused(chain):
     noisy = client.rows.astype(float) + 0.5
     with pytest.raises(DataError, match="discretise"):
         InterventionalData.from_client(ClientData("c", noisy, intervention=client.intervention))
+    # a missing value, as NaN or as the code -1, is named as missing (not as a
+    # continuous column or a negative code), with the fix
+    name = client.rows.columns[1]
+    for hole in (np.nan, -1):
+        holed = client.rows.astype(float if hole != -1 else int)
+        holed.loc[[3, 7], name] = hole
+        with pytest.raises(DataError, match=rf"{name}' misses values in 2 rows.*drop-rows"):
+            InterventionalData.from_client(
+                ClientData("c", holed, intervention=client.intervention, missing_values=True)
+            )
 
 
 def test_intervention_on_a_variable_outside_the_federation_names_it(chain):

@@ -125,8 +125,9 @@ class InterventionalData:
         UnknownVariableError
             If the client lacks one of ``names``, or intervened on a variable outside them.
         DataError
-            If a column is not integer codes ``0..k-1``, a variable has fewer than 2
-            categories, the client has no interventional or no observational rows.
+            If a value is missing (NaN or code ``-1``), a column is not integer codes
+            ``0..k-1``, a variable has fewer than 2 categories, the client has no
+            interventional or no observational rows.
         """
         names = tuple(data.variables if names is None else names)
         where = f"client {data.name!r}"
@@ -145,6 +146,14 @@ class InterventionalData:
             )
         frame = data.rows.loc[:, list(names)]
         values = frame.to_numpy()
+        holes = np.isnan(values) if values.dtype.kind == "f" else values == -1
+        if holes.any():
+            j = int(np.flatnonzero(holes.any(axis=0))[0])
+            raise DataError(
+                f"{where}: variable {names[j]!r} misses values in {int(holes.any(axis=1).sum())} "
+                "rows; ENCO's likelihood of a row needs every variable: drop the rows that "
+                "miss a value first (on site files, missing=drop-rows, FED-CD's default)"
+            )
         if values.dtype.kind == "f" and not np.all(values == np.round(values)):
             raise DataError(
                 f"{where}: ENCO learns categorical variables; discretise the continuous "
