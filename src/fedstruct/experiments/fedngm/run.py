@@ -244,7 +244,8 @@ def _on_files(model: FedNGM, source: MixedSites) -> RunOutcome:
             f"{len(isolated)} variable(s) have no neighbour in the merged graph and are "
             f"predicted from no other variable (their marginal): {', '.join(isolated)}; "
             "give a graph linking them (--graph FILE, e.g. a FedCDnv run on the same files) "
-            "or a more lenient edge test (--set edge_level=...; docs/fedngm.md, 'Small sites')",
+            "or, if a weak link is expected, a more lenient test of the sites' graph step "
+            "(--set isolated_level=... or edge_level=...; docs/fedngm.md, 'Real tables')",
             FedstructWarning,
             stacklevel=2,
         )

@@ -337,8 +337,9 @@ def isolated_message(model: NGM, target: str) -> str | None:
     return (
         f"{target!r} has no neighbour in the model's graph: it is predicted from no other "
         "variable (the same answer, its marginal, for every row and every evidence); give "
-        "a graph linking it (--graph FILE, e.g. a FedCDnv run on the same files) or a "
-        "more lenient edge test (--set edge_level=...)"
+        "a graph linking it (--graph FILE, e.g. a FedCDnv run on the same files), or, if "
+        "a weak link is expected, a more lenient test of the sites' graph step (--set "
+        "isolated_level=... or edge_level=...; docs/fedngm.md, 'Real tables')"
     )
 
 
