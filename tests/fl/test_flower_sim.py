@@ -117,7 +117,12 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         # seconds, not the 600 s reply timeout (Ray may be slow on a loaded machine)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"the run went on 60 s after Ctrl-C; its stderr ended with:\n{err[-4000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
