@@ -111,9 +111,15 @@ class LocalBackend(Backend):
         participation: Participation | None,
         seed: int,
     ) -> T:
-        """Run ``server_fn`` on a :class:`LocalGrid` of ``method``'s clients."""
-        grid = LocalGrid([method.make_client(c) for c in clients], participation, seed)  # type: ignore[arg-type]
-        return server_fn(grid)
+        """Run ``server_fn`` on a :class:`LocalGrid` of ``method``'s clients, each
+        holding :meth:`site_data` of its site."""
+        built = [method.make_client(self.site_data(c)) for c in clients]  # type: ignore[arg-type]
+        return server_fn(LocalGrid(built, participation, seed))
+
+    def site_data(self, data: ClientData) -> ClientData:
+        """What the client of site ``data.name`` holds: its rows as they are (a
+        bootstrap's replicate resamples them: :class:`~fedstruct.fl.bootstrap.ResampledSites`)."""
+        return data
 
 
 register_backend("local", LocalBackend)

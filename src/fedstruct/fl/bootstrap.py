@@ -22,16 +22,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import sys
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 from fedstruct.data._shared import child_seed, make_rng
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError
-from fedstruct.fl.backend import Federated, LocalBackend
-from fedstruct.fl.grid import Grid, LocalGrid
-from fedstruct.fl.participation import Participation
+from fedstruct.fl.backend import LocalBackend
 from fedstruct.fl.progress import show_progress
 from fedstruct.fl.threads import usable_cores
 from fedstruct.graphs.graph import Graph
@@ -44,8 +42,6 @@ __all__ = [
     "replicate_graphs",
     "site_rng_seed",
 ]
-
-T = TypeVar("T")
 
 #: The tag of the bootstrap's random stream among the run seed's children.
 BOOTSTRAP_STREAM = 0x626F6F74
@@ -72,18 +68,6 @@ class ResampledSites(LocalBackend):
         """What site ``data.name`` holds in this replicate: its own rows, resampled."""
         rng = make_rng(site_rng_seed(self.seed, self.replicate, data.name))
         return data.resampled(rng, self.subsample)
-
-    def run(
-        self,
-        server_fn: Callable[[Grid], T],
-        method: Federated,
-        clients: Sequence[ClientData] | Sequence[str],
-        participation: Participation | None,
-        seed: int,
-    ) -> T:
-        """Run ``server_fn`` on a :class:`LocalGrid` of clients built on resampled rows."""
-        built = [method.make_client(self.site_data(c)) for c in clients]  # type: ignore[arg-type]
-        return server_fn(LocalGrid(built, participation, seed))
 
 
 def deployment_refusal(who: str) -> ConfigError:
