@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from fedstruct.data.sites import SchemaLimits
-from fedstruct.errors import PrivacyViolationError
+from fedstruct.errors import ConfigError, PrivacyViolationError
 from fedstruct.fl import Message
 from fedstruct.fl.message import json_bytes
 from fedstruct.privacy import PayloadLimit, RowIndex, audit_description, audit_reply
@@ -147,3 +147,69 @@ def test_rows_in_the_config_part_are_refused(data):
         with pytest.raises(PrivacyViolationError, match=r"config '(flat|rows)' contains"):
             _audit(Message("m.fit", config=config), data)
     _audit(Message("m.fit", config={"sepsets": json_bytes({"a|b": [["c"], []]}), "n": 5}), data)
+
+
+# ------------------------------------- common patterns: coincidences are not leaks
+@pytest.fixture()
+def binary():
+    """A binary table of 6 columns where ``[1, 0, 1, 0, 1, 0]`` is typical (148 rows)
+    and the other patterns are rarer, like a site's share of asia."""
+    rng = np.random.default_rng(0)
+    typical = np.tile([1.0, 0.0, 1.0, 0.0, 1.0, 0.0], (140, 1))
+    return np.vstack([typical, rng.integers(0, 2, size=(545, 6))]).astype(float)
+
+
+# The FedCDnv update that the audit refused on a bootstrap replicate of asia (client-5,
+# --bootstrap 2 --jobs 1): row 3 is [1, 0, 1, 0, 1, 0] to within 1e-8.
+PVALUES = np.array([
+    [0.0, 0.942, 0.652, 1.0, -0.981, 0.788],
+    [0.942, 0.0, -0.851, 0.0, 1.0, 0.585],
+    [0.652, -0.851, 0.0, 1.0, 0.0, -0.719],
+    [1.0, 3.59137182e-09, 1.0, 0.0, 1.0, 4.72717094e-58],
+    [-0.981, 1.0, 0.0, 1.0, 0.0, 1.0],
+    [0.788, 0.585, -0.719, 0.0, 1.0, 0.0],
+])  # fmt: skip
+
+
+def test_a_pvalue_row_that_hits_a_common_pattern_is_not_a_leak(binary):
+    _audit(Message("fedcdnv.update", arrays={"pvalues": PVALUES}), binary)
+    # The rule before k-anonymity (every match a leak) refused it.
+    assert RowIndex(binary, anonymity=10**9).count_matches(PVALUES) == 1
+    assert RowIndex(binary).count_matches(PVALUES) == 0
+
+
+def test_a_rare_row_is_a_leak_even_among_other_rows(binary):
+    patterns, counts = np.unique(binary, axis=0, return_counts=True)
+    rare = patterns[(counts < 10) & (patterns.sum(axis=1) == 3)][0]  # 3 ones: scalable
+    weights = np.random.default_rng(4).normal(size=(20, 6))
+    for hidden in (np.vstack([weights, rare]), np.vstack([weights, 3 * rare]).T):
+        with pytest.raises(PrivacyViolationError, match="'w' contains 1 row"):
+            _audit(Message("m.fit", arrays={"w": hidden}), binary)
+
+
+def test_an_array_made_of_common_rows_is_still_a_leak(binary):
+    index = RowIndex(binary)
+    batch = binary[:8]  # all the typical pattern: each row stands for 148 records
+    assert index.count_matches(batch) == 8
+    assert index.count_matches(batch[[0]]) == 1  # one row sent alone is the whole array
+    assert index.count_matches(np.vstack([batch[:3], PVALUES[:2]])) == 3  # a majority
+    assert index.count_matches(np.vstack([batch[:3], PVALUES])) == 0  # 3 of 9: chance
+    with pytest.raises(PrivacyViolationError, match="'x' contains 8 row"):
+        _audit(Message("m.fit", arrays={"x": batch.ravel()}), binary)
+
+
+def test_the_anonymity_must_be_a_positive_integer(binary):
+    for bad in (0, 2.5, True):
+        with pytest.raises(ConfigError, match="audit anonymity must be a positive integer"):
+            RowIndex(binary, anonymity=bad)
+
+
+def test_the_asia_bootstrap_that_was_refused_now_runs(tmp_path):
+    from typer.testing import CliRunner
+
+    from fedstruct.cli import app
+
+    args = ["run", "fedcdnv", "--network", "asia", "--bootstrap", "2", "--jobs", "1"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output.strip().splitlines()[-1]
+    assert (tmp_path / "run" / "consensus.json").exists()

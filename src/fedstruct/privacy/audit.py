@@ -36,6 +36,31 @@ when
   mean, divided by its standard deviation, over the client's rows): the client's
   table standardised before it is sent.
 
+**Which matches are leaks.** A match says the reply row *could* be a record; it is a
+leak when it *singles out* records or when the array *is* data:
+
+- a matching reply row that fewer than ``anonymity`` (default :data:`ANONYMITY`, 10)
+  of the client's rows match — a rare pattern — is a leak on its own (one leaked
+  record is enough to refuse a reply);
+- reply rows that match a pattern shared by ``anonymity`` rows or more are
+  *k-anonymous* (in the sense of Sweeney, 2002, "k-anonymity: a model for protecting
+  privacy"): each stands for at least ``k`` records and says no more about any one of
+  them than a count-table cell of ``k`` or more, which the protocols send anyway. They
+  are leaks only in bulk: when matching rows (rare or common) make up more than half
+  of the rows of an array seen at the client's width — the array is a copy or a batch
+  of a low-entropy table, e.g. rows of a binary network's data that are all typical.
+
+The reason is chance coincidence. On categorical data a data row is a short
+pattern (a binary table of 8 columns has 256), and any reply row whose values are
+0s and 1s — a row of p-values that are exactly 0 or 1, a vector of flags — hits one
+of the common patterns by chance: a bootstrap replicate of asia's FedCDnv p-values
+(a row ``[1, 4e-9, 1, 0, 1, 5e-58]``) matched a pattern held by 140 of the client's
+685 rows. Such a row singles out no one, and it is a minority of its array. A
+handler that returns its table or a batch of it sends an array made of data rows
+(a leak in bulk, however common its rows), and one rare record is a leak alone.
+What this lets through: a few rows of common patterns hidden among other rows (fewer
+than half of the array's).
+
 Missing values (NaN) count as 0 on both sides. Two kinds of rows are not counted,
 by design:
 
@@ -65,9 +90,16 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.sites import SchemaLimits
-from fedstruct.errors import DataError, PrivacyViolationError
+from fedstruct.errors import ConfigError, DataError, PrivacyViolationError
 
-__all__ = ["Payload", "PayloadLimit", "RowIndex", "audit_description", "audit_reply"]
+__all__ = [
+    "ANONYMITY",
+    "Payload",
+    "PayloadLimit",
+    "RowIndex",
+    "audit_description",
+    "audit_reply",
+]
 
 _MIX_SEED = 0x5EED_F00D
 #: Euclidean distance between two unit rows (and relative difference of lengths)
@@ -75,6 +107,10 @@ _MIX_SEED = 0x5EED_F00D
 TOLERANCE = 1e-6
 #: Data rows with fewer non-zero values must match in length as well as direction.
 _MIN_NONZERO_FOR_SCALE = 3
+#: A reply row that fewer client rows than this match singles out records (a leak on
+#: its own); rows matching more are k-anonymous and leak only in bulk (module
+#: docstring). The same 10 as the fewest rows a site may hold (``MIN_SITE_ROWS``).
+ANONYMITY = 10
 #: Candidate pairs compared at once (bounds the memory of a lookup).
 _CHUNK = 1 << 18
 
@@ -116,8 +152,11 @@ class RowIndex:
     within ``tolerance`` (``|(u - v) . r| <= |u - v|``), so the candidates of a reply
     row are the entries whose keys lie in that window of its own key, found by a
     binary search among the sorted keys, and only they are compared in full (module
-    docstring for what matches). Memory: one float64 copy of the distinct rows plus
-    a few numbers per row and entry.
+    docstring for what matches). Each distinct row keeps how many of the client's rows
+    it stands for, so that a reply row's match counts the records it could be (those
+    of every data row it matches, in either form): fewer than ``anonymity`` singles
+    them out. Memory: one float64 copy of the distinct rows plus a few numbers per row
+    and entry.
 
     Parameters
     ----------
@@ -125,12 +164,30 @@ class RowIndex:
         The client's data (rows x columns).
     tolerance
         See :data:`TOLERANCE`.
+    anonymity
+        See :data:`ANONYMITY`: a reply row matching fewer of the client's rows is a
+        leak on its own; one matching more is a leak only in bulk. A number above the
+        client's row count makes every match a leak (the rule before k-anonymity).
+
+    Raises
+    ------
+    ConfigError
+        If ``anonymity`` is not a positive integer.
     """
 
-    def __init__(self, rows: pd.DataFrame | NDArray, tolerance: float = TOLERANCE) -> None:
+    def __init__(
+        self,
+        rows: pd.DataFrame | NDArray,
+        tolerance: float = TOLERANCE,
+        anonymity: int = ANONYMITY,
+    ) -> None:
+        integer = isinstance(anonymity, int | np.integer) and not isinstance(anonymity, bool)
+        if not integer or anonymity < 1:
+            raise ConfigError(f"audit anonymity must be a positive integer, got {anonymity!r}")
         data = _as_float_rows(np.asarray(rows))
         self.width = data.shape[1]
         self.tolerance = float(tolerance)
+        self.anonymity = int(anonymity)
         direction = np.random.default_rng(_MIX_SEED).normal(size=self.width)
         self._direction = direction / max(float(np.linalg.norm(direction)), 1e-300)
         if len(data):
@@ -138,7 +195,7 @@ class RowIndex:
         else:
             self._mean, spread = np.zeros(self.width), np.zeros(self.width)
         self._scale = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
-        self._rows = _distinct(data[~_constant_rows(data)], self._direction)
+        self._rows, self._counts = _distinct(data[~_constant_rows(data)], self._direction)
         entries = [self._entries(self._rows, form) for form in (0, 1)]
         keys = np.concatenate([e[0] for e in entries])
         order = np.argsort(keys, kind="stable")
@@ -171,28 +228,48 @@ class RowIndex:
         return rows / self._norms[entries, None]
 
     def count_matches(self, array: NDArray) -> int:
-        """Number of rows of ``array`` (seen as rows of this width) found in the data."""
+        """Number of rows of ``array`` (seen as rows of this width) that leak data rows.
+
+        A row that matches is counted when it singles out records (fewer than
+        ``anonymity`` of the client's rows match it), or, whatever it matches, when
+        the matching rows are more than half of the rows of their view of ``array``
+        (module docstring).
+        """
         if self.width < 2 or self._keys.size == 0:
             return 0
         array = np.asarray(array)
         views = _row_views(array, self.width)
-        count = sum(self._matches(_as_float_rows(view)) for view in views)
+        count = sum(self._leaks(*self._matches(_as_float_rows(view))) for view in views)
         wide = self.width + 1
         if array.ndim >= 1 and array.shape[-1] == wide and array.size:
-            count += self._matches_without_a_column(_as_float_rows(array.reshape(-1, wide)))
+            rows = _as_float_rows(array.reshape(-1, wide))
+            count += self._leaks(*self._matches_without_a_column(rows))
         return count
 
-    def _matches(self, rows: NDArray[np.float64]) -> int:
+    def _leaks(self, records: NDArray[np.int64], n_rows: int) -> int:
+        """How many matching rows leak: all in bulk, else those that single out records.
+
+        ``records`` holds, for each matching reply row, how many client rows it matches.
+        """
+        if 2 * records.size > n_rows:
+            return int(records.size)
+        return int(np.count_nonzero(records < self.anonymity))
+
+    def _matches(self, rows: NDArray[np.float64]) -> tuple[NDArray[np.int64], int]:
+        """Records matched by each matching row of ``rows``, and the number of rows."""
         length = np.sqrt(np.einsum("ij,ij->i", rows, rows))
         ok = np.flatnonzero(length > 0)
         if ok.size == 0:
-            return 0
+            return np.empty(0, dtype=np.int64), len(rows)
         keys = (rows[ok] @ self._direction) / length[ok]
-        found = self._lookup(keys, lambda q: rows[ok[q]] / length[ok[q], None], length[ok])
-        return int(np.unique(found).size)
+        found, rows_found = self._lookup(
+            keys, lambda q: rows[ok[q]] / length[ok[q], None], length[ok]
+        )
+        return self._records(found, rows_found), len(rows)
 
-    def _matches_without_a_column(self, rows: NDArray[np.float64]) -> int:
-        """Rows of ``p + 1`` values that match a data row once one value is left out.
+    def _matches_without_a_column(self, rows: NDArray[np.float64]) -> tuple[NDArray[np.int64], int]:
+        """Rows of ``p + 1`` values that match a data row once one value is left out
+        (records matched by each, as :meth:`_matches`, and the number of rows).
 
         The keys of all ``p + 1`` ways of leaving a value out come from prefix and
         suffix sums of the row's products with ``r`` (one pass); only the candidates
@@ -208,7 +285,7 @@ class RowIndex:
         length = np.sqrt(np.maximum(squares, 0.0)).ravel()
         ok = np.flatnonzero(length > 0)
         if ok.size == 0:
-            return 0
+            return np.empty(0, dtype=np.int64), n
         keys = dots.ravel()[ok] / length[ok]
         row_of, left_out = np.divmod(ok, wide)
         columns = np.arange(self.width)
@@ -217,22 +294,38 @@ class RowIndex:
             cols = columns[None, :] + (columns[None, :] >= left_out[q][:, None])
             return rows[row_of[q][:, None], cols] / length[ok[q], None]
 
-        found = self._lookup(keys, unit_rows, length[ok])
-        return int(np.unique(row_of[found]).size)
+        found, rows_found = self._lookup(keys, unit_rows, length[ok])
+        return self._records(row_of[found], rows_found), n
 
-    def _lookup(self, keys: NDArray[np.float64], unit_rows: Any, length: NDArray) -> NDArray:
-        """Positions (into ``keys``) of the reply rows that match a data row."""
+    def _records(self, found: NDArray[np.intp], rows_found: NDArray[np.intp]) -> NDArray[np.int64]:
+        """For each reply row in ``found``, the client rows it matches (each distinct
+        data row once, with its repeats)."""
+        if found.size == 0:
+            return np.empty(0, dtype=np.int64)
+        pairs = np.unique(np.stack([found, rows_found]), axis=1)
+        _, first = np.unique(pairs[0], return_inverse=True)
+        return np.bincount(first, weights=self._counts[pairs[1]]).astype(np.int64)
+
+    def _lookup(
+        self, keys: NDArray[np.float64], unit_rows: Any, length: NDArray
+    ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """Matching pairs: positions into ``keys`` and the distinct data rows they match."""
         window = self.tolerance * (1 + 1e-9) + 1e-12
         low = np.searchsorted(self._keys, keys - window, side="left")
         high = np.searchsorted(self._keys, keys + window, side="right")
         hits = np.flatnonzero(high > low)
         found: list[NDArray[np.intp]] = []
+        rows_found: list[NDArray[np.intp]] = []
         for q, entry in _candidate_pairs(hits, low[hits], high[hits]):
             distance = np.linalg.norm(unit_rows(q) - self._data_units(entry), axis=1)
             norms = self._norms[entry]
             same_size = np.abs(length[q] - norms) <= self.tolerance * norms
-            found.append(q[(distance <= self.tolerance) & (same_size | ~self._sparse[entry])])
-        return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
+            match = (distance <= self.tolerance) & (same_size | ~self._sparse[entry])
+            found.append(q[match])
+            rows_found.append(self._row[entry[match]])
+        if not found:
+            return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+        return np.concatenate(found), np.concatenate(rows_found)
 
 
 def _candidate_pairs(
@@ -250,14 +343,19 @@ def _candidate_pairs(
         start = stop
 
 
-def _distinct(rows: NDArray[np.float64], direction: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``rows`` without repeats (rows equal to another, found next to it when sorted by
-    their product with ``direction``)."""
+def _distinct(
+    rows: NDArray[np.float64], direction: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """``rows`` without repeats, and how many times each occurs (repeats are found next
+    to each other when sorted by their product with ``direction``)."""
     if len(rows) < 2:
-        return rows
+        return rows, np.ones(len(rows), dtype=np.int64)
     rows = rows[np.argsort(rows @ direction, kind="stable")]
-    repeat = np.all(rows[1:] == rows[:-1], axis=1)
-    return rows[np.concatenate([[True], ~repeat])] if repeat.any() else rows
+    first = np.concatenate([[True], ~np.all(rows[1:] == rows[:-1], axis=1)])
+    if first.all():
+        return rows, np.ones(len(rows), dtype=np.int64)
+    starts = np.flatnonzero(first)
+    return rows[starts], np.diff(np.append(starts, len(rows))).astype(np.int64)
 
 
 def _as_float_rows(rows: NDArray) -> NDArray[np.float64]:
