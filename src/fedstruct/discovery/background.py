@@ -20,11 +20,14 @@ conditioning sets draw only on possible ancestors). This module holds the rest
   implies, and only those: an arrowhead at ``y`` on ``x *-* y`` when ``y`` may not be an
   ancestor of ``x`` (tiers, ``forbidden [y, x]``), and ``x --> y`` for a required
   ``x -> y``. Nothing else: in particular an earlier tier never gives a tail.
+- :func:`knowledge_dag` (F-CMs' graphs, which must be DAGs): a directed graph made
+  acyclic and true to the knowledge by deleting edges, as F-CMs' DAG projection
+  breaks cycles.
 """
 
 from __future__ import annotations
 
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,9 +36,17 @@ from fedstruct.discovery.evidence import Evidence
 from fedstruct.discovery.knowledge import KnowledgeRules
 from fedstruct.discovery.pds import possible_dsep
 from fedstruct.discovery.skeleton import check_depth
-from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL
+from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph, reachable
+from fedstruct.graphs.projection import project_to_dag
 
-__all__ = ["PHASE", "orient_pag", "orient_pdag", "respect_knowledge", "separate_removed_pairs"]
+__all__ = [
+    "PHASE",
+    "knowledge_dag",
+    "orient_pag",
+    "orient_pdag",
+    "respect_knowledge",
+    "separate_removed_pairs",
+]
 
 #: The ``tests_by_phase`` key of :func:`separate_removed_pairs`' tests.
 PHASE = "knowledge_sepsets"
@@ -177,3 +188,74 @@ def respect_knowledge(marks: Marks, knowledge: KnowledgeRules, found: NDArray[np
     out[restore] = CIRCLE
     orient_pag(out, knowledge)
     return out
+
+
+def knowledge_dag(
+    adjacency: NDArray[np.bool_], strength: NDArray[np.float64], knowledge: KnowledgeRules
+) -> NDArray[np.bool_]:
+    """A DAG true to the knowledge from a directed graph (``adjacency[i, j]``: ``i -> j``).
+
+    1. An edge the knowledge denies goes: ``i -> j`` where ``i`` may not be an ancestor
+       of ``j`` (tiers, ``forbidden``), either way for a ``forbidden_adjacent`` pair.
+    2. Every required ``i -> j`` is put in (replacing ``j -> i``): the knowledge says
+       it is an edge of the causal DAG.
+    3. Cycles are broken at their least-supported edge
+       (:func:`~fedstruct.graphs.projection.project_to_dag`, deleted edges put back
+       where they close no cycle); required edges have infinite support, and every
+       cycle has another edge (the required edges are acyclic, :meth:`Knowledge.resolve`).
+    4. A directed path ``x -> ... -> y`` where ``x`` may not be an ancestor of ``y`` is
+       broken the same way, at its least-supported edge that is not required (some
+       is: required chains never make such a path, :meth:`Knowledge.resolve`), until
+       none is left.
+
+    Only deletions, apart from the required edges: no orientation is invented.
+
+    Parameters
+    ----------
+    adjacency
+        The directed graph (square boolean, no bidirected pair needed).
+    strength
+        ``strength[i, j]``: the support of ``i -> j`` (ties: the smaller position goes).
+    knowledge
+        The knowledge resolved against the graph's variables.
+    """
+    adj = adjacency & ~knowledge.not_ancestor & ~knowledge.apart
+    adj = (adj & ~knowledge.required.T) | knowledge.required
+    support = np.where(knowledge.required, np.inf, np.asarray(strength, dtype=np.float64))
+    graph = Graph.from_dag_matrix(knowledge.names, adj)
+    adj = project_to_dag(graph, support).directed().copy()
+    while (path := _forbidden_path(adj, knowledge.not_ancestor)) is not None:
+        edges = [(a, b) for a, b in pairwise(path) if not knowledge.required[a, b]]
+        i, j = min(edges, key=lambda e: (support[e], e))
+        adj[i, j] = False
+    return adj
+
+
+def _forbidden_path(adj: NDArray[np.bool_], not_ancestor: NDArray[np.bool_]) -> list[int] | None:
+    """One directed path ``x -> ... -> y`` of ``adj`` with ``not_ancestor[x, y]`` (nodes in
+    order), or ``None``: the first ``x`` by position, a shortest path."""
+    for x in np.flatnonzero(not_ancestor.any(axis=1)).tolist():
+        reach = reachable(adj, [x])
+        reach[x] = False
+        targets = np.flatnonzero(reach & not_ancestor[x])
+        if targets.size:
+            return _shortest_path(adj, x, int(targets[0]))
+    return None
+
+
+def _shortest_path(adj: NDArray[np.bool_], x: int, y: int) -> list[int]:
+    """A shortest directed path from ``x`` to ``y`` (``y`` reachable from ``x``)."""
+    before = {x: x}
+    frontier = [x]
+    while y not in before:
+        step = []
+        for a in frontier:
+            for b in np.flatnonzero(adj[a]).tolist():
+                if b not in before:
+                    before[b] = a
+                    step.append(b)
+        frontier = step
+    path = [y]
+    while path[-1] != x:
+        path.append(before[path[-1]])
+    return path[::-1]

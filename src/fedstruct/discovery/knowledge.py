@@ -173,6 +173,16 @@ class Knowledge:
             required=tuple(p for p in self.required if set(p) <= keep),
         )
 
+    def within(self, names: Sequence[str]) -> Knowledge:
+        """The statements between two of ``names`` (tiers keep their members among
+        ``names``), ``forbidden_adjacent`` included: what a graph over ``names`` that
+        stands for the whole federation's variables (a server's merged graph, a graph
+        given to a method) must respect. Unlike :meth:`restrict`, for one site's."""
+        keep = set(names)
+        tiers = (tuple(n for n in tier if n in keep) for tier in self.tiers)
+        pairs = {key: tuple(p for p in getattr(self, key) if set(p) <= keep) for key in KEYS[1:]}
+        return Knowledge(tiers=tuple(t for t in tiers if t), **pairs)
+
     def summary(self) -> str:
         """One line: how many statements of each kind."""
         return ", ".join(f"{len(getattr(self, key))} {key}" for key in KEYS)
@@ -353,12 +363,7 @@ def violations(graph: Graph, knowledge: Knowledge) -> list[str]:
     path), an edge between a ``forbidden_adjacent`` pair, and a required ``x -> y``
     missing or with an arrowhead at ``x`` or a tail at ``y`` (``y`` an ancestor).
     """
-    keep = set(graph.names)
-    tiers = tuple(t for t in (tuple(n for n in tier if n in keep) for tier in knowledge.tiers) if t)
-    inner = Knowledge(
-        tiers=tiers,
-        **{key: tuple(p for p in getattr(knowledge, key) if set(p) <= keep) for key in KEYS[1:]},
-    )
+    inner = knowledge.within(graph.names)
     if inner.is_empty:
         return []
     rules = inner.resolve(graph.names)

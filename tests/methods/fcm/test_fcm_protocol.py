@@ -263,3 +263,17 @@ def test_a_given_graph_against_the_knowledge_is_refused_with_its_edges():
         fcm(graph=graph, knowledge=tiers).make_server()
     assert fcm(graph=graph).make_server() is not None  # without knowledge: taken
     fcm(graph=graph, knowledge=Knowledge(tiers=[["lung"], ["smoke"]])).make_server()
+
+
+def test_the_aggregated_graph_keeps_to_the_knowledge(asia):
+    from fedstruct.discovery import Knowledge
+    from fedstruct.discovery.knowledge import violations
+
+    clients, _ = asia
+    plain = fcm(rounds=1).fit(clients).graph_
+    assert plain.is_adjacent("tub", "either") and not plain.is_adjacent("asia", "smoke")
+    knowledge = Knowledge(forbidden=[("tub", "either")], required=[("asia", "smoke")])
+    learned = fcm(rounds=1, knowledge=knowledge).fit(clients).graph_
+    assert not learned.is_adjacent("tub", "either")  # every site holding both has it
+    assert str(learned.edge("asia", "smoke")) == "asia --> smoke"  # no site holds both
+    assert violations(learned, knowledge) == []

@@ -143,3 +143,14 @@ def test_a_given_graph_against_the_knowledge_is_refused(tmp_path):
     with pytest.raises(KnowledgeError, match=r"a - b \(forbidden_adjacent\); c -> d missing"):
         FedNGM(kinds=KINDS, graph=given, knowledge=str(path)).make_server()
     FedNGM(kinds=KINDS, graph=given).make_server()
+
+
+def test_the_merged_graph_holds_the_required_pairs(fitted):
+    from fedstruct.discovery import Knowledge
+
+    plain = fitted.graph_
+    assert not plain.is_adjacent("a", "d")  # a chain: a - b - c - d
+    knowledge = Knowledge(required=[("a", "d")], tiers=[["a"], ["d"]])
+    model = FedNGM(kinds=KINDS, epochs=1, burn_in=1, seed=0, knowledge=knowledge).fit(_clients())
+    assert model.graph_.is_adjacent("a", "d")
+    assert model.graph_.n_edges == plain.n_edges + 1

@@ -44,7 +44,8 @@ from fedstruct.data.partition import balanced_sizes, client_names
 from fedstruct.data.schedule import Schedule
 from fedstruct.data.sites import LEVELLED, require_kinds, unobserved_as_missing
 from fedstruct.discovery import fci
-from fedstruct.discovery.knowledge import check_graph, load_knowledge
+from fedstruct.discovery.background import knowledge_dag
+from fedstruct.discovery.knowledge import Knowledge, check_graph, load_knowledge
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.fcm.concepts import ConceptDataset, make_concept_dataset, part_mask
 from fedstruct.experiments.fcm.settings import FCMRun
@@ -512,7 +513,10 @@ class ConceptSource(Source):
         clients = self.partition.clients
         mode = self.settings.client_graphs
         if mode == "fci":
-            return clients.map(lambda c: dataclasses.replace(c, graph=own_fci_graph(c)))
+            knowledge = load_knowledge(self.settings.knowledge)
+            return clients.map(
+                lambda c: dataclasses.replace(c, graph=own_fci_graph(c, knowledge=knowledge))
+            )
         if mode == "flat":
             return clients.map(lambda c: dataclasses.replace(c, graph=None))
         return clients
@@ -545,7 +549,9 @@ class ConceptSource(Source):
         return subset(s, Participation, schedule=schedule)
 
 
-def own_fci_graph(client: ClientData, task: str | None = None) -> Graph:
+def own_fci_graph(
+    client: ClientData, task: str | None = None, knowledge: Knowledge | None = None
+) -> Graph:
     """The graph a client learns alone from its supervised columns (concepts, task).
 
     Its FCI PAG (:func:`~fedstruct.discovery.fci`: G² test, α = 0.05) on its rows
@@ -560,15 +566,32 @@ def own_fci_graph(client: ClientData, task: str | None = None) -> Graph:
     at the concepts it explains (with concepts independent given the task, FCI finds
     no collider at the task, so at most one edge of the DAG enters it). Reversing
     edges out of a node cannot close a cycle (none then leaves it).
+
+    With ``knowledge``, the part over the client's columns
+    (:meth:`~fedstruct.discovery.knowledge.Knowledge.restrict`: no
+    ``forbidden_adjacent``, which a subset of the variables does not keep) goes to FCI
+    (forbidden adjacencies never tested, required ones never removed, the marks it
+    implies), and the DAG, after the sink, is made true to it
+    (:func:`~fedstruct.discovery.background.knowledge_dag`, every edge of equal
+    support): an edge into the task that the knowledge denies goes, a required edge
+    out of the task stays (the knowledge overrides the sink), and a directed path the
+    DAG member chose through a circle component against the knowledge is cut.
     """
     rows = labelled_rows(client)
     varying = [c for c in rows.columns if rows[c].nunique() > 1]
     if not varying:
         return Graph.empty(client.supervised)
-    dag = dag_member(fci(rows[varying].reset_index(drop=True)).graph).expand(client.supervised)
-    if task is None or task not in dag:
+    local = None if knowledge is None else knowledge.restrict(varying)
+    pag = fci(rows[varying].reset_index(drop=True), knowledge=local).graph
+    dag = dag_member(pag).expand(client.supervised)
+    if task is not None and task in dag:
+        dag = sink(dag, task)
+    if local is None or local.is_empty:
         return dag
-    return sink(dag, task)
+    rules = knowledge.restrict(dag.names).resolve(dag.names)  # type: ignore[union-attr]
+    return Graph.from_dag_matrix(
+        dag.names, knowledge_dag(dag.directed(), np.ones((dag.n_nodes,) * 2), rules)
+    )
 
 
 def labelled_rows(client: ClientData) -> pd.DataFrame:
@@ -731,7 +754,7 @@ class SiteConcepts(OnSites):
                 graph = proposed.restrict([v for v in labels if v in proposed])
                 how = SiteGraph("given", graph.n_edges, source=path)
             elif mode == "fci" or (mode == "auto" and not given_graph):
-                graph = own_fci_graph(own, self.task)
+                graph = own_fci_graph(own, self.task, knowledge)
                 how = SiteGraph("learned", graph.n_edges, rows=len(labelled_rows(own)))
             else:
                 graph, how = None, SiteGraph("none", 0)

@@ -10,6 +10,11 @@ Each round:
    aggregated by the three-way strength vote (:func:`fedstruct.graphs.strength_vote`,
    weights = row counts; only clients observing both nodes of a pair vote) and
    projected to a DAG by breaking each cycle at its least-supported edge. With
+   background knowledge (``knowledge``), the projection also keeps to it
+   (:func:`~fedstruct.discovery.background.knowledge_dag`): an edge the knowledge
+   denies goes, every required edge between two nodes is in (never broken), and a
+   directed path the knowledge forbids is broken at its least-supported edge.
+   With
    ``graph_memory="all"`` the server votes over the latest graph of every client it
    has heard from (the monotone federation of §4.2.2); with ``"round"``, over the
    round's participants only.
@@ -44,6 +49,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.background import knowledge_dag
+from fedstruct.discovery.knowledge import Knowledge, load_knowledge
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
@@ -101,9 +108,19 @@ checkpoint.register(ModelSpec)
 
 
 def aggregate_graphs(
-    reports: Mapping[str, tuple[Graph | None, float]], nodes: Sequence[str], seed: int
+    reports: Mapping[str, tuple[Graph | None, float]],
+    nodes: Sequence[str],
+    seed: int,
+    knowledge: Knowledge | None = None,
 ) -> Graph:
     """§4.2.1: three-way strength vote over the clients' graphs, projected to a DAG.
+
+    With ``knowledge``, its statements between two of ``nodes``
+    (:meth:`~fedstruct.discovery.knowledge.Knowledge.within`) shape the projection
+    (:func:`~fedstruct.discovery.background.knowledge_dag`: denied edges out, required
+    edges in, cycles and forbidden directed paths broken at their least-supported
+    edge). Without any client graph the graph stays empty, knowledge or not: there is
+    nothing learned to correct (``client_graphs = flat``).
 
     Parameters
     ----------
@@ -113,6 +130,8 @@ def aggregate_graphs(
         The aggregated graph's nodes (the model's concepts and the task).
     seed
         Seed of the random tie-breaks.
+    knowledge
+        Background knowledge the graph must respect (``None``: none).
     """
     names = sorted(n for n, (g, _) in reports.items() if g is not None)
     inside = set(nodes)
@@ -123,7 +142,11 @@ def aggregate_graphs(
     if not sources:
         return Graph.empty(nodes)
     vote = strength_vote(sources, [reports[n][1] for n in names], names=nodes, seed=seed)
-    return project_to_dag(vote.graph, vote.strength)
+    inner = None if knowledge is None else knowledge.within(nodes)
+    if inner is None or inner.is_empty:
+        return project_to_dag(vote.graph, vote.strength)
+    adj = knowledge_dag(vote.graph.directed(), vote.strength, inner.resolve(tuple(nodes)))
+    return Graph.from_dag_matrix(tuple(nodes), adj)
 
 
 def module_wise_average(
@@ -180,6 +203,7 @@ class FCMServer(ServerAlgorithm[FCMState]):
         self.seed = int(seed)
         self.graph = graph
         self.rounds = config.rounds
+        self.knowledge = load_knowledge(config.knowledge)
 
     def init_state(self) -> FCMState:
         """No concepts and no model before the first clients describe themselves."""
@@ -241,7 +265,7 @@ class FCMServer(ServerAlgorithm[FCMState]):
         width = len(features) if statistics is None else state_width(statistics, features)
         nodes = (*concepts, self.task)
         if self.graph is None:
-            graph = aggregate_graphs(reports, nodes, self.seed * 1000 + rnd)
+            graph = aggregate_graphs(reports, nodes, self.seed * 1000 + rnd, self.knowledge)
         else:
             graph = self.graph.restrict([v for v in nodes if v in self.graph]).expand(nodes)
         spec = ModelSpec.build(self.config, self.task, concepts, self.cardinalities, width, graph)

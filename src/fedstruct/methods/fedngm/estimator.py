@@ -13,10 +13,11 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph, graph_name
-from fedstruct.discovery.knowledge import check_graph, load_knowledge
+from fedstruct.discovery.knowledge import Knowledge, check_graph, load_knowledge
 from fedstruct.errors import (
     ConfigError,
     FedstructWarning,
+    KnowledgeError,
     PrivacyViolationError,
     UnknownVariableError,
 )
@@ -32,7 +33,7 @@ from fedstruct.methods.fedngm.model import NGM, isolated_message
 from fedstruct.methods.fedngm.schema import KINDS, Schema
 from fedstruct.methods.fedngm.server import FedNGMServer, FedNGMState
 
-__all__ = ["FedNGM"]
+__all__ = ["FedNGM", "refuse_unsound_knowledge"]
 
 
 class FedNGM(
@@ -127,12 +128,21 @@ class FedNGM(
         return FedNGMClient(data, kinds=self.kinds, config=self.config, seed=self.seed)
 
     def make_server(self) -> FedNGMServer:
-        """A fresh master (with the given graph's undirected form, if any)."""
+        """A fresh master (with the given graph's undirected form, if any).
+
+        Raises
+        ------
+        KnowledgeError
+            If the graph round is to learn the graph and the knowledge has
+            ``forbidden_adjacent`` pairs (:func:`refuse_unsound_knowledge`).
+        """
         given = given_graph(self.graph)
+        knowledge = load_knowledge(self.config.knowledge)
         if given is not None:
-            knowledge = load_knowledge(self.config.knowledge)
             check_graph(given, knowledge, f"the graph {graph_name(self.graph)}")
             given = dependency_graph(given, self.config.graph_rule)
+        elif self.config.variant == "ngm" and knowledge is not None:
+            refuse_unsound_knowledge(knowledge)
         return FedNGMServer(self.config, self.seed, self.public, given)
 
     def learn(self, state: FedNGMState) -> None:
@@ -326,3 +336,29 @@ def _scored_target(y: Any, target: str | None) -> str:
         "FedNGM predicts any of its variables: name the one to score, score(X, "
         "target='VAR'), or give its values as a named pandas Series y"
     )
+
+
+def refuse_unsound_knowledge(knowledge: Knowledge) -> None:
+    """Refuse ``forbidden_adjacent`` for a graph FedNGM learns (its graph round).
+
+    The merged graph is a concentration (undirected) graph: an edge ``x - y`` says
+    ``x`` and ``y`` are dependent given *every* other variable, and the NGM's
+    dependency structure needs it wherever they are (two causes of a common effect,
+    say). ``forbidden_adjacent [x, y]`` says only that *some* set separates them, so
+    deleting the edge could cut a real dependence: it cannot be used soundly here. The
+    required pairs are used (:func:`~fedstruct.methods.fedngm.structure.merge_graphs`);
+    tiers and ``forbidden`` bear on ancestry, which an undirected graph does not state.
+
+    Raises
+    ------
+    KnowledgeError
+        Naming the first pair and the ways out.
+    """
+    if knowledge.forbidden_adjacent:
+        x, y = knowledge.forbidden_adjacent[0]
+        raise KnowledgeError(
+            f"knowledge: forbidden_adjacent [{x}, {y}] cannot shape the graph FedNGM learns "
+            "(an undirected graph links two variables dependent given all the others, "
+            "which a separating set does not exclude); drop forbidden_adjacent, or give "
+            "the graph (--graph) for it to be checked"
+        )

@@ -7,7 +7,9 @@ merged graph; the master samples from each client model and trains the global NG
 the samples (eq. 2), plus public data if it has any (eq. 3); 4 ``release`` — the
 global model goes to the clients (with ``test_fraction``, each client also gets its
 own model back and answers with its held-out score of the global model against it:
-``site_scores``). NGR variant (§2.5): no graph round; clients and
+``site_scores``). With background knowledge (``knowledge``) the merged graph also
+holds every required pair among the common variables (:func:`merge_graphs`).
+NGR variant (§2.5): no graph round; clients and
 master train NGRs (eq. 5). Release threshold (§2.6): the merged graph and the global
 model are released only when built from at least ``T`` clients; otherwise the run
 ends without a global model.
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import ConfigError, ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.message import json_bytes
@@ -155,6 +158,7 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         self.public = public
         self.graph = graph
         self.threshold = ReleaseThreshold(config.release_threshold)
+        self.knowledge = load_knowledge(config.knowledge)
         self.rounds = 4 if config.variant == "ngm" and graph is None else 3
 
     def init_state(self) -> FedNGMState:
@@ -225,7 +229,8 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
         if refusal:
             state.phase, state.refused = "refused", refusal
             return state
-        state.graph = merge_graphs(graphs)
+        required = () if self.knowledge is None else self.knowledge.required
+        state.graph = merge_graphs(graphs, required)
         state.phase = "train"
         return state
 

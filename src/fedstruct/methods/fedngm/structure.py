@@ -55,6 +55,9 @@ symmetrised paths.
 
 Merge (§2.1): "the nodes of the graph only contain the intersection of features
 present in the clients' graphs [...] the union of all the edges of the local graphs".
+With background knowledge, every required pair among those nodes is an edge too: a
+direct cause leaves its two variables dependent given any others, so they are
+adjacent in every concentration graph that holds both (docs/knowledge.md).
 """
 
 from __future__ import annotations
@@ -361,9 +364,10 @@ def _pairwise_graph(
     return undirected(schema.names, adj)
 
 
-def merge_graphs(graphs: Sequence[Graph]) -> Graph:
+def merge_graphs(graphs: Sequence[Graph], required: Sequence[tuple[str, str]] = ()) -> Graph:
     """The master's merge (§2.1): nodes = the intersection of the graphs' nodes (in
-    the first graph's order), edges = the union of their edges among those nodes.
+    the first graph's order), edges = the union of their edges among those nodes,
+    plus the ``required`` pairs (background knowledge) between two of them.
 
     Raises
     ------
@@ -381,4 +385,8 @@ def merge_graphs(graphs: Sequence[Graph]) -> Graph:
     adj = np.zeros((len(common), len(common)), dtype=bool)
     for g in graphs:
         adj |= g.restrict(common).adjacency()
+    position = {name: k for k, name in enumerate(common)}
+    for x, y in required:
+        if x in position and y in position:
+            adj[position[x], position[y]] = adj[position[y], position[x]] = True
     return undirected(common, adj)
