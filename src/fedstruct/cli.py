@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -69,7 +70,8 @@ def _bad_input_exits_2(fn: F) -> F:
                 warnings.showwarning = functools.partial(_show_warning, python_show)
                 return fn(*args, **kwargs)
         except FedstructError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            message = escape(str(exc))  # else a message's "[x, y]" is read as markup: gone
+            err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -80,7 +82,9 @@ def _show_warning(
 ) -> None:
     """Print fedstruct's own warnings as one line on stderr (others as Python does)."""
     if issubclass(category, FedstructWarning):
-        err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True
+        )
     else:
         python_show(message, category, *args)
 

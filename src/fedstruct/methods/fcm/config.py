@@ -106,12 +106,13 @@ class FCMConfig:
         table: a user's files or rows given to the estimator).
     knowledge
         Background knowledge (a ``Knowledge`` or a JSON/YAML file,
-        docs/knowledge.md) the given concept graph (``graph``) and every site's
-        proposed graph file must respect: one that does not (an edge into an earlier
-        tier, a forbidden edge or directed path, a forbidden adjacency, a missing
-        required edge) is refused with its edges named
-        (:func:`~fedstruct.discovery.knowledge.check_graph`); ``None`` (default): no
-        check.
+        docs/knowledge.md). The given concept graph (``graph``) and every site's
+        proposed graph file must respect it: one that does not (an edge into an
+        earlier tier, a forbidden edge or directed path, a forbidden adjacency, a
+        missing required edge) is refused with its edges named
+        (:func:`~fedstruct.discovery.knowledge.check_graph`). A graph the run learns
+        keeps to it: a site's own FCI graph, and the server's vote (denied edges out,
+        required edges in, forbidden paths cut). ``None`` (default): none.
     """
 
     model: str = "c2bm"

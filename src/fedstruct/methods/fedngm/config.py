@@ -220,11 +220,13 @@ class FedNGMConfig:
         the synthetic data (docs/fedngm.md).
     knowledge
         Background knowledge (a ``Knowledge`` or a JSON/YAML file,
-        docs/knowledge.md) the given concept graph (``graph``) must respect: one that
-        does not (an edge into an earlier tier, a forbidden edge or directed path, a
+        docs/knowledge.md). The given graph (``graph``) must respect it: one that does
+        not (an edge into an earlier tier, a forbidden edge or directed path, a
         forbidden adjacency, a missing required edge) is refused with its edges named
-        (:func:`~fedstruct.discovery.knowledge.check_graph`); ``None`` (default): no
-        check.
+        (:func:`~fedstruct.discovery.knowledge.check_graph`). A graph the graph round
+        learns holds every required pair; ``forbidden_adjacent`` is refused there (it
+        cannot soundly delete an edge of a concentration graph). ``None`` (default):
+        none.
     """
 
     variant: str = "ngm"
