@@ -196,6 +196,10 @@ def test_an_array_made_of_common_rows_is_still_a_leak(binary):
     assert index.count_matches(np.vstack([batch[:3], PVALUES])) == 0  # 3 of 9: chance
     with pytest.raises(PrivacyViolationError, match="'x' contains 8 row"):
         _audit(Message("m.fit", arrays={"x": batch.ravel()}), binary)
+    # All-zero rows (constant: never a match) do not dilute a batch, with or without a label.
+    diluted = np.vstack([batch[:4], np.zeros((6, 6))])
+    assert index.count_matches(diluted) == 4
+    assert index.count_matches(np.hstack([diluted, np.arange(10.0)[:, None]])) == 4
 
 
 def test_the_anonymity_must_be_a_positive_integer(binary):

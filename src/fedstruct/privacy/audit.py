@@ -47,8 +47,9 @@ leak when it *singles out* records or when the array *is* data:
   privacy"): each stands for at least ``k`` records and says no more about any one of
   them than a count-table cell of ``k`` or more, which the protocols send anyway. They
   are leaks only in bulk: when matching rows (rare or common) make up more than half
-  of the rows of an array seen at the client's width — the array is a copy or a batch
-  of a low-entropy table, e.g. rows of a binary network's data that are all typical.
+  of the rows of an array seen at the client's width (constant rows left out: they
+  never match) — the array is a copy or a batch of a low-entropy table, e.g. rows of a
+  binary network's data that are all typical.
 
 The reason is chance coincidence. On categorical data a data row is a short
 pattern (a binary table of 8 columns has 256), and any reply row whose values are
@@ -249,27 +250,30 @@ class RowIndex:
     def _leaks(self, records: NDArray[np.int64], n_rows: int) -> int:
         """How many matching rows leak: all in bulk, else those that single out records.
 
-        ``records`` holds, for each matching reply row, how many client rows it matches.
+        ``records`` holds, for each matching reply row, how many client rows it matches;
+        ``n_rows`` is the number of the view's rows that could match at all (constant
+        rows cannot: a batch of mostly all-zero rows is still a batch).
         """
         if 2 * records.size > n_rows:
             return int(records.size)
         return int(np.count_nonzero(records < self.anonymity))
 
     def _matches(self, rows: NDArray[np.float64]) -> tuple[NDArray[np.int64], int]:
-        """Records matched by each matching row of ``rows``, and the number of rows."""
+        """Records matched by each matching row of ``rows``, and how many of ``rows`` are
+        not constant (the rows that could match)."""
         length = np.sqrt(np.einsum("ij,ij->i", rows, rows))
         ok = np.flatnonzero(length > 0)
         if ok.size == 0:
-            return np.empty(0, dtype=np.int64), len(rows)
+            return np.empty(0, dtype=np.int64), 0
         keys = (rows[ok] @ self._direction) / length[ok]
         found, rows_found = self._lookup(
             keys, lambda q: rows[ok[q]] / length[ok[q], None], length[ok]
         )
-        return self._records(found, rows_found), len(rows)
+        return self._records(found, rows_found), int(np.count_nonzero(~_constant_rows(rows)))
 
     def _matches_without_a_column(self, rows: NDArray[np.float64]) -> tuple[NDArray[np.int64], int]:
         """Rows of ``p + 1`` values that match a data row once one value is left out
-        (records matched by each, as :meth:`_matches`, and the number of rows).
+        (records matched by each, as :meth:`_matches`, and how many rows could match).
 
         The keys of all ``p + 1`` ways of leaving a value out come from prefix and
         suffix sums of the row's products with ``r`` (one pass); only the candidates
@@ -285,7 +289,7 @@ class RowIndex:
         length = np.sqrt(np.maximum(squares, 0.0)).ravel()
         ok = np.flatnonzero(length > 0)
         if ok.size == 0:
-            return np.empty(0, dtype=np.int64), n
+            return np.empty(0, dtype=np.int64), 0
         keys = dots.ravel()[ok] / length[ok]
         row_of, left_out = np.divmod(ok, wide)
         columns = np.arange(self.width)
@@ -295,7 +299,9 @@ class RowIndex:
             return rows[row_of[q][:, None], cols] / length[ok[q], None]
 
         found, rows_found = self._lookup(keys, unit_rows, length[ok])
-        return self._records(row_of[found], rows_found), n
+        ordered = np.sort(rows, axis=1)  # constant once one value is left out: no match
+        constant = (ordered[:, 0] == ordered[:, -2]) | (ordered[:, 1] == ordered[:, -1])
+        return self._records(row_of[found], rows_found), int(np.count_nonzero(~constant))
 
     def _records(self, found: NDArray[np.intp], rows_found: NDArray[np.intp]) -> NDArray[np.int64]:
         """For each reply row in ``found``, the client rows it matches (each distinct
