@@ -26,16 +26,18 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import PrivacyViolationError, ProtocolError
-from fedstruct.fl import secagg
 from fedstruct.fl.message import Message
-from fedstruct.fl.secagg import client as secagg_client
+from fedstruct.fl.secagg.protocol import PREFIX as SECAGG_PREFIX
 from fedstruct.privacy.audit import PayloadLimit, RowIndex, audit_reply
+
+if TYPE_CHECKING:
+    from fedstruct.fl.secagg.client import Session
 
 __all__ = ["Client", "handles", "holdout_split"]
 
@@ -97,7 +99,7 @@ class Client:
     require_secure_aggregation: bool = False
     #: The secure-aggregation session in progress: transient secrets, never in
     #: :meth:`get_state` (so never in a checkpoint).
-    _secagg: secagg_client.Session | None = None
+    _secagg: Session | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -149,7 +151,9 @@ class Client:
             the client requires secure aggregation and ``message`` asks for a
             summable reply in the clear.
         """
-        if message.kind.startswith(secagg.PREFIX):
+        if message.kind.startswith(SECAGG_PREFIX):
+            from fedstruct.fl.secagg import client as secagg_client  # the cryptography, when used
+
             reply, self._secagg = secagg_client.answer(
                 message, self._secagg, self.answer_summable, self.name
             )

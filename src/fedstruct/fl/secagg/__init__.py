@@ -25,7 +25,7 @@ from fedstruct.fl.message import Message
 from fedstruct.fl.secagg.config import SecAggConfig, neighbour_graph
 from fedstruct.fl.secagg.protocol import PREFIX
 from fedstruct.fl.secagg.quantize import weighted_entries
-from fedstruct.fl.secagg.server import SumResult, secure_sum
+from fedstruct.fl.secagg.result import SumResult
 
 if TYPE_CHECKING:
     from fedstruct.fl.grid import Grid
@@ -68,6 +68,8 @@ def send_and_sum(
     config = grid.secure_aggregation
     if config is None:
         return plain_sum(exchange(messages), weight)
+    from fedstruct.fl.secagg.server import secure_sum  # the cryptography, when used
+
     return secure_sum(exchange, messages, config, weight=weight, where=f"round {grid.round}")
 
 

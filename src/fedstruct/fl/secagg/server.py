@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from fedstruct.errors import ProtocolError, SecureAggregationError
 from fedstruct.fl.message import Message
@@ -28,36 +26,12 @@ from fedstruct.fl.secagg import protocol as p
 from fedstruct.fl.secagg.client import pairwise
 from fedstruct.fl.secagg.config import SecAggConfig, neighbour_graph
 from fedstruct.fl.secagg.quantize import Layout, dequantise
+from fedstruct.fl.secagg.result import SumResult
 
-__all__ = ["Exchange", "SumResult", "secure_sum"]
+__all__ = ["Exchange", "secure_sum"]
 
 #: ``exchange({node: message}) -> {node: reply}`` of the nodes that answered.
 Exchange = Callable[[Mapping[int, Message]], dict[int, Message]]
-
-
-@dataclass(frozen=True)
-class SumResult:
-    """The sum of a summable request's replies.
-
-    Attributes
-    ----------
-    arrays, metrics
-        Per name, the sum over the contributing nodes (weighted by the weight metric
-        when one was named; the weight metric itself is the sum of the weights).
-    nodes
-        The nodes whose replies are in the sum, sorted.
-    dropped
-        Nodes that sent their shares but no answer (their masks were removed).
-    withheld
-        Answers left out because fewer than ``min_clients`` answered (secure
-        aggregation only: a smaller sum would show one client's value).
-    """
-
-    arrays: dict[str, NDArray[Any]] = field(default_factory=dict)
-    metrics: dict[str, float | int] = field(default_factory=dict)
-    nodes: tuple[int, ...] = ()
-    dropped: tuple[int, ...] = ()
-    withheld: int = 0
 
 
 def secure_sum(
