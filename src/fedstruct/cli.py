@@ -160,6 +160,7 @@ COMMON_SETTINGS = {
     "truth": "truth",
     "bootstrap": "bootstrap",
     "jobs": "jobs",
+    "secure-aggregation": "secure_aggregation",
 }
 
 #: Options of every method's ``run`` command that are not settings.
@@ -212,7 +213,9 @@ def method_command(entry: Runnable) -> click.Command:
     infos = {info.name: info for info in describe_settings(entry.settings)}
     flags = {**COMMON_SETTINGS, **entry.options}
     setting_options = [
-        click.Option(
+        click.Option([f"--{flag}", name], is_flag=True, default=None, help=infos[name].doc)
+        if infos[name].type == "bool"  # a switch: --secure-aggregation
+        else click.Option(
             [f"--{flag}", name],
             type=_CLICK_TYPES.get(infos[name].type.removesuffix(" or None"), click.STRING),
             multiple=infos[name].type == "list",

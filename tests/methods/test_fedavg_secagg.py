@@ -1,0 +1,126 @@
+"""FedAvg with secure aggregation: the same model as without it (to the quantisation
+bound), its statistics step through two secure sums, a round that fails above the
+dropout threshold resumes from its checkpoint, and the options that cannot take it are
+refused with their reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+
+from fedstruct.data import ClientData
+from fedstruct.data.datasets.tables import breast_cancer_sites
+from fedstruct.errors import ConfigError, SecureAggregationError
+from fedstruct.experiments.runs import execute
+from fedstruct.fl import LocalBackend, LocalGrid, Message
+from fedstruct.fl.secagg import SecAggConfig
+from fedstruct.fl.secagg import protocol as p
+from fedstruct.methods.cafe import CAFE
+from fedstruct.methods.fedavg import FedAvg
+from fedstruct.methods.fedcdnv import FedCDnv
+
+ALARM = {"network": "alarm", "clients": 3, "rounds": 2, "samples": 600, "test_samples": 300}
+
+
+def test_fedavg_on_alarm_is_the_same_with_secure_aggregation(tmp_path):
+    plain = execute("fedavg", [ALARM], tmp_path / "plain").metrics
+    secure = execute("fedavg", [{**ALARM, "secure_aggregation": True}], tmp_path / "secure")
+    for name in ("test_accuracy", "test_loss"):
+        assert round(secure.metrics[name], 4) == round(plain[name], 4)
+    assert secure.metrics["mean_clients_answered"] == plain["mean_clients_answered"] == 3
+    assert secure.metrics["bytes_up"] > plain["bytes_up"]  # the protocol's keys and shares
+    config = json.loads((tmp_path / "secure" / "config.json").read_text())
+    assert config["settings"]["secure_aggregation"] is True
+
+
+def cancer_clients() -> list[ClientData]:
+    sites = [s.assign(diagnosis=(s["diagnosis"] == "malignant").astype(np.int64))
+             for s in breast_cancer_sites()[:3]]  # fmt: skip
+    return [ClientData(f"h{k}", s) for k, s in enumerate(sites)]
+
+
+def cancer_model(**params) -> FedAvg:
+    features = tuple(c for c in cancer_clients()[0].rows.columns if c != "diagnosis")
+    return FedAvg("diagnosis", {"diagnosis": 2}, continuous=features, hidden=0, **params)
+
+
+def test_the_statistics_step_sums_securely_to_the_pooled_statistics():
+    clients = cancer_clients()
+    plain = cancer_model(rounds=2).fit(clients)
+    secure = cancer_model(rounds=2, secure_aggregation=True).fit(clients)
+    a, b = plain.statistics_, secure.statistics_
+    assert a.rows == b.rows and np.array_equal(a.count, b.count)
+    np.testing.assert_allclose(b.mean, a.mean, rtol=1e-9, atol=3 * 2.0**-25)
+    # the stated bound: N 2^-(s+1) on each sum (s = 24), divided by the count
+    assert np.all(np.abs(b.variance - a.variance) <= 1e-9 * a.variance + 3 * 2.0**-25 / a.count)
+    for name, value in plain.params_.items():
+        np.testing.assert_allclose(secure.params_[name], value, atol=1e-4)
+    assert round(secure.history_[-1]["client_accuracy"], 4) == round(
+        plain.history_[-1]["client_accuracy"], 4
+    )
+
+
+class _FailingOnce(LocalBackend):
+    """A local backend on which, in round ``fail_round``, node 0 stops answering after
+    sending its shares and nodes 1-2 before the last stage: node 3 alone is left to
+    remove the masks, above the threshold of a 4-client federation (t = 2 of 3)."""
+
+    def __init__(self, fail_round: int) -> None:
+        self.fail_round = fail_round
+
+    def run(self, server_fn, method, clients, participation, seed):
+        built = [method.make_client(c) for c in clients]
+        fail_round = self.fail_round
+
+        class Grid(LocalGrid):
+            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+                kind = next(iter(messages.values())).kind
+                if self.round == fail_round and kind in (p.MASK, p.UNMASK):
+                    keep = {1, 2, 3} if kind == p.MASK else {3}
+                    messages = {n: m for n, m in messages.items() if n in keep}
+                return super()._exchange(messages)
+
+        return server_fn(Grid(built, participation, seed))
+
+
+def test_a_round_above_the_dropout_threshold_fails_and_the_run_resumes(tmp_path):
+    clients = cancer_clients() + cancer_clients()[:1]
+    clients[3] = ClientData("h3", clients[3].rows)
+    path = tmp_path / "checkpoint.safetensors"
+    model = cancer_model(rounds=3, seed=1, secure_aggregation=True)
+    with pytest.raises(SecureAggregationError, match=r"neighbours answered.*--resume"):
+        model.fit(clients, backend=_FailingOnce(fail_round=2), checkpoint=path)
+    resumed = cancer_model(rounds=3, seed=1, secure_aggregation=True)
+    resumed.fit(clients, checkpoint=path, resume=True)
+    full = cancer_model(rounds=3, seed=1, secure_aggregation=True).fit(clients)
+    assert [h["round"] for h in resumed.history_] == [1, 2, 3]
+    for name, value in full.params_.items():
+        np.testing.assert_allclose(resumed.params_[name], value, atol=1e-6)
+
+
+def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
+    with pytest.raises(ConfigError, match="late answers cannot be merged"):
+        FedAvg("y", {"y": 2}, staleness_exponent=0.5, secure_aggregation=True)
+    with pytest.raises(ConfigError, match="TPSS reads every client's PAG"):
+        FedCDnv(secure_aggregation=True)
+    with pytest.raises(ConfigError, match="not supported yet for cafe"):
+        CAFE(target="y", cardinalities={"y": 2, "x": 2}, secure_aggregation=True)
+    model = FedAvg("y", {"y": 2}, secure_aggregation=SecAggConfig(fractional_bits=20))
+    assert model.secure_aggregation == SecAggConfig(fractional_bits=20)
+    assert model.get_params()["secure_aggregation"] == SecAggConfig(fractional_bits=20)
+    assert (
+        FedAvg("y", {"y": 2}).fingerprint()
+        == FedAvg("y", {"y": 2}).set_params(secure_aggregation=False).fingerprint()
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "reason"),
+    [("fedcdnv", "TPSS reads"), ("fedngm", "distils"), ("fcm", "not supported yet")],
+)
+def test_the_run_option_is_refused_by_methods_that_cannot_take_it(tmp_path, method, reason):
+    with pytest.raises(ConfigError, match=f"--secure-aggregation: .*{reason}"):
+        execute(method, [{"secure_aggregation": True}], tmp_path / method)
