@@ -10,7 +10,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from fedstruct.cli import app
 from fedstruct.data import ClientData
 from fedstruct.data.datasets.tables import breast_cancer_sites
 from fedstruct.errors import ConfigError, SecureAggregationError
@@ -26,13 +28,26 @@ ALARM = {"network": "alarm", "clients": 3, "rounds": 2, "samples": 600, "test_sa
 
 
 def test_fedavg_on_alarm_is_the_same_with_secure_aggregation(tmp_path):
+    """``fedstruct run fedavg --secure-aggregation`` gives the plain run's accuracy to 4
+    decimals (the fixed-point error is ~1e-8 per weight)."""
     plain = execute("fedavg", [ALARM], tmp_path / "plain").metrics
-    secure = execute("fedavg", [{**ALARM, "secure_aggregation": True}], tmp_path / "secure")
+    args = [
+        f"--{k.replace('_', '-')}={v}"
+        for k, v in ALARM.items()
+        if k in ("network", "clients", "rounds")
+    ]
+    extra = [f"--set={k}={v}" for k, v in ALARM.items() if k.endswith("samples")]
+    out = tmp_path / "secure"
+    result = CliRunner().invoke(
+        app, ["run", "fedavg", *args, *extra, "--secure-aggregation", "--quiet", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    secure = json.loads((out / "metrics.json").read_text())
     for name in ("test_accuracy", "test_loss"):
-        assert round(secure.metrics[name], 4) == round(plain[name], 4)
-    assert secure.metrics["mean_clients_answered"] == plain["mean_clients_answered"] == 3
-    assert secure.metrics["bytes_up"] > plain["bytes_up"]  # the protocol's keys and shares
-    config = json.loads((tmp_path / "secure" / "config.json").read_text())
+        assert round(secure[name], 4) == round(plain[name], 4)
+    assert secure["mean_clients_answered"] == plain["mean_clients_answered"] == 3
+    assert secure["bytes_up"] > plain["bytes_up"]  # the protocol's keys and shares
+    config = json.loads((out / "config.json").read_text())
     assert config["settings"]["secure_aggregation"] is True
 
 
@@ -124,3 +139,10 @@ def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
 def test_the_run_option_is_refused_by_methods_that_cannot_take_it(tmp_path, method, reason):
     with pytest.raises(ConfigError, match=f"--secure-aggregation: .*{reason}"):
         execute(method, [{"secure_aggregation": True}], tmp_path / method)
+
+
+def test_the_command_line_refuses_it_in_one_line(tmp_path):
+    out = str(tmp_path / "run")
+    result = CliRunner().invoke(app, ["run", "fedcdnv", "--secure-aggregation", "--out", out])
+    assert result.exit_code == 2
+    assert "TPSS reads every client's PAG" in result.output
