@@ -773,6 +773,14 @@ def flower_supernode(
     wait: Annotated[
         float, typer.Option(help="Seconds to wait for the SuperLink to be reachable.")
     ] = 60.0,
+    require_secure_aggregation: Annotated[
+        bool,
+        typer.Option(
+            "--require-secure-aggregation",
+            help="Answer a request whose reply the server needs only as a sum (weights, "
+            "statistics, scores) only through secure aggregation; refuse it in the clear.",
+        ),
+    ] = False,
     home: Home = None,
 ) -> None:
     """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
@@ -780,7 +788,11 @@ def flower_supernode(
 
     if root_certificates is None and not insecure:
         raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
-    node_config = _site_node_config(partition, data, name, graph)
+    node_config: dict[str, Any] = dict(_site_node_config(partition, data, name, graph))
+    if require_secure_aggregation:
+        from fedstruct.fl.flower.client_app import REQUIRE_SECURE_AGGREGATION
+
+        node_config[REQUIRE_SECURE_AGGREGATION] = True
     link = Link(superlink, root_certificates)
     cmd = supernode_command(
         partition,

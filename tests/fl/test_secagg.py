@@ -214,3 +214,29 @@ def test_the_graph_is_symmetric_of_degree_k_about_2_log2_n(n):
     assert all(v in graph[u] for v in graph for u in graph[v])
     assert k == min(n - 1, 2 * int(np.ceil(np.log2(n))))
     assert config.reconstruction_threshold(n) == k // 2 + 1
+
+
+def test_a_supernode_can_require_secure_aggregation(monkeypatch, tmp_path):
+    """``fedstruct flower supernode --require-secure-aggregation`` puts the key in the
+    node's config, and the ClientApp reads it into every client it builds."""
+    pytest.importorskip("flwr")
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    from fedstruct import cli
+    from fedstruct.fl.flower import cluster
+    from fedstruct.fl.flower.client_app import requires_secure_aggregation
+
+    started = []
+    monkeypatch.setattr(cli, "_exec", lambda cmd, home, *rest: started.append(cmd))
+    monkeypatch.setattr(cluster, "wait_reachable", lambda link, timeout: None)
+    args = ["flower", "supernode", "--partition", "0", "--insecure", "--home", str(tmp_path)]
+    for flag, expected in (([], False), (["--require-secure-aggregation"], True)):
+        result = CliRunner().invoke(cli.app, [*args, *flag])
+        assert result.exit_code == 0, result.output
+        config = started[-1][started[-1].index("--node-config") + 1]
+        assert ("require-secure-aggregation=true" in config) is expected
+        node_config = dict(item.split("=") for item in config.split(" "))
+        context = SimpleNamespace(node_config=node_config)
+        assert requires_secure_aggregation(context) is expected

@@ -28,7 +28,15 @@ from fedstruct.fl.flower.records import error_records, from_records, to_records
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.message import Message
 
-__all__ = ["ClientFactory", "Handler", "Identify", "make_client_app", "partition_of"]
+__all__ = [
+    "REQUIRE_SECURE_AGGREGATION",
+    "ClientFactory",
+    "Handler",
+    "Identify",
+    "make_client_app",
+    "partition_of",
+    "requires_secure_aggregation",
+]
 
 #: ``factory(context) -> Client``: the client this node hosts; raises a FedstructError
 #: for a bad node config.
@@ -42,6 +50,15 @@ Handler = Callable[[Message, Context], Message]
 _STATE_RECORD = "fedstruct.state"
 #: The secure-aggregation session in progress (SuperNode memory only).
 _SECAGG_RECORD = "fedstruct.secagg"
+#: The node-config key of a SuperNode that answers summable requests only through
+#: secure aggregation (``fedstruct flower supernode --require-secure-aggregation``).
+REQUIRE_SECURE_AGGREGATION = "require-secure-aggregation"
+
+
+def requires_secure_aggregation(context: Context) -> bool:
+    """Whether the node was started with ``--require-secure-aggregation``."""
+    value = context.node_config.get(REQUIRE_SECURE_AGGREGATION, False)
+    return value is True or str(value).lower() == "true"
 
 
 def partition_of(context: Context) -> int:
@@ -100,6 +117,7 @@ def make_client_app(
                 reply = extra[msg.kind](msg, context)
             else:
                 client = factory(context)
+                client.require_secure_aggregation = requires_secure_aggregation(context)
                 _restore(client, context)
                 _restore_session(client, context)
                 with torch_threads(threads):
