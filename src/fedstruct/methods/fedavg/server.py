@@ -183,6 +183,8 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             answered = len(total.nodes)
             params = _average(total, state.params) if total.nodes else state.params
             train = {"train_loss": total.metrics["loss"] / total.metrics["n"]} if answered else {}
+            if total.withheld:  # too few answers to hide each one: none was used
+                train["withheld_answers"] = total.withheld
         else:  # late answers are merged one by one, down-weighted by their staleness
             replies = grid.send_and_receive(request)
             late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
