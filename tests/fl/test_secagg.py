@@ -240,3 +240,11 @@ def test_a_supernode_can_require_secure_aggregation(monkeypatch, tmp_path):
         node_config = dict(item.split("=") for item in config.split(" "))
         context = SimpleNamespace(node_config=node_config)
         assert requires_secure_aggregation(context) is expected
+
+
+def test_integer_entries_are_exact_beyond_float64_s_integers():
+    """Counts scale in int64 arithmetic: 3e9 + 1 survives (float64 * 2^24 would not)."""
+    counts = np.array([3_000_000_001, -7, 0], dtype=np.int64)
+    vector, layout = quantise({"counts": counts}, {"n": 2_000_000_003}, 24, 4, "test")
+    arrays, metrics = dequantise(vector + vector, layout, 24)
+    assert np.array_equal(arrays["counts"], 2 * counts) and metrics["n"] == 4_000_000_006

@@ -9,7 +9,8 @@ vectors, read back as a signed integer, is ``round``-ed values' sum exactly as l
 as ``|sum| < 2**63`` (the range), and ``Q / 2**s`` differs from the floats' sum by
 at most ``N * 2**-(s+1)`` per element (each rounding is off by at most half a unit of
 ``2**-s``; float64's own rounding of ``x * 2**s`` adds ``|x| * 2**-53``). Integer and
-boolean entries are exact.
+boolean entries (integer metrics too, weighted by an integer weight) are scaled in
+int64 arithmetic and sum exactly.
 """
 
 from __future__ import annotations
@@ -110,37 +111,34 @@ def quantise(
         sum of ``clients`` such values could wrap around); ``where`` names the client.
     """
     entries: list[tuple[str, str, tuple[int, ...], bool]] = []
-    parts: list[NDArray[np.float64]] = []
+    values: list[NDArray[Any]] = []
     for name in sorted(arrays):
         a = np.asarray(arrays[name])
         entries.append((name, "array", a.shape, a.dtype.kind in "biu"))
-        parts.append(a.astype(np.float64).ravel())
+        values.append(a.ravel())
     for name in sorted(metrics):
         value = metrics[name]
-        integer = isinstance(value, int) and not isinstance(value, bool)
-        entries.append((name, "metric", (), integer))
-        parts.append(np.array([float(value)]))
-    values = np.concatenate(parts) if parts else np.zeros(0)
-    scaled = np.rint(values * 2.0**bits)
-    limit = 2.0**63 / max(clients, 1)
-    bad = ~np.isfinite(scaled) | (np.abs(scaled) >= limit)
-    if bad.any():
-        name = _entry_at(entries, int(np.flatnonzero(bad)[0]))
-        raise SecureAggregationError(
-            f"secure aggregation at {where}: {name!r} holds {values[bad][0]:.6g}, beyond the "
-            f"fixed-point range ±{limit / 2.0**bits:.3g} for {clients} clients with "
-            f"{bits} fractional bits; lower fractional_bits (SecAggConfig)"
-        )
-    return scaled.astype(np.int64).view(np.uint64), Layout(tuple(entries))
-
-
-def _entry_at(entries: list[tuple[str, str, tuple[int, ...], bool]], position: int) -> str:
-    for name, _, shape, _ in entries:
-        size = math.prod(shape)
-        if position < size:
-            return name
-        position -= size
-    return "?"
+        entries.append((name, "metric", (), isinstance(value, int)))
+        values.append(np.array([value]))
+    limit = 2.0**63 / max(clients, 1)  # the scaled value's bound: no sum can wrap
+    parts = []
+    for (name, _, _, integer), v in zip(entries, values, strict=True):
+        if integer:  # exact: v * 2**bits in int64
+            big = np.abs(v.astype(np.float64)) >= limit / 2.0**bits
+            scaled = v.astype(np.int64) << bits if not big.any() else None
+        else:
+            scaled = np.rint(v.astype(np.float64) * 2.0**bits)
+            big = ~np.isfinite(scaled) | (np.abs(scaled) >= limit)
+            scaled = scaled.astype(np.int64) if not big.any() else None
+        if scaled is None:
+            raise SecureAggregationError(
+                f"secure aggregation at {where}: {name!r} holds {v[big][0]:.6g}, beyond the "
+                f"fixed-point range ±{limit / 2.0**bits:.3g} for {clients} clients with "
+                f"{bits} fractional bits; lower fractional_bits (SecAggConfig)"
+            )
+        parts.append(scaled)
+    vector = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return vector.view(np.uint64), Layout(tuple(entries))
 
 
 def dequantise(
