@@ -20,6 +20,7 @@ from fedstruct.experiments.runs import execute
 from fedstruct.fl import LocalBackend, LocalGrid, Message
 from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.secagg import protocol as p
+from fedstruct.fl.secagg.quantize import Layout, dequantise
 from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.fedavg import FedAvg
 from fedstruct.methods.fedcdnv import FedCDnv
@@ -146,3 +147,43 @@ def test_the_command_line_refuses_it_in_one_line(tmp_path):
     result = CliRunner().invoke(app, ["run", "fedcdnv", "--secure-aggregation", "--out", out])
     assert result.exit_code == 2
     assert "TPSS reads every client's PAG" in result.output
+
+
+class _Recording(LocalBackend):
+    """A local backend whose grid records every reply the server receives."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[int, Message]] = []
+
+    def run(self, server_fn, method, clients, participation, seed):
+        built = [method.make_client(c) for c in clients]
+        received = self.received
+
+        class Grid(LocalGrid):
+            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+                replies = super()._exchange(messages)
+                received.extend(sorted(replies.items()))
+                return replies
+
+        return server_fn(Grid(built, participation, seed))
+
+
+def test_the_server_never_holds_a_sites_fedavg_reply_in_the_clear():
+    """The audit, end to end: with secure aggregation every reply FedAvg's server
+    receives (statistics, training, evaluation) is a protocol message, and each masked
+    answer, read as the site's values, is not the site's (its sample count differs)."""
+    clients = cancer_clients()
+    backend = _Recording()
+    cancer_model(rounds=1, secure_aggregation=True).fit(clients, backend=backend)
+    kinds = {m.kind for _, m in backend.received}
+    assert kinds == {p.KEYS, p.SHARE, p.MASK, p.UNMASK}
+    masked = [(n, m) for n, m in backend.received if m.kind == p.MASK]
+    assert len(masked) == 3 * (2 + 1 + 1)  # statistics twice, training, evaluation
+    for node, message in masked:
+        layout = Layout.from_bytes(message.config[p.LAYOUT])
+        _, metrics = dequantise(message.arrays[p.MASKED], layout, 24)
+        if "n" in metrics:
+            assert metrics["n"] != clients[node].n_rows
+    plain = _Recording()
+    cancer_model(rounds=1).fit(clients, backend=plain)
+    assert {m.kind for _, m in plain.received} >= {"fedavg.fit", "fedavg.statistics"}
