@@ -10,6 +10,7 @@ and, after a stop and a resume, here.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -233,6 +234,11 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
         c.close()
 
 
+@pytest.mark.skipif(
+    os.environ.get("FEDSTRUCT_DEPLOYED_SECAGG") != "1",
+    reason="6.5 min on 2 busy cores (8 exchanges of 3 ClientApp processes each): "
+    "FEDSTRUCT_DEPLOYED_SECAGG=1 runs it",
+)
 def test_nodes_that_require_secure_aggregation(tmp_path):
     """Three SuperNodes started with --require-secure-aggregation: a plain run stops at
     the first summable request with the node's one-line reason; with
