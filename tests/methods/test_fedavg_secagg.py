@@ -17,7 +17,7 @@ from fedstruct.data import ClientData
 from fedstruct.data.datasets.tables import breast_cancer_sites
 from fedstruct.errors import ConfigError, SecureAggregationError
 from fedstruct.experiments.runs import execute
-from fedstruct.fl import LocalBackend, LocalGrid, Message
+from fedstruct.fl import LocalBackend, LocalGrid, Message, Participation
 from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.fl.secagg.quantize import Layout, dequantise
@@ -56,6 +56,12 @@ def cancer_clients() -> list[ClientData]:
     sites = [s.assign(diagnosis=(s["diagnosis"] == "malignant").astype(np.int64))
              for s in breast_cancer_sites()[:3]]  # fmt: skip
     return [ClientData(f"h{k}", s) for k, s in enumerate(sites)]
+
+
+def four_clients() -> list[ClientData]:
+    """The three hospitals and a fourth holding the first one's rows."""
+    clients = cancer_clients()
+    return [*clients, ClientData("h3", clients[0].rows)]
 
 
 def cancer_model(**params) -> FedAvg:
@@ -103,8 +109,7 @@ class _FailingOnce(LocalBackend):
 
 
 def test_a_round_above_the_dropout_threshold_fails_and_the_run_resumes(tmp_path):
-    clients = cancer_clients() + cancer_clients()[:1]
-    clients[3] = ClientData("h3", clients[3].rows)
+    clients = four_clients()
     path = tmp_path / "checkpoint.safetensors"
     model = cancer_model(rounds=3, seed=1, secure_aggregation=True)
     with pytest.raises(SecureAggregationError, match=r"neighbours answered.*--resume"):
@@ -187,3 +192,21 @@ def test_the_server_never_holds_a_sites_fedavg_reply_in_the_clear():
     plain = _Recording()
     cancer_model(rounds=1).fit(clients, backend=plain)
     assert {m.kind for _, m in plain.received} >= {"fedavg.fit", "fedavg.statistics"}
+
+
+def test_dropouts_of_the_participation_model_and_a_withheld_round():
+    """Sites the participation model drops never join a session, so the secure run sums
+    the plain run's sites; a round left with one site is withheld (its sum would be that
+    site's reply): the model stays, and the record says so."""
+    clients = four_clients()
+    part = Participation(dropout=0.3)
+    plain = cancer_model(rounds=3, seed=2, participation=part).fit(clients)
+    secure = cancer_model(rounds=3, seed=2, participation=part, secure_aggregation=True)
+    secure.fit(clients)
+    answered = [h["clients_answered"] for h in plain.history_]
+    assert answered == [3, 2, 1]  # seed 2: one site drops in round 2, two in round 3
+    assert [h["clients_answered"] for h in secure.history_] == [3, 2, 0]
+    assert secure.history_[2]["withheld_answers"] == 1
+    two_rounds = cancer_model(rounds=2, seed=2, participation=part).fit(clients)
+    for name, value in two_rounds.params_.items():
+        np.testing.assert_allclose(secure.params_[name], value, atol=1e-5)
