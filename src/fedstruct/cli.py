@@ -164,6 +164,7 @@ COMMON_SETTINGS = {
     "truth": "truth",
     "bootstrap": "bootstrap",
     "jobs": "jobs",
+    "secure-aggregation": "secure_aggregation",
 }
 
 #: Options of every method's ``run`` command that are not settings.
@@ -216,7 +217,9 @@ def method_command(entry: Runnable) -> click.Command:
     infos = {info.name: info for info in describe_settings(entry.settings)}
     flags = {**COMMON_SETTINGS, **entry.options}
     setting_options = [
-        click.Option(
+        click.Option([f"--{flag}", name], is_flag=True, default=None, help=infos[name].doc)
+        if infos[name].type == "bool"  # a switch: --secure-aggregation
+        else click.Option(
             [f"--{flag}", name],
             type=_CLICK_TYPES.get(infos[name].type.removesuffix(" or None"), click.STRING),
             multiple=infos[name].type == "list",
@@ -774,6 +777,14 @@ def flower_supernode(
     wait: Annotated[
         float, typer.Option(help="Seconds to wait for the SuperLink to be reachable.")
     ] = 60.0,
+    require_secure_aggregation: Annotated[
+        bool,
+        typer.Option(
+            "--require-secure-aggregation",
+            help="Answer a request whose reply the server needs only as a sum (weights, "
+            "statistics, scores) only through secure aggregation; refuse it in the clear.",
+        ),
+    ] = False,
     home: Home = None,
 ) -> None:
     """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
@@ -781,7 +792,11 @@ def flower_supernode(
 
     if root_certificates is None and not insecure:
         raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
-    node_config = _site_node_config(partition, data, name, graph)
+    node_config: dict[str, Any] = dict(_site_node_config(partition, data, name, graph))
+    if require_secure_aggregation:
+        from fedstruct.fl.flower.client_app import REQUIRE_SECURE_AGGREGATION
+
+        node_config[REQUIRE_SECURE_AGGREGATION] = True
     link = Link(superlink, root_certificates)
     cmd = supernode_command(
         partition,

@@ -31,6 +31,7 @@ __all__ = [
     "PrivacyViolationError",
     "ProtocolError",
     "SampleSizeError",
+    "SecureAggregationError",
     "UnknownNetworkError",
     "UnknownVariableError",
     "unknown_choice_message",
@@ -90,6 +91,12 @@ class CyclicGraphError(GraphError):
 
 class ProtocolError(FedstructError, ValueError):
     """A federated message breaks the protocol (unknown kind, bad payload types)."""
+
+
+class SecureAggregationError(ProtocolError):
+    """A secure-aggregation round cannot complete: more clients dropped out than its
+    threshold tolerates, too few took part to hide each one, or a value is beyond the
+    fixed-point range (the run resumes from its last checkpoint)."""
 
 
 class PrivacyViolationError(FedstructError):

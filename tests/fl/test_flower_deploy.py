@@ -10,6 +10,7 @@ and, after a stop and a resume, here.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -231,3 +232,28 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
         assert "fedstruct guard: refused run" in c.log("node0")
     finally:
         c.close()
+
+
+@pytest.mark.skipif(
+    os.environ.get("FEDSTRUCT_DEPLOYED_SECAGG") != "1",
+    reason="6.5 min on 2 busy cores (8 exchanges of 3 ClientApp processes each): "
+    "FEDSTRUCT_DEPLOYED_SECAGG=1 runs it",
+)
+def test_nodes_that_require_secure_aggregation(tmp_path):
+    """Three SuperNodes started with --require-secure-aggregation: a plain run stops at
+    the first summable request with the node's one-line reason; with
+    --secure-aggregation the deployed run gives the local secure run's metrics (the
+    secure sums are exact modulo 2^64, and the messages are the same)."""
+    with LoopbackCluster(tmp_path / "cluster", poll_interval=POLL) as c:
+        c.superlink("--insecure")
+        for k in range(3):
+            c.supernode(k, "--insecure", "--require-secure-aggregation")
+        plain = c.fedstruct(*run_args(c, tmp_path / "plain", 3, 1))
+        assert plain.returncode == 2
+        last = plain.stderr.strip().splitlines()[-1]
+        assert "requires secure aggregation and refuses to answer 'fedavg.fit'" in last
+        secure = c.fedstruct(*run_args(c, tmp_path / "secure", 3, 1, "--secure-aggregation"))
+        assert secure.returncode == 0, secure.stderr
+    settings = {"clients": 3, "rounds": 1, "secure_aggregation": True, **SIZES}
+    local = execute("fedavg", [settings], tmp_path / "local").metrics
+    assert json.loads((tmp_path / "secure" / "metrics.json").read_text()) == local

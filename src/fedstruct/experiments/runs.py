@@ -141,10 +141,20 @@ class FederationSettings:
         bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
     jobs
         Processes running the bootstrap's runs; empty: the cores available.
+    secure_aggregation
+        Sum the clients' replies that the server needs only as sums by secure
+        aggregation (SecAgg+), so that the server never sees one site's reply
+        (``--secure-aggregation``; docs/privacy.md); a method whose server needs the
+        replies one by one refuses it.
     """
 
     #: Why ``--bootstrap`` makes no sense for the method ("" where it does).
     bootstrap_refusal: ClassVar[str] = "the method learns no graph whose edges could be counted"
+    #: Why the method refuses ``--secure-aggregation`` ("" where it takes it).
+    secure_aggregation_refusal: ClassVar[str] = (
+        "not supported yet for this method (its exchanges are not wired to the secure sum; "
+        "fedavg takes it)"
+    )
 
     clients: int = 4
     rounds: int = 20
@@ -170,11 +180,14 @@ class FederationSettings:
     bootstrap: int = 0
     subsample: float | None = None
     jobs: int | None = None
+    secure_aggregation: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
         if self.bootstrap and self.bootstrap_refusal:
             raise ConfigError(f"--bootstrap {self.bootstrap}: {self.bootstrap_refusal}; drop it")
+        if self.secure_aggregation and self.secure_aggregation_refusal:
+            raise ConfigError(f"--secure-aggregation: {self.secure_aggregation_refusal}; drop it")
         if sum(map(bool, (self.sites, self.manifest, self.node_sites))) > 1:
             raise ConfigError(
                 "give the sites by one of --site, --sites MANIFEST or --node-site, not several"

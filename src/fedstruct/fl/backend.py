@@ -28,6 +28,7 @@ from fedstruct.fl.client import Client
 from fedstruct.fl.federation import ServerAlgorithm, run_federation
 from fedstruct.fl.grid import Grid, LocalGrid
 from fedstruct.fl.participation import Participation
+from fedstruct.fl.secagg import SecAggConfig
 
 __all__ = [
     "Backend",
@@ -160,6 +161,7 @@ def run_on_backend(
     backend: str | Backend = "local",
     participation: Participation | None = None,
     seed: int = 0,
+    secure_aggregation: SecAggConfig | None = None,
     checkpoint: Path | None = None,
     resume: bool = False,
     fingerprint: str = "",
@@ -174,6 +176,10 @@ def run_on_backend(
     clients
         The clients' data; for a backend whose nodes hold their own data
         (``needs_client_data = False``) their names suffice.
+    secure_aggregation
+        How the server sums summable replies (:func:`fedstruct.fl.secagg.send_and_sum`):
+        ``None`` in the clear, a :class:`~fedstruct.fl.secagg.SecAggConfig` securely,
+        on whichever backend (it is set on the grid the backend provides).
 
     Raises
     ------
@@ -192,6 +198,7 @@ def run_on_backend(
         raise DataError("a federation needs at least one client")
 
     def server_fn(grid: Grid) -> RunResult:
+        grid.secure_aggregation = secure_aggregation
         server = method.make_server()
         state, last = run_federation(
             server,

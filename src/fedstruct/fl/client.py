@@ -11,6 +11,14 @@ Every handler declares the largest reply its protocol allows (``max_entries``) a
 if it sends graphs, which arrays are endpoint-mark matrices. :meth:`Client.handle`
 runs the handler and passes the reply through the privacy audit before it leaves
 the client, on every backend.
+
+A handler whose reply the server needs only as a sum (every array and metric, possibly
+weighted by one of its metrics) declares ``summable=True``: the server may then ask for
+it through secure aggregation (:func:`fedstruct.fl.secagg.send_and_sum`), whose
+messages (kinds ``"secagg.*"``) every client answers here, running the handler on the
+inner request, auditing its plain reply, and sending it only quantised and masked. A
+client built with ``require_secure_aggregation = True`` refuses to answer a summable
+kind in the clear.
 """
 
 from __future__ import annotations
@@ -18,14 +26,18 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
 from fedstruct.data.client import ClientData
-from fedstruct.errors import ProtocolError
+from fedstruct.errors import PrivacyViolationError, ProtocolError
 from fedstruct.fl.message import Message
+from fedstruct.fl.secagg.protocol import PREFIX as SECAGG_PREFIX
 from fedstruct.privacy.audit import PayloadLimit, RowIndex, audit_reply
+
+if TYPE_CHECKING:
+    from fedstruct.fl.secagg.client import Session
 
 __all__ = ["Client", "handles", "holdout_split"]
 
@@ -39,10 +51,11 @@ class _HandlerSpec:
     method: Callable[[Any, Message], Message]
     max_entries: Bound
     graph_arrays: frozenset[str]
+    summable: bool = False
 
 
 def handles(
-    kind: str, *, max_entries: Bound, graph_arrays: Collection[str] = ()
+    kind: str, *, max_entries: Bound, graph_arrays: Collection[str] = (), summable: bool = False
 ) -> Callable[[Callable[[C, Message], Message]], Callable[[C, Message], Message]]:
     """Mark a :class:`Client` method as the handler of messages of ``kind``.
 
@@ -55,10 +68,14 @@ def handles(
         function ``(client, message) -> int``.
     graph_arrays
         Names of reply arrays that are endpoint-mark matrices.
+    summable
+        Whether the server needs every array and metric of the reply only as a sum
+        over clients (weighted, possibly, by one of its metrics): such a reply may
+        go through secure aggregation (module docstring).
     """
 
     def mark(fn: Callable[[C, Message], Message]) -> Callable[[C, Message], Message]:
-        fn._fedstruct_handler = (kind, max_entries, frozenset(graph_arrays))  # type: ignore[attr-defined]
+        fn._fedstruct_handler = (kind, max_entries, frozenset(graph_arrays), summable)  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -77,6 +94,12 @@ class Client:
     """
 
     _handlers: ClassVar[dict[str, _HandlerSpec]] = {}
+    #: Refuse to answer a summable kind except through secure aggregation (a node
+    #: that requires it: ``fedstruct flower supernode --require-secure-aggregation``).
+    require_secure_aggregation: bool = False
+    #: The secure-aggregation session in progress: transient secrets, never in
+    #: :meth:`get_state` (so never in a checkpoint).
+    _secagg: Session | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -84,8 +107,8 @@ class Client:
         for attr in vars(cls).values():
             spec = getattr(attr, "_fedstruct_handler", None)
             if spec is not None:
-                kind, bound, graphs = spec
-                handlers[kind] = _HandlerSpec(kind, attr, bound, graphs)
+                kind, bound, graphs, summable = spec
+                handlers[kind] = _HandlerSpec(kind, attr, bound, graphs, summable)
         cls._handlers = handlers
 
     def __init__(self, data: ClientData, *, seed: int = 0) -> None:
@@ -104,6 +127,12 @@ class Client:
         return tuple(sorted(cls._handlers))
 
     @classmethod
+    def summable(cls, kind: str) -> bool:
+        """Whether this client's handler of ``kind`` declares its reply summable."""
+        spec = cls._handlers.get(kind)
+        return spec is not None and spec.summable
+
+    @classmethod
     def graph_arrays(cls, kind: str) -> frozenset[str]:
         """The reply arrays of ``kind`` that are endpoint-mark matrices (none for a
         kind this client does not answer)."""
@@ -118,8 +147,41 @@ class Client:
         ProtocolError
             If no handler answers this kind or the handler returns no ``Message``.
         PrivacyViolationError
-            If the reply carries rows of the client's data or exceeds its bound.
+            If the reply carries rows of the client's data or exceeds its bound, or
+            the client requires secure aggregation and ``message`` asks for a
+            summable reply in the clear.
         """
+        if message.kind.startswith(SECAGG_PREFIX):
+            from fedstruct.fl.secagg import client as secagg_client  # the cryptography, when used
+
+            reply, self._secagg = secagg_client.answer(
+                message, self._secagg, self.answer_summable, self.name
+            )
+            return reply
+        if self.require_secure_aggregation and self.summable(message.kind):
+            raise PrivacyViolationError(
+                f"client {self.name!r} requires secure aggregation and refuses to answer "
+                f"{message.kind!r} in the clear; run with --secure-aggregation"
+            )
+        return self._answer(message)
+
+    def answer_summable(self, message: Message) -> Message:
+        """The audited plain reply to a summable request (inside secure aggregation).
+
+        Raises
+        ------
+        ProtocolError
+            If the kind's handler does not declare ``summable=True``.
+        """
+        if not self.summable(message.kind):
+            raise ProtocolError(
+                f"client {self.name!r} cannot sum {message.kind!r} securely: its handler does "
+                "not declare summable=True (the server needs its replies one by one)"
+            )
+        return self._answer(message)
+
+    def _answer(self, message: Message) -> Message:
+        """Run the handler of ``message``'s kind and audit its reply."""
         spec = self._handlers.get(message.kind)
         if spec is None:
             raise ProtocolError(

@@ -28,6 +28,7 @@ from fedstruct.fl.bootstrap import check_clients_here, deployment_refusal, repli
 from fedstruct.fl.codebook import Codebook
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
+from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.threads import default_threads
 from fedstruct.graphs.frequencies import CONSENSUS, PAG_PATTERNS, EdgeFrequencies
 from fedstruct.graphs.graph import Graph
@@ -213,6 +214,11 @@ class FederatedEstimator(ABC):
     data_: Mapping[str, Any] | None = None
     #: The key of :meth:`evaluate`'s result that :meth:`score` returns.
     score_metric: ClassVar[str] = ""
+    #: Why the method refuses ``secure_aggregation=True`` in one clause: ``""`` where
+    #: its server takes it, ``None`` (default) for "not supported yet".
+    secure_aggregation_refusal: ClassVar[str | None] = None
+    #: The run's secure aggregation (``None``: summable replies are summed in the clear).
+    secure_aggregation: SecAggConfig | None
 
     def __init_subclass__(
         cls,
@@ -244,10 +250,50 @@ class FederatedEstimator(ABC):
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
         self._check_parameter_names(params)
+        secure = params.pop("secure_aggregation", False)
         self.config = self.config_class(**params)
         self.seed = int(seed)
         self.participation = participation
-        self._params: dict[str, Any] = {"seed": seed, "participation": participation, **params}
+        self.secure_aggregation = self._secure_aggregation(secure)
+        self._params: dict[str, Any] = {
+            "seed": seed,
+            "participation": participation,
+            "secure_aggregation": secure,
+            **params,
+        }
+
+    def _secure_aggregation(self, given: bool | SecAggConfig) -> SecAggConfig | None:
+        """The run's secure-aggregation settings (``None``: off), refused with the
+        method's reason where its server cannot take them.
+
+        Raises
+        ------
+        ConfigError
+            If the method refuses it (:attr:`secure_aggregation_refusal`,
+            :meth:`check_secure_aggregation`).
+        """
+        if given is False or given is None:
+            return None
+        config = given if isinstance(given, SecAggConfig) else SecAggConfig()
+        if given is not True and not isinstance(given, SecAggConfig):
+            raise ConfigError(
+                f"{self.method}: secure_aggregation must be True, False or a SecAggConfig, "
+                f"got {given!r}"
+            )
+        reason = self.secure_aggregation_refusal
+        if reason is None:
+            reason = (
+                f"it is not supported yet for {self.method} (its exchanges are not wired to "
+                "the secure sum; fedavg takes it)"
+            )
+        if reason:
+            raise ConfigError(f"{self.method} refuses secure aggregation: {reason}")
+        self.check_secure_aggregation()
+        return config
+
+    def check_secure_aggregation(self) -> None:  # noqa: B027
+        """Refuse settings that secure aggregation cannot serve (an optional hook:
+        nothing by default; raise a :class:`ConfigError` with the reason)."""
 
     def _given(self, **params: Any) -> None:
         """Record a subclass's own ``__init__`` arguments, as given (for :meth:`get_params`)."""
@@ -523,6 +569,7 @@ class FederatedEstimator(ABC):
             backend=backend,
             participation=self.participation,
             seed=self.seed,
+            secure_aggregation=self.secure_aggregation,
             checkpoint=checkpoint,
             resume=resume,
             fingerprint=self.fingerprint(),
@@ -544,6 +591,12 @@ class FederatedEstimator(ABC):
                 "config": dataclasses.asdict(self.config),
                 "seed": self.seed,
                 "participation": repr(self.participation),
+                # only when on: the fingerprints of plain runs stay as they were
+                **(
+                    {"secure_aggregation": repr(self.secure_aggregation)}
+                    if self.secure_aggregation is not None
+                    else {}
+                ),
             },
             sort_keys=True,
         )
@@ -758,6 +811,15 @@ def config_signature(init: Any, config_class: type) -> inspect.Signature:
         for f in dataclasses.fields(config_class)
         if f.name not in taken
     ]
+    if "secure_aggregation" not in taken:  # every method's run option (FederatedEstimator)
+        fields.append(
+            inspect.Parameter(
+                "secure_aggregation",
+                inspect.Parameter.KEYWORD_ONLY,
+                default=False,
+                annotation="bool | SecAggConfig",
+            )
+        )
     return inspect.Signature([*own, *fields])
 
 

@@ -120,12 +120,15 @@ class FeatureColumns:
         )
 
 
-def site_summary(rows: pd.DataFrame, columns: FeatureColumns) -> dict[str, NDArray[Any]]:
+def site_summary(
+    rows: pd.DataFrame, columns: FeatureColumns, center: NDArray[np.float64] | None = None
+) -> dict[str, NDArray[Any]]:
     """What a site sends of its ``rows`` for the federated statistics (step 1 of the
     module docstring): ``rows`` (its row count), per continuous column ``count``,
-    ``sum`` and ``squares`` (the sum of squared deviations from the site's own mean;
-    0 for a column with no value here) and ``level_counts`` (every levelled column's
-    level counts, concatenated).
+    ``sum`` and ``squares`` (the sum of squared deviations from the site's own mean,
+    or from ``center`` when the server sends one, for a secure sum:
+    :func:`gather_statistics`; 0 for a column with no value here) and
+    ``level_counts`` (every levelled column's level counts, concatenated).
 
     Raises
     ------
@@ -141,7 +144,10 @@ def site_summary(rows: pd.DataFrame, columns: FeatureColumns) -> dict[str, NDArr
     given = ~np.isnan(values)
     count = given.sum(axis=0)
     total = np.where(given, values, 0.0).sum(axis=0)
-    mean = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    if center is None:
+        mean = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    else:
+        mean = np.nan_to_num(np.asarray(center, dtype=np.float64))
     squares = np.where(given, (values - mean) ** 2, 0.0).sum(axis=0)
     counts = [
         _level_counts(rows[v].to_numpy(), v, k, "the rows") for v, k in columns.levelled.items()
@@ -321,6 +327,11 @@ checkpoint.register(FeatureColumns)
 checkpoint.register(FeatureStatistics)
 
 
+#: The array of a statistics request that holds the centre of the squares (a secure
+#: run's second pass: :func:`gather_statistics`).
+CENTER = "center"
+
+
 def gather_statistics(
     grid: Grid, columns: FeatureColumns, kind: str, method: str
 ) -> FeatureStatistics:
@@ -328,7 +339,16 @@ def gather_statistics(
     its :func:`site_summary` of ``columns`` (a message of ``kind``, outside the
     participation model, like a final evaluation) and pool the replies, in node
     order. The method's clients answer ``kind`` with :func:`site_summary` of their
-    training rows.
+    training rows, about the :data:`CENTER` array of the request when it has one.
+
+    With secure aggregation on (``grid.secure_aggregation``) the server sees only
+    sums, which Chan et al.'s update cannot pool (it needs each site's mean), so it
+    asks twice: the first secure sum gives the pooled means ``c``; the second, every
+    site's squares about ``c``, whose sum ``M_c`` gives ``M = M_c - n (mean - c)^2``
+    with the second sum's own ``n`` and ``mean`` (the identity ``sum (x - c)^2 = M +
+    n (mean - c)^2``; ``mean - c`` is 0 unless a site dropped out in between, so there
+    is no cancellation). The quantisation adds at most ``N 2^-(s+1)`` per sum
+    (:class:`~fedstruct.fl.secagg.SecAggConfig`).
 
     Raises
     ------
@@ -337,10 +357,43 @@ def gather_statistics(
         is malformed (:meth:`FeatureStatistics.merge`).
     """
     nodes = grid.connected_ids()
+    if grid.secure_aggregation is not None:
+        return _gather_securely(grid, columns, kind, method, nodes)
     replies = grid.exchange_outside_rounds({n: Message(kind) for n in nodes})
     if not replies:
         raise ProtocolError(f"no site answered the feature statistics step of {method}")
     return FeatureStatistics.merge(columns, [replies[n].arrays for n in sorted(replies)])
+
+
+def _gather_securely(
+    grid: Grid, columns: FeatureColumns, kind: str, method: str, nodes: list[int]
+) -> FeatureStatistics:
+    """:func:`gather_statistics` by two secure sums (its docstring)."""
+    from fedstruct.fl.secagg import send_and_sum
+
+    first = send_and_sum(grid, {n: Message(kind) for n in nodes}, outside_rounds=True)
+    if not first.nodes:
+        raise ProtocolError(f"no site answered the feature statistics step of {method}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        center = first.arrays["sum"] / first.arrays["count"]
+    request = {n: Message(kind, arrays={CENTER: center}) for n in first.nodes}
+    second = send_and_sum(grid, request, outside_rounds=True)
+    if not second.nodes:
+        raise ProtocolError(f"no site answered the feature statistics step of {method}")
+    sums = second.arrays
+    n = sums["count"].astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums["sum"] / n
+        spread = sums["squares"] - n * (mean - np.nan_to_num(center)) ** 2
+        variance = np.maximum(spread, 0.0) / n
+    return FeatureStatistics(
+        columns,
+        int(sums["rows"][0]),
+        sums["count"].astype(np.int64),
+        mean,
+        variance,
+        sums["level_counts"].astype(np.int64),
+    )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from fedstruct.errors import ProtocolError
 from fedstruct.fl.client import Client
 from fedstruct.fl.message import Message
 from fedstruct.fl.participation import Participation, RoundPlan
+from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.traffic import Traffic
 
 __all__ = ["Grid", "LateReply", "LocalGrid"]
@@ -74,6 +75,10 @@ class Grid(ABC):
         self.lost_answers = 0
         #: Answers received in rounds (on time or to be delivered late), over the run.
         self.answers = 0
+        #: How summable replies are summed (:func:`fedstruct.fl.secagg.send_and_sum`):
+        #: ``None`` in the clear, a :class:`~fedstruct.fl.secagg.SecAggConfig` securely;
+        #: set by the run (:func:`~fedstruct.fl.backend.run_on_backend`).
+        self.secure_aggregation: SecAggConfig | None = None
 
     # ------------------------------------------------------------------ rounds
     @property

@@ -27,6 +27,7 @@ def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
         missing_values=source.missing_values,
         seed=settings.seed,
         participation=settings.participation(source.names),
+        secure_aggregation=settings.secure_aggregation,
         **dataclasses.asdict(subset(settings, FedAvgConfig)),
     )
 

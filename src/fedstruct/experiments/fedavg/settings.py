@@ -69,6 +69,7 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
         "FedAvg trains a classifier and learns no graph whose edges a resample could "
         "count; --bootstrap is for the discovery methods fedcdnv and fedcd"
     )
+    secure_aggregation_refusal: ClassVar[str] = ""  # weights, statistics, scores: sums
 
     network: str = "asia"
     target: str = ""

@@ -57,6 +57,10 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
     """
 
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
+    secure_aggregation_refusal: ClassVar[str] = (
+        "FedCDnv's server needs each client's reply, not their sum (TPSS reads every "
+        "client's PAG and p-values)"
+    )
 
     network: str = SYNTHETIC
     clients: int = 6

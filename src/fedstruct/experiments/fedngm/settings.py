@@ -46,6 +46,10 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
         "causal graph to count edges of; --bootstrap is for the discovery methods fedcdnv"
         " and fedcd"
     )
+    secure_aggregation_refusal: ClassVar[str] = (
+        "FedNGM's server needs each client's reply, not their sum (it distils the global "
+        "model from each client's own model)"
+    )
 
     dataset: str = "health"
     clients: int = 3

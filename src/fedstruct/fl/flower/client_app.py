@@ -5,6 +5,11 @@ client on every message (the factory may cache it per process), restores
 the client's local state from the node's ``Context.state``, answers, and saves the
 state back. With :meth:`Client.get_state` / :meth:`Client.set_state` implemented
 faithfully, this behaves exactly like a client object that lives for the whole run.
+
+A secure-aggregation session (:mod:`fedstruct.fl.secagg`) spans four messages: its
+transient secrets are kept between them in the node's in-memory context under a
+record of their own (never in the client's state, which checkpoints may hold), and
+removed when the session ends.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ from fedstruct.fl.flower.records import error_records, from_records, to_records
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.message import Message
 
-__all__ = ["ClientFactory", "Handler", "Identify", "make_client_app", "partition_of"]
+__all__ = [
+    "REQUIRE_SECURE_AGGREGATION",
+    "ClientFactory",
+    "Handler",
+    "Identify",
+    "make_client_app",
+    "partition_of",
+    "requires_secure_aggregation",
+]
 
 #: ``factory(context) -> Client``: the client this node hosts; raises a FedstructError
 #: for a bad node config.
@@ -35,6 +48,17 @@ Identify = Callable[[Context], dict[str, int | str]]
 Handler = Callable[[Message, Context], Message]
 
 _STATE_RECORD = "fedstruct.state"
+#: The secure-aggregation session in progress (SuperNode memory only).
+_SECAGG_RECORD = "fedstruct.secagg"
+#: The node-config key of a SuperNode that answers summable requests only through
+#: secure aggregation (``fedstruct flower supernode --require-secure-aggregation``).
+REQUIRE_SECURE_AGGREGATION = "require-secure-aggregation"
+
+
+def requires_secure_aggregation(context: Context) -> bool:
+    """Whether the node was started with ``--require-secure-aggregation``."""
+    value = context.node_config.get(REQUIRE_SECURE_AGGREGATION, False)
+    return value is True or str(value).lower() == "true"
 
 
 def partition_of(context: Context) -> int:
@@ -93,10 +117,13 @@ def make_client_app(
                 reply = extra[msg.kind](msg, context)
             else:
                 client = factory(context)
+                client.require_secure_aggregation = requires_secure_aggregation(context)
                 _restore(client, context)
+                _restore_session(client, context)
                 with torch_threads(threads):
                     reply = client.handle(msg)
                 _save(client, context)
+                _save_session(client, context)
             return FlowerMessage(to_records(reply), reply_to=message)
         except FedstructError as exc:
             return FlowerMessage(error_records(exc), reply_to=message)
@@ -118,3 +145,21 @@ def _save(client: Client, context: Context) -> None:
     state = client.get_state()
     if state:
         context.state[_STATE_RECORD] = ConfigRecord({"state": checkpoint.dumps(state)})
+
+
+def _restore_session(client: Client, context: Context) -> None:
+    """The client's secure-aggregation session from the node's memory, if one is open."""
+    record = context.state.config_records.get(_SECAGG_RECORD)
+    client._secagg = None
+    if record is not None:
+        from fedstruct.fl.secagg.client import Session
+
+        client._secagg = Session.from_record(dict(record))
+
+
+def _save_session(client: Client, context: Context) -> None:
+    """Keep the open session in the node's memory; forget it once it is over."""
+    if client._secagg is not None:
+        context.state[_SECAGG_RECORD] = ConfigRecord(client._secagg.to_record())
+    elif _SECAGG_RECORD in context.state.config_records:
+        del context.state[_SECAGG_RECORD]

@@ -11,7 +11,7 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, holdout_split
-from fedstruct.fl.features import FeatureEncoder, site_summary
+from fedstruct.fl.features import CENTER, FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
@@ -110,14 +110,20 @@ class FedAvgClient(Client):
         assert self.model is not None, "a FIT before the statistics step"
         return weights
 
-    @handles(STATISTICS, max_entries=lambda client, msg: client.schema.columns.summary_entries)
+    @handles(
+        STATISTICS,
+        max_entries=lambda client, msg: client.schema.columns.summary_entries,
+        summable=True,
+    )
     def statistics(self, msg: Message) -> Message:
-        """Counts, sums and sums of squares of the training rows' non-missing values,
-        and level counts (:func:`~fedstruct.fl.features.site_summary`)."""
+        """Counts, sums and sums of squares of the training rows' non-missing values
+        (about the request's ``center`` when it has one), and level counts
+        (:func:`~fedstruct.fl.features.site_summary`)."""
         rows = self.data.rows if not len(self.held) else self.data.rows.iloc[self.kept]
-        return Message(STATISTICS, arrays=site_summary(rows, self.schema.columns))
+        summary = site_summary(rows, self.schema.columns, msg.arrays.get(CENTER))
+        return Message(STATISTICS, arrays=summary)
 
-    @handles(FIT, max_entries=lambda client, msg: client.n_params + 2)
+    @handles(FIT, max_entries=lambda client, msg: client.n_params + 2, summable=True)
     def fit(self, msg: Message) -> Message:
         """Train the broadcast model for E local epochs; send the weights and n_k."""
         weights = self._weights(msg)
@@ -134,7 +140,11 @@ class FedAvgClient(Client):
         )
         return Message(FIT, arrays=get_params(self.model), metrics={"n": len(self.y), "loss": loss})
 
-    @handles(EVALUATE, max_entries=lambda client, msg: 5 if client.schema.regression else 3)
+    @handles(
+        EVALUATE,
+        max_entries=lambda client, msg: 5 if client.schema.regression else 3,
+        summable=True,
+    )
     def evaluate(self, msg: Message) -> Message:
         """Loss and correct predictions (a regression: the sums of
         :func:`~fedstruct.methods.fedavg.model.evaluate_regression`) of the broadcast

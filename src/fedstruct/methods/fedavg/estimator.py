@@ -79,6 +79,7 @@ class FedAvg(
     """
 
     score_metric = "accuracy"
+    secure_aggregation_refusal = ""  # its server needs only sums (FedAvgServer)
 
     def __init__(
         self,
@@ -100,6 +101,21 @@ class FedAvg(
             missing_values=missing_values,
         )
         self._test: pd.DataFrame | None = None
+
+    def check_secure_aggregation(self) -> None:
+        """Refuse ``staleness_exponent`` with secure aggregation.
+
+        Raises
+        ------
+        ConfigError
+            If late answers are to be merged: a secure sum adds the answers of one
+            round, so an answer that arrives rounds later cannot join it.
+        """
+        if self.config.staleness_exponent is not None:
+            raise ConfigError(
+                "fedavg refuses secure aggregation with staleness_exponent: a secure sum adds "
+                "the answers of one round, so late answers cannot be merged; drop one of them"
+            )
 
     # Federated protocol -----------------------------------------------------
     def make_client(self, data: ClientData) -> FedAvgClient:

@@ -16,6 +16,7 @@ from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
+from fedstruct.fl.secagg import SumResult, send_and_sum
 from fedstruct.methods.fedavg.client import EVALUATE, FIT, STATISTICS, encoding_arrays
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
@@ -77,6 +78,15 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
     clients asked that round, on their held-out rows (``client_accuracy``,
     ``client_loss`` in each round's record, or ``client_rmse``, ``client_r2`` for a
     regression; one more message each way per asked client).
+
+    The server needs the trained weights, the statistics and the evaluation only as
+    sums (``sum_k n_k w_k`` and ``sum_k n_k``; counts and sums of values; counts of
+    correct answers and sums of losses): they come through
+    :func:`~fedstruct.fl.secagg.send_and_sum`, which sums them in node order, or,
+    when the run has secure aggregation, by SecAgg+ so that the server never holds
+    one site's reply (docs/privacy.md). Late answers cannot join a secure sum: with
+    ``staleness_exponent`` set the answers come one by one (and the estimator
+    refuses secure aggregation).
 
     Parameters
     ----------
@@ -165,24 +175,35 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         setup = self._setup(state)
         extra, model, test, scale = setup.extra, setup.model, setup.test, setup.target_scale
         asked = grid.node_ids()
-        replies = grid.send_and_receive(
-            {n: Message(FIT, arrays={**state.params, **extra}) for n in asked}
-        )
-        late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
+        request = {n: Message(FIT, arrays={**state.params, **extra}) for n in asked}
         a = self.config.staleness_exponent
-        updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
-        params = weighted_average(updates) if updates else state.params
+        late: list[Any] = []
+        if a is None:  # only sums are needed: n_k w_k and n_k (securely if the run says so)
+            total = send_and_sum(grid, request, weight="n")
+            answered = len(total.nodes)
+            params = _average(total, state.params) if total.nodes else state.params
+            train = {"train_loss": total.metrics["loss"] / total.metrics["n"]} if answered else {}
+            if total.withheld:  # too few answers to hide each one: none was used
+                train["withheld_answers"] = total.withheld
+        else:  # late answers are merged one by one, down-weighted by their staleness
+            replies = grid.send_and_receive(request)
+            late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
+            updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
+            params = weighted_average(updates) if updates else state.params
+            answered = len(replies)
+            train = {}
+            if replies:
+                n = sum(r.metrics["n"] for r in replies.values())
+                loss = sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values())
+                train["train_loss"] = loss / n
         record: dict[str, float] = {
             "round": rnd,
             "clients_asked": len(asked),
-            "clients_answered": len(replies),
+            "clients_answered": answered,
             "late_merged": len(late) if a is not None else 0,
             **statistics_record,
+            **train,
         }
-        if replies:
-            n = sum(r.metrics["n"] for r in replies.values())
-            loss = sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values())
-            record["train_loss"] = loss / n
         if test is not None:
             set_params(model, params)
             record.update(self._test_scores(model, test, scale))
@@ -209,16 +230,17 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
     def _federated_evaluation(
         self, grid: Grid, arrays: dict[str, NDArray], nodes: list[int]
     ) -> dict[str, float]:
-        replies = grid.send_and_receive({n: Message(EVALUATE, arrays=arrays) for n in nodes})
+        total = send_and_sum(grid, {n: Message(EVALUATE, arrays=arrays) for n in nodes})
+        if not total.nodes:
+            return {}
         if self.schema.regression:
-            sums = [dict(replies[n].metrics) for n in sorted(replies)]
-            return {f"client_{k}": v for k, v in regression_scores(sums).items()}
-        n = sum(r.metrics["n"] for r in replies.values())
+            return {f"client_{k}": v for k, v in regression_scores([total.metrics]).items()}
+        n = total.metrics["n"]
         if not n:
             return {}
         return {
-            "client_accuracy": sum(r.metrics["correct"] for r in replies.values()) / n,
-            "client_loss": sum(r.metrics["loss_sum"] for r in replies.values()) / n,
+            "client_accuracy": total.metrics["correct"] / n,
+            "client_loss": total.metrics["loss_sum"] / n,
         }
 
     def describe(self, state: FedAvgState) -> str:
@@ -231,3 +253,17 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         if "test_rmse" in last:
             return f"test rmse {last['test_rmse']:.3g}"
         return f"train loss {last.get('train_loss', float('nan')):.3f}"
+
+
+def _average(
+    total: SumResult, like: dict[str, NDArray[np.float32]]
+) -> dict[str, NDArray[np.float32]]:
+    """FedAvg's ``sum_k n_k w_k / sum_k n_k`` from the weighted sum (McMahan et al.
+    2017, Algorithm 1), each array in the dtype and order of ``like`` (the global
+    weights) or the clients' own when there are none yet."""
+    n = float(total.metrics["n"])
+    names = list(like) or list(total.arrays)
+    return {
+        name: (total.arrays[name] / n).astype(like[name].dtype if like else np.float32)
+        for name in names
+    }

@@ -84,6 +84,11 @@ class FedCDnv(
     every metric of :func:`graph_scores` (Table 2).
     """
 
+    secure_aggregation_refusal = (
+        "its server needs each client's reply, not their sum (TPSS reads every client's "
+        "PAG and p-values)"
+    )
+
     inner_workers = "workers"
 
     def __init__(

@@ -89,6 +89,11 @@ class FedNGM(
     others.
     """
 
+    secure_aggregation_refusal = (
+        "its server needs each client's reply, not their sum (it distils the global model "
+        "from each client's own model)"
+    )
+
     def __init__(
         self,
         *,
