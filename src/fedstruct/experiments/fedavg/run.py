@@ -15,7 +15,7 @@ from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
 
-__all__ = ["method", "run_fedavg"]
+__all__ = ["method", "privacy_metrics", "run_fedavg"]
 
 
 def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
@@ -52,6 +52,7 @@ def run_fedavg(
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **{k: last[k] for k in ("client_accuracy", "client_loss") if k in last},
         **model.traffic_.summary(),
+        **privacy_metrics(model, list(source.names)),
     }
     figure = plot_history(
         model.history_,
@@ -85,6 +86,7 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
         "rounds": len(model.history_),
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **model.traffic_.summary(),
+        **privacy_metrics(model, list(source.names)),
         **source.report(),
     }
     score = "client_rmse" if model.schema.regression else "client_accuracy"
@@ -95,3 +97,19 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
         f"FedAvg on your sites (target {model.schema.target})",
     )
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
+
+
+def privacy_metrics(model: FedAvg, sites: list[str]) -> dict[str, float]:
+    """With DP-SGD: the ε each site has spent over the run (``dp_epsilon_<site>``: the
+    largest it reported; 0 for a site that never trained) and their maximum
+    (``dp_epsilon_max``); nothing without DP."""
+    if model.config.dp_epsilon is None:
+        return {}
+    spent = {
+        f"dp_epsilon_{site}": max(
+            (h[f"dp_epsilon_{site}"] for h in model.history_ if f"dp_epsilon_{site}" in h),
+            default=0.0,
+        )
+        for site in sites
+    }
+    return {**spent, "dp_epsilon_max": max(spent.values(), default=0.0)}

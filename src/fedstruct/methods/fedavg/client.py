@@ -20,7 +20,9 @@ from fedstruct.methods.fedavg.model import (
     evaluate,
     evaluate_regression,
     train_local,
+    train_private,
 )
+from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
 
 __all__ = ["EVALUATE", "FIT", "STATISTICS", "FedAvgClient", "encoding_arrays"]
 
@@ -72,6 +74,8 @@ class FedAvgClient(Client):
         self.kept, self.held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
         self._encoded_with: dict[str, Any] | None = None
         self.model: torch.nn.Module | None = None
+        self.ledger = PrivacyLedger()
+        self.privacy: SitePrivacy | None = None
         if not schema.needs_statistics:
             self._encode(schema.one_hot(), (0.0, 1.0))
 
@@ -95,6 +99,26 @@ class FedAvgClient(Client):
         self.target_scale = target_scale
         self.model = build_model(self.schema, encoder.width, self.config.hidden, self.seed)
         self.n_params = sum(p.numel() for p in self.model.parameters())
+        self.privacy = self._site_privacy(len(self.y))
+
+    def _site_privacy(self, n_rows: int) -> SitePrivacy | None:
+        """With DP-SGD (``config.dp_epsilon``): the site's budget, noise and ledger for
+        its ``n_rows`` training rows; a fixed noise multiplier that would exceed the
+        budget is refused here, before any training."""
+        c = self.config
+        budget = c.dp_budget(n_rows)
+        if budget is None:
+            return None
+        return SitePrivacy(
+            self.data.name,
+            budget,
+            n_rows=n_rows,
+            batch_size=c.batch_size,
+            epochs=c.local_epochs,
+            rounds=c.rounds,
+            noise_multiplier=c.dp_noise_multiplier,
+            ledger=self.ledger,
+        )
 
     def _weights(self, msg: Message) -> dict[str, Any]:
         """The message's weights, the rows encoded with its encoding first if new."""
@@ -117,22 +141,42 @@ class FedAvgClient(Client):
         rows = self.data.rows if not len(self.held) else self.data.rows.iloc[self.kept]
         return Message(STATISTICS, arrays=site_summary(rows, self.schema.columns))
 
-    @handles(FIT, max_entries=lambda client, msg: client.n_params + 2)
+    @handles(
+        FIT, max_entries=lambda client, msg: client.n_params + 2 + (client.privacy is not None)
+    )
     def fit(self, msg: Message) -> Message:
-        """Train the broadcast model for E local epochs; send the weights and n_k."""
+        """Train the broadcast model for E local epochs; send the weights and n_k.
+
+        With DP-SGD the site first checks that the round keeps it within its budget
+        (refusing it otherwise, :meth:`SitePrivacy.next_round`), trains with
+        :func:`~fedstruct.methods.fedavg.model.train_private` and reports the ε it has
+        spent so far (``epsilon``)."""
         weights = self._weights(msg)
         assert self.model is not None
         set_params(self.model, weights)
-        loss = train_local(
-            self.model,
-            self.x,
-            self.y,
-            epochs=self.config.local_epochs,
-            batch_size=self.config.batch_size,
-            learning_rate=self.config.learning_rate,
-            rng=self.rng(msg),
-        )
-        return Message(FIT, arrays=get_params(self.model), metrics={"n": len(self.y), "loss": loss})
+        settings = {
+            "epochs": self.config.local_epochs,
+            "batch_size": self.config.batch_size,
+            "learning_rate": self.config.learning_rate,
+        }
+        metrics: dict[str, float] = {"n": len(self.y)}
+        if self.privacy is None:
+            loss = train_local(self.model, self.x, self.y, rng=self.rng(msg), **settings)
+        else:
+            private = self.privacy.next_round(int(msg.config.get("round", 0)))
+            loss = train_private(
+                self.model, self.x, self.y, rng=self.rng(msg), private=private, **settings
+            )
+            metrics["epsilon"] = self.privacy.record_round()
+        return Message(FIT, arrays=get_params(self.model), metrics={**metrics, "loss": loss})
+
+    def get_state(self) -> dict[str, Any]:
+        """The DP ledger (the steps taken so far), when training with DP-SGD."""
+        return {"ledger": list(self.ledger.history)} if self.ledger.history else {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore the DP ledger."""
+        self.ledger.history = PrivacyLedger(state.get("ledger", ())).history
 
     @handles(EVALUATE, max_entries=lambda client, msg: 5 if client.schema.regression else 3)
     def evaluate(self, msg: Message) -> Message:

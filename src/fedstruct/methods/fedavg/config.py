@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.privacy.dp import DPBudget
 
 __all__ = ["CATEGORICAL_IMPUTATIONS", "FedAvgConfig"]
 
@@ -48,6 +49,19 @@ class FedAvgConfig:
         of its own) or ``mode`` (the level most frequent over every site's rows, from
         the federated level counts; the indicator is 1 too). A missing continuous value
         is always the federated mean (:mod:`fedstruct.fl.features`).
+    dp_epsilon
+        If set, every site trains with DP-SGD (Abadi et al. 2016; docs/privacy.md)
+        within this total ε over the whole run, accounted by its own ledger
+        (:class:`~fedstruct.privacy.dp.SitePrivacy`); ``None`` (default): no DP.
+    dp_delta
+        δ of each site's ``(ε, δ)``; ``None`` (default): ``1 / n_k``, the inverse of
+        the site's training rows.
+    dp_clip
+        DP-SGD's per-row gradient clipping norm ``C`` (1.0).
+    dp_noise_multiplier
+        DP-SGD's noise multiplier ``σ``; ``None`` (default): calibrated per site so
+        that ``rounds`` rounds spend ``dp_epsilon``. A value whose rounds would spend
+        more is refused before any training.
     """
 
     rounds: int = 20
@@ -58,9 +72,22 @@ class FedAvgConfig:
     staleness_exponent: float | None = None
     test_fraction: float = 0.0
     categorical_imputation: str = "missing-level"
+    dp_epsilon: float | None = None
+    dp_delta: float | None = None
+    dp_clip: float = 1.0
+    dp_noise_multiplier: float | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedavg")
+        self.dp_budget(n_rows=2)  # with DP: validates ε, δ and C
+
+    def dp_budget(self, n_rows: int) -> DPBudget | None:
+        """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``
+        unless ``dp_delta`` is set), or ``None`` without DP."""
+        if self.dp_epsilon is None:
+            return None
+        delta = self.dp_delta if self.dp_delta is not None else 1.0 / max(n_rows, 2)
+        return DPBudget(float(self.dp_epsilon), float(delta), float(self.dp_clip))
 
 
 _CONSTRAINTS = {
@@ -72,4 +99,7 @@ _CONSTRAINTS = {
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
     "categorical_imputation": OneOf(CATEGORICAL_IMPUTATIONS),
+    "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "dp_clip": Interval(float, 0, closed="neither"),
+    "dp_noise_multiplier": Interval(float, 0, closed="neither", allow_none=True),
 }
