@@ -16,7 +16,7 @@ refuses a round that would exceed the budget before training it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -25,7 +25,16 @@ import numpy as np
 from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 
-__all__ = ["DPBudget", "PrivacyLedger", "PrivateSGD", "SitePrivacy", "private_schedule"]
+__all__ = [
+    "DPBudget",
+    "PrivacyLedger",
+    "PrivateSGD",
+    "SitePrivacy",
+    "epsilon_report",
+    "private_schedule",
+    "site_budget",
+    "spent_epsilons",
+]
 
 # Opacus (and the torch.distributed it pulls in, ~1.5 s) is imported where it is
 # used: most runs train without DP, and every process of a Flower deployment pays
@@ -100,6 +109,19 @@ class DPBudget:
                 f"need 0 < sample_rate <= 1 and steps >= 1, got {sample_rate}, {steps}"
             )
         return _calibrate(self.epsilon, self.delta, float(sample_rate), int(steps))
+
+
+def site_budget(
+    epsilon: float | None, delta: float | None, max_grad_norm: float, n_rows: int
+) -> DPBudget | None:
+    """A site's DP-SGD budget for its ``n_rows`` training rows, or ``None`` without DP
+    (``epsilon`` is ``None``). ``delta=None`` gives ``δ = 1 / n_k``, the usual choice
+    of a δ below one over the number of records protected (``1/2`` for a site of one
+    row, which any δ < 1 would refuse)."""
+    if epsilon is None:
+        return None
+    chosen = delta if delta is not None else 1.0 / max(int(n_rows), 2)
+    return DPBudget(float(epsilon), float(chosen), float(max_grad_norm))
 
 
 class PrivacyLedger:
@@ -253,3 +275,31 @@ class SitePrivacy:
     def epsilon(self) -> float:
         """ε spent so far at the budget's δ."""
         return self.ledger.epsilon(self.budget.delta)
+
+
+def spent_epsilons(replies: Iterable[tuple[str, Mapping[str, float]]]) -> dict[str, float]:
+    """A round's record of the ε each DP-SGD site reports having spent so far
+    (``dp_epsilon_<site>``) from ``(site, reply metrics)`` pairs; sites whose reply
+    carries no ``epsilon`` (no DP) give nothing."""
+    spent: dict[str, float] = {}
+    for site, metrics in replies:
+        if "epsilon" in metrics:
+            key = f"dp_epsilon_{site}"
+            spent[key] = max(spent.get(key, 0.0), float(metrics["epsilon"]))
+    return spent
+
+
+def epsilon_report(
+    history: Sequence[Mapping[str, float]], sites: Iterable[str]
+) -> dict[str, float]:
+    """A run's metrics for DP-SGD: the ε each site spent over the run
+    (``dp_epsilon_<site>``: the largest it reported, 0 for a site that never trained)
+    and their maximum (``dp_epsilon_max``)."""
+    spent = {
+        f"dp_epsilon_{site}": max(
+            (float(h[f"dp_epsilon_{site}"]) for h in history if f"dp_epsilon_{site}" in h),
+            default=0.0,
+        )
+        for site in sites
+    }
+    return {**spent, "dp_epsilon_max": max(spent.values(), default=0.0)}

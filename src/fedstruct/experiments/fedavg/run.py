@@ -4,6 +4,7 @@ or on a user's site files (a classification, or a regression for a continuous ta
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,8 +15,9 @@ from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
+from fedstruct.privacy.dp import epsilon_report
 
-__all__ = ["method", "privacy_metrics", "run_fedavg"]
+__all__ = ["method", "run_fedavg"]
 
 
 def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
@@ -52,7 +54,7 @@ def run_fedavg(
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **{k: last[k] for k in ("client_accuracy", "client_loss") if k in last},
         **model.traffic_.summary(),
-        **privacy_metrics(model, list(source.names)),
+        **_privacy(model, source.names),
     }
     figure = plot_history(
         model.history_,
@@ -86,7 +88,7 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
         "rounds": len(model.history_),
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **model.traffic_.summary(),
-        **privacy_metrics(model, list(source.names)),
+        **_privacy(model, source.names),
         **source.report(),
     }
     score = "client_rmse" if model.schema.regression else "client_accuracy"
@@ -99,17 +101,8 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
 
 
-def privacy_metrics(model: FedAvg, sites: list[str]) -> dict[str, float]:
-    """With DP-SGD: the ε each site has spent over the run (``dp_epsilon_<site>``: the
-    largest it reported; 0 for a site that never trained) and their maximum
-    (``dp_epsilon_max``); nothing without DP."""
+def _privacy(model: FedAvg, sites: Sequence[str]) -> dict[str, float]:
+    """With DP-SGD, the ε each site spent (:func:`~fedstruct.privacy.dp.epsilon_report`)."""
     if model.config.dp_epsilon is None:
         return {}
-    spent = {
-        f"dp_epsilon_{site}": max(
-            (h[f"dp_epsilon_{site}"] for h in model.history_ if f"dp_epsilon_{site}" in h),
-            default=0.0,
-        )
-        for site in sites
-    }
-    return {**spent, "dp_epsilon_max": max(spent.values(), default=0.0)}
+    return epsilon_report(model.history_, sites)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
-from fedstruct.privacy.dp import DPBudget
+from fedstruct.privacy.dp import DPBudget, site_budget
 
 __all__ = ["CATEGORICAL_IMPUTATIONS", "FedAvgConfig"]
 
@@ -84,10 +84,7 @@ class FedAvgConfig:
     def dp_budget(self, n_rows: int) -> DPBudget | None:
         """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``
         unless ``dp_delta`` is set), or ``None`` without DP."""
-        if self.dp_epsilon is None:
-            return None
-        delta = self.dp_delta if self.dp_delta is not None else 1.0 / max(n_rows, 2)
-        return DPBudget(float(self.dp_epsilon), float(delta), float(self.dp_clip))
+        return site_budget(self.dp_epsilon, self.dp_delta, self.dp_clip, n_rows)
 
 
 _CONSTRAINTS = {

@@ -25,6 +25,7 @@ from fedstruct.methods.fedavg.model import (
     evaluate_regression,
     regression_scores,
 )
+from fedstruct.privacy.dp import spent_epsilons
 
 __all__ = ["FedAvgServer", "FedAvgState"]
 
@@ -179,7 +180,8 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             "late_merged": len(late) if a is not None else 0,
             **statistics_record,
         }
-        record.update(_spent_epsilons(grid, replies, late))
+        answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
+        record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
             loss = sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values())
@@ -232,14 +234,3 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         if "test_rmse" in last:
             return f"test rmse {last['test_rmse']:.3g}"
         return f"train loss {last.get('train_loss', float('nan')):.3f}"
-
-
-def _spent_epsilons(grid: Grid, replies: dict[int, Message], late: list[Any]) -> dict[str, float]:
-    """The ε each DP-SGD site reports having spent so far (``dp_epsilon_<site>``; none
-    without DP)."""
-    spent = [(n, m) for n, m in sorted(replies.items())] + [(lr.node, lr.message) for lr in late]
-    return {
-        f"dp_epsilon_{grid.node_name(node)}": float(message.metrics["epsilon"])
-        for node, message in spent
-        if "epsilon" in message.metrics
-    }
