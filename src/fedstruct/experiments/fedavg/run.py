@@ -102,7 +102,14 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
 
 
 def _privacy(model: FedAvg, sites: Sequence[str]) -> dict[str, float]:
-    """With DP-SGD, the ε each site spent (:func:`~fedstruct.privacy.dp.epsilon_report`)."""
-    if model.config.dp_epsilon is None:
-        return {}
-    return epsilon_report(model.history_, sites)
+    """With DP-SGD, the ε each site spent (:func:`~fedstruct.privacy.dp.epsilon_report`);
+    with central DP, the site-level ε of the run (``central_dp_epsilon``) and the last
+    round's clipping norm (``central_dp_clip``)."""
+    metrics: dict[str, float] = {}
+    if model.config.dp_epsilon is not None:
+        metrics.update(epsilon_report(model.history_, sites))
+    central = [h for h in model.history_ if "central_dp_epsilon" in h]
+    if central:
+        metrics["central_dp_epsilon"] = central[-1]["central_dp_epsilon"]
+        metrics["central_dp_clip"] = central[-1]["central_dp_clip"]
+    return metrics

@@ -22,9 +22,19 @@ from fedstruct.methods.fedavg.model import (
     train_local,
     train_private,
 )
+from fedstruct.privacy.central_dp import BELOW_CLIP, clip_update
 from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
 
-__all__ = ["EVALUATE", "FIT", "STATISTICS", "FedAvgClient", "encoding_arrays"]
+__all__ = [
+    "CENTRAL_CLIP",
+    "DELTA",
+    "EVALUATE",
+    "FIT",
+    "STATISTICS",
+    "FedAvgClient",
+    "central_update",
+    "encoding_arrays",
+]
 
 FIT = "fedavg.fit"
 EVALUATE = "fedavg.evaluate"
@@ -33,6 +43,24 @@ STATISTICS = "fedavg.statistics"
 ENCODING = "features."
 #: A regression's target mean and standard deviation in a message's arrays.
 TARGET_SCALE = "features.target_scale"
+#: With central DP: the round's clipping norm in a FIT message's config.
+CENTRAL_CLIP = "central_dp.clip"
+#: With central DP: the prefix of the clipped update's arrays in a FIT reply.
+DELTA = "delta."
+
+
+def central_update(
+    received: dict[str, Any], trained: dict[str, Any], clip: float
+) -> dict[str, np.ndarray]:
+    """A site's reply under central DP (:mod:`fedstruct.privacy.central_dp`): its
+    update ``Δ = trained - received`` clipped to norm ``clip`` (``delta.<name>``) and
+    the bit ``1[‖Δ‖ ≤ clip]`` (adaptive clipping's count), both summable."""
+    update = {k: np.asarray(trained[k]) - np.asarray(received[k]) for k in trained}
+    clipped, norm = clip_update(update, clip)
+    return {
+        **{DELTA + k: v for k, v in clipped.items()},
+        BELOW_CLIP: np.array([float(norm <= clip)], dtype=np.float64),
+    }
 
 
 def encoding_arrays(encoder: FeatureEncoder, target_scale: tuple[float, float]) -> dict[str, Any]:
@@ -142,10 +170,12 @@ class FedAvgClient(Client):
         return Message(STATISTICS, arrays=site_summary(rows, self.schema.columns))
 
     @handles(
-        FIT, max_entries=lambda client, msg: client.n_params + 2 + (client.privacy is not None)
+        FIT, max_entries=lambda client, msg: client.n_params + 3 + (client.privacy is not None)
     )
     def fit(self, msg: Message) -> Message:
-        """Train the broadcast model for E local epochs; send the weights and n_k.
+        """Train the broadcast model for E local epochs; send the weights and n_k (with
+        central DP, the message's ``central_dp.clip``: the clipped update and its
+        clipping bit instead of the weights, :func:`central_update`).
 
         With DP-SGD the site first checks that the round keeps it within its budget
         (refusing it otherwise, :meth:`SitePrivacy.next_round`), trains with
@@ -168,7 +198,11 @@ class FedAvgClient(Client):
                 self.model, self.x, self.y, rng=self.rng(msg), private=private, **settings
             )
             metrics["epsilon"] = self.privacy.record_round()
-        return Message(FIT, arrays=get_params(self.model), metrics={**metrics, "loss": loss})
+        trained = get_params(self.model)
+        if CENTRAL_CLIP in msg.config:
+            arrays = central_update(weights, trained, float(msg.config[CENTRAL_CLIP]))
+            return Message(FIT, arrays=arrays, metrics={**metrics, "loss": loss})
+        return Message(FIT, arrays=trained, metrics={**metrics, "loss": loss})
 
     def get_state(self) -> dict[str, Any]:
         """The DP ledger (the steps taken so far), when training with DP-SGD."""

@@ -16,7 +16,14 @@ from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
-from fedstruct.methods.fedavg.client import EVALUATE, FIT, STATISTICS, encoding_arrays
+from fedstruct.methods.fedavg.client import (
+    CENTRAL_CLIP,
+    DELTA,
+    EVALUATE,
+    FIT,
+    STATISTICS,
+    encoding_arrays,
+)
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
     TabularSchema,
@@ -24,6 +31,16 @@ from fedstruct.methods.fedavg.model import (
     evaluate,
     evaluate_regression,
     regression_scores,
+)
+from fedstruct.privacy.central_dp import (
+    BELOW_CLIP,
+    CentralDP,
+    central_epsilon,
+    next_clip,
+    noised_fraction_below,
+    noised_mean,
+    sum_updates,
+    update_noise_multiplier,
 )
 from fedstruct.privacy.dp import spent_epsilons
 
@@ -166,19 +183,27 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         setup = self._setup(state)
         extra, model, test, scale = setup.extra, setup.model, setup.test, setup.target_scale
         asked = grid.node_ids()
+        central = self.config.central_dp()
+        clip = _current_clip(state, central)
+        config = {} if central is None else {CENTRAL_CLIP: clip}
         replies = grid.send_and_receive(
-            {n: Message(FIT, arrays={**state.params, **extra}) for n in asked}
+            {n: Message(FIT, arrays={**state.params, **extra}, config=config) for n in asked}
         )
         late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
         a = self.config.staleness_exponent
-        updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
-        params = weighted_average(updates) if updates else state.params
+        central_record: dict[str, float] = {}
+        if central is not None:
+            params, central_record = self._central_step(grid, state, replies, central, clip, rnd)
+        else:
+            updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
+            params = weighted_average(updates) if updates else state.params
         record: dict[str, float] = {
             "round": rnd,
             "clients_asked": len(asked),
             "clients_answered": len(replies),
             "late_merged": len(late) if a is not None else 0,
             **statistics_record,
+            **central_record,
         }
         answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
         record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
@@ -197,6 +222,58 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         return FedAvgState(
             params=params, history=[*state.history, record], statistics=state.statistics
         )
+
+    def _central_step(
+        self,
+        grid: Grid,
+        state: FedAvgState,
+        replies: dict[int, Message],
+        central: CentralDP,
+        clip: float,
+        rnd: int,
+    ) -> tuple[dict[str, NDArray[np.float32]], dict[str, float]]:
+        """Central DP's round (:mod:`fedstruct.privacy.central_dp`): the global
+        weights plus the noised mean of the sites' clipped updates (uniform weights,
+        over the number of sites asked), the next clipping norm, and the record's
+        ``central_dp_clip``, ``central_dp_next_clip``, ``central_dp_sample_rate`` and
+        ``central_dp_epsilon`` (the site-level ε of every round so far)."""
+        asked = len(grid.node_ids())
+        rate = asked / grid.n_nodes
+        rng = np.random.default_rng([self.seed, rnd, _CENTRAL_NOISE_SALT])
+        params = state.params
+        below = 0.0
+        if replies:
+            answers = [replies[n].arrays for n in sorted(replies)]
+            deltas = [
+                {k[len(DELTA) :]: v for k, v in m.items() if k.startswith(DELTA)} for m in answers
+            ]
+            total = sum_updates(deltas)  # secure aggregation would give this sum
+            below = float(sum(float(m[BELOW_CLIP][0]) for m in answers))
+            z_update = update_noise_multiplier(central, asked)
+            mean = noised_mean(
+                total, clip=clip, noise_multiplier=z_update, denominator=asked, rng=rng
+            )
+            params = {k: (state.params[k] + mean[k]).astype(np.float32) for k in state.params}
+        following = clip
+        if central.adaptive and replies:
+            assert central.target_quantile is not None
+            fraction = noised_fraction_below(
+                below, denominator=asked, count_noise=central.bit_noise(asked), rng=rng
+            )
+            following = next_clip(
+                clip, fraction, central.target_quantile, central.clip_learning_rate
+            )
+        rates = [
+            h["central_dp_sample_rate"] for h in state.history if "central_dp_sample_rate" in h
+        ]
+        rates.append(rate)
+        record = {
+            "central_dp_clip": clip,
+            "central_dp_next_clip": following,
+            "central_dp_sample_rate": rate,
+            "central_dp_epsilon": central_epsilon(central.noise_multiplier, rates, central.delta),
+        }
+        return params, record
 
     def _test_scores(
         self, model: torch.nn.Module, test: tuple[torch.Tensor, torch.Tensor], scale: Any
@@ -234,3 +311,18 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         if "test_rmse" in last:
             return f"test rmse {last['test_rmse']:.3g}"
         return f"train loss {last.get('train_loss', float('nan')):.3f}"
+
+
+#: Salt of central DP's noise draws (with the run's seed and the round).
+_CENTRAL_NOISE_SALT = 0x43445021
+
+
+def _current_clip(state: FedAvgState, central: CentralDP | None) -> float:
+    """The clipping norm of the next round: the last round's ``central_dp_next_clip``
+    (adaptive clipping moves it), else the configured one."""
+    if central is None:
+        return 0.0
+    for record in reversed(state.history):
+        if "central_dp_next_clip" in record:
+            return float(record["central_dp_next_clip"])
+    return central.clip
