@@ -217,7 +217,8 @@ class CafeServer(ServerAlgorithm[CafeState]):
             **statistics_record,
         }
         answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
-        record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
+        private = [(grid.node_name(n), m.metrics) for n, m in answered if "epsilon" in m.metrics]
+        record.update(spent_epsilons(private))
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
             record["train_loss"] = (

@@ -206,7 +206,8 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             **central_record,
         }
         answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
-        record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
+        private = [(grid.node_name(n), m.metrics) for n, m in answered if "epsilon" in m.metrics]
+        record.update(spent_epsilons(private))
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
             loss = sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values())
