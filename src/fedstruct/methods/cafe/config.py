@@ -185,6 +185,12 @@ class CafeConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "cafe")
+        if self.feature_dim % self.heads:
+            raise ConfigError(
+                f"cafe feature_dim = {self.feature_dim} is not divisible by heads = "
+                f"{self.heads}: the cosine classifier splits the feature vector into equal "
+                "heads; choose heads that divide feature_dim"
+            )
         if self.dp_epsilon is not None and self.algorithm in DP_REFUSALS:
             raise ConfigError(
                 f"cafe algorithm {self.algorithm!r} cannot train with DP-SGD (dp_epsilon): "
@@ -196,12 +202,6 @@ class CafeConfig:
         """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``
         unless ``dp_delta`` is set), or ``None`` without DP."""
         return site_budget(self.dp_epsilon, self.dp_delta, self.dp_clip, n_rows)
-        if self.feature_dim % self.heads:
-            raise ConfigError(
-                f"cafe feature_dim = {self.feature_dim} is not divisible by heads = "
-                f"{self.heads}: the cosine classifier splits the feature vector into equal "
-                "heads; choose heads that divide feature_dim"
-            )
 
     @property
     def causal(self) -> bool:
