@@ -166,7 +166,7 @@ def train_local(
     Returns the mean batch loss; ``ctx.drift_local`` holds the updated local drift.
     """
     if private is not None:
-        return train_private(net, images, labels, config, ctx, rng, private)
+        return train_private(net, images, labels, config, ctx, private)
     loss_fn = BATCH_LOSSES[config.algorithm]
     optimiser = torch.optim.SGD(
         net.parameters(),
@@ -196,7 +196,6 @@ def train_private(
     labels: Tensor,
     config: CafeConfig,
     ctx: LocalContext,
-    rng: np.random.Generator,
     private: PrivateSGD,
 ) -> float:
     """``config.local_epochs`` epochs of DP-SGD (Abadi et al. 2016) with Opacus, as
@@ -206,17 +205,20 @@ def train_private(
     sum, then the harness's SGD step (momentum and weight decay act on the noised
     gradient: post-processing). FedProx's proximal term ``(μ/2)‖w - θ^t‖²`` holds no
     row, so its gradient ``μ (w - θ^t)`` is added after the noise, not clipped. The
-    privacy cost is the caller's to account.
+    privacy cost is the caller's to account. The batches and the noise come from
+    generators seeded by the operating system's entropy, not the run's seed (which
+    the server knows: :func:`fedstruct.methods.fedavg.model.train_private`).
 
     Returns the mean batch loss over the epochs.
     """
+    import secrets
     import warnings
 
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     loss_fn = BATCH_LOSSES["fedavg" if config.algorithm == "fedprox" else config.algorithm]
-    seed = int(rng.integers(2**62))
+    seed = secrets.randbits(62)
     loader = DataLoader(
         TensorDataset(images, labels),
         batch_size=config.batch_size,

@@ -194,9 +194,7 @@ class FedAvgClient(Client):
             loss = train_local(self.model, self.x, self.y, rng=self.rng(msg), **settings)
         else:
             private = self.privacy.next_round(int(msg.config.get("round", 0)))
-            loss = train_private(
-                self.model, self.x, self.y, rng=self.rng(msg), private=private, **settings
-            )
+            loss = train_private(self.model, self.x, self.y, private=private, **settings)
             metrics["epsilon"] = self.privacy.record_round()
         trained = get_params(self.model)
         if CENTRAL_CLIP in msg.config:

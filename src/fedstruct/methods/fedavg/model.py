@@ -89,7 +89,6 @@ def train_private(
     epochs: int,
     batch_size: int,
     learning_rate: float,
-    rng: np.random.Generator,
     private: PrivateSGD,
 ) -> float:
     """ClientUpdate with DP-SGD (Abadi et al. 2016, Algorithm 1), as F-CMs trains
@@ -100,6 +99,12 @@ def train_private(
     ``σ C`` on their sum, divided by the expected batch size, then a plain SGD step
     of size ``learning_rate``. The privacy cost is the caller's to account.
 
+    The batches and the noise are drawn from generators seeded by the operating
+    system's entropy (:func:`secrets.randbits`), not the run's seed: whoever knows
+    the seed (the server; a reader of the run's ``config.json``) could otherwise
+    regenerate the noise and subtract it, or know which rows each batch drew. A run
+    with DP is therefore not bit-reproducible.
+
     Opacus (and the ``torch.optim`` optimizer it wraps, which imports
     ``torch._dynamo``) is imported here only, so a run without DP never loads it.
 
@@ -108,12 +113,13 @@ def train_private(
     float
         Mean training loss (per row) over the last epoch's batches.
     """
+    import secrets
     import warnings
 
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
-    seed = int(rng.integers(2**62))
+    seed = secrets.randbits(62)
     loader = DataLoader(
         TensorDataset(x, y),
         batch_size=batch_size,

@@ -193,7 +193,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         a = self.config.staleness_exponent
         central_record: dict[str, float] = {}
         if central is not None:
-            params, central_record = self._central_step(grid, state, replies, central, clip, rnd)
+            params, central_record = self._central_step(grid, state, replies, central, clip)
         else:
             updates = [(m.arrays, w) for m, w in answers_with_late(replies, late, FIT, a)]
             params = weighted_average(updates) if updates else state.params
@@ -231,16 +231,17 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         replies: dict[int, Message],
         central: CentralDP,
         clip: float,
-        rnd: int,
     ) -> tuple[dict[str, NDArray[np.float32]], dict[str, float]]:
         """Central DP's round (:mod:`fedstruct.privacy.central_dp`): the global
         weights plus the noised mean of the sites' clipped updates (uniform weights,
         over the number of sites asked), the next clipping norm, and the record's
         ``central_dp_clip``, ``central_dp_next_clip``, ``central_dp_sample_rate`` and
-        ``central_dp_epsilon`` (the site-level ε of every round so far)."""
+        ``central_dp_epsilon`` (the site-level ε of every round so far). The noise
+        is drawn from the operating system's entropy, not the run's seed, which a
+        reader of the run's ``config.json`` knows (a resumed run draws anew)."""
         asked = len(grid.node_ids())
         rate = asked / grid.n_nodes
-        rng = np.random.default_rng([self.seed, rnd, _CENTRAL_NOISE_SALT])
+        rng = np.random.default_rng()  # the OS's entropy: the run's seed is no secret
         params = state.params
         below = 0.0
         if replies:
@@ -312,10 +313,6 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         if "test_rmse" in last:
             return f"test rmse {last['test_rmse']:.3g}"
         return f"train loss {last.get('train_loss', float('nan')):.3f}"
-
-
-#: Salt of central DP's noise draws (with the run's seed and the round).
-_CENTRAL_NOISE_SALT = 0x43445021
 
 
 def _current_clip(state: FedAvgState, central: CentralDP | None) -> float:
