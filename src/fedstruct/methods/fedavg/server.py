@@ -185,7 +185,10 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         asked = grid.node_ids()
         central = self.config.central_dp()
         clip = _current_clip(state, central)
-        config = {} if central is None else {CENTRAL_CLIP: clip}
+        config: dict[str, float] = {}
+        if central is not None:  # a clip-count noise too small is refused before training
+            update_noise_multiplier(central, len(asked))
+            config[CENTRAL_CLIP] = clip
         replies = grid.send_and_receive(
             {n: Message(FIT, arrays={**state.params, **extra}, config=config) for n in asked}
         )
