@@ -84,7 +84,8 @@ def test_central_dp_refuses_late_updates():
 
 def test_a_run_reports_each_sites_epsilon_in_metrics_json(tmp_path):
     settings = {"network": "asia", "samples": 400, "test_samples": 100, "rounds": 2,
-                "clients": 2, "hidden": 0, "dp_epsilon": 5.0, "dp_noise_multiplier": 1.0}  # fmt: skip
+                "clients": 2, "hidden": 0, "dp_epsilon": 5.0,
+                "dp_noise_multiplier": 1.0}  # fmt: skip
     execute("fedavg", [settings], tmp_path / "run")
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert 0 < metrics["dp_epsilon_client-1"] <= 5.0

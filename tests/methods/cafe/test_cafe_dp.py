@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.errors import ConfigError
@@ -40,3 +41,16 @@ def test_dp_sgd_changes_the_weights_and_reports_each_sites_epsilon(digits_fed, a
 def test_cafe_and_fedproto_refuse_dp_sgd_with_the_reason(algorithm, reason):
     with pytest.raises(ConfigError, match=f"cannot train with DP-SGD.*{reason}"):
         CafeConfig(algorithm=algorithm, dp_epsilon=1.0)
+
+
+def test_fedprox_adds_its_proximal_gradient_after_the_noise():
+    from fedstruct.methods.cafe.local import _proximal_gradient
+    from fedstruct.methods.cafe.networks import DriftNet
+
+    config = CafeConfig(algorithm="fedprox", backbone="mlp", feature_dim=4)
+    net, anchor = DriftNet((1, 2, 2), 3, config, 0), DriftNet((1, 2, 2), 3, config, 1)
+    for p in net.parameters():
+        p.grad = torch.ones_like(p)
+    _proximal_gradient(net, anchor, 0.5)(None)  # what the DP optimiser's step hook calls
+    for p, g in zip(net.parameters(), anchor.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, 1 + 0.5 * (p.detach() - g.detach()))
