@@ -91,3 +91,13 @@ def test_a_run_reports_each_sites_epsilon_in_metrics_json(tmp_path):
     assert 0 < metrics["dp_epsilon_client-1"] <= 5.0
     assert metrics["dp_epsilon_max"] == max(metrics["dp_epsilon_client-1"],
                                             metrics["dp_epsilon_client-2"])  # fmt: skip
+
+
+def test_a_resumed_run_keeps_each_sites_ledger(tmp_path, clients):
+    options = {"rounds": 2, "hidden": 0, "seed": 0, "dp_epsilon": 10.0, "dp_noise_multiplier": 1.0}
+    full = FedAvg("y", CARDS, **options).fit(clients)
+    ckpt = tmp_path / "ckpt"
+    FedAvg("y", CARDS, **options).fit(clients, checkpoint=ckpt, stop_after=1)
+    resumed = FedAvg("y", CARDS, **options).fit(clients, checkpoint=ckpt, resume=True)
+    # the noise is fresh entropy, so the weights differ; the ε spent does not
+    assert resumed.history_[-1]["dp_epsilon_site-0"] == full.history_[-1]["dp_epsilon_site-0"]
