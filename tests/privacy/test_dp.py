@@ -51,6 +51,7 @@ def test_bad_budgets_are_refused(kwargs, message):
         DPBudget(**kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:Optimal order")  # α = 64 is optimal for this budget
 def test_a_site_refuses_the_round_past_its_budget_before_training_it():
     budget = DPBudget(epsilon=2.0, delta=1e-3)
     site = SitePrivacy("a", budget, n_rows=100, batch_size=25, epochs=1, rounds=2)
