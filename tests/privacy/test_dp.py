@@ -4,7 +4,7 @@ import pytest
 from opacus.accountants import RDPAccountant
 
 from fedstruct.errors import ConfigError
-from fedstruct.privacy.dp import DPBudget, PrivacyLedger
+from fedstruct.privacy.dp import DPBudget, PrivacyLedger, SitePrivacy, site_budget
 
 
 def test_calibrated_noise_spends_just_under_the_budget():
@@ -49,3 +49,33 @@ def test_ledger_refuses_the_round_that_would_exceed_the_budget():
 def test_bad_budgets_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         DPBudget(**kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:Optimal order")  # α = 64 is optimal for this budget
+def test_a_site_refuses_the_round_past_its_budget_before_training_it():
+    budget = DPBudget(epsilon=2.0, delta=1e-3)
+    site = SitePrivacy("a", budget, n_rows=100, batch_size=25, epochs=1, rounds=2)
+    assert (site.sample_rate, site.steps) == (0.25, 4)
+    for rnd in (1, 2):  # the noise is calibrated for these two rounds
+        assert site.next_round(rnd).max_grad_norm == 1.0
+        site.record_round()
+    assert 1.9 < site.epsilon <= 2.0
+    with pytest.raises(ConfigError, match=r"site 'a': training round 3 would spend ε = .* > "):
+        site.next_round(3)  # e.g. a run resumed with more rounds
+    assert len(site.ledger.history) == 2
+
+
+def test_a_fixed_noise_multiplier_over_the_budget_is_refused_up_front():
+    budget = DPBudget(epsilon=1.0, delta=1e-3)
+    with pytest.raises(ConfigError, match=r"site 'b': 10 rounds of DP-SGD at noise multiplier"):
+        SitePrivacy("b", budget, n_rows=100, batch_size=25, epochs=1, rounds=10,
+                    noise_multiplier=0.5)  # fmt: skip
+    kept = SitePrivacy("b", budget, n_rows=100, batch_size=25, epochs=1, rounds=1,
+                       noise_multiplier=5.0)  # fmt: skip
+    assert kept.noise_multiplier == 5.0
+
+
+def test_site_delta_defaults_to_one_over_the_rows():
+    assert site_budget(None, None, 1.0, 100) is None
+    assert site_budget(3.0, None, 1.0, 400).delta == 1 / 400
+    assert site_budget(3.0, 1e-5, 0.5, 400) == DPBudget(3.0, 1e-5, 0.5)

@@ -6,12 +6,17 @@ one round. :class:`PrivacyLedger` keeps the steps a client has taken, as
 ``(noise multiplier, sampling rate, steps)`` entries, and composes them with the
 Rényi-DP accountant of Opacus (Mironov 2017; the subsampled Gaussian of Mironov et
 al. 2019). :class:`DPBudget` calibrates the noise so that a planned number of steps
-stays within ``(ε, δ)``.
+stays within ``(ε, δ)``. :class:`PrivateSGD` and :func:`private_schedule` are the
+DP-SGD settings and step schedule that every method training with DP-SGD shares
+(F-CMs, FedAvg, the CAFE harness's weight-sharing baselines), and
+:class:`SitePrivacy` is one site's budget, noise and ledger across rounds, which
+refuses a round that would exceed the budget before training it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -20,7 +25,16 @@ import numpy as np
 from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 
-__all__ = ["DPBudget", "PrivacyLedger"]
+__all__ = [
+    "DPBudget",
+    "PrivacyLedger",
+    "PrivateSGD",
+    "SitePrivacy",
+    "epsilon_report",
+    "private_schedule",
+    "site_budget",
+    "spent_epsilons",
+]
 
 # Opacus (and the torch.distributed it pulls in, ~1.5 s) is imported where it is
 # used: most runs train without DP, and every process of a Flower deployment pays
@@ -97,6 +111,19 @@ class DPBudget:
         return _calibrate(self.epsilon, self.delta, float(sample_rate), int(steps))
 
 
+def site_budget(
+    epsilon: float | None, delta: float | None, max_grad_norm: float, n_rows: int
+) -> DPBudget | None:
+    """A site's DP-SGD budget for its ``n_rows`` training rows, or ``None`` without DP
+    (``epsilon`` is ``None``). ``delta=None`` gives ``δ = 1 / n_k``, the usual choice
+    of a δ below one over the number of records protected (``1/2`` for a site of one
+    row, which any δ < 1 would refuse)."""
+    if epsilon is None:
+        return None
+    chosen = delta if delta is not None else 1.0 / max(int(n_rows), 2)
+    return DPBudget(float(epsilon), float(chosen), float(max_grad_norm))
+
+
 class PrivacyLedger:
     """The DP-SGD steps one client has taken, across rounds.
 
@@ -131,3 +158,148 @@ class PrivacyLedger:
         """Whether ``steps`` more steps keep the total within ``budget.epsilon``."""
         extra = (noise_multiplier, sample_rate, steps)
         return self.epsilon(budget.delta, extra) <= budget.epsilon
+
+
+@dataclass(frozen=True)
+class PrivateSGD:
+    """DP-SGD settings (Abadi et al. 2016, Algorithm 1): noise multiplier ``σ`` and
+    per-sample gradient clipping norm ``C`` (the noise on a batch's summed clipped
+    gradients has standard deviation ``σ C``)."""
+
+    noise_multiplier: float
+    max_grad_norm: float
+
+
+def private_schedule(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """DP-SGD's sampling rate and step count for ``epochs`` epochs over ``n`` rows.
+
+    Poisson sampling as in Opacus: ``ceil(n / batch)`` expected batches per epoch,
+    each row drawn with probability ``q = 1 / ceil(n / batch)``.
+    """
+    per_epoch = max(1, math.ceil(n / batch_size))
+    return 1.0 / per_epoch, per_epoch * int(epochs)
+
+
+class SitePrivacy:
+    """One site's DP-SGD across a run: its budget, the noise of every round, its ledger.
+
+    The noise multiplier is the one given, or else calibrated
+    (:meth:`DPBudget.noise_multiplier`) so that ``rounds`` rounds of ``steps``
+    Poisson-sampled steps spend the budget's ε: a site that takes part in every round
+    ends just under it, one sampled in fewer rounds below it. With a given noise
+    multiplier whose ``rounds`` rounds would spend more than ε, the site is refused
+    when it is built, before any training; and :meth:`next_round` refuses a round
+    that would exceed the budget (a run resumed with more rounds) before it trains.
+
+    Parameters
+    ----------
+    site
+        The site's name (for messages).
+    budget
+        Its ``(ε, δ)`` and clipping norm.
+    n_rows, batch_size, epochs
+        Its training rows, the expected batch size and local epochs per round
+        (:func:`private_schedule`).
+    rounds
+        Rounds the noise is planned for.
+    noise_multiplier
+        A fixed ``σ`` instead of the calibrated one.
+    ledger
+        The steps it took in earlier rounds (a restored client).
+
+    Raises
+    ------
+    ConfigError
+        If ``rounds`` rounds at the given noise multiplier exceed the budget.
+    """
+
+    def __init__(
+        self,
+        site: str,
+        budget: DPBudget,
+        *,
+        n_rows: int,
+        batch_size: int,
+        epochs: int,
+        rounds: int,
+        noise_multiplier: float | None = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.site = site
+        self.budget = budget
+        self.rounds = int(rounds)
+        self.sample_rate, self.steps = private_schedule(n_rows, batch_size, epochs)
+        planned = self.rounds * self.steps
+        if noise_multiplier is None:
+            noise_multiplier = budget.noise_multiplier(self.sample_rate, planned)
+        self.noise_multiplier = float(noise_multiplier)
+        self.ledger = ledger if ledger is not None else PrivacyLedger()
+        whole = PrivacyLedger().epsilon(
+            budget.delta, (self.noise_multiplier, self.sample_rate, planned)
+        )
+        if whole > budget.epsilon:
+            raise ConfigError(
+                f"site {site!r}: {self.rounds} rounds of DP-SGD at noise multiplier "
+                f"{self.noise_multiplier:g} spend ε = {whole:.3g} > dp_epsilon = "
+                f"{budget.epsilon:g} (δ = {budget.delta:.3g}, {n_rows} rows); raise the noise "
+                "multiplier or dp_epsilon, or train fewer rounds"
+            )
+
+    def next_round(self, rnd: int) -> PrivateSGD:
+        """The DP-SGD settings of round ``rnd``, after checking that its steps keep the
+        site within its budget.
+
+        Raises
+        ------
+        ConfigError
+            If they would not (before the site trains the round).
+        """
+        if not self.ledger.allows(self.budget, self.noise_multiplier, self.sample_rate, self.steps):
+            after = self.ledger.epsilon(
+                self.budget.delta, (self.noise_multiplier, self.sample_rate, self.steps)
+            )
+            raise ConfigError(
+                f"site {self.site!r}: training round {rnd} would spend ε = {after:.3g} > "
+                f"dp_epsilon = {self.budget.epsilon:g} (δ = {self.budget.delta:.3g}; "
+                f"{self.epsilon:.3g} spent so far); the site refuses: stop the run here, or "
+                "start a new run with a larger budget"
+            )
+        return PrivateSGD(self.noise_multiplier, self.budget.max_grad_norm)
+
+    def record_round(self) -> float:
+        """Record the steps of a round just trained; the ε spent so far."""
+        self.ledger.record(self.noise_multiplier, self.sample_rate, self.steps)
+        return self.epsilon
+
+    @property
+    def epsilon(self) -> float:
+        """ε spent so far at the budget's δ."""
+        return self.ledger.epsilon(self.budget.delta)
+
+
+def spent_epsilons(replies: Iterable[tuple[str, Mapping[str, float]]]) -> dict[str, float]:
+    """A round's record of the ε each DP-SGD site reports having spent so far
+    (``dp_epsilon_<site>``) from ``(site, reply metrics)`` pairs; sites whose reply
+    carries no ``epsilon`` (no DP) give nothing."""
+    spent: dict[str, float] = {}
+    for site, metrics in replies:
+        if "epsilon" in metrics:
+            key = f"dp_epsilon_{site}"
+            spent[key] = max(spent.get(key, 0.0), float(metrics["epsilon"]))
+    return spent
+
+
+def epsilon_report(
+    history: Sequence[Mapping[str, float]], sites: Iterable[str]
+) -> dict[str, float]:
+    """A run's metrics for DP-SGD: the ε each site spent over the run
+    (``dp_epsilon_<site>``: the largest it reported, 0 for a site that never trained)
+    and their maximum (``dp_epsilon_max``)."""
+    spent = {
+        f"dp_epsilon_{site}": max(
+            (float(h[f"dp_epsilon_{site}"]) for h in history if f"dp_epsilon_{site}" in h),
+            default=0.0,
+        )
+        for site in sites
+    }
+    return {**spent, "dp_epsilon_max": max(spent.values(), default=0.0)}

@@ -43,6 +43,7 @@ from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
 from fedstruct.methods.cafe import CAFE, CafeConfig
+from fedstruct.privacy.dp import epsilon_report
 
 __all__ = ["class_groups", "method", "run_cafe"]
 
@@ -80,11 +81,22 @@ def class_groups(counts: np.ndarray) -> dict[str, np.ndarray]:
 def run_cafe(
     s: CafeRun, ctx: RunContext, model: CAFE, source: SplitImages | SiteImages | SiteTable
 ) -> RunOutcome:
-    """Fit, then score the final model (module docstring)."""
+    """Fit, then score the final model (module docstring); with DP-SGD, the ε each
+    site spent (:func:`~fedstruct.privacy.dp.epsilon_report`) joins the metrics."""
     if isinstance(source, SiteTable):
-        return _on_table(s, ctx, model, source)
-    if isinstance(source, SiteImages):
-        return _on_files(s, ctx, model, source)
+        outcome = _on_table(s, ctx, model, source)
+    elif isinstance(source, SiteImages):
+        outcome = _on_files(s, ctx, model, source)
+    else:
+        outcome = _on_split(s, ctx, model, source)
+    if model.config.dp_epsilon is not None:
+        outcome.metrics.update(epsilon_report(model.history_, source.names))
+    return outcome
+
+
+def _on_split(s: CafeRun, ctx: RunContext, model: CAFE, source: SplitImages) -> RunOutcome:
+    """A run on a bundled image set split over clients: the final model's accuracy
+    on the server's test set, overall and per class group."""
     fed = source.federation
     with torch_threads(1):
         ctx.fit(model, source, test=fed.test)

@@ -4,6 +4,7 @@ or on a user's site files (a classification, or a regression for a continuous ta
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
+from fedstruct.privacy.dp import epsilon_report
 
 __all__ = ["method", "run_fedavg"]
 
@@ -53,6 +55,7 @@ def run_fedavg(
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **{k: last[k] for k in ("client_accuracy", "client_loss") if k in last},
         **model.traffic_.summary(),
+        **_privacy(model, source.names),
     }
     figure = plot_history(
         model.history_,
@@ -86,6 +89,7 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
         "rounds": len(model.history_),
         "mean_clients_answered": float(np.mean([h["clients_answered"] for h in model.history_])),
         **model.traffic_.summary(),
+        **_privacy(model, source.names),
         **source.report(),
     }
     score = "client_rmse" if model.schema.regression else "client_accuracy"
@@ -96,3 +100,17 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
         f"FedAvg on your sites (target {model.schema.target})",
     )
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
+
+
+def _privacy(model: FedAvg, sites: Sequence[str]) -> dict[str, float]:
+    """With DP-SGD, the ε each site spent (:func:`~fedstruct.privacy.dp.epsilon_report`);
+    with central DP, the site-level ε of the run (``central_dp_epsilon``) and the last
+    round's clipping norm (``central_dp_clip``)."""
+    metrics: dict[str, float] = {}
+    if model.config.dp_epsilon is not None:
+        metrics.update(epsilon_report(model.history_, sites))
+    central = [h for h in model.history_ if "central_dp_epsilon" in h]
+    if central:
+        metrics["central_dp_epsilon"] = central[-1]["central_dp_epsilon"]
+        metrics["central_dp_clip"] = central[-1]["central_dp_clip"]
+    return metrics

@@ -50,6 +50,7 @@ from fedstruct.methods.cafe.local import (
     train_local,
 )
 from fedstruct.methods.cafe.networks import DriftNet, table_shape
+from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
 
 __all__ = [
     "ENCODING",
@@ -123,6 +124,8 @@ class CafeClient(Client):
         self.previous: dict[str, np.ndarray] | None = None  # MOON
         self.own: dict[str, np.ndarray] | None = None  # FedProto's model never leaves
         self._encoded_with: dict[str, np.ndarray] | None = None
+        self.ledger = PrivacyLedger()
+        self.privacy: SitePrivacy | None = None
         self.kept, self.held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
         if table is None:
             assert shape is not None, "an image client needs the images' shape"
@@ -148,6 +151,19 @@ class CafeClient(Client):
         self.n_params = sum(p.numel() for p in self.net.parameters())
         if self.config.algorithm == "fedproto" and self.own is None:
             self.own = get_params(self.net)
+        c = self.config
+        budget = c.dp_budget(len(self.labels))
+        if budget is not None:  # DP-SGD: a fixed noise over budget is refused here
+            self.privacy = SitePrivacy(
+                self.name,
+                budget,
+                n_rows=len(self.labels),
+                batch_size=c.batch_size,
+                epochs=c.local_epochs,
+                rounds=c.rounds,
+                noise_multiplier=c.dp_noise_multiplier,
+                ledger=self.ledger,
+            )
 
     def _encode_table(self, msg: Message) -> None:
         """A table client: encode its rows with the message's feature encoding (once
@@ -217,9 +233,14 @@ class CafeClient(Client):
             if c.algorithm == "cafe":
                 ctx.drift_global = torch.as_tensor(msg.arrays["drift_global"])
                 ctx.drift_local = torch.as_tensor(self.drift_local)
-        loss = train_local(self.net, self.images, self.labels, c, ctx, self.rng(msg))
+        private = None
+        if self.privacy is not None:  # refuses a round over budget before training
+            private = self.privacy.next_round(int(msg.config.get("round", 0)))
+        loss = train_local(self.net, self.images, self.labels, c, ctx, self.rng(msg), private)
         weights = get_params(self.net)
         metrics = {"n": len(self.labels), "loss": loss}
+        if self.privacy is not None:
+            metrics["epsilon"] = self.privacy.record_round()
         if c.algorithm == "fedproto":
             self.own = weights
             protos, counts = class_prototypes(self.net, self.images, self.labels, self.n_classes)
@@ -285,8 +306,12 @@ class CafeClient(Client):
         return Message(SCORE, metrics={"n": len(self.held_labels), "correct": correct})
 
     def get_state(self) -> dict[str, Any]:
-        """``d_l``, MOON's previous model and FedProto's own model."""
-        return {"drift_local": self.drift_local, "previous": self.previous, "own": self.own}
+        """``d_l``, MOON's previous model and FedProto's own model (and with DP-SGD,
+        the ledger of its steps)."""
+        state = {"drift_local": self.drift_local, "previous": self.previous, "own": self.own}
+        if self.ledger.history:
+            state["ledger"] = list(self.ledger.history)
+        return state
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`get_state` returned."""
@@ -294,6 +319,7 @@ class CafeClient(Client):
             self.drift_local = state["drift_local"]
             self.previous = state["previous"]
             self.own = state["own"]
+            self.ledger.history = PrivacyLedger(state.get("ledger", ())).history
 
 
 def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:

@@ -14,17 +14,27 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
+from fedstruct.privacy.dp import DPBudget, site_budget
 
 __all__ = [
     "ALGORITHMS",
     "BACKBONES",
     "CATEGORICAL_IMPUTATIONS",
+    "DP_REFUSALS",
     "CafeConfig",
     "continuous_target_message",
 ]
 
 #: The algorithms the harness runs: CAFE and its four baselines (§VI-A).
 ALGORITHMS = ("cafe", "fedavg", "fedprox", "moon", "fedproto")
+#: The algorithms that refuse DP-SGD, and why: what they upload besides the weights
+#: is computed from the rows outside DP-SGD, which protects only the weights.
+DP_REFUSALS = {
+    "cafe": "its upload carries the local drift d_l, a mean of its rows' features that "
+    "DP-SGD does not protect",
+    "fedproto": "its upload is the class prototypes, means of its rows' features that "
+    "DP-SGD does not protect (its weights never leave the site)",
+}
 #: Feature extractors: a small CNN (8x8, 28x28 and 32x32 inputs) or an MLP; ``auto``:
 #: the CNN for images, the MLP for a table's rows (:mod:`.networks`).
 BACKBONES = ("auto", "cnn", "mlp")
@@ -121,6 +131,20 @@ class CafeConfig:
         model) and every available client answers how many of those images it
         classifies right (``CAFE.site_scores_``; scored where the images lie). 0
         (the paper's protocol, with a server-side test set): no site scoring.
+    dp_epsilon
+        If set, every site trains with DP-SGD (Abadi et al. 2016; docs/privacy.md)
+        within this total ε over the run, accounted by its ledger
+        (:class:`~fedstruct.privacy.dp.SitePrivacy`): fedavg, fedprox (whose proximal
+        term, free of the rows, is added to the noised gradient) and moon only; cafe
+        and fedproto refuse it (:data:`DP_REFUSALS`). ``None`` (default): no DP.
+    dp_delta
+        δ of each site's ``(ε, δ)``; ``None`` (default): ``1 / n_k``.
+    dp_clip
+        DP-SGD's per-sample gradient clipping norm ``C`` (1.0).
+    dp_noise_multiplier
+        DP-SGD's noise multiplier ``σ``; ``None`` (default): calibrated per site so
+        that ``rounds`` rounds spend ``dp_epsilon`` (a value whose rounds would spend
+        more is refused before any training).
     """
 
     algorithm: str = "cafe"
@@ -154,6 +178,10 @@ class CafeConfig:
     eval_every: int = 10
     categorical_imputation: str = "missing-level"
     test_fraction: float = 0.0
+    dp_epsilon: float | None = None
+    dp_delta: float | None = None
+    dp_clip: float = 1.0
+    dp_noise_multiplier: float | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "cafe")
@@ -163,6 +191,17 @@ class CafeConfig:
                 f"{self.heads}: the cosine classifier splits the feature vector into equal "
                 "heads; choose heads that divide feature_dim"
             )
+        if self.dp_epsilon is not None and self.algorithm in DP_REFUSALS:
+            raise ConfigError(
+                f"cafe algorithm {self.algorithm!r} cannot train with DP-SGD (dp_epsilon): "
+                f"{DP_REFUSALS[self.algorithm]}; use fedavg, fedprox or moon with DP-SGD"
+            )
+        self.dp_budget(n_rows=2)  # with DP: validates ε, δ and C
+
+    def dp_budget(self, n_rows: int) -> DPBudget | None:
+        """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``
+        unless ``dp_delta`` is set), or ``None`` without DP."""
+        return site_budget(self.dp_epsilon, self.dp_delta, self.dp_clip, n_rows)
 
     @property
     def causal(self) -> bool:
@@ -209,6 +248,9 @@ _CONSTRAINTS = {
     ),
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
+    "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "dp_clip": Interval(float, 0, closed="neither"),
+    "dp_noise_multiplier": Interval(float, 0, closed="neither", allow_none=True),
 }
 
 

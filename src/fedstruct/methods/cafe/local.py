@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -33,6 +34,9 @@ from fedstruct.errors import ProtocolError
 from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.networks import DriftNet
+
+if TYPE_CHECKING:
+    from fedstruct.privacy.dp import PrivateSGD
 
 __all__ = ["BATCH_LOSSES", "LocalContext", "class_prototypes", "predict_logits", "train_local"]
 
@@ -154,11 +158,15 @@ def train_local(
     config: CafeConfig,
     ctx: LocalContext,
     rng: np.random.Generator,
+    private: PrivateSGD | None = None,
 ) -> float:
-    """``config.local_epochs`` epochs of SGD with momentum on the client's data.
+    """``config.local_epochs`` epochs of SGD with momentum on the client's data
+    (with ``private``: DP-SGD, :func:`train_private`).
 
     Returns the mean batch loss; ``ctx.drift_local`` holds the updated local drift.
     """
+    if private is not None:
+        return train_private(net, images, labels, config, ctx, private)
     loss_fn = BATCH_LOSSES[config.algorithm]
     optimiser = torch.optim.SGD(
         net.parameters(),
@@ -180,6 +188,89 @@ def train_local(
             total += float(loss.detach())
             batches += 1
     return total / max(batches, 1)
+
+
+def train_private(
+    net: DriftNet,
+    images: Tensor,
+    labels: Tensor,
+    config: CafeConfig,
+    ctx: LocalContext,
+    private: PrivateSGD,
+) -> float:
+    """``config.local_epochs`` epochs of DP-SGD (Abadi et al. 2016) with Opacus, as
+    F-CMs and FedAvg train: Poisson-sampled batches
+    (:func:`~fedstruct.privacy.dp.private_schedule`), each sample's gradient of the
+    batch loss clipped to ``private.max_grad_norm``, Gaussian noise ``σ C`` on their
+    sum, then the harness's SGD step (momentum and weight decay act on the noised
+    gradient: post-processing). FedProx's proximal term ``(μ/2)‖w - θ^t‖²`` holds no
+    row, so its gradient ``μ (w - θ^t)`` is added after the noise, not clipped. The
+    privacy cost is the caller's to account. The batches and the noise come from
+    generators seeded by the operating system's entropy, not the run's seed (which
+    the server knows: :func:`fedstruct.methods.fedavg.model.train_private`).
+
+    Returns the mean batch loss over the epochs.
+    """
+    import secrets
+    import warnings
+
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loss_fn = BATCH_LOSSES["fedavg" if config.algorithm == "fedprox" else config.algorithm]
+    seed = secrets.randbits(62)
+    loader = DataLoader(
+        TensorDataset(images, labels),
+        batch_size=config.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    optimiser = torch.optim.SGD(
+        net.parameters(),
+        lr=config.learning_rate,
+        momentum=config.momentum,
+        weight_decay=config.weight_decay,
+    )
+    total, batches = 0.0, 0
+    with warnings.catch_warnings():
+        # Opacus: "secure RNG turned off" (the run's seed makes the noise reproducible).
+        warnings.simplefilter("ignore", UserWarning)
+        private_net, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
+            module=net,
+            optimizer=optimiser,
+            data_loader=loader,
+            noise_multiplier=private.noise_multiplier,
+            max_grad_norm=private.max_grad_norm,
+            noise_generator=torch.Generator().manual_seed(seed + 1),
+        )
+        if config.algorithm == "fedprox":
+            assert ctx.global_net is not None
+            optimiser.attach_step_hook(_proximal_gradient(net, ctx.global_net, config.prox_mu))
+        net.train()
+        for _ in range(config.local_epochs):
+            for xb, yb in loader:
+                if len(xb) == 0:  # a Poisson draw can be empty
+                    continue
+                loss = loss_fn(net, xb, yb, ctx, config)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
+                total += float(loss.detach())
+                batches += 1
+    private_net._close()  # detach Opacus' hooks from ``net``
+    return total / max(batches, 1)
+
+
+def _proximal_gradient(net: DriftNet, anchor: DriftNet, mu: float) -> Callable[[object], None]:
+    """An Opacus step hook that adds FedProx's ``μ (w - θ^t)`` to the noised gradient."""
+
+    def add(_: object) -> None:
+        with torch.no_grad():
+            for p, g in zip(net.parameters(), anchor.parameters(), strict=True):
+                if p.grad is not None:
+                    p.grad.add_(p - g, alpha=mu)
+
+    return add
 
 
 @torch.no_grad()

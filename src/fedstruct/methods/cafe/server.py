@@ -62,6 +62,7 @@ from fedstruct.methods.cafe.client import (
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import predict_logits
 from fedstruct.methods.cafe.networks import DriftNet, table_shape
+from fedstruct.privacy.dp import spent_epsilons
 
 __all__ = ["CafeServer", "CafeState"]
 
@@ -215,6 +216,9 @@ class CafeServer(ServerAlgorithm[CafeState]):
             "late_ignored": 0 if a is not None else len(late),
             **statistics_record,
         }
+        answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
+        private = [(grid.node_name(n), m.metrics) for n, m in answered if "epsilon" in m.metrics]
+        record.update(spent_epsilons(private))
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
             record["train_loss"] = (

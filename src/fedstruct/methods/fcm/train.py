@@ -9,10 +9,8 @@ supervised concept's prediction is replaced by its label with probability
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -21,6 +19,7 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from fedstruct.methods.fcm.model import ConceptModel, ModelSpec
+from fedstruct.privacy.dp import PrivateSGD, private_schedule
 
 __all__ = [
     "PrivateSGD",
@@ -90,24 +89,6 @@ def _concept_columns(spec: ModelSpec) -> torch.Tensor:
     mask = torch.ones(len(spec.nodes), dtype=torch.bool)
     mask[-1] = False
     return mask
-
-
-@dataclass(frozen=True)
-class PrivateSGD:
-    """DP-SGD settings (App. E.4): noise multiplier ``σ`` and clipping norm ``C``."""
-
-    noise_multiplier: float
-    max_grad_norm: float
-
-
-def private_schedule(n: int, batch_size: int, epochs: int) -> tuple[float, int]:
-    """DP-SGD's sampling rate and step count for ``epochs`` epochs over ``n`` rows.
-
-    Poisson sampling as in Opacus: ``ceil(n / batch)`` expected batches per epoch,
-    each row drawn with probability ``q = 1 / ceil(n / batch)``.
-    """
-    per_epoch = max(1, math.ceil(n / batch_size))
-    return 1.0 / per_epoch, per_epoch * int(epochs)
 
 
 def train_local(

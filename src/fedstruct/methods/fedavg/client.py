@@ -20,17 +20,51 @@ from fedstruct.methods.fedavg.model import (
     evaluate,
     evaluate_regression,
     train_local,
+    train_private,
 )
+from fedstruct.privacy.central_dp import BELOW_CLIP, clip_update
+from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
 
-__all__ = ["EVALUATE", "FIT", "STATISTICS", "FedAvgClient", "encoding_arrays"]
+__all__ = [
+    "CENTRAL_CLIP",
+    "DELTA",
+    "EVALUATE",
+    "FIT",
+    "PRIVACY",
+    "STATISTICS",
+    "FedAvgClient",
+    "central_update",
+    "encoding_arrays",
+]
 
 FIT = "fedavg.fit"
 EVALUATE = "fedavg.evaluate"
 STATISTICS = "fedavg.statistics"
+#: With DP-SGD: the ε a site has spent so far (asked after each summed round, whose
+#: sum cannot say it per site).
+PRIVACY = "fedavg.privacy"
 #: Prefix of the feature encoding's arrays in a FIT or EVALUATE message.
 ENCODING = "features."
 #: A regression's target mean and standard deviation in a message's arrays.
 TARGET_SCALE = "features.target_scale"
+#: With central DP: the round's clipping norm in a FIT message's config.
+CENTRAL_CLIP = "central_dp.clip"
+#: With central DP: the prefix of the clipped update's arrays in a FIT reply.
+DELTA = "delta."
+
+
+def central_update(
+    received: dict[str, Any], trained: dict[str, Any], clip: float
+) -> dict[str, np.ndarray]:
+    """A site's reply under central DP (:mod:`fedstruct.privacy.central_dp`): its
+    update ``Δ = trained - received`` clipped to norm ``clip`` (``delta.<name>``) and
+    the bit ``1[‖Δ‖ ≤ clip]`` (adaptive clipping's count), both summable."""
+    update = {k: np.asarray(trained[k]) - np.asarray(received[k]) for k in trained}
+    clipped, norm = clip_update(update, clip)
+    return {
+        **{DELTA + k: v for k, v in clipped.items()},
+        BELOW_CLIP: np.array([float(norm <= clip)], dtype=np.float64),
+    }
 
 
 def encoding_arrays(encoder: FeatureEncoder, target_scale: tuple[float, float]) -> dict[str, Any]:
@@ -72,6 +106,8 @@ class FedAvgClient(Client):
         self.kept, self.held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
         self._encoded_with: dict[str, Any] | None = None
         self.model: torch.nn.Module | None = None
+        self.ledger = PrivacyLedger()
+        self.privacy: SitePrivacy | None = None
         if not schema.needs_statistics:
             self._encode(schema.one_hot(), (0.0, 1.0))
 
@@ -95,6 +131,26 @@ class FedAvgClient(Client):
         self.target_scale = target_scale
         self.model = build_model(self.schema, encoder.width, self.config.hidden, self.seed)
         self.n_params = sum(p.numel() for p in self.model.parameters())
+        self.privacy = self._site_privacy(len(self.y))
+
+    def _site_privacy(self, n_rows: int) -> SitePrivacy | None:
+        """With DP-SGD (``config.dp_epsilon``): the site's budget, noise and ledger for
+        its ``n_rows`` training rows; a fixed noise multiplier that would exceed the
+        budget is refused here, before any training."""
+        c = self.config
+        budget = c.dp_budget(n_rows)
+        if budget is None:
+            return None
+        return SitePrivacy(
+            self.data.name,
+            budget,
+            n_rows=n_rows,
+            batch_size=c.batch_size,
+            epochs=c.local_epochs,
+            rounds=c.rounds,
+            noise_multiplier=c.dp_noise_multiplier,
+            ledger=self.ledger,
+        )
 
     def _weights(self, msg: Message) -> dict[str, Any]:
         """The message's weights, the rows encoded with its encoding first if new."""
@@ -123,22 +179,56 @@ class FedAvgClient(Client):
         summary = site_summary(rows, self.schema.columns, msg.arrays.get(CENTER))
         return Message(STATISTICS, arrays=summary)
 
-    @handles(FIT, max_entries=lambda client, msg: client.n_params + 2, summable=True)
+    @handles(
+        FIT,
+        max_entries=lambda client, msg: client.n_params + 3 + (client.privacy is not None),
+        summable=True,
+    )
     def fit(self, msg: Message) -> Message:
-        """Train the broadcast model for E local epochs; send the weights and n_k."""
+        """Train the broadcast model for E local epochs; send the weights and n_k (with
+        central DP, the message's ``central_dp.clip``: the clipped update and its
+        clipping bit instead of the weights, :func:`central_update`).
+
+        With DP-SGD the site first checks that the round keeps it within its budget
+        (refusing it otherwise, :meth:`SitePrivacy.next_round`), trains with
+        :func:`~fedstruct.methods.fedavg.model.train_private` and reports the ε it has
+        spent so far (``epsilon``)."""
         weights = self._weights(msg)
         assert self.model is not None
         set_params(self.model, weights)
-        loss = train_local(
-            self.model,
-            self.x,
-            self.y,
-            epochs=self.config.local_epochs,
-            batch_size=self.config.batch_size,
-            learning_rate=self.config.learning_rate,
-            rng=self.rng(msg),
-        )
-        return Message(FIT, arrays=get_params(self.model), metrics={"n": len(self.y), "loss": loss})
+        settings = {
+            "epochs": self.config.local_epochs,
+            "batch_size": self.config.batch_size,
+            "learning_rate": self.config.learning_rate,
+        }
+        metrics: dict[str, float] = {"n": len(self.y)}
+        if self.privacy is None:
+            loss = train_local(self.model, self.x, self.y, rng=self.rng(msg), **settings)
+        else:
+            private = self.privacy.next_round(int(msg.config.get("round", 0)))
+            loss = train_private(self.model, self.x, self.y, private=private, **settings)
+            metrics["epsilon"] = self.privacy.record_round()
+        trained = get_params(self.model)
+        if CENTRAL_CLIP in msg.config:
+            arrays = central_update(weights, trained, float(msg.config[CENTRAL_CLIP]))
+            return Message(FIT, arrays=arrays, metrics={**metrics, "loss": loss})
+        return Message(FIT, arrays=trained, metrics={**metrics, "loss": loss})
+
+    @handles(PRIVACY, max_entries=1)
+    def spent(self, msg: Message) -> Message:
+        """The ε this site has spent so far with DP-SGD (none without it): public
+        accounting, not data, answered one site at a time even when the rounds' updates
+        are summed securely."""
+        metrics = {} if self.privacy is None else {"epsilon": self.privacy.epsilon}
+        return Message(PRIVACY, metrics=metrics)
+
+    def get_state(self) -> dict[str, Any]:
+        """The DP ledger (the steps taken so far), when training with DP-SGD."""
+        return {"ledger": list(self.ledger.history)} if self.ledger.history else {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore the DP ledger."""
+        self.ledger.history = PrivacyLedger(state.get("ledger", ())).history
 
     @handles(
         EVALUATE,

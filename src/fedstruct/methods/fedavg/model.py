@@ -4,11 +4,16 @@ for a continuous target."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from torch import nn
 
 from fedstruct.fl.tabular import TabularSchema
+
+if TYPE_CHECKING:
+    from fedstruct.privacy.dp import PrivateSGD
 
 __all__ = [
     "TabularSchema",
@@ -17,6 +22,7 @@ __all__ = [
     "evaluate_regression",
     "regression_scores",
     "train_local",
+    "train_private",
 ]
 
 
@@ -72,6 +78,84 @@ def train_local(
             _sgd_step(params, learning_rate)
             total += loss.item()
         last = total / n
+    return last
+
+
+def train_private(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    private: PrivateSGD,
+) -> float:
+    """ClientUpdate with DP-SGD (Abadi et al. 2016, Algorithm 1), as F-CMs trains
+    (:func:`fedstruct.methods.fcm.train.train_local`): Opacus' Poisson-sampled batches
+    (each row drawn with probability ``q = 1 / ceil(n / B)``, ``ceil(n / B)`` batches
+    an epoch: :func:`~fedstruct.privacy.dp.private_schedule`), every row's gradient
+    clipped to ``private.max_grad_norm``, Gaussian noise of standard deviation
+    ``σ C`` on their sum, divided by the expected batch size, then a plain SGD step
+    of size ``learning_rate``. The privacy cost is the caller's to account.
+
+    The batches and the noise are drawn from generators seeded by the operating
+    system's entropy (:func:`secrets.randbits`), not the run's seed: whoever knows
+    the seed (the server; a reader of the run's ``config.json``) could otherwise
+    regenerate the noise and subtract it, or know which rows each batch drew. A run
+    with DP is therefore not bit-reproducible.
+
+    Opacus (and the ``torch.optim`` optimizer it wraps, which imports
+    ``torch._dynamo``) is imported here only, so a run without DP never loads it.
+
+    Returns
+    -------
+    float
+        Mean training loss (per row) over the last epoch's batches.
+    """
+    import secrets
+    import warnings
+
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    seed = secrets.randbits(62)
+    loader = DataLoader(
+        TensorDataset(x, y),
+        batch_size=batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    optimiser = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    loss_fn = _loss(y)
+    last = float("nan")
+    with warnings.catch_warnings():
+        # Opacus: "secure RNG turned off" (the run's seed makes the noise reproducible).
+        warnings.simplefilter("ignore", UserWarning)
+        private_model, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
+            module=model,
+            optimizer=optimiser,
+            data_loader=loader,
+            noise_multiplier=private.noise_multiplier,
+            max_grad_norm=private.max_grad_norm,
+            noise_generator=torch.Generator().manual_seed(seed + 1),
+        )
+        private_model.train()
+        for _ in range(epochs):
+            total, rows = 0.0, 0
+            for xb, yb in loader:
+                if len(xb) == 0:  # a Poisson draw can be empty
+                    continue
+                optimiser.zero_grad(set_to_none=True)
+                loss = loss_fn(private_model(xb), yb)
+                (loss / len(xb)).backward()
+                optimiser.step()
+                total += loss.item()
+                rows += len(xb)
+            last = total / max(rows, 1)
+    private_model._close()  # detach Opacus' hooks from ``model``
+    for p in model.parameters():
+        p.grad = None
     return last
 
 

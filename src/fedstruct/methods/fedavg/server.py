@@ -17,7 +17,15 @@ from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.fl.secagg import SumResult, send_and_sum
-from fedstruct.methods.fedavg.client import EVALUATE, FIT, STATISTICS, encoding_arrays
+from fedstruct.methods.fedavg.client import (
+    CENTRAL_CLIP,
+    DELTA,
+    EVALUATE,
+    FIT,
+    PRIVACY,
+    STATISTICS,
+    encoding_arrays,
+)
 from fedstruct.methods.fedavg.config import FedAvgConfig
 from fedstruct.methods.fedavg.model import (
     TabularSchema,
@@ -26,6 +34,16 @@ from fedstruct.methods.fedavg.model import (
     evaluate_regression,
     regression_scores,
 )
+from fedstruct.privacy.central_dp import (
+    BELOW_CLIP,
+    CentralDP,
+    central_epsilon,
+    next_clip,
+    noised_fraction_below,
+    noised_mean,
+    update_noise_multiplier,
+)
+from fedstruct.privacy.dp import spent_epsilons
 
 __all__ = ["FedAvgServer", "FedAvgState"]
 
@@ -175,16 +193,32 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         setup = self._setup(state)
         extra, model, test, scale = setup.extra, setup.model, setup.test, setup.target_scale
         asked = grid.node_ids()
-        request = {n: Message(FIT, arrays={**state.params, **extra}) for n in asked}
+        central = self.config.central_dp()
+        clip = _current_clip(state, central)
+        config: dict[str, float] = {}
+        if central is not None:  # a clip-count noise too small is refused before training
+            update_noise_multiplier(central, len(asked))
+            config[CENTRAL_CLIP] = clip
+        request = {n: Message(FIT, arrays={**state.params, **extra}, config=config) for n in asked}
         a = self.config.staleness_exponent
         late: list[Any] = []
-        if a is None:  # only sums are needed: n_k w_k and n_k (securely if the run says so)
-            total = send_and_sum(grid, request, weight="n")
+        central_record: dict[str, float] = {}
+        if a is None:  # only sums are needed (securely if the run says so)
+            # central DP: the clipped updates, unweighted; else n_k w_k and n_k
+            total = send_and_sum(grid, request, weight=None if central else "n")
             answered = len(total.nodes)
-            params = _average(total, state.params) if total.nodes else state.params
-            train = {"train_loss": total.metrics["loss"] / total.metrics["n"]} if answered else {}
+            train: dict[str, float] = {}
+            if central is not None:
+                params, central_record = self._central_step(grid, state, total, central, clip)
+                if answered:  # each site's mean loss, unweighted like its update
+                    train["train_loss"] = total.metrics["loss"] / answered
+            else:
+                params = _average(total, state.params) if answered else state.params
+                if answered:
+                    train["train_loss"] = total.metrics["loss"] / total.metrics["n"]
             if total.withheld:  # too few answers to hide each one: none was used
                 train["withheld_answers"] = total.withheld
+            train.update(self._spent_epsilons(grid, total.nodes))
         else:  # late answers are merged one by one, down-weighted by their staleness
             replies = grid.send_and_receive(request)
             late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
@@ -196,12 +230,15 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
                 n = sum(r.metrics["n"] for r in replies.values())
                 loss = sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values())
                 train["train_loss"] = loss / n
+            pairs = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
+            train.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in pairs))
         record: dict[str, float] = {
             "round": rnd,
             "clients_asked": len(asked),
             "clients_answered": answered,
             "late_merged": len(late) if a is not None else 0,
             **statistics_record,
+            **central_record,
             **train,
         }
         if test is not None:
@@ -215,6 +252,64 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         return FedAvgState(
             params=params, history=[*state.history, record], statistics=state.statistics
         )
+
+    def _central_step(
+        self,
+        grid: Grid,
+        state: FedAvgState,
+        total: SumResult,
+        central: CentralDP,
+        clip: float,
+    ) -> tuple[dict[str, NDArray[np.float32]], dict[str, float]]:
+        """Central DP's round (:mod:`fedstruct.privacy.central_dp`): the global
+        weights plus the noised mean of the sites' clipped updates (uniform weights,
+        over the number of sites asked), the next clipping norm, and the record's
+        ``central_dp_clip``, ``central_dp_next_clip``, ``central_dp_sample_rate`` and
+        ``central_dp_epsilon`` (the site-level ε of every round so far). The noise
+        is drawn from the operating system's entropy, not the run's seed, which a
+        reader of the run's ``config.json`` knows (a resumed run draws anew)."""
+        asked = len(grid.node_ids())
+        rate = asked / grid.n_nodes
+        rng = np.random.default_rng()  # the OS's entropy: the run's seed is no secret
+        params = state.params
+        below = 0.0
+        if total.nodes:
+            deltas = {k[len(DELTA) :]: v for k, v in total.arrays.items() if k.startswith(DELTA)}
+            below = float(total.arrays[BELOW_CLIP][0])
+            z_update = update_noise_multiplier(central, asked)
+            mean = noised_mean(
+                deltas, clip=clip, noise_multiplier=z_update, denominator=asked, rng=rng
+            )
+            params = {k: (state.params[k] + mean[k]).astype(np.float32) for k in state.params}
+        following = clip
+        if central.adaptive and total.nodes:
+            assert central.target_quantile is not None
+            fraction = noised_fraction_below(
+                below, denominator=asked, count_noise=central.bit_noise(asked), rng=rng
+            )
+            following = next_clip(
+                clip, fraction, central.target_quantile, central.clip_learning_rate
+            )
+        rates = [
+            h["central_dp_sample_rate"] for h in state.history if "central_dp_sample_rate" in h
+        ]
+        rates.append(rate)
+        record = {
+            "central_dp_clip": clip,
+            "central_dp_next_clip": following,
+            "central_dp_sample_rate": rate,
+            "central_dp_epsilon": central_epsilon(central.noise_multiplier, rates, central.delta),
+        }
+        return params, record
+
+    def _spent_epsilons(self, grid: Grid, nodes: tuple[int, ...]) -> dict[str, float]:
+        """With DP-SGD: the ε each site in the round's sum has spent so far
+        (``dp_epsilon_<site>``), asked one site at a time (a summed round cannot say
+        it per site; :data:`~fedstruct.methods.fedavg.client.PRIVACY`)."""
+        if self.config.dp_epsilon is None or not nodes:
+            return {}
+        replies = grid.send_and_receive({n: Message(PRIVACY) for n in nodes})
+        return spent_epsilons((grid.node_name(n), m.metrics) for n, m in sorted(replies.items()))
 
     def _test_scores(
         self, model: torch.nn.Module, test: tuple[torch.Tensor, torch.Tensor], scale: Any
@@ -267,3 +362,14 @@ def _average(
         name: (total.arrays[name] / n).astype(like[name].dtype if like else np.float32)
         for name in names
     }
+
+
+def _current_clip(state: FedAvgState, central: CentralDP | None) -> float:
+    """The clipping norm of the next round: the last round's ``central_dp_next_clip``
+    (adaptive clipping moves it), else the configured one."""
+    if central is None:
+        return 0.0
+    for record in reversed(state.history):
+        if "central_dp_next_clip" in record:
+            return float(record["central_dp_next_clip"])
+    return central.clip
