@@ -101,3 +101,24 @@ def test_a_resumed_run_keeps_each_sites_ledger(tmp_path, clients):
     resumed = FedAvg("y", CARDS, **options).fit(clients, checkpoint=ckpt, resume=True)
     # the noise is fresh entropy, so the weights differ; the ε spent does not
     assert resumed.history_[-1]["dp_epsilon_site-0"] == full.history_[-1]["dp_epsilon_site-0"]
+
+
+@pytest.mark.filterwarnings("ignore:Optimal order")
+def test_dp_sgd_and_central_dp_under_secure_aggregation(clients):
+    """Both DP options go through the secure sum: DP-SGD's ε per site is still
+    reported (asked after the summed round), and central DP without noise or clipping
+    under SecAgg+ equals the plain central run within the quantisation bound."""
+    private = FedAvg("y", CARDS, rounds=2, hidden=0, seed=0, dp_epsilon=10.0,
+                     dp_noise_multiplier=1.0, secure_aggregation=True).fit(clients)  # fmt: skip
+    q, steps = private_schedule(160, 32, 1)
+    oracle = RDPAccountant()
+    for _ in range(2 * steps):
+        oracle.step(noise_multiplier=1.0, sample_rate=q)
+    assert private.history_[-1]["dp_epsilon_site-1"] == pytest.approx(
+        oracle.get_epsilon(1 / 160), rel=1e-9
+    )
+    settings = {"central_dp_noise": 1e-12, "central_dp_clip": 1e6}
+    plain = FedAvg("y", CARDS, rounds=2, seed=0, **settings).fit(clients)
+    secure = FedAvg("y", CARDS, rounds=2, seed=0, secure_aggregation=True, **settings).fit(clients)
+    for k in plain.params_:
+        np.testing.assert_allclose(secure.params_[k], plain.params_[k], atol=1e-5)
