@@ -9,6 +9,7 @@ supervised concept's prediction is replaced by its label with probability
 
 from __future__ import annotations
 
+import secrets
 import warnings
 from collections.abc import Collection, Mapping
 
@@ -123,7 +124,9 @@ def train_local(
         ``False`` trains every module (the ablation of App. E.5.2).
     private
         DP-SGD (App. E.4) with Opacus: Poisson-sampled batches, per-sample gradients
-        clipped to ``C`` (eq. 4), Gaussian noise ``σ C`` on their sum. The privacy
+        clipped to ``C`` (eq. 4), Gaussian noise ``σ C`` on their sum; batches and
+        noise drawn from the operating system's entropy (not ``rng``: a DP run is not
+        bit-reproducible). The privacy
         cost is the caller's to account (:func:`private_schedule`: every drawn batch
         counts, empty ones included).
 
@@ -140,7 +143,10 @@ def train_local(
         TensorDataset(x, truth),
         batch_size=batch_size,
         shuffle=True,
-        generator=torch.Generator().manual_seed(seed),
+        # under DP the batches (Poisson-sampled from this generator) and the noise
+        # come from the OS's entropy, not the run's seed, which the server and a reader
+        # of config.json know: they could regenerate both
+        generator=torch.Generator().manual_seed(seed if private is None else secrets.randbits(62)),
     )
     with warnings.catch_warnings():
         # Opacus: "secure RNG turned off"; backward hooks on constant inputs.
@@ -154,7 +160,7 @@ def train_local(
                 data_loader=loader,
                 noise_multiplier=private.noise_multiplier,
                 max_grad_norm=private.max_grad_norm,
-                noise_generator=torch.Generator().manual_seed(seed + 1),
+                noise_generator=torch.Generator().manual_seed(secrets.randbits(62)),
             )
         concepts = _concept_columns(model.spec)
         interventions = torch.Generator().manual_seed(seed + 2)
