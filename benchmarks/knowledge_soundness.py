@@ -12,8 +12,9 @@ adjacencies of non-adjacent MAG pairs), and the oracle test
 (:class:`~fedstruct.discovery.citest.OracleTest`). Checked: FCI's PAG with knowledge has
 no mark (and no adjacency) that contradicts the true MAG and keeps every mark of the
 PAG without knowledge; the same for PC against the true DAG (no latent) and for RFCI
-(its marks on the MAG's edges). Every other case conditions only on possible ancestors
-(``prune_sets=True``). Reported: the cases, the failures (none expected),
+(its marks on the MAG's edges). The cases take ``prune_sets`` in turn from :data:`PRUNES`
+(no pruning; conditioning only on possible ancestors everywhere; only among
+Possible-D-SEP's candidates, FCI's default). Reported: the cases, the failures (none expected),
 the marks knowledge added, and the CI tests with and without knowledge.
 """
 
@@ -25,6 +26,7 @@ import time
 import numpy as np
 
 from fedstruct.data import load_network
+from fedstruct.discovery.knowledge import POSSIBLE_DSEP, Prune
 from fedstruct.discovery.knowledge_truth import Checked, check_learner, random_knowledge
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.random import random_dag
@@ -32,6 +34,8 @@ from fedstruct.graphs.random import random_dag
 NETWORKS = ("asia", "sachs", "child", "insurance", "random")
 #: insurance's complete FCI search costs ~300,000 oracle tests a case: not by default.
 DEFAULT = ("asia", "sachs", "child", "random")
+#: The ``prune_sets`` of case k: ``PRUNES[k % 3]``.
+PRUNES: tuple[Prune, ...] = (False, True, POSSIBLE_DSEP)
 
 
 def pick_latent(dag: Graph, rng: np.random.Generator, share: float = 0.15) -> list[str]:
@@ -48,7 +52,7 @@ def case_dag(network: str, rng: np.random.Generator) -> Graph:
 
 
 def run_case(
-    learner: str, network: str, rng: np.random.Generator, prune_sets: bool
+    learner: str, network: str, rng: np.random.Generator, prune_sets: Prune
 ) -> tuple[str, Checked]:
     """One random case of ``learner`` on ``network`` (no latent variable for PC)."""
     dag = case_dag(network, rng)
@@ -69,7 +73,7 @@ def main() -> None:
     for k in range(args.cases):
         network = args.networks[k % len(args.networks)]
         for learner in ("fci", "pc", "rfci"):
-            results.append(run_case(learner, network, rng, prune_sets=k % 2 == 1))
+            results.append(run_case(learner, network, rng, prune_sets=PRUNES[k % 3]))
         if (k + 1) % 10 == 0:
             print(f"  {k + 1} cases, {time.perf_counter() - start:.0f} s", flush=True)
     took = time.perf_counter() - start

@@ -103,10 +103,11 @@ def separate_removed_pairs(
         pool = knowledge.pool(x, y)
         pools = [([v for v in nbrs[s] if pool[v]], top) for s in (x, y)]
         if pds_marks is not None:
+            pds_pool = knowledge.pool(x, y, possible_dsep=True)
             for s in (x, y):
                 if s not in pds:
                     pds[s] = possible_dsep(pds_marks, s, max_path_length)
-                pools.append(([v for v in pds[s] if pool[v]], pds_top))
+                pools.append(([v for v in pds[s] if pds_pool[v]], pds_top))
         if _search(evidence, x, y, pools) is None:
             missing += 1
     return missing

@@ -17,7 +17,8 @@ i.e. :func:`fedstruct.graphs.pag.dag_to_pag`.
 
 With background knowledge (``knowledge=``; docs/knowledge.md): steps 1 and 3 skip
 what it settles (pairs ``forbidden_adjacent`` are never tested, required pairs never
-removed; with ``prune_sets`` the candidates are the possible ancestors); after step 3 the pairs it
+removed; step 3's candidates from Possible-D-SEP are the possible ancestors of the pair by
+default, step 1's too with ``prune_sets=True``); after step 3 the pairs it
 removed get a separating set where a rule needs one
 (:func:`~fedstruct.discovery.background.separate_removed_pairs`); after step 4's R0 the
 marks it implies are set (:func:`~fedstruct.discovery.background.orient_pag`: an
@@ -33,7 +34,7 @@ import numpy as np
 from fedstruct.discovery.background import PHASE, orient_pag, separate_removed_pairs
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
-from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.knowledge import POSSIBLE_DSEP, Knowledge, Prune
 from fedstruct.discovery.pds import AUTO, auto_pds_depth, remove_by_possible_dsep
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.search import check_alpha, start_search
@@ -65,7 +66,7 @@ def fci(
     workers: int | None = None,
     progress: str | None = None,
     knowledge: Knowledge | None = None,
-    prune_sets: bool = False,
+    prune_sets: Prune = POSSIBLE_DSEP,
 ) -> LocalResult:
     """Learn a PAG with FCI (module docstring).
 
@@ -104,9 +105,11 @@ def fci(
         Background knowledge (:class:`~fedstruct.discovery.knowledge.Knowledge`,
         module docstring); ``None`` (default): none, the same run as before it existed.
     prune_sets
-        With ``knowledge``, condition each pair only on the variables that may be its
-        ancestors (fewer tests; the same result with a perfect test, but on a sample
-        it may keep edges a wider search removes: docs/knowledge.md). Default ``False``.
+        With ``knowledge``, where to condition each pair only on the variables that
+        may be its ancestors (fewer tests; the same result with a perfect test):
+        ``"possible_dsep"`` (default) in step 3 only, among Possible-D-SEP's
+        candidates; ``True`` in every phase (on a sample it may keep edges a wider
+        adjacency search removes); ``False`` nowhere. Measured: docs/knowledge.md.
 
     Returns
     -------

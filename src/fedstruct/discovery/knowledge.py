@@ -46,12 +46,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.errors import KnowledgeError, UnknownVariableError
+from fedstruct.errors import ConfigError, KnowledgeError, UnknownVariableError
 from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph, find_cycle, reachable
 
 __all__ = [
     "KEYS",
     "KNOWLEDGE_FILE",
+    "POSSIBLE_DSEP",
     "Knowledge",
     "KnowledgeRules",
     "as_rules",
@@ -67,6 +68,13 @@ KNOWLEDGE_FILE = "knowledge.json"
 KEYS: tuple[str, ...] = ("tiers", "forbidden", "required", "forbidden_adjacent")
 
 Pair = tuple[str, str]
+
+#: ``prune_sets="possible_dsep"``: prune only the candidates drawn from Possible-D-SEP
+#: (FCI's step 3; :meth:`KnowledgeRules.pool`).
+POSSIBLE_DSEP = "possible_dsep"
+
+#: The values of ``prune_sets``: no pruning, pruning everywhere, or only Possible-D-SEP's.
+Prune = bool | str
 
 
 @dataclass(frozen=True)
@@ -252,7 +260,9 @@ class KnowledgeRules:
     apart
         Symmetric ``[i, j]``: the pair is ``forbidden_adjacent``.
     prune_sets
-        Condition only on the pair's possible ancestors (:meth:`pool`).
+        Where to condition only on the pair's possible ancestors (:meth:`pool`):
+        nowhere (``False``), everywhere (``True``), or only among the candidates
+        drawn from Possible-D-SEP (:data:`POSSIBLE_DSEP`).
     """
 
     names: tuple[str, ...]
@@ -260,7 +270,7 @@ class KnowledgeRules:
     required: NDArray[np.bool_]
     not_ancestor: NDArray[np.bool_]
     apart: NDArray[np.bool_]
-    prune_sets: bool = False
+    prune_sets: Prune = False
     _adjacent: NDArray[np.bool_] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -284,16 +294,23 @@ class KnowledgeRules:
             out |= self.not_ancestor & self.not_ancestor.T
         return out
 
-    def pool(self, x: int, y: int) -> NDArray[np.bool_]:
-        """The variables a separating set of ``x`` and ``y`` may draw on: all others, or
-        with :attr:`prune_sets` those that may be an ancestor of ``x`` or of ``y``.
+    def pool(self, x: int, y: int, *, possible_dsep: bool = False) -> NDArray[np.bool_]:
+        """The variables a separating set of ``x`` and ``y`` may draw on: all others, or,
+        where :attr:`prune_sets` prunes, those that may be an ancestor of ``x`` or of ``y``.
+
+        ``possible_dsep``: the candidates come from Possible-D-SEP (FCI's step 3 and
+        the separating-set search of the pairs knowledge removed), pruned also with
+        ``prune_sets=`` :data:`POSSIBLE_DSEP`; else from the adjacencies, pruned only
+        with ``prune_sets=True``.
 
         Some separating set of a non-adjacent pair consists of ancestors of the pair
-        (in a DAG, the parents of one of them; in a MAG, D-SEP(x, y) ⊆ An({x, y})), so
-        dropping the others from the candidates keeps every separation a perfect
-        test would find (docs/knowledge.md).
+        (in a DAG, the parents of one of them; in a MAG, D-SEP(x, y) ⊆ An({x, y}),
+        and D-SEP(x, y) ⊆ Possible-D-SEP(x): Spirtes et al. 2000, §6.7), so dropping
+        the others from the candidates keeps every separation a perfect test would
+        find (docs/knowledge.md).
         """
-        if self.prune_sets:
+        prune = self.prune_sets is True or (possible_dsep and self.prune_sets == POSSIBLE_DSEP)
+        if prune:
             out = ~(self.not_ancestor[:, x] & self.not_ancestor[:, y])
         else:
             out = np.ones(len(self.names), dtype=bool)
@@ -302,16 +319,22 @@ class KnowledgeRules:
 
 
 def as_rules(
-    knowledge: Knowledge | KnowledgeRules | None, names: Sequence[str], prune_sets: bool = False
+    knowledge: Knowledge | KnowledgeRules | None, names: Sequence[str], prune_sets: Prune = False
 ) -> KnowledgeRules | None:
     """``knowledge`` resolved against ``names`` (with :attr:`KnowledgeRules.prune_sets`);
     ``None`` for no (or empty) knowledge.
 
     Raises
     ------
+    ConfigError
+        For a ``prune_sets`` other than ``False``, ``True`` or :data:`POSSIBLE_DSEP`.
     KnowledgeError, UnknownVariableError
         As :meth:`Knowledge.resolve`; a :class:`KnowledgeRules` of other variables.
     """
+    if not isinstance(prune_sets, bool) and prune_sets != POSSIBLE_DSEP:
+        raise ConfigError(
+            f"prune_sets must be False, True or {POSSIBLE_DSEP!r}, got {prune_sets!r}"
+        )
     if knowledge is None:
         return None
     if isinstance(knowledge, KnowledgeRules):

@@ -17,12 +17,15 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import NDArray
 
+from fedstruct.discovery.background import orient_pag, orient_pdag
 from fedstruct.discovery.citest import OracleTest
 from fedstruct.discovery.fci import fci
-from fedstruct.discovery.knowledge import Knowledge
-from fedstruct.discovery.pc import pc
+from fedstruct.discovery.knowledge import Knowledge, Prune, as_rules
+from fedstruct.discovery.pc import meek_rules, pc
 from fedstruct.discovery.rfci import rfci
-from fedstruct.graphs.graph import CIRCLE, NONE, TAIL, Graph
+from fedstruct.errors import ConfigError, unknown_choice_message
+from fedstruct.graphs.graph import ARROW, CIRCLE, NONE, TAIL, Graph
+from fedstruct.graphs.orientation import apply_rules, orient_colliders
 from fedstruct.graphs.pag import dag_to_mag
 from fedstruct.graphs.separation import ancestor_matrix
 
@@ -32,6 +35,7 @@ __all__ = [
     "informative",
     "lost_marks",
     "random_knowledge",
+    "reachable_graph",
     "tiers_from_order",
     "wrong_marks",
 ]
@@ -144,7 +148,7 @@ class Checked:
 
 
 def check_learner(
-    learner: str, dag: Graph, latent: list[str], knowledge: Knowledge, prune_sets: bool = False
+    learner: str, dag: Graph, latent: list[str], knowledge: Knowledge, prune_sets: Prune = False
 ) -> Checked:
     """Run ``learner`` (``"fci"``, ``"rfci"`` or ``"pc"``) with the oracle of ``dag`` (and
     ``latent``), without and with ``knowledge`` (and ``prune_sets``), and compare with
@@ -176,3 +180,66 @@ def check_learner(
         tests_without=plain.n_tests,
         tests_with=told.n_tests,
     )
+
+
+def reachable_graph(
+    dag: Graph, latent: Iterable[str], knowledge: Knowledge | None, learner: str
+) -> Graph:
+    """The graph ``learner`` outputs from a perfect CI test of ``dag`` (``latent``
+    unobserved) and ``knowledge``: the most it can know, to score a learned graph against.
+
+    ``"fci"`` (or ``"rfci"``): the true MAG's skeleton with circles, R0 with the MAG's
+    separating sets (``An({x, y})``, as :func:`~fedstruct.graphs.pag.mag_to_pag`), the
+    marks the knowledge implies (:func:`~fedstruct.discovery.background.orient_pag`),
+    then R1-R4, R8-R10: the true PAG with the knowledge applied, in the order
+    :func:`~fedstruct.discovery.fci.fci` applies it (Andrews, Spirtes & Cooper 2020
+    show that for tiers this is the most a sound learner can orient). ``"pc"`` (no
+    latent variable): the DAG's skeleton, the edges the knowledge directs
+    (:func:`~fedstruct.discovery.background.orient_pdag`), its v-structures, then Meek's
+    R1-R4: the CPDAG, or the maximally oriented PDAG with knowledge (Meek 1995).
+    Without knowledge these are the true PAG and the CPDAG.
+
+    Raises
+    ------
+    ConfigError
+        For another ``learner``, or ``latent`` variables with ``"pc"``.
+    """
+    hidden = sorted(set(latent))
+    if learner == "pc":
+        if hidden:
+            raise ConfigError("reachable_graph: PC assumes no latent variable; pass latent=[]")
+        return _reachable_pdag(dag, knowledge)
+    if learner not in ("fci", "rfci"):
+        raise ConfigError(unknown_choice_message("learner", learner, ["fci", "rfci", "pc"]))
+    mag = dag_to_mag(dag, hidden)
+    anc = ancestor_matrix(mag)
+
+    def sepset_contains(x: int, y: int, z: int) -> bool:
+        return bool(anc[z, x] or anc[z, y])
+
+    marks = np.where(mag.marks != NONE, CIRCLE, NONE).astype(np.int8)
+    orient_colliders(marks, sepset_contains)
+    rules = as_rules(knowledge, mag.names)
+    if rules is not None:
+        orient_pag(marks, rules)
+    apply_rules(marks, sepset_contains)
+    return mag.with_marks(marks)
+
+
+def _reachable_pdag(dag: Graph, knowledge: Knowledge | None) -> Graph:
+    """PC's graph from a perfect test (:func:`reachable_graph`)."""
+    skeleton = dag.adjacency()
+    parent = dag.marks == ARROW  # [p, c]: the mark at c on p - c is an arrowhead
+    marks = np.where(skeleton, TAIL, NONE).astype(np.int8)
+    rules = as_rules(knowledge, dag.names)
+    if rules is not None:
+        orient_pdag(marks, rules)
+    for c in range(dag.n_nodes):
+        parents = np.flatnonzero(parent[:, c]).tolist()
+        for k, a in enumerate(parents):
+            for b in parents[k + 1 :]:
+                if not skeleton[a, b]:
+                    marks[a, c] = marks[b, c] = ARROW
+                    marks[c, a] = marks[c, b] = TAIL
+    meek_rules(marks, rule_4=rules is not None)
+    return dag.with_marks(marks)

@@ -290,7 +290,7 @@ class _PairSearch:
     def candidates(self, side: int, x: int, y: int, block: set[int] | None) -> list[int]:
         out = [v for v in self.pds[side] if v != x and v != y and (block is None or v in block)]
         if self.knowledge is not None:
-            pool = self.knowledge.pool(x, y)
+            pool = self.knowledge.pool(x, y, possible_dsep=True)
             out = [v for v in out if pool[v]]
         return out
 

@@ -25,7 +25,7 @@ from fedstruct.discovery.build import as_ci_test
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike
 from fedstruct.discovery.evidence import Evidence
-from fedstruct.discovery.knowledge import Knowledge, KnowledgeRules, as_rules
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeRules, Prune, as_rules
 from fedstruct.discovery.result import LocalResult
 from fedstruct.discovery.skeleton import adjacency_search, check_depth
 from fedstruct.errors import ConfigError
@@ -92,7 +92,7 @@ def start_search(
     progress: str | None = None,
     knowledge: Knowledge | KnowledgeRules | None = None,
     latent_free: bool = False,
-    prune_sets: bool = False,
+    prune_sets: Prune = False,
 ) -> StartedSearch:
     """Check the options, build the CI test and the evidence, run the adjacency search.
 
@@ -125,8 +125,9 @@ def start_search(
         the learner assumes no latent confounder, for
         :func:`~fedstruct.discovery.skeleton.adjacency_search`.
     prune_sets
-        With knowledge, condition each pair only on its possible ancestors
-        (:meth:`~fedstruct.discovery.knowledge.KnowledgeRules.pool`).
+        With knowledge, where to condition each pair only on its possible ancestors
+        (:meth:`~fedstruct.discovery.knowledge.KnowledgeRules.pool`): ``True``
+        everywhere, ``"possible_dsep"`` only among Possible-D-SEP's candidates.
 
     Returns
     -------
