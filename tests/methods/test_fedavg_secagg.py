@@ -21,7 +21,6 @@ from fedstruct.fl import LocalBackend, LocalGrid, Message, Participation
 from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.fl.secagg.quantize import Layout, dequantise
-from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.fedavg import FedAvg
 from fedstruct.methods.fedcdnv import FedCDnv
 
@@ -127,8 +126,6 @@ def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
         FedAvg("y", {"y": 2}, staleness_exponent=0.5, secure_aggregation=True)
     with pytest.raises(ConfigError, match="TPSS reads every client's PAG"):
         FedCDnv(secure_aggregation=True)
-    with pytest.raises(ConfigError, match="not supported yet for cafe"):
-        CAFE(target="y", cardinalities={"y": 2, "x": 2}, secure_aggregation=True)
     model = FedAvg("y", {"y": 2}, secure_aggregation=SecAggConfig(fractional_bits=20))
     assert model.secure_aggregation == SecAggConfig(fractional_bits=20)
     assert model.get_params()["secure_aggregation"] == SecAggConfig(fractional_bits=20)
@@ -140,7 +137,7 @@ def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
 
 @pytest.mark.parametrize(
     ("method", "reason"),
-    [("fedcdnv", "TPSS reads"), ("fedngm", "distils"), ("fcm", "not supported yet")],
+    [("fedcdnv", "TPSS reads"), ("fedngm", "distils")],
 )
 def test_the_run_option_is_refused_by_methods_that_cannot_take_it(tmp_path, method, reason):
     with pytest.raises(ConfigError, match=f"--secure-aggregation: .*{reason}"):
