@@ -24,15 +24,23 @@ from fedstruct.discovery import CITest, LocalResult, fci, make_ci_test, rfci
 from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
-from fedstruct.graphs import Graph
+from fedstruct.graphs import ARROW, NONE, Graph
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.pvalues import independence_evidence, scale_pvalues
 from fedstruct.methods.fedcdnv.update import c_update
 
-__all__ = ["INIT", "UPDATE", "FedCDnvClient"]
+__all__ = ["FRAME", "INIT", "MARKS", "NAMES", "UPDATE", "VOTE", "FedCDnvClient"]
 
 INIT = "fedcdnv.init"
 UPDATE = "fedcdnv.update"
+#: FedCDnv-vote with secure aggregation: round 1 asks the variable names in the clear
+#: (:data:`NAMES`), then the sums of the clients' ``Pag_0`` adjacencies and arrowheads
+#: over the union of the names (:data:`MARKS`, config :data:`FRAME`); round 2 the sums
+#: of the vote over ``Pag_u`` (:data:`VOTE`).
+NAMES = "fedcdnv.names"
+MARKS = "fedcdnv.marks"
+VOTE = "fedcdnv.vote"
+FRAME = "frame"
 
 
 def _init_bound(client: FedCDnvClient, _: Message) -> int:
@@ -151,14 +159,68 @@ class FedCDnvClient(Client):
             },
         )
 
-    @handles(UPDATE, max_entries=_update_bound, graph_arrays=("pag",))
-    def update(self, msg: Message) -> Message:
-        """Round 2: C-Update against ``G0``; ``Pag_u``, scaled p-values, separating sets."""
+    @handles(NAMES, max_entries=lambda c, m: c.names_entries)
+    def names(self, msg: Message) -> Message:
+        """Its variables' names (schema, not data), learning ``Pag_0`` first (a
+        constant column it leaves out is not among them)."""
+        return Message(NAMES, config={"names": list(self.learn().names)})
+
+    @handles(MARKS, max_entries=lambda c, m: 2 * len(m.config[FRAME]) ** 2 + 2, summable=True)  # type: ignore[arg-type]
+    def marks(self, msg: Message) -> Message:
+        """Round 1 of a secure sum: ``Pag_0``'s adjacencies and arrowheads over the
+        request's frame (0/1 integers; their sums' positive entries are ``G0``, the
+        union of :func:`~fedstruct.graphs.combine.union`), the tests it ran and the
+        columns it left out."""
+        result = self.learn()
+        frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        m = _in_frame(result.graph, frame)
+        adjacent, arrow = (m != NONE).astype(np.int64), (m == ARROW).astype(np.int64)
+        return Message(
+            MARKS,
+            arrays={"adjacent": adjacent, "arrow": arrow},
+            metrics={"tests": result.n_tests, "excluded": len(self.excluded)},
+        )
+
+    @handles(VOTE, max_entries=lambda c, m: 5 * len(m.config[FRAME]) ** 2 + 1, summable=True)  # type: ignore[arg-type]
+    def vote(self, msg: Message) -> Message:
+        """Round 2 of FedCDnv-vote as a secure sum: C-Update against ``G0``, then over
+        the frame ``Pag_u``'s adjacencies and arrowheads, the pairs it observes, its
+        signed vote ``n_k obs (2 adj - 1)`` and its weight ``n_k obs`` (integers): the
+        vote's ``val`` of eq. 1 with every ``w_k = ±1`` is their ratio."""
+        pag_u, tests = self._updated(msg)
+        frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        m = _in_frame(pag_u, frame)
+        inside = np.zeros(len(frame), dtype=bool)
+        inside[[frame.index(v) for v in pag_u.names]] = True
+        observed = np.outer(inside, inside)
+        np.fill_diagonal(observed, False)
+        adjacent = m != NONE
+        n = self.data.n_rows
+        arrays = {
+            "adjacent": adjacent.astype(np.int64),
+            "arrow": (m == ARROW).astype(np.int64),
+            "observed": observed.astype(np.int64),
+            "vote": (n * observed * (2 * adjacent.astype(np.int64) - 1)).astype(np.int64),
+            "weight": (n * observed).astype(np.int64),
+        }
+        return Message(VOTE, arrays=arrays, metrics={"tests": tests})
+
+    def _updated(self, msg: Message) -> tuple[Graph, int]:
+        """C-Update against the message's ``G0``: ``Pag_u`` and the tests it ran."""
         result = self.learn()
         cfg = self.config
         g0 = Graph(msg.config["names"], msg.arrays["g0"])  # type: ignore[arg-type]
         before = result.ci_test.n_tests
         pag_u = c_update(result.graph, g0, result.ci_test, cfg.alpha, cfg.update_depth)
+        return pag_u, result.ci_test.n_tests - before
+
+    @handles(UPDATE, max_entries=_update_bound, graph_arrays=("pag",))
+    def update(self, msg: Message) -> Message:
+        """Round 2: C-Update against ``G0``; ``Pag_u``, scaled p-values, separating sets."""
+        result = self.learn()
+        cfg = self.config
+        before = result.ci_test.n_tests
+        pag_u, _ = self._updated(msg)
         names = result.names
         sepsets = {
             f"{names[i]}|{names[j]}": [names[k] for k in z]
@@ -194,6 +256,14 @@ class FedCDnvClient(Client):
         ci_test = self._ci_test()
         ci_test.absorb_arrays(state["ci_cache"])
         self._result = LocalResult(**state["result"], ci_test=ci_test)
+
+
+def _in_frame(graph: Graph, frame: list[str]) -> np.ndarray:
+    """``graph``'s endpoint marks placed in the ``frame`` of names (zeros elsewhere)."""
+    position = [frame.index(v) for v in graph.names]
+    out = np.zeros((len(frame), len(frame)), dtype=np.int64)
+    out[np.ix_(position, position)] = graph.marks
+    return out
 
 
 def _observed(column: Any) -> Any:
