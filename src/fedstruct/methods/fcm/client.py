@@ -21,6 +21,7 @@ from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.fl import Client, Message, handles, holdout_split
 from fedstruct.fl.features import CENTER, FeatureColumns, FeatureEncoder, site_summary
 from fedstruct.fl.message import config_entries
+from fedstruct.fl.secagg.planes import PLANES, plane_names, planes
 from fedstruct.graphs.combine import vote_terms
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
@@ -60,6 +61,8 @@ SUMS = "sums"
 #: VOTE request's :data:`FRAME` config (:meth:`FCMClient.vote`).
 VOTE = "fcm.vote"
 FRAME = "frame"
+#: The arrays of a VOTE reply: 0/1 planes of endpoint-mark matrices, checked as graphs.
+VOTE_PLANES = (*plane_names("marks"), *plane_names("absent"), *plane_names("observed"))
 
 
 def input_columns(features: Sequence[str]) -> FeatureColumns:
@@ -226,26 +229,32 @@ class FCMClient(Client):
 
     @handles(
         VOTE,
-        max_entries=lambda c, m: 3 * len(m.config.get(FRAME, [])) ** 2,  # type: ignore[arg-type]
+        max_entries=lambda c, m: 3 * PLANES * len(m.config.get(FRAME, [])) ** 2,  # type: ignore[arg-type]
+        graph_arrays=VOTE_PLANES,
         summable=True,
     )
     def vote(self, msg: Message) -> Message:
-        """Its terms of the strength vote (§4.2.1) over the request's frame of names:
-        ``n S``, ``n obs (1 - S - S^T)`` and ``n obs`` (:func:`~fedstruct.graphs.combine.
-        vote_terms`; ``S`` its graph's adjacency, ``obs`` the pairs it observes; zeros
-        without a graph), integers, so that their secure sum is exact."""
+        """Its terms of the strength vote (§4.2.1) over the request's frame of names,
+        each ``n`` times an endpoint-mark matrix, sent as 0/1 planes
+        (:mod:`fedstruct.fl.secagg.planes`, which the audit checks as graphs): its
+        graph's marks (``2 S + S^T`` for its adjacency ``S``), the pairs it observes
+        without an edge (``obs (1 - S - S^T)``) and the pairs it observes
+        (:func:`~fedstruct.graphs.combine.vote_terms`; zeros without a graph). The sums
+        are exact integers."""
         frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
         size = len(frame)
-        zeros = np.zeros((size, size), dtype=np.int64)
         graph = self.local.graph
-        if graph is None:
-            return Message(VOTE, arrays={"forward": zeros, "absent": zeros, "observed": zeros})
-        inside = [v for v in graph.names if v in frame]
-        position = np.asarray([frame.index(v) for v in inside], dtype=np.intp)
-        s, obs = vote_terms(graph.restrict(inside), position, size)
-        n = self.local.n_rows
-        terms = {"forward": s, "absent": obs * (1.0 - s - s.T), "observed": obs.astype(np.float64)}
-        return Message(VOTE, arrays={k: np.rint(n * v).astype(np.int64) for k, v in terms.items()})
+        n = 0 if graph is None else self.local.n_rows
+        marks = absent = observed = np.zeros((size, size), dtype=np.int64)
+        if graph is not None:
+            inside = [v for v in graph.names if v in frame]
+            position = np.asarray([frame.index(v) for v in inside], dtype=np.intp)
+            s, obs = vote_terms(graph.restrict(inside), position, size)
+            marks = np.rint(2 * s + s.T).astype(np.int64)
+            absent = np.rint(obs * (1.0 - s - s.T)).astype(np.int64)
+            observed = obs.astype(np.int64)
+        arrays = {**planes("marks", n, marks), **planes("absent", n, absent)}
+        return Message(VOTE, arrays={**arrays, **planes("observed", n, observed)})
 
     @handles(
         STATISTICS,

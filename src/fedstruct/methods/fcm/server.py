@@ -48,6 +48,7 @@ from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.secagg import send_and_sum
+from fedstruct.fl.secagg.planes import directed_counts, recombine
 from fedstruct.graphs.combine import strength_vote, vote_from_sums
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag
@@ -340,7 +341,11 @@ class FCMServer(ServerAlgorithm[FCMState]):
             return votes
         counted = (*votes.counted, *(grid.node_name(n) for n in total.nodes))
         sums = [votes.forward, votes.absent, votes.observed]
-        added = [total.arrays[k] for k in ("forward", "absent", "observed")]
+        added = [
+            directed_counts(recombine(total.arrays, "marks")),
+            recombine(total.arrays, "absent"),
+            recombine(total.arrays, "observed"),
+        ]
         return VoteSums(tuple(names), *(a + b for a, b in zip(sums, added, strict=True)), counted)
 
     def _statistics(

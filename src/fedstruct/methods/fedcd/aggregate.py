@@ -35,7 +35,6 @@ __all__ = [
     "aggregate_beliefs",
     "averaged_values",
     "beliefs_from_average",
-    "directed_counts",
     "distances_from",
     "edge_entropy",
     "edge_entropy_of_shares",
@@ -212,14 +211,6 @@ def proximity_factor(
     if weighting == "normalize":
         return scores
     raise ConfigError(f"unknown weighting {weighting!r}; choose one of {list(WEIGHTINGS)}")
-
-
-def directed_counts(marks: NDArray[np.integer]) -> NDArray[np.int64]:
-    """How many clients hold ``i -> j``, from the sum ``S`` of their DAGs' endpoint
-    marks: a DAG's marks are ``m_ij = 2 a_ij + a_ji`` (arrowhead 2 at ``j``, tail 1
-    at ``i``), so ``S = 2 A + A^T`` and ``A = (2 S - S^T) / 3``."""
-    total = np.asarray(marks, dtype=np.int64)
-    return (2 * total - total.T) // 3
 
 
 def edge_entropy(adjacencies: Sequence[NDArray[np.bool_]]) -> float:

@@ -191,7 +191,7 @@ class FedCDClient(Client):
     def _summable(self, beliefs: Beliefs) -> Message:
         """The FIT reply of a secure sum: ``n σ(γ)``, ``n σ(θ)`` (the vote's summands,
         §5.1; or ``n γ``, ``n θ`` in logit space), the endpoint marks of the client's
-        own graph (for the edge entropy: :func:`~.aggregate.directed_counts`), ``n``
+        own graph (for the edge entropy: :func:`~fedstruct.fl.secagg.planes.directed_counts`), ``n``
         and the loss. The beliefs stay here for a proximity :data:`WEIGH` request."""
         from fedstruct.methods.fedcd.server import final_graph  # the server's graph rule
 

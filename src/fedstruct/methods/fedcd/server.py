@@ -30,12 +30,12 @@ from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.fl.features import gather_statistics
 from fedstruct.fl.secagg import SumResult, send_and_sum
+from fedstruct.fl.secagg.planes import directed_counts
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import break_cycles
 from fedstruct.methods.fedcd.aggregate import (
     aggregate_beliefs,
     beliefs_from_average,
-    directed_counts,
     edge_entropy,
     edge_entropy_of_shares,
     proximity_scores,

@@ -24,6 +24,7 @@ from fedstruct.discovery import CITest, LocalResult, fci, make_ci_test, rfci
 from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
+from fedstruct.fl.secagg.planes import PLANES, plane_names, planes
 from fedstruct.graphs import ARROW, NONE, Graph
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.pvalues import independence_evidence, scale_pvalues
@@ -165,44 +166,55 @@ class FedCDnvClient(Client):
         constant column it leaves out is not among them)."""
         return Message(NAMES, config={"names": list(self.learn().names)})
 
-    @handles(MARKS, max_entries=lambda c, m: 2 * len(m.config[FRAME]) ** 2 + 2, summable=True)  # type: ignore[arg-type]
+    @handles(
+        MARKS,
+        max_entries=lambda c, m: 2 * len(m.config[FRAME]) ** 2 + 2,  # type: ignore[arg-type]
+        graph_arrays=("adjacent", "marks"),
+        summable=True,
+    )
     def marks(self, msg: Message) -> Message:
-        """Round 1 of a secure sum: ``Pag_0``'s adjacencies and arrowheads over the
-        request's frame (0/1 integers; their sums' positive entries are ``G0``, the
-        union of :func:`~fedstruct.graphs.combine.union`), the tests it ran and the
-        columns it left out."""
+        """Round 1 of a secure sum: over the request's frame, ``Pag_0``'s adjacencies
+        (0/1) and its adjacencies plus arrowheads (:func:`_indicators`; the sums'
+        positive entries give ``G0``, the union of :func:`~fedstruct.graphs.union`),
+        the tests it ran and the columns it left out."""
         result = self.learn()
         frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
-        m = _in_frame(result.graph, frame)
-        adjacent, arrow = (m != NONE).astype(np.int64), (m == ARROW).astype(np.int64)
+        adjacent, marks = _indicators(_in_frame(result.graph, frame))
         return Message(
             MARKS,
-            arrays={"adjacent": adjacent, "arrow": arrow},
+            arrays={"adjacent": adjacent, "marks": marks},
             metrics={"tests": result.n_tests, "excluded": len(self.excluded)},
         )
 
-    @handles(VOTE, max_entries=lambda c, m: 5 * len(m.config[FRAME]) ** 2 + 1, summable=True)  # type: ignore[arg-type]
+    @handles(
+        VOTE,
+        max_entries=lambda c, m: (3 + 2 * PLANES) * len(m.config[FRAME]) ** 2 + 1,  # type: ignore[arg-type]
+        graph_arrays=(
+            "adjacent",
+            "marks",
+            "observed",
+            *plane_names("held"),
+            *plane_names("weight"),
+        ),
+        summable=True,
+    )
     def vote(self, msg: Message) -> Message:
         """Round 2 of FedCDnv-vote as a secure sum: C-Update against ``G0``, then over
-        the frame ``Pag_u``'s adjacencies and arrowheads, the pairs it observes, its
-        signed vote ``n_k obs (2 adj - 1)`` and its weight ``n_k obs`` (integers): the
-        vote's ``val`` of eq. 1 with every ``w_k = ±1`` is their ratio."""
+        the frame ``Pag_u``'s indicators (:func:`_indicators`), the pairs it observes,
+        and ``n_k`` times the pairs it holds adjacent and times those it observes, as
+        0/1 planes (:mod:`fedstruct.fl.secagg.planes`): the vote's ``val`` of eq. 1
+        with every ``w_k = ±1`` is ``(2 held - weight) / weight`` of their sums."""
         pag_u, tests = self._updated(msg)
         frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
-        m = _in_frame(pag_u, frame)
+        adjacent, marks = _indicators(_in_frame(pag_u, frame))
         inside = np.zeros(len(frame), dtype=bool)
         inside[[frame.index(v) for v in pag_u.names]] = True
-        observed = np.outer(inside, inside)
-        np.fill_diagonal(observed, False)
-        adjacent = m != NONE
+        observed = np.outer(inside, inside).astype(np.int64)
+        np.fill_diagonal(observed, 0)
         n = self.data.n_rows
-        arrays = {
-            "adjacent": adjacent.astype(np.int64),
-            "arrow": (m == ARROW).astype(np.int64),
-            "observed": observed.astype(np.int64),
-            "vote": (n * observed * (2 * adjacent.astype(np.int64) - 1)).astype(np.int64),
-            "weight": (n * observed).astype(np.int64),
-        }
+        arrays = {"adjacent": adjacent, "marks": marks, "observed": observed}
+        arrays.update(planes("held", n, adjacent))
+        arrays.update(planes("weight", n, observed))
         return Message(VOTE, arrays=arrays, metrics={"tests": tests})
 
     def _updated(self, msg: Message) -> tuple[Graph, int]:
@@ -264,6 +276,14 @@ def _in_frame(graph: Graph, frame: list[str]) -> np.ndarray:
     out = np.zeros((len(frame), len(frame)), dtype=np.int64)
     out[np.ix_(position, position)] = graph.marks
     return out
+
+
+def _indicators(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A PAG's adjacency (0/1) and its adjacency plus arrowheads (1 at a tail or
+    circle, 2 at an arrowhead): both endpoint-mark matrices, which the audit checks as
+    graphs; the arrowheads' sum is the second's sum minus the first's."""
+    adjacent = (m != NONE).astype(np.int64)
+    return adjacent, adjacent + (m == ARROW).astype(np.int64)
 
 
 def _observed(column: Any) -> Any:

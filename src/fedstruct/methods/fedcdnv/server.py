@@ -17,7 +17,7 @@ status matrices are built; FeddG, a part of FedG, follows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +28,7 @@ from fedstruct.discovery.knowledge import as_rules, load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint, from_json_bytes
 from fedstruct.fl.secagg import send_and_sum
+from fedstruct.fl.secagg.planes import recombine
 from fedstruct.graphs import ARROW, CIRCLE, NONE, Graph, union, union_names
 from fedstruct.methods.fedcdnv.aggregate import Aggregation, ClientReport, aggregate, pair_key
 from fedstruct.methods.fedcdnv.client import FRAME, INIT, MARKS, NAMES, UPDATE, VOTE
@@ -146,7 +147,7 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
                 "no secure sum of round 1: fewer clients answered than secure aggregation "
                 "needs (min_clients); FedCDnv-vote needs their PAGs' union"
             )
-        g0 = self._respect(_union(names, total.arrays["adjacent"], total.arrays["arrow"]), None)
+        g0 = self._respect(_union(names, total.arrays), None)
         kept = {n: variables[n] for n in total.nodes}
         stat0 = status_matrix(g0, observed_together(names, list(kept.values())))
         state = FedCDnvState(tuple(names), {}, g0, stat0, history=state.history, variables=kept)
@@ -177,7 +178,8 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
             raise DataError("no secure sum of round 2: FedCDnv-vote cannot aggregate")
         sums = total.arrays
         names = state.names
-        found = _union(names, sums["adjacent"], sums["arrow"])
+        found = _union(names, sums)
+        held, weight = recombine(sums, "held"), recombine(sums, "weight")
         adjacent = np.zeros((len(names), len(names)), dtype=bool)
         decisions: dict[tuple[str, str], str | float] = {}
         for i, j in zip(*np.triu_indices(len(names), 1), strict=True):
@@ -187,7 +189,7 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
             if holding in (0, observers):
                 adjacent[i, j] = holding == observers
                 continue
-            val = float(sums["vote"][i, j] / sums["weight"][i, j])
+            val = float((2 * held[i, j] - weight[i, j]) / weight[i, j])
             decisions[(names[i], names[j])] = val
             adjacent[i, j] = val > 0
         adjacent |= adjacent.T
@@ -304,9 +306,11 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
         return f"G0 {state.g0.n_edges} edges" + (f", FedG {fed.n_edges}" if fed else "")
 
 
-def _union(names: Sequence[str], adjacent: NDArray, arrow: NDArray) -> Graph:
+def _union(names: Sequence[str], sums: Mapping[str, NDArray]) -> Graph:
     """:func:`~fedstruct.graphs.union` from the summed indicators of the graphs'
-    adjacencies and arrowheads over ``names``."""
-    has = np.asarray(adjacent) > 0
-    marks = np.where(has, np.where(np.asarray(arrow) > 0, ARROW, CIRCLE), NONE)
+    adjacencies (``adjacent``) and adjacencies plus arrowheads (``marks``) over
+    ``names``."""
+    adjacent = np.asarray(sums["adjacent"])
+    arrows = np.asarray(sums["marks"]) - adjacent
+    marks = np.where(adjacent > 0, np.where(arrows > 0, ARROW, CIRCLE), NONE)
     return Graph(tuple(names), marks.astype(np.int8))
