@@ -207,3 +207,16 @@ def test_dropouts_of_the_participation_model_and_a_withheld_round():
     two_rounds = cancer_model(rounds=2, seed=2, participation=part).fit(clients)
     for name, value in two_rounds.params_.items():
         np.testing.assert_allclose(secure.params_[name], value, atol=1e-5)
+
+
+def test_the_run_settings_of_the_methods_that_take_it_accept_it():
+    from fedstruct.experiments.cafe.settings import CafeRun
+    from fedstruct.experiments.fcm.settings import FCMRun
+    from fedstruct.experiments.fedcd.settings import FedCDRun
+    from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
+
+    for settings in (CafeRun, FCMRun, FedCDRun):
+        assert settings(secure_aggregation=True).secure_aggregation is True
+    assert FedCDnvRun(strategy="vote", secure_aggregation=True).secure_aggregation is True
+    with pytest.raises(ConfigError, match="--secure-aggregation: FCI-base.*maximum"):
+        FedCDnvRun(strategy="largest", secure_aggregation=True)
