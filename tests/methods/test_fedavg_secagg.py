@@ -218,5 +218,5 @@ def test_the_run_settings_of_the_methods_that_take_it_accept_it():
     for settings in (CafeRun, FCMRun, FedCDRun):
         assert settings(secure_aggregation=True).secure_aggregation is True
     assert FedCDnvRun(strategy="vote", secure_aggregation=True).secure_aggregation is True
-    with pytest.raises(ConfigError, match="--secure-aggregation: FCI-base.*maximum"):
+    with pytest.raises(ConfigError, match=r"--secure-aggregation: FCI-base.*maximum"):
         FedCDnvRun(strategy="largest", secure_aggregation=True)
