@@ -81,3 +81,31 @@ def test_the_bins_exchange_gives_the_same_cuts_securely(clients):
     secure = FedCD(secure_aggregation=True, **options).fit(levelled)
     # the grid moves with the mean and sd, which the fixed point rounds (~1e-9 here)
     np.testing.assert_allclose(secure.bins_.cuts["level"], plain.bins_.cuts["level"], rtol=1e-8)
+
+
+class _FreshClients(LocalBackend):
+    """A local backend that answers every message with a newly built client holding
+    only the previous one's state and secure-aggregation session, as a deployed node
+    (a fresh ClientApp process per message) does."""
+
+    def run(self, server_fn, method, clients, participation, seed):
+        built = [method.make_client(c) for c in clients]
+
+        class Grid(LocalGrid):
+            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+                for n in messages:
+                    old = self.clients[n]
+                    new = method.make_client(clients[n])
+                    new.set_state(old.get_state())
+                    new._secagg = old._secagg
+                    self.clients[n] = new
+                return super()._exchange(messages)
+
+        return server_fn(Grid(built, participation, seed))
+
+
+def test_proximity_keeps_the_fits_beliefs_through_the_clients_state(clients):
+    options = {"aggregation": "proximity", "rounds": 1, "seed": 1, **TINY}
+    fresh = FedCD(secure_aggregation=True, **options).fit(clients, backend=_FreshClients())
+    same = FedCD(secure_aggregation=True, **options).fit(clients)
+    np.testing.assert_allclose(fresh.beliefs_.gamma, same.beliefs_.gamma, atol=1e-12)

@@ -234,6 +234,18 @@ class FedCDClient(Client):
             arrays.update({"plain_gamma": gamma, "plain_theta": theta})
         return Message(WEIGH, arrays=arrays)
 
+    def get_state(self) -> dict[str, np.ndarray]:
+        """The last fit's beliefs while a proximity round of a secure run needs them
+        (:data:`WEIGH`; a deployed node answers each message in a fresh process),
+        nothing otherwise."""
+        if self._last is None:
+            return {}
+        return {"gamma": self._last.gamma, "theta": self._last.theta}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`get_state`."""
+        self._last = Beliefs(state["gamma"], state["theta"]) if "gamma" in state else None
+
     @handles(NAMES, max_entries=lambda c, m: config_entries(list(c.data.variables)))
     def names(self, msg: Message) -> Message:
         """The variables' names (schema, not data), in the order of the beliefs."""
