@@ -21,7 +21,6 @@ from fedstruct.fl import LocalBackend, LocalGrid, Message, Participation
 from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.fl.secagg.quantize import Layout, dequantise
-from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.fedavg import FedAvg
 from fedstruct.methods.fedcdnv import FedCDnv
 
@@ -127,8 +126,6 @@ def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
         FedAvg("y", {"y": 2}, staleness_exponent=0.5, secure_aggregation=True)
     with pytest.raises(ConfigError, match="TPSS reads every client's PAG"):
         FedCDnv(secure_aggregation=True)
-    with pytest.raises(ConfigError, match="not supported yet for cafe"):
-        CAFE(target="y", cardinalities={"y": 2, "x": 2}, secure_aggregation=True)
     model = FedAvg("y", {"y": 2}, secure_aggregation=SecAggConfig(fractional_bits=20))
     assert model.secure_aggregation == SecAggConfig(fractional_bits=20)
     assert model.get_params()["secure_aggregation"] == SecAggConfig(fractional_bits=20)
@@ -140,7 +137,7 @@ def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
 
 @pytest.mark.parametrize(
     ("method", "reason"),
-    [("fedcdnv", "TPSS reads"), ("fedngm", "distils"), ("fcm", "not supported yet")],
+    [("fedcdnv", "TPSS reads"), ("fedngm", "distils")],
 )
 def test_the_run_option_is_refused_by_methods_that_cannot_take_it(tmp_path, method, reason):
     with pytest.raises(ConfigError, match=f"--secure-aggregation: .*{reason}"):
@@ -210,3 +207,16 @@ def test_dropouts_of_the_participation_model_and_a_withheld_round():
     two_rounds = cancer_model(rounds=2, seed=2, participation=part).fit(clients)
     for name, value in two_rounds.params_.items():
         np.testing.assert_allclose(secure.params_[name], value, atol=1e-5)
+
+
+def test_the_run_settings_of_the_methods_that_take_it_accept_it():
+    from fedstruct.experiments.cafe.settings import CafeRun
+    from fedstruct.experiments.fcm.settings import FCMRun
+    from fedstruct.experiments.fedcd.settings import FedCDRun
+    from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
+
+    for settings in (CafeRun, FCMRun, FedCDRun):
+        assert settings(secure_aggregation=True).secure_aggregation is True
+    assert FedCDnvRun(strategy="vote", secure_aggregation=True).secure_aggregation is True
+    with pytest.raises(ConfigError, match=r"--secure-aggregation: FCI-base.*maximum"):
+        FedCDnvRun(strategy="largest", secure_aggregation=True)

@@ -143,10 +143,13 @@ class QuantileBinning:
         """Numbers in a site's histograms (step 3): its declared bound."""
         return len(self.columns) * (self.cells + 2)
 
-    def summary(self, rows: pd.DataFrame) -> dict[str, NDArray[Any]]:
+    def summary(
+        self, rows: pd.DataFrame, center: NDArray[np.float64] | None = None
+    ) -> dict[str, NDArray[Any]]:
         """Step 1, at a site: count, sum and centred sum of squares of each column's
-        non-missing values (:func:`~fedstruct.fl.features.site_summary`)."""
-        return site_summary(rows, self.features)
+        non-missing values (about ``center`` when the server sends one:
+        :func:`~fedstruct.fl.features.site_summary`)."""
+        return site_summary(rows, self.features, center)
 
     def edges(self, summaries: Sequence[Mapping[str, NDArray[Any]]]) -> NDArray[np.float64]:
         """Step 2, at the server: the shared grid of every column, ``(columns, cells +
@@ -159,7 +162,17 @@ class QuantileBinning:
         ProtocolError
             If a summary is malformed.
         """
-        statistics = FeatureStatistics.merge(self.features, summaries)
+        return self.grids(FeatureStatistics.merge(self.features, summaries))
+
+    def grids(self, statistics: FeatureStatistics) -> NDArray[np.float64]:
+        """Step 2 from the pooled statistics (:meth:`edges`; a secure run pools them by
+        :func:`~fedstruct.fl.features.gather_statistics`).
+
+        Raises
+        ------
+        DataError
+            If a column has no value at any site.
+        """
         grids = []
         for column in self.columns:
             if statistics.present(column) == 0:

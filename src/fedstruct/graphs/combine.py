@@ -36,6 +36,8 @@ __all__ = [
     "strength_vote",
     "union",
     "union_names",
+    "vote_from_sums",
+    "vote_terms",
 ]
 
 #: Relative tolerance under which two weighted sums count as a tie.
@@ -298,12 +300,36 @@ def strength_vote(
     absent = np.zeros((n, n))
     observed = np.zeros((n, n))
     for k, (item, pos, wk) in enumerate(zip(sources, positions, w, strict=True)):
-        s = _expand(_edge_probabilities(item, k), pos, n, np.float64)
-        obs = _observed(pos, n)
+        s, obs = vote_terms(item, pos, n, k)
         forward += wk * s
         absent += wk * obs * (1.0 - s - s.T)
         observed += wk * obs
-    absent = np.where(observed > 0, np.maximum(absent, 0.0), 0.0)
+    return vote_from_sums(out, forward, absent, observed, seed)
+
+
+def vote_terms(
+    item: Graph | BeliefMatrix, pos: NDArray[np.intp], n: int, k: int = 0
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """One client's ``S^(k)`` and observed pairs in the ``n x n`` output frame (its
+    variables at ``pos``): :func:`strength_vote` adds ``alpha_k S``, ``alpha_k obs (1 -
+    S - S^T)`` and ``alpha_k obs``, which a client can also send for a secure sum."""
+    return _expand(_edge_probabilities(item, k), pos, n, np.float64), _observed(pos, n)
+
+
+def vote_from_sums(
+    out: Sequence[str],
+    forward: NDArray[np.float64],
+    absent: NDArray[np.float64],
+    observed: NDArray[np.float64],
+    seed: int | np.random.Generator = 0,
+) -> StrengthVote:
+    """:func:`strength_vote`'s decision from the three weighted sums over the clients
+    (``forward``, ``absent``, ``observed`` as :class:`StrengthVote` describes them)."""
+    out = tuple(out)
+    n = len(out)
+    forward = np.asarray(forward, dtype=np.float64)
+    observed = np.asarray(observed, dtype=np.float64)
+    absent = np.where(observed > 0, np.maximum(np.asarray(absent, dtype=np.float64), 0.0), 0.0)
 
     rows, cols = np.triu_indices(n, 1)
     options = np.stack([forward[rows, cols], forward[cols, rows], absent[rows, cols]])

@@ -18,6 +18,8 @@ from fedstruct.methods.cafe.client import FIT, prefixed
 class ScriptedGrid:
     """A grid whose answers are given: fresh replies and late replies."""
 
+    secure_aggregation = None  # replies one by one
+
     def __init__(self, replies: dict[int, Message], late: list[LateReply]) -> None:
         self.replies, self.late, self.sent = replies, late, {}
 

@@ -121,6 +121,8 @@ def test_a_round_nobody_answers_is_logged_and_keeps_the_rounds_aligned():
     from fedstruct.methods.fedcd import FedCDConfig, FedCDServer
 
     class NobodyGrid:
+        secure_aggregation = None
+
         def node_ids(self):
             return []
 

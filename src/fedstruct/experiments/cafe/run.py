@@ -43,6 +43,7 @@ from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
 from fedstruct.methods.cafe import CAFE, CafeConfig
+from fedstruct.methods.cafe.server import POOLED_SITES
 from fedstruct.privacy.dp import epsilon_report
 
 __all__ = ["class_groups", "method", "run_cafe"]
@@ -60,6 +61,7 @@ def method(s: CafeRun, source: SplitImages | SiteImages | SiteTable) -> CAFE:
             missing_values=source.missing_values,
             seed=s.seed,
             participation=s.participation(source.names),
+            secure_aggregation=s.secure_aggregation,
             **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
         )
     return CAFE(
@@ -67,6 +69,7 @@ def method(s: CafeRun, source: SplitImages | SiteImages | SiteTable) -> CAFE:
         source.n_classes,
         seed=s.seed,
         participation=s.participation(source.names),
+        secure_aggregation=s.secure_aggregation,
         **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
     )
 
@@ -149,7 +152,11 @@ def _site_accuracy(model: CAFE) -> dict[str, float]:
     """The final model's accuracy on each site's held-out images or rows
     (``accuracy_<site>``) and over all of them (``accuracy``)."""
     scores = model.site_scores_
-    metrics = {f"accuracy_{site}": s["correct"] / s["n"] for site, s in sorted(scores.items())}
+    metrics = {
+        f"accuracy_{site}": s["correct"] / s["n"]
+        for site, s in sorted(scores.items())
+        if site != POOLED_SITES  # secure aggregation: only the sum over the sites
+    }
     if scores:
         total = sum(score["n"] for score in scores.values())
         metrics["accuracy"] = sum(score["correct"] for score in scores.values()) / total

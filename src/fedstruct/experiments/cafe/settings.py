@@ -49,6 +49,8 @@ class CafeRun(FederationSettings, CafeConfig):
         "could count; --bootstrap is for the discovery methods fedcdnv and fedcd"
     )
 
+    secure_aggregation_refusal: ClassVar[str] = ""  # weights, drift, prototypes: sums
+
     dataset: str = "digits"
     data_dir: str | None = None
     clients: int = 100

@@ -74,6 +74,7 @@ def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
         cardinalities=source.cardinalities,
         seed=s.seed,
         participation=source.participation(),
+        secure_aggregation=s.secure_aggregation,
         graph=_model_graph(s, source),
         **dataclasses.asdict(config),
     )

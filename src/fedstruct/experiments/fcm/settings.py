@@ -96,6 +96,7 @@ class FCMRun(FederationSettings, FCMConfig):
         "their rows, so resampling rows would not change it; --bootstrap is for the "
         "discovery methods fedcdnv and fedcd"
     )
+    secure_aggregation_refusal: ClassVar[str] = ""  # modules, votes, losses: sums
 
     network: str = "asia"
     clients: int = 20

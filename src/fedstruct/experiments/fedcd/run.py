@@ -70,6 +70,7 @@ def method(s: FedCDRun, source: Source) -> FedCD:
         bootstrap=s.bootstrap or None,
         subsample=s.subsample,
         jobs=s.jobs,
+        secure_aggregation=s.secure_aggregation,
         **dataclasses.asdict(subset(s, FedCDConfig)),
     )
 
@@ -147,7 +148,12 @@ def _on_files(ctx: RunContext, model: FedCD, source: RegimeSites) -> RunOutcome:
     metrics: dict[str, float] = {
         **edge_type_counts(fed),
         "edge_entropy": float(history[-1].get("edge_entropy", np.nan)),
-        "site_agreement": site_agreement(fed, model.client_graphs_[-1].values()),
+        # with secure aggregation the sites' own graphs are never seen
+        **(
+            {"site_agreement": site_agreement(fed, model.client_graphs_[-1].values())}
+            if model.secure_aggregation is None
+            else {}
+        ),
         **source.report(),
         **bin_report(model.bins_),
     }

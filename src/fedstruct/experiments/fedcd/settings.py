@@ -60,6 +60,7 @@ class FedCDRun(FederationSettings, FedCDConfig):
     """
 
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
+    secure_aggregation_refusal: ClassVar[str] = ""  # beliefs, proximity, bins: sums
 
     network: str = ER
     clients: int = 2

@@ -57,6 +57,7 @@ def method(s: FedCDnvRun, source: Source) -> FedCDnv:
         bootstrap=s.bootstrap or None,
         subsample=s.subsample,
         jobs=s.jobs,
+        secure_aggregation=s.secure_aggregation,
         **dataclasses.asdict(subset(s, FedCDnvConfig)),
     )
 
@@ -184,7 +185,12 @@ def _on_files(
         "n_definite": float(len(definite)),
         "n_variables": float(len(model.names_)),
         "tests": float(sum(h.get("tests", 0.0) for h in model.history_)),
-        "site_agreement": site_agreement(model.graph_, model.local_graphs_.values()),
+        # with secure aggregation the sites' own PAGs are never seen
+        **(
+            {"site_agreement": site_agreement(model.graph_, model.local_graphs_.values())}
+            if model.secure_aggregation is None
+            else {}
+        ),
         **source.report(),
         **test_metrics(model.site_tests_),
     }

@@ -11,6 +11,7 @@ from fedstruct.data.datasets.sachs import DISCRETIZATIONS
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fedcdnv import FedCDnvConfig
+from fedstruct.methods.fedcdnv.config import SECURE_REFUSALS
 
 __all__ = ["SACHS", "SYNTHETIC", "FedCDnvRun"]
 
@@ -57,10 +58,9 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
     """
 
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
-    secure_aggregation_refusal: ClassVar[str] = (
-        "FedCDnv's server needs each client's reply, not their sum (TPSS reads every "
-        "client's PAG and p-values)"
-    )
+    #: FedCDnv-vote takes --secure-aggregation; the other strategies refuse it
+    #: (``SECURE_REFUSALS``, checked in ``__post_init__``).
+    secure_aggregation_refusal: ClassVar[str] = ""
 
     network: str = SYNTHETIC
     clients: int = 6
@@ -85,6 +85,9 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
                 "(Algorithm 1); leave --rounds unset"
             )
         check_fields(self, {**_CONSTRAINTS, "network": OneOf(_sources())}, "fedcdnv")
+        if self.secure_aggregation and self.strategy in SECURE_REFUSALS:
+            reason = SECURE_REFUSALS[self.strategy]
+            raise ConfigError(f"--secure-aggregation: {reason}; drop it")
         self.check_one_source("network")
         if self.min_samples > self.max_samples:
             raise ConfigError(

@@ -39,7 +39,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.images import from_rows
 from fedstruct.errors import DataError, ProtocolError
 from fedstruct.fl import Client, Message, handles, holdout_split
-from fedstruct.fl.features import FeatureEncoder, site_summary
+from fedstruct.fl.features import CENTER, FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.fl.tabular import TabularSchema
 from fedstruct.methods.cafe.config import CafeConfig
@@ -56,8 +56,10 @@ __all__ = [
     "ENCODING",
     "EVALUATE",
     "FIT",
+    "PRIVACY",
     "SCORE",
     "STATISTICS",
+    "SUMS",
     "CafeClient",
     "prefixed",
     "unprefixed",
@@ -67,8 +69,14 @@ FIT = "cafe.fit"
 EVALUATE = "cafe.evaluate"
 SCORE = "cafe.score"
 STATISTICS = "cafe.statistics"
+#: With DP-SGD: the ε a site has spent so far (asked after a summed round).
+PRIVACY = "cafe.privacy"
 #: Prefix of a table's feature encoding in a ``cafe.fit`` or ``cafe.score`` message.
 ENCODING = "features."
+#: A FedProto ``cafe.fit`` config key (secure aggregation): answer the summable
+#: products ``prototype_sums`` (class-mean features times class counts),
+#: ``prototype_counts`` and ``loss_sum`` (loss times ``n``) instead of the prototypes.
+SUMS = "sums"
 
 
 def prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -191,14 +199,16 @@ class CafeClient(Client):
         self._encoded_with = encoding
 
     @handles(
-        STATISTICS, max_entries=lambda client, msg: client._table_task().columns.summary_entries
+        STATISTICS,
+        max_entries=lambda client, msg: client._table_task().columns.summary_entries,
+        summable=True,
     )
     def statistics(self, msg: Message) -> Message:
-        """A table's training rows summarised (:func:`~fedstruct.fl.features.site_summary`)."""
+        """A table's training rows summarised (:func:`~fedstruct.fl.features.site_summary`;
+        squares about the request's ``center`` when it has one)."""
         table = self._table_task()
-        return Message(
-            STATISTICS, arrays=site_summary(self.data.rows.iloc[self.kept], table.columns)
-        )
+        rows = self.data.rows.iloc[self.kept]
+        return Message(STATISTICS, arrays=site_summary(rows, table.columns, msg.arrays.get(CENTER)))
 
     def _table_task(self) -> TabularSchema:
         if self.table is None:
@@ -211,7 +221,7 @@ class CafeClient(Client):
         d = self.config.feature_dim
         return self.n_params + (self.n_classes + 1) * d + self.n_classes + 2
 
-    @handles(FIT, max_entries=_bound)
+    @handles(FIT, max_entries=_bound, summable=True)
     def fit(self, msg: Message) -> Message:
         """One local round of the configured algorithm (module docstring)."""
         self._encode_table(msg)
@@ -245,6 +255,12 @@ class CafeClient(Client):
             self.own = weights
             protos, counts = class_prototypes(self.net, self.images, self.labels, self.n_classes)
             arrays = {"prototypes": protos.numpy(), "prototype_counts": counts.numpy()}
+            if msg.config.get(SUMS):  # a secure sum: the products the server adds
+                arrays = {
+                    "prototype_sums": (protos * counts[:, None]).numpy(),
+                    "prototype_counts": counts.numpy().astype(np.int64),  # exact sums
+                }
+                metrics = {"n": len(self.labels), "loss_sum": loss * len(self.labels)}
             return Message(FIT, arrays=arrays, metrics=metrics)
         arrays = prefixed("delta:", {k: weights[k] - received[k] for k in weights})
         if c.algorithm == "moon":
@@ -262,7 +278,7 @@ class CafeClient(Client):
         net.eval()
         return net
 
-    @handles(EVALUATE, max_entries=2)
+    @handles(EVALUATE, max_entries=2, summable=True)
     def evaluate(self, msg: Message) -> Message:
         """Correct nearest-prototype predictions of the client's own model (FedProto)."""
         if self.own is None:
@@ -283,7 +299,7 @@ class CafeClient(Client):
         correct = int((scores.argmax(dim=1) == labels).sum())
         return Message(EVALUATE, metrics={"n": len(labels), "correct": correct})
 
-    @handles(SCORE, max_entries=2)
+    @handles(SCORE, max_entries=2, summable=True)
     def score(self, msg: Message) -> Message:
         """Right predictions of the final model on the images kept out of training:
         the global weights with drift-free inference (``drift_global``, CAFE), or for
@@ -304,6 +320,13 @@ class CafeClient(Client):
         scores = predict_logits(self.net, self.held_images, self.config, **options)
         correct = int((scores.argmax(dim=1) == self.held_labels).sum())
         return Message(SCORE, metrics={"n": len(self.held_labels), "correct": correct})
+
+    @handles(PRIVACY, max_entries=1)
+    def spent(self, msg: Message) -> Message:
+        """The ε this site has spent so far with DP-SGD (none without it): its own
+        accounting, answered one site at a time even when the rounds are summed."""
+        metrics = {} if self.privacy is None else {"epsilon": self.privacy.epsilon}
+        return Message(PRIVACY, metrics=metrics)
 
     def get_state(self) -> dict[str, Any]:
         """``d_l``, MOON's previous model and FedProto's own model (and with DP-SGD,

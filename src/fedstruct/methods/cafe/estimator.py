@@ -86,14 +86,42 @@ class CAFE(
         How a table's rows become the model's inputs (``None`` for images).
     site_scores_ : dict
         Client name -> ``n`` images it kept out of training and ``correct``
-        predictions of the final model on them (``test_fraction > 0``).
+        predictions of the final model on them (``test_fraction > 0``); with
+        secure aggregation one entry, ``"(all sites, summed)"``, their sum.
     history_ : list of dict
         Per-round records (clients asked/answered, late updates, loss, accuracy).
     traffic_ : fedstruct.fl.Traffic
         Bytes each way per round and client.
 
     :meth:`score` is the accuracy (:meth:`evaluate`).
+
+    With ``secure_aggregation`` the server receives only sums (docs/privacy.md):
+    ``Σ n_k Δ_k``, CAFE's ``Σ n_k d_l^k``, FedProto's per-class prototype sums and
+    counts, the statistics, the scores.
     """
+
+    secure_aggregation_refusal = ""  # every exchange is needed only as a sum
+
+    def check_secure_aggregation(self) -> None:
+        """Refuse merging late answers with secure aggregation.
+
+        Raises
+        ------
+        ConfigError
+            If ``staleness_exponent`` is set and the participation model lets
+            clients report late: a secure sum adds the answers of one round, so a
+            late answer cannot join it.
+        """
+        late = self.participation is not None and (
+            self.participation.report_rate < 1.0 and self.participation.always_report < 1.0
+        )
+        if self.config.staleness_exponent is not None and late:
+            raise ConfigError(
+                "cafe refuses secure aggregation with staleness_exponent when clients report "
+                "late (report_rate < 1): a secure sum adds the answers of one round, so late "
+                "answers cannot be merged; set staleness_exponent=None (late answers "
+                "ignored) or report_rate=1"
+            )
 
     score_metric = "accuracy"
 

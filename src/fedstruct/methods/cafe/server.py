@@ -49,13 +49,17 @@ from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
+from fedstruct.fl.privacy_report import ask_spent_epsilons
+from fedstruct.fl.secagg import SumResult, send_and_sum
 from fedstruct.fl.tabular import TabularSchema
 from fedstruct.methods.cafe.client import (
     ENCODING,
     EVALUATE,
     FIT,
+    PRIVACY,
     SCORE,
     STATISTICS,
+    SUMS,
     prefixed,
     unprefixed,
 )
@@ -64,9 +68,12 @@ from fedstruct.methods.cafe.local import predict_logits
 from fedstruct.methods.cafe.networks import DriftNet, table_shape
 from fedstruct.privacy.dp import spent_epsilons
 
-__all__ = ["CafeServer", "CafeState"]
+__all__ = ["POOLED_SITES", "CafeServer", "CafeState"]
 
 Arrays = dict[str, NDArray[np.float32]]
+#: The one entry of :attr:`CafeState.site_scores` with secure aggregation: the sites'
+#: held-out images or rows scored as a sum, never one site's.
+POOLED_SITES = "(all sites, summed)"
 
 
 @dataclass
@@ -196,34 +203,18 @@ class CafeServer(ServerAlgorithm[CafeState]):
             state, statistics_record = self._statistics(grid, state)
         asked = grid.node_ids()
         payload = self._broadcast(state)
-        replies = grid.send_and_receive({n: Message(FIT, arrays=payload) for n in asked})
-        late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
-        a = c.staleness_exponent
-        answers = answers_with_late(replies, late, FIT, a)
         new = dataclasses.replace(state, history=list(state.history))
-        if answers:
-            if c.algorithm == "fedproto":
-                self._merge_prototypes(new, [m for m, _ in answers])
-            else:
-                self._step(new, answers)
-            if c.algorithm == "cafe":
-                self._update_drift(new, answers)
+        if grid.secure_aggregation is None:
+            fit_record = self._fit_in_the_clear(grid, new, asked, payload)
+        else:
+            fit_record = self._fit_securely(grid, new, asked, payload)
         record: dict[str, float] = {
             "round": rnd,
             "clients_asked": len(asked),
-            "clients_answered": len(replies),
-            "late_merged": len(late) if a is not None else 0,
-            "late_ignored": 0 if a is not None else len(late),
+            **{k: v for k, v in fit_record.items() if k != "train_loss"},
             **statistics_record,
+            **{k: v for k, v in fit_record.items() if k == "train_loss"},
         }
-        answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
-        private = [(grid.node_name(n), m.metrics) for n, m in answered if "epsilon" in m.metrics]
-        record.update(spent_epsilons(private))
-        if replies:
-            n = sum(r.metrics["n"] for r in replies.values())
-            record["train_loss"] = (
-                sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values()) / n
-            )
         if self.test is not None and (rnd % c.eval_every == 0 or rnd == self.rounds):
             nodes = grid.available_ids() if rnd == self.rounds else asked
             accuracy = self._evaluate(grid, new, nodes)
@@ -240,24 +231,97 @@ class CafeServer(ServerAlgorithm[CafeState]):
         new.history.append(record)
         return new
 
+    def _fit_in_the_clear(
+        self, grid: Grid, state: CafeState, asked: list[int], payload: Arrays
+    ) -> dict[str, float]:
+        """Steps 2-4 from the replies one by one (late ones merged with their staleness
+        weight); the round's record of answers, late ones and training loss."""
+        c = self.config
+        replies = grid.send_and_receive({n: Message(FIT, arrays=payload) for n in asked})
+        late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
+        a = c.staleness_exponent
+        answers = answers_with_late(replies, late, FIT, a)
+        if answers:
+            if c.algorithm == "fedproto":
+                self._merge_prototypes(state, [m for m, _ in answers])
+            else:
+                delta = weighted_average([(unprefixed("delta:", m.arrays), w) for m, w in answers])
+                self._step(state, delta)
+            if c.algorithm == "cafe":
+                drift = [({"d": m.arrays["drift_local"]}, w) for m, w in answers]
+                self._update_drift(state, weighted_average(drift)["d"])
+        record: dict[str, float] = {
+            "clients_answered": len(replies),
+            "late_merged": len(late) if a is not None else 0,
+            "late_ignored": 0 if a is not None else len(late),
+        }
+        answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
+        record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
+        if replies:
+            n = sum(r.metrics["n"] for r in replies.values())
+            record["train_loss"] = (
+                sum(r.metrics["loss"] * r.metrics["n"] for r in replies.values()) / n
+            )
+        return record
+
+    def _fit_securely(
+        self, grid: Grid, state: CafeState, asked: list[int], payload: Arrays
+    ) -> dict[str, float]:
+        """Steps 2-4 from secure sums (docs/privacy.md): ``Σ n_k Δ_k``, ``Σ n_k d_l^k``,
+        ``Σ n_k loss_k`` and ``Σ n_k`` (weight ``n``), or FedProto's per-class
+        ``Σ_k n_{k,c} C̄_k^{(c)}`` and ``Σ_k n_{k,c}`` (the clients send the products,
+        :data:`~fedstruct.methods.cafe.client.SUMS`). A late reporter never gets past
+        the protocol's first stage, so there is nothing late to merge."""
+        c = self.config
+        fedproto = c.algorithm == "fedproto"
+        config = {SUMS: 1} if fedproto else {}
+        request = {n: Message(FIT, arrays=payload, config=config) for n in asked}
+        total = send_and_sum(grid, request, weight=None if fedproto else "n")
+        late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
+        record: dict[str, float] = {
+            "clients_answered": len(total.nodes),
+            "late_merged": 0,
+            "late_ignored": len(late),
+            **({"withheld_answers": total.withheld} if total.withheld else {}),
+        }
+        if not total.nodes:
+            return record
+        if c.dp_epsilon is not None:
+            record.update(ask_spent_epsilons(grid, total.nodes, PRIVACY))
+        if fedproto:
+            self._merge_prototype_sums(
+                state, total.arrays["prototype_sums"], total.arrays["prototype_counts"]
+            )
+            record["train_loss"] = total.metrics["loss_sum"] / total.metrics["n"]
+            return record
+        self._step(state, _mean(total, "delta:", state.params))
+        if c.algorithm == "cafe":
+            assert state.drift_global is not None
+            mean = total.arrays["drift_local"] / total.metrics["n"]
+            self._update_drift(state, mean.astype(state.drift_global.dtype))
+        record["train_loss"] = total.metrics["loss"] / total.metrics["n"]
+        return record
+
     def _score_sites(self, grid: Grid, state: CafeState) -> dict[str, dict[str, float]]:
         """Every connected client's score of the final model on the images it kept
         out (``cafe.score``, outside the participation model: a measurement, not a
         round; clients that kept none are left out)."""
         payload = self._broadcast(state)
-        replies = grid.exchange_outside_rounds(
-            {n: Message(SCORE, arrays=payload) for n in grid.connected_ids()}
-        )
+        request = {n: Message(SCORE, arrays=payload) for n in grid.connected_ids()}
+        if grid.secure_aggregation is not None:  # only the sum over the sites
+            total = send_and_sum(grid, request, outside_rounds=True)
+            n = total.metrics.get("n", 0)
+            return {POOLED_SITES: dict(total.metrics)} if n else {}
+        replies = grid.exchange_outside_rounds(request)
         return {
             grid.node_name(k): dict(r.metrics)
             for k, r in sorted(replies.items())
             if r.metrics["n"] > 0
         }
 
-    def _step(self, state: CafeState, answers: list[tuple[Message, float]]) -> None:
-        """Steps 3 (weighted delta, history-aware average, server step)."""
+    def _step(self, state: CafeState, delta: Arrays) -> None:
+        """Step 3 from the weighted delta: history-aware average, server step."""
         c = self.config
-        delta = weighted_average([(unprefixed("delta:", m.arrays), w) for m, w in answers])
         if c.algorithm == "cafe" and c.history_average:
             beta = c.history_momentum
             prev = state.velocity or {k: np.zeros_like(v) for k, v in delta.items()}
@@ -271,10 +335,10 @@ class CafeServer(ServerAlgorithm[CafeState]):
             k: (v + eta * velocity[k]).astype(np.float32) for k, v in state.params.items()
         }
 
-    def _update_drift(self, state: CafeState, answers: list[tuple[Message, float]]) -> None:
-        """Step 4, CAFE: the global drift direction."""
+    def _update_drift(self, state: CafeState, mean: NDArray[np.float32]) -> None:
+        """Step 4, CAFE: the global drift direction from the weighted mean of the
+        clients' local drifts."""
         assert state.drift_global is not None
-        mean = weighted_average([({"d": m.arrays["drift_local"]}, w) for m, w in answers])["d"]
         beta = self.config.global_drift_momentum
         state.drift_global = (beta * state.drift_global + (1.0 - beta) * mean).astype(np.float32)
 
@@ -287,6 +351,13 @@ class CafeServer(ServerAlgorithm[CafeState]):
             [m.arrays["prototypes"] * m.arrays["prototype_counts"][:, None] for m in messages],
             axis=0,
         )
+        self._merge_prototype_sums(state, sums, counts)
+
+    def _merge_prototype_sums(
+        self, state: CafeState, sums: NDArray[np.floating], counts: NDArray[np.floating]
+    ) -> None:
+        """Step 4, FedProto, from the per-class sums ``Σ_k n_{k,c} C̄_k^{(c)}`` and counts."""
+        assert state.prototypes is not None
         held = counts > 0
         protos = state.prototypes.copy()
         protos[held] = sums[held] / counts[held, None]
@@ -309,7 +380,13 @@ class CafeServer(ServerAlgorithm[CafeState]):
             "prototypes": state.prototypes,
             "prototype_counts": state.prototype_counts,
         }
-        replies = grid.send_and_receive({n: Message(EVALUATE, arrays=arrays) for n in nodes})
+        request = {n: Message(EVALUATE, arrays=arrays) for n in nodes}
+        if grid.secure_aggregation is not None:
+            # every client scores the same test set, so the mean of the clients'
+            # accuracies is the pooled share right: a sum
+            total = send_and_sum(grid, request)
+            return total.metrics["correct"] / total.metrics["n"] if total.nodes else None
+        replies = grid.send_and_receive(request)
         if not replies:
             return None
         return float(np.mean([r.metrics["correct"] / r.metrics["n"] for r in replies.values()]))
@@ -329,3 +406,10 @@ def _pooled_accuracy(scores: dict[str, dict[str, float]]) -> dict[str, float]:
     classifies right (nothing when no site holds any out)."""
     n = sum(score["n"] for score in scores.values())
     return {"site_accuracy": sum(s["correct"] for s in scores.values()) / n} if n else {}
+
+
+def _mean(total: SumResult, prefix: str, like: Arrays) -> Arrays:
+    """``Σ_k n_k Δ_k / Σ_k n_k`` of the arrays named ``prefix + name`` in a weighted
+    secure sum, each in the dtype of ``like[name]`` (the global weights)."""
+    n = float(total.metrics["n"])
+    return {k: (total.arrays[prefix + k] / n).astype(v.dtype) for k, v in like.items()}

@@ -19,8 +19,10 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.fl import Client, Message, handles, holdout_split
-from fedstruct.fl.features import FeatureColumns, FeatureEncoder, site_summary
+from fedstruct.fl.features import CENTER, FeatureColumns, FeatureEncoder, site_summary
 from fedstruct.fl.message import config_entries
+from fedstruct.fl.secagg.planes import PLANES, plane_names, planes
+from fedstruct.graphs.combine import vote_terms
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
 from fedstruct.methods.fcm.train import (
@@ -35,8 +37,11 @@ from fedstruct.privacy.dp import PrivacyLedger
 __all__ = [
     "DESCRIBE",
     "EVALUATE",
+    "FRAME",
     "STATISTICS",
+    "SUMS",
     "TRAIN",
+    "VOTE",
     "FCMClient",
     "LocalConceptData",
     "input_columns",
@@ -49,6 +54,15 @@ EVALUATE = "fcm.evaluate"
 STATISTICS = "fcm.statistics"
 #: Prefix of the input encoding's arrays in a TRAIN or EVALUATE message.
 ENCODING = "features."
+#: Secure aggregation: a config key of DESCRIBE (send no graph and no row count: they
+#: come as the sums of :data:`VOTE`) and TRAIN (answer the module-wise summands).
+SUMS = "sums"
+#: Secure aggregation: the client's terms of the strength vote over the names of a
+#: VOTE request's :data:`FRAME` config (:meth:`FCMClient.vote`).
+VOTE = "fcm.vote"
+FRAME = "frame"
+#: The arrays of a VOTE reply: 0/1 planes of endpoint-mark matrices, checked as graphs.
+VOTE_PLANES = (*plane_names("marks"), *plane_names("absent"), *plane_names("observed"))
 
 
 def input_columns(features: Sequence[str]) -> FeatureColumns:
@@ -147,11 +161,12 @@ class LocalConceptData:
         """Training rows."""
         return len(self.x)
 
-    def summary(self) -> dict[str, np.ndarray]:
+    def summary(self, center: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The statistics step's answer: counts, sums and centred sums of squares of
-        the training rows' inputs (:func:`~fedstruct.fl.features.site_summary`)."""
+        the training rows' inputs (about ``center`` when the server sends one:
+        :func:`~fedstruct.fl.features.site_summary`)."""
         columns = input_columns(self.features)
-        return site_summary(input_frame(self.inputs, self.features), columns)
+        return site_summary(input_frame(self.inputs, self.features), columns, center)
 
     def encode_with(self, encoding: Mapping[str, np.ndarray]) -> None:
         """Re-encode the inputs with the federated encoding a message carries (once
@@ -204,21 +219,53 @@ class FCMClient(Client):
             "features": list(self.local.features),
         }
         graph = self.local.graph
+        metrics = {"n": self.local.n_rows, "has_task": int(self.local.has_task)}
         if graph is not None:
             arrays["graph"] = graph.marks.copy()
             config["graph_names"] = list(graph.names)
-        return Message(
-            DESCRIBE,
-            arrays=arrays,
-            config=config,
-            metrics={"n": self.local.n_rows, "has_task": int(self.local.has_task)},
-        )
+        if msg.config.get(SUMS):  # the graph and the row count come only as VOTE sums
+            arrays, metrics = {}, {"has_task": metrics["has_task"]}
+        return Message(DESCRIBE, arrays=arrays, config=config, metrics=metrics)
 
-    @handles(STATISTICS, max_entries=lambda c, m: input_columns(c.local.features).summary_entries)
+    @handles(
+        VOTE,
+        max_entries=lambda c, m: 3 * PLANES * len(m.config.get(FRAME, [])) ** 2,  # type: ignore[arg-type]
+        graph_arrays=VOTE_PLANES,
+        summable=True,
+    )
+    def vote(self, msg: Message) -> Message:
+        """Its terms of the strength vote (§4.2.1) over the request's frame of names,
+        each ``n`` times an endpoint-mark matrix, sent as 0/1 planes
+        (:mod:`fedstruct.fl.secagg.planes`, which the audit checks as graphs): its
+        graph's marks (``2 S + S^T`` for its adjacency ``S``), the pairs it observes
+        without an edge (``obs (1 - S - S^T)``) and the pairs it observes
+        (:func:`~fedstruct.graphs.combine.vote_terms`; zeros without a graph). The sums
+        are exact integers."""
+        frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        size = len(frame)
+        graph = self.local.graph
+        n = 0 if graph is None else self.local.n_rows
+        marks = absent = observed = np.zeros((size, size), dtype=np.int64)
+        if graph is not None:
+            inside = [v for v in graph.names if v in frame]
+            position = np.asarray([frame.index(v) for v in inside], dtype=np.intp)
+            s, obs = vote_terms(graph.restrict(inside), position, size)
+            marks = np.rint(2 * s + s.T).astype(np.int64)
+            absent = np.rint(obs * (1.0 - s - s.T)).astype(np.int64)
+            observed = obs.astype(np.int64)
+        arrays = {**planes("marks", n, marks), **planes("absent", n, absent)}
+        return Message(VOTE, arrays={**arrays, **planes("observed", n, observed)})
+
+    @handles(
+        STATISTICS,
+        max_entries=lambda c, m: input_columns(c.local.features).summary_entries,
+        summable=True,
+    )
     def statistics(self, msg: Message) -> Message:
         """Its inputs' counts, sums and centred sums of squares (the statistics step,
-        :attr:`~fedstruct.methods.fcm.config.FCMConfig.input_scaling`)."""
-        return Message(STATISTICS, arrays=self.local.summary())
+        :attr:`~fedstruct.methods.fcm.config.FCMConfig.input_scaling`; about the
+        request's ``center`` when it has one)."""
+        return Message(STATISTICS, arrays=self.local.summary(msg.arrays.get(CENTER)))
 
     def _model(self, msg: Message) -> tuple[ModelSpec, ConceptModel]:
         """The broadcast model, the inputs encoded with the message's encoding first
@@ -231,7 +278,11 @@ class FCMClient(Client):
         model.load_arrays(weights)
         return spec, model
 
-    @handles(TRAIN, max_entries=lambda c, m: sum(int(np.size(a)) for a in m.arrays.values()) + 3)
+    @handles(
+        TRAIN,
+        max_entries=lambda c, m: sum(int(np.size(a)) + 1 for a in m.arrays.values()) + 5,
+        summable=True,
+    )
     def train(self, msg: Message) -> Message:
         """``E`` local epochs on the broadcast model, unsupervised modules frozen;
         replies with the encoder and the modules it trained (§4.2.3).
@@ -262,6 +313,8 @@ class FCMClient(Client):
             noise = budget.noise_multiplier(q, planned * steps)
             if not self.ledger.allows(budget, noise, q, steps):
                 spent = self.ledger.epsilon(budget.delta)
+                if msg.config.get(SUMS):
+                    return _module_summands(model, {}, 0, float("nan"), {"epsilon": spent})
                 return Message(TRAIN, metrics={"n": 0, "loss": float("nan"), "epsilon": spent})
             private = PrivateSGD(noise, budget.max_grad_norm)
             loss = train_local(model, x, truth, private=private, **settings)
@@ -273,6 +326,9 @@ class FCMClient(Client):
             for k, v in model.state_arrays().items()
             if k.startswith(ENCODER) or updated is None or node_of(k) in updated
         }
+        if msg.config.get(SUMS):
+            extra = {k: v for k, v in metrics.items() if k == "epsilon"}
+            return _module_summands(model, arrays, self.local.n_rows, loss, extra)
         return Message(
             TRAIN,
             arrays=arrays,
@@ -287,7 +343,7 @@ class FCMClient(Client):
         """Restore the DP ledger."""
         self.ledger = PrivacyLedger(state.get("ledger", ()))
 
-    @handles(EVALUATE, max_entries=8)
+    @handles(EVALUATE, max_entries=8, summable=True)
     def evaluate(self, msg: Message) -> Message:
         """Eq. (2) and task-loss sums, and correct task and concept predictions, on the
         held-out rows."""
@@ -312,6 +368,32 @@ class FCMClient(Client):
                 "n_concept": losses["concept_known"],
             },
         )
+
+
+def _module_summands(
+    model: ConceptModel,
+    trained: Mapping[str, np.ndarray],
+    n: int,
+    loss: float,
+    extra: Mapping[str, float],
+) -> Message:
+    """The TRAIN reply of a secure sum (§4.2.3's module-wise average as a ratio of
+    sums): for every parameter of the broadcast model ``n w`` and the metric
+    ``count:<name>`` = ``n`` where this client trained it, zeros and 0 where it did
+    not, so that the sums run over the clients that hold each module; the loss and
+    ``trained`` (1) when it trained, 0 otherwise; ``out_of_budget`` (DP)."""
+    arrays, counts = {}, {}
+    for name, value in model.state_arrays().items():
+        held = name in trained
+        arrays[name] = n * np.asarray(trained[name], np.float64) if held else np.zeros(value.shape)
+        counts[f"count:{name}"] = n if held else 0
+    metrics = {
+        **counts,
+        "trained": int(n > 0),
+        "loss": float(loss) if n > 0 else 0.0,
+        **({"epsilon": float(extra["epsilon"]), "out_of_budget": int(n == 0)} if extra else {}),
+    }
+    return Message(TRAIN, arrays=arrays, metrics=metrics)
 
 
 def _require_complete_inputs(local: LocalConceptData) -> None:

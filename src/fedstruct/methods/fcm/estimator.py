@@ -90,6 +90,8 @@ class FCM(
     """
 
     score_metric = "task_accuracy"
+    #: Module-wise averages, strength votes and losses are ratios of sums (FCMServer).
+    secure_aggregation_refusal = ""
 
     def __init__(
         self,

@@ -54,21 +54,26 @@ from fedstruct.discovery.knowledge import Knowledge, load_knowledge
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
-from fedstruct.graphs.combine import strength_vote
+from fedstruct.fl.secagg import send_and_sum
+from fedstruct.fl.secagg.planes import directed_counts, recombine
+from fedstruct.graphs.combine import StrengthVote, strength_vote, vote_from_sums
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag
 from fedstruct.methods.fcm.client import (
     DESCRIBE,
     ENCODING,
     EVALUATE,
+    FRAME,
     STATISTICS,
+    SUMS,
     TRAIN,
+    VOTE,
     input_columns,
 )
 from fedstruct.methods.fcm.config import FCMConfig
 from fedstruct.methods.fcm.model import ModelSpec, adapt
 
-__all__ = ["FCMServer", "FCMState", "aggregate_graphs", "module_wise_average"]
+__all__ = ["FCMServer", "FCMState", "VoteSums", "aggregate_graphs", "module_wise_average"]
 
 _SEED_SAMPLE, _SEED_INIT, _SEED_TIES = 11, 12, 13
 
@@ -90,6 +95,9 @@ class FCMState:
     before_growth: dict[str, NDArray[np.float32]] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
     statistics: FeatureStatistics | None = None
+    #: Secure aggregation: the strength vote's sums (:class:`VoteSums`) over the
+    #: clients counted so far (``graph_memory="all"``) or this round's.
+    votes: VoteSums | None = None
 
     def encoder(self) -> FeatureEncoder | None:
         """The inputs' federated encoding (``None`` without the statistics step)."""
@@ -103,7 +111,36 @@ class FCMState:
         return {} if encoder is None else encoder.to_arrays(ENCODING)
 
 
+@dataclass
+class VoteSums:
+    """The strength vote's weighted sums (``forward``, ``absent``, ``observed`` of
+    :class:`~fedstruct.graphs.combine.StrengthVote`) over a frame of ``names`` (the
+    union of the clients' graph variables), and the clients whose terms are in them.
+    A client's graph and row count do not change during a run, so each client is
+    counted once (``graph_memory="all"``: :meth:`FCMServer._vote_securely`)."""
+
+    names: tuple[str, ...] = ()
+    forward: NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    absent: NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    observed: NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    counted: tuple[str, ...] = ()
+
+    def on(self, names: Sequence[str]) -> VoteSums:
+        """The sums in the frame ``names`` (a superset of this frame's names or a subset
+        of them: pairs outside this frame have no observer)."""
+        names = tuple(names)
+        here = [i for i, v in enumerate(names) if v in self.names]
+        there = [self.names.index(names[i]) for i in here]
+        moved = []
+        for matrix in (self.forward, self.absent, self.observed):
+            out = np.zeros((len(names), len(names)), dtype=np.int64)
+            out[np.ix_(here, here)] = matrix[np.ix_(there, there)]
+            moved.append(out)
+        return VoteSums(names, *moved, counted=self.counted)
+
+
 checkpoint.register(FCMState)
+checkpoint.register(VoteSums)
 checkpoint.register(ModelSpec)
 
 
@@ -142,6 +179,12 @@ def aggregate_graphs(
     if not sources:
         return Graph.empty(nodes)
     vote = strength_vote(sources, [reports[n][1] for n in names], names=nodes, seed=seed)
+    return _project(vote, nodes, knowledge)
+
+
+def _project(vote: StrengthVote, nodes: Sequence[str], knowledge: Knowledge | None) -> Graph:
+    """The vote's DAG: cycles broken at their least-supported edge, shaped by the
+    knowledge's statements among ``nodes`` when there are any (:func:`aggregate_graphs`)."""
     inner = None if knowledge is None else knowledge.within(nodes)
     if inner is None or inner.is_empty:
         return project_to_dag(vote.graph, vote.strength)
@@ -236,9 +279,9 @@ class FCMServer(ServerAlgorithm[FCMState]):
     def _update_structure(
         self, grid: Grid, state: FCMState, sampled: Sequence[int], rnd: int
     ) -> FCMState:
-        replies = grid.send_and_receive(
-            {n: Message(DESCRIBE, config={"round": rnd}) for n in sampled}
-        )
+        secure = grid.secure_aggregation is not None
+        config = {"round": rnd, **({SUMS: 1} if secure else {})}
+        replies = grid.send_and_receive({n: Message(DESCRIBE, config=config) for n in sampled})
         reports = dict(state.reports) if self.config.graph_memory == "all" else {}
         concepts = list(state.concepts)
         features = state.features
@@ -254,6 +297,8 @@ class FCMServer(ServerAlgorithm[FCMState]):
             for c in reply.config["concepts"]:  # type: ignore[union-attr]
                 if c not in concepts:
                     concepts.append(str(c))
+            if secure:
+                continue
             graph = None
             if "graph" in reply.arrays:
                 graph = Graph(tuple(reply.config["graph_names"]), reply.arrays["graph"])  # type: ignore[arg-type]
@@ -264,7 +309,11 @@ class FCMServer(ServerAlgorithm[FCMState]):
         state = replace(state, statistics=statistics)
         width = len(features) if statistics is None else state_width(statistics, features)
         nodes = (*concepts, self.task)
-        if self.graph is None:
+        if self.graph is None and secure:
+            votes = self._vote_securely(grid, state.votes, replies)
+            state = replace(state, votes=votes)
+            graph = _vote(votes.on(nodes), self.seed * 1000 + rnd, self.knowledge)
+        elif self.graph is None:
             graph = aggregate_graphs(reports, nodes, self.seed * 1000 + rnd, self.knowledge)
         else:
             graph = self.graph.restrict([v for v in nodes if v in self.graph]).expand(nodes)
@@ -293,6 +342,41 @@ class FCMServer(ServerAlgorithm[FCMState]):
             features=features,
             before_growth=before_growth,
         )
+
+    def _vote_securely(
+        self, grid: Grid, votes: VoteSums | None, replies: Mapping[int, Message]
+    ) -> VoteSums:
+        """The strength vote's sums by secure aggregation (§4.2.1): the frame is the
+        union of the clients' graph variables (names, sent in the clear like the
+        concept names); the clients with a graph that are not yet counted (with
+        ``graph_memory="all"``; every one this round's with ``"round"``) send their
+        terms (:meth:`~fedstruct.methods.fcm.client.FCMClient.vote`), whose sum is
+        added. A sum that is withheld (fewer than ``min_clients`` new clients) leaves
+        them uncounted, to be asked again in a later round."""
+        keep = votes is not None and self.config.graph_memory == "all"
+        votes = votes if keep and votes is not None else VoteSums()
+        names = list(votes.names)
+        asked = []
+        for node, reply in sorted(replies.items()):
+            theirs = [str(v) for v in reply.config.get("graph_names", [])]  # type: ignore[union-attr]
+            names.extend(v for v in theirs if v not in names)
+            if theirs and grid.node_name(node) not in votes.counted:
+                asked.append(node)
+        votes = votes.on(names)
+        if not asked:
+            return votes
+        request = {n: Message(VOTE, config={FRAME: names}) for n in asked}
+        total = send_and_sum(grid, request)
+        if not total.nodes:
+            return votes
+        counted = (*votes.counted, *(grid.node_name(n) for n in total.nodes))
+        sums = [votes.forward, votes.absent, votes.observed]
+        added = [
+            directed_counts(recombine(total.arrays, "marks")),
+            recombine(total.arrays, "absent"),
+            recombine(total.arrays, "observed"),
+        ]
+        return VoteSums(tuple(names), *(a + b for a, b in zip(sums, added, strict=True)), counted)
 
     def _statistics(
         self, grid: Grid, known: FeatureStatistics | None, features: tuple[str, ...]
@@ -323,6 +407,8 @@ class FCMServer(ServerAlgorithm[FCMState]):
             n: Message(TRAIN, arrays=arrays, config={"round": rnd, "spec": spec_json})
             for n in sampled
         }
+        if grid.secure_aggregation is not None:
+            return self._train_securely(grid, state, message, record)
         replies = grid.send_and_receive(message)
         record["clients_answered"] = len(replies)
         if not replies:
@@ -340,6 +426,39 @@ class FCMServer(ServerAlgorithm[FCMState]):
             record["clients_out_of_budget"] = sum(r.metrics["n"] == 0 for r in ordered)
         return replace(state, params=params)
 
+    def _train_securely(
+        self, grid: Grid, state: FCMState, message: dict[int, Message], record: dict
+    ) -> FCMState:
+        """§4.2.3 by one secure sum: ``φ_j = Σ_{k ∈ U_j} n_k φ_j^(k) / Σ_{k ∈ U_j} n_k``
+        from every client's ``n_k φ_j^(k)`` and ``n_k`` (zeros for the modules it did
+        not train, :func:`~fedstruct.methods.fcm.client._module_summands`); the mean
+        loss over the clients that trained; with DP the clients' mean ε (the largest
+        is not a sum) and how many were out of budget."""
+        request = {
+            n: Message(m.kind, m.arrays, {**m.config, SUMS: 1}, m.metrics)
+            for n, m in message.items()
+        }
+        total = send_and_sum(grid, request)
+        record["clients_answered"] = len(total.nodes)
+        if total.withheld:
+            record["withheld_answers"] = total.withheld
+        if not total.nodes:
+            return state
+        assert state.params is not None
+        params = {}
+        for name, value in state.params.items():
+            count = total.metrics.get(f"count:{name}", 0)
+            held = count > 0 and name in total.arrays
+            params[name] = (
+                (total.arrays[name] / count).astype(np.float32) if held else np.array(value)
+            )
+        trained = total.metrics["trained"]
+        record["train_loss"] = total.metrics["loss"] / trained if trained else float("nan")
+        if "epsilon" in total.metrics:
+            record["epsilon_mean"] = total.metrics["epsilon"] / len(total.nodes)
+            record["clients_out_of_budget"] = total.metrics["out_of_budget"]
+        return replace(state, params=params)
+
     # ----------------------------------------------------------- validation
     def _validate(self, grid: Grid, state: FCMState, rnd: int, record: dict) -> FCMState:
         spec, params = state.spec, state.params
@@ -348,12 +467,15 @@ class FCMServer(ServerAlgorithm[FCMState]):
         available = grid.available_ids()
         basis = (tuple(sorted(grid.node_name(n) for n in available)), spec.nodes)
         config = {"round": rnd, "spec": spec.to_json()}
-        replies = grid.send_and_receive(
-            {
-                n: Message(EVALUATE, arrays={**params, **state.encoding()}, config=config)
-                for n in available
-            }
-        )
+        request = {
+            n: Message(EVALUATE, arrays={**params, **state.encoding()}, config=config)
+            for n in available
+        }
+        if grid.secure_aggregation is not None:  # the replies are sums already
+            summed = send_and_sum(grid, request)
+            replies = {0: Message(EVALUATE, metrics=summed.metrics)} if summed.nodes else {}
+        else:
+            replies = grid.send_and_receive(request)
         n = sum(r.metrics["n"] for r in replies.values())
         n_task = sum(r.metrics["n_task"] for r in replies.values())
         loss = sum(r.metrics["loss_sum"] for r in replies.values()) / n if n else float("nan")
@@ -405,3 +527,12 @@ def state_width(statistics: FeatureStatistics, features: Sequence[str]) -> int:
 def _share(replies: Mapping[int, Message], key: str, total: float) -> float:
     """``sum(reply.metrics[key]) / total`` over the replies; NaN when ``total`` is 0."""
     return sum(r.metrics[key] for r in replies.values()) / total if total else float("nan")
+
+
+def _vote(votes: VoteSums, seed: int, knowledge: Knowledge | None) -> Graph:
+    """:func:`aggregate_graphs` from the vote's sums (the same graph: the sums of
+    integer terms are exact)."""
+    if not votes.observed.any():
+        return Graph.empty(votes.names)
+    vote = vote_from_sums(votes.names, votes.forward, votes.absent, votes.observed, seed=seed)
+    return _project(vote, votes.names, knowledge)

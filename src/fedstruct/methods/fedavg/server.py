@@ -16,6 +16,7 @@ from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
+from fedstruct.fl.privacy_report import ask_spent_epsilons
 from fedstruct.fl.secagg import SumResult, send_and_sum
 from fedstruct.methods.fedavg.client import (
     CENTRAL_CLIP,
@@ -218,7 +219,8 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
                     train["train_loss"] = total.metrics["loss"] / total.metrics["n"]
             if total.withheld:  # too few answers to hide each one: none was used
                 train["withheld_answers"] = total.withheld
-            train.update(self._spent_epsilons(grid, total.nodes))
+            if self.config.dp_epsilon is not None:
+                train.update(ask_spent_epsilons(grid, total.nodes, PRIVACY))
         else:  # late answers are merged one by one, down-weighted by their staleness
             replies = grid.send_and_receive(request)
             late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
@@ -301,15 +303,6 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             "central_dp_epsilon": central_epsilon(central.noise_multiplier, rates, central.delta),
         }
         return params, record
-
-    def _spent_epsilons(self, grid: Grid, nodes: tuple[int, ...]) -> dict[str, float]:
-        """With DP-SGD: the ε each site in the round's sum has spent so far
-        (``dp_epsilon_<site>``), asked one site at a time (a summed round cannot say
-        it per site; :data:`~fedstruct.methods.fedavg.client.PRIVACY`)."""
-        if self.config.dp_epsilon is None or not nodes:
-            return {}
-        replies = grid.send_and_receive({n: Message(PRIVACY) for n in nodes})
-        return spent_epsilons((grid.node_name(n), m.metrics) for n, m in sorted(replies.items()))
 
     def _test_scores(
         self, model: torch.nn.Module, test: tuple[torch.Tensor, torch.Tensor], scale: Any

@@ -33,8 +33,12 @@ __all__ = [
     "BELIEF_SPACES",
     "WEIGHTINGS",
     "aggregate_beliefs",
+    "averaged_values",
+    "beliefs_from_average",
     "distances_from",
     "edge_entropy",
+    "edge_entropy_of_shares",
+    "proximity_factor",
     "proximity_scores",
     "proximity_weights",
     "vote_weights",
@@ -159,14 +163,54 @@ def aggregate_beliefs(
     gammas = np.stack([b.gamma for b in beliefs])
     thetas = np.stack([b.theta for b in beliefs])
     if space == "probability":
-        gamma = _logit((w * _sigmoid(gammas)).sum(axis=0))
-        theta = _logit((w * _sigmoid(thetas)).sum(axis=0))
-    else:
-        gamma = (w * gammas).sum(axis=0)
-        theta = (w * thetas).sum(axis=0)
+        gammas, thetas = _sigmoid(gammas), _sigmoid(thetas)
+    return beliefs_from_average((w * gammas).sum(axis=0), (w * thetas).sum(axis=0), space)
+
+
+def averaged_values(
+    beliefs: Beliefs, space: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """What eq. (2) averages of one client's beliefs: ``σ(γ), σ(θ)`` (``"probability"``)
+    or ``γ, θ`` (``"logit"``); a client sends them weighted for a secure sum."""
+    if space == "probability":
+        return _sigmoid(beliefs.gamma), _sigmoid(beliefs.theta)
+    return np.asarray(beliefs.gamma, dtype=np.float64), np.asarray(beliefs.theta, dtype=np.float64)
+
+
+def beliefs_from_average(
+    gamma: NDArray[np.float64], theta: NDArray[np.float64], space: str
+) -> Beliefs:
+    """Eq. (2)'s averages back to beliefs: logits of the averaged probabilities (or the
+    averaged logits), θ made antisymmetric, no self-loops."""
+    if space == "probability":
+        gamma, theta = _logit(gamma), _logit(theta)
     theta = 0.5 * (theta - theta.T)
+    gamma = np.array(gamma, dtype=np.float64)
     np.fill_diagonal(gamma, NO_SELF_LOOP)
     return Beliefs(gamma, theta)
+
+
+def proximity_factor(
+    reference: NDArray[np.bool_],
+    targets: Sequence[int],
+    mass: float,
+    discount: float,
+    min_mass: float,
+    temperature: float,
+    weighting: str,
+) -> NDArray[np.float64]:
+    """One client's unnormalised weight of eq. (1), ``(d, d)``, from its own
+    intervention targets: ``exp(β (r_ij - min_mass))`` (softmax; shifting every
+    client's exponent by the same public constant leaves the softmax unchanged and
+    keeps the factor at least 1) or ``r_ij`` (normalize). Eq. (1)-(2) are then the
+    ratio of two sums over the clients, ``Σ_k f_k σ_k / Σ_k f_k``, which secure
+    aggregation computes without the server seeing one client's targets."""
+    scores = proximity_scores(reference, [targets], mass, discount, min_mass)[0]
+    if weighting == "softmax":
+        return np.exp(temperature * (scores - min_mass))
+    if weighting == "normalize":
+        return scores
+    raise ConfigError(f"unknown weighting {weighting!r}; choose one of {list(WEIGHTINGS)}")
 
 
 def edge_entropy(adjacencies: Sequence[NDArray[np.bool_]]) -> float:
@@ -176,6 +220,11 @@ def edge_entropy(adjacencies: Sequence[NDArray[np.bool_]]) -> float:
     the result is the mean of ``H(q)`` over the ``d(d-1)`` pairs: 0 when all agree.
     """
     q = np.mean(np.stack([np.asarray(a, dtype=np.float64) for a in adjacencies]), axis=0)
+    return edge_entropy_of_shares(q)
+
+
+def edge_entropy_of_shares(q: NDArray[np.float64]) -> float:
+    """:func:`edge_entropy` from ``q``, the share of clients holding each edge."""
     d = q.shape[0]
     off = ~np.eye(d, dtype=bool)
     q = q[off]

@@ -9,13 +9,36 @@ from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Client, Message, handles
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
+from fedstruct.fl.features import CENTER
+from fedstruct.fl.message import config_entries
+from fedstruct.methods.fedcd.aggregate import averaged_values, proximity_factor
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco.learner import ENCO
 from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData
 
-__all__ = ["BIN_COUNTS", "BIN_CUTS", "BIN_GRID", "BIN_SUMMARY", "FIT", "FedCDClient"]
+__all__ = [
+    "BIN_COUNTS",
+    "BIN_CUTS",
+    "BIN_GRID",
+    "BIN_SUMMARY",
+    "FIT",
+    "NAMES",
+    "REFERENCE",
+    "SUMS",
+    "WEIGH",
+    "FedCDClient",
+]
 
 FIT = "fedcd.fit"
+#: A FIT config key (secure aggregation): answer the summable products instead of the
+#: beliefs (:meth:`FedCDClient.fit`).
+SUMS = "sums"
+#: Proximity with secure aggregation: the client weighs its last beliefs by its own
+#: proximity to the reference graph (:data:`REFERENCE`, ``i -> j`` adjacency).
+WEIGH = "fedcd.weigh"
+REFERENCE = "reference"
+#: The variables' names, asked once when the FIT replies come only as sums.
+NAMES = "fedcd.names"
 #: The bins' first step: each site's count, sum and centred sum of squares per column.
 BIN_SUMMARY = "fedcd.bin-summary"
 #: The bins' second step: the shared grids down (:data:`BIN_GRID`), the site's
@@ -69,6 +92,7 @@ class FedCDClient(Client):
         self.binning = binning if binning is not None and binning.columns else None
         self._cuts: bytes | None = None
         self._local: InterventionalData | None = None
+        self._last: Beliefs | None = None  # the last fit's beliefs (a WEIGH request)
         if self.binning is None:
             self._local = InterventionalData.from_client(data)
 
@@ -116,12 +140,14 @@ class FedCDClient(Client):
             )
         return self.binning
 
-    @handles(BIN_SUMMARY, max_entries=lambda c, m: c._binning().summary_entries)
+    @handles(BIN_SUMMARY, max_entries=lambda c, m: c._binning().summary_entries, summable=True)
     def bin_summary(self, msg: Message) -> Message:
-        """The bins' first step: the columns' counts, sums and centred sums of squares."""
-        return Message(BIN_SUMMARY, arrays=self._binning().summary(self.data.rows))
+        """The bins' first step: the columns' counts, sums and centred sums of squares
+        (about the request's ``center`` when it has one)."""
+        summary = self._binning().summary(self.data.rows, msg.arrays.get(CENTER))
+        return Message(BIN_SUMMARY, arrays=summary)
 
-    @handles(BIN_COUNTS, max_entries=lambda c, m: c._binning().histogram_entries)
+    @handles(BIN_COUNTS, max_entries=lambda c, m: c._binning().histogram_entries, summable=True)
     def bin_counts(self, msg: Message) -> Message:
         """The bins' second step: the client's counts over the shared grids."""
         if BIN_GRID not in msg.arrays:
@@ -130,7 +156,10 @@ class FedCDClient(Client):
         return Message(BIN_COUNTS, arrays={"counts": counts})
 
     @handles(
-        FIT, max_entries=lambda c, m: 2 * len(c.data.variables) ** 2 + 2 * len(c.data.variables) + 8
+        FIT,
+        max_entries=lambda c, m: 3 * len(c.data.variables) ** 2 + 2 * len(c.data.variables) + 8,
+        graph_arrays=("graph",),
+        summable=True,
     )
     def fit(self, msg: Message) -> Message:
         """Local ENCO epochs from the broadcast belief (uniform when none is sent)."""
@@ -143,6 +172,8 @@ class FedCDClient(Client):
             prior = Beliefs.uniform(d)
         seed = int(self.rng(msg).integers(2**62))
         beliefs = self.learner.fit(local, prior, self.config.epochs_per_round, seed)
+        if msg.config.get(SUMS):
+            return self._summable(beliefs)
         return Message(
             FIT,
             arrays={
@@ -156,3 +187,66 @@ class FedCDClient(Client):
                 "loss": self.learner.last_loss_,
             },
         )
+
+    def _summable(self, beliefs: Beliefs) -> Message:
+        """The FIT reply of a secure sum: ``n σ(γ)``, ``n σ(θ)`` (the vote's summands,
+        §5.1; or ``n γ``, ``n θ`` in logit space), the endpoint marks of the client's
+        own graph (for the edge entropy: :func:`~fedstruct.fl.secagg.planes.directed_counts`), ``n``
+        and the loss. The beliefs stay here for a proximity :data:`WEIGH` request."""
+        from fedstruct.methods.fedcd.server import final_graph  # the server's graph rule
+
+        self._last = beliefs
+        n = self.local.n_rows
+        gamma, theta = averaged_values(beliefs, self.config.belief_space)
+        graph = final_graph(self.local.names, beliefs, self.config.acyclic)
+        return Message(
+            FIT,
+            arrays={"gamma": n * gamma, "theta": n * theta, "graph": graph.marks.astype(np.int64)},
+            metrics={"n": n, "loss": self.learner.last_loss_},
+        )
+
+    @handles(WEIGH, max_entries=lambda c, m: 5 * len(c.data.variables) ** 2, summable=True)
+    def weigh(self, msg: Message) -> Message:
+        """Proximity with secure aggregation (§5.2): the last beliefs' averaged values
+        times this client's factor of eq. (1) for the reference graph
+        (:func:`~.aggregate.proximity_factor`, from its own targets), and the factor;
+        with ``weighting="normalize"`` also the values unweighted (for the pairs no
+        client's reliability reaches, averaged with equal weights).
+
+        Raises
+        ------
+        ProtocolError
+            Without a FIT of the same round before it, or without a reference graph.
+        """
+        beliefs = self._last
+        if beliefs is None or REFERENCE not in msg.arrays:
+            raise ProtocolError(
+                f"client {self.name!r} was asked to weigh its beliefs without a fit before "
+                "or without the reference graph"
+            )
+        c = self.config
+        reference = np.asarray(msg.arrays[REFERENCE], dtype=bool)
+        factor = proximity_factor(reference, self.local.targets, c.mass, c.discount,
+                                  c.min_mass, c.temperature, c.weighting)  # fmt: skip
+        gamma, theta = averaged_values(beliefs, c.belief_space)
+        arrays = {"gamma": factor * gamma, "theta": factor * theta, "factor": factor}
+        if c.weighting == "normalize":
+            arrays.update({"plain_gamma": gamma, "plain_theta": theta})
+        return Message(WEIGH, arrays=arrays)
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        """The last fit's beliefs while a proximity round of a secure run needs them
+        (:data:`WEIGH`; a deployed node answers each message in a fresh process),
+        nothing otherwise."""
+        if self._last is None:
+            return {}
+        return {"gamma": self._last.gamma, "theta": self._last.theta}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`get_state`."""
+        self._last = Beliefs(state["gamma"], state["theta"]) if "gamma" in state else None
+
+    @handles(NAMES, max_entries=lambda c, m: config_entries(list(c.data.variables)))
+    def names(self, msg: Message) -> Message:
+        """The variables' names (schema, not data), in the order of the beliefs."""
+        return Message(NAMES, config={"names": list(self.data.variables)})

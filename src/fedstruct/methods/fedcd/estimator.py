@@ -90,6 +90,8 @@ class FedCD(
     #: The file stem of the edge-probability matrix (:meth:`learned_tables`).
     PROBABILITIES = "edge-probabilities"
     mark_patterns = DAG_PATTERNS
+    #: Voting and proximity are ratios of sums (FedCDServer._round_securely).
+    secure_aggregation_refusal = ""
     acyclic_consensus = True
 
     def __init__(

@@ -28,16 +28,31 @@ from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
+from fedstruct.fl.features import gather_statistics
+from fedstruct.fl.secagg import SumResult, send_and_sum
+from fedstruct.fl.secagg.planes import directed_counts
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import break_cycles
 from fedstruct.methods.fedcd.aggregate import (
     aggregate_beliefs,
+    beliefs_from_average,
     edge_entropy,
+    edge_entropy_of_shares,
     proximity_scores,
     proximity_weights,
     vote_weights,
 )
-from fedstruct.methods.fedcd.client import BIN_COUNTS, BIN_CUTS, BIN_GRID, BIN_SUMMARY, FIT
+from fedstruct.methods.fedcd.client import (
+    BIN_COUNTS,
+    BIN_CUTS,
+    BIN_GRID,
+    BIN_SUMMARY,
+    FIT,
+    NAMES,
+    REFERENCE,
+    SUMS,
+    WEIGH,
+)
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.knowledge import FixedEdges
 from fedstruct.methods.fedcd.learner import Beliefs
@@ -107,6 +122,8 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
         if self.binning is not None and state.bins is not None:
             arrays[BIN_CUTS] = state.bins.to_array(self.binning.columns)
         asked = grid.node_ids()
+        if grid.secure_aggregation is not None:
+            return self._round_securely(grid, state, asked, arrays, rnd)
         replies = grid.send_and_receive(
             {n: Message(FIT, arrays=arrays, config={"round": rnd}) for n in asked}
         )
@@ -155,6 +172,86 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
             bins=state.bins,
         )
 
+    def _round_securely(
+        self, grid: Grid, state: FedCDState, asked: list[int], arrays: dict, rnd: int
+    ) -> FedCDState:
+        """One round from secure sums (docs/privacy.md): the vote is ``Σ n_k σ_k / Σ n_k``
+        (§5.1); proximity, a second sum over the same clients, ``Σ f_k σ_k / Σ f_k``
+        with each client's own factor of eq. (1) for the reference graph
+        (:func:`~.aggregate.proximity_factor`: its targets never leave it); the edge
+        entropy from the summed marks of the clients' graphs, the loss from its sum.
+        The clients' own graphs are not known, so ``client_graphs`` stays empty."""
+        names = state.names or self._ask_names(grid)
+        config = {"round": rnd, SUMS: 1}
+        total = send_and_sum(grid, {n: Message(FIT, arrays=arrays, config=config) for n in asked})
+        record: dict[str, float] = {
+            "round": rnd,
+            "clients_asked": len(asked),
+            "clients_answered": len(total.nodes),
+            **({"withheld_answers": total.withheld} if total.withheld else {}),
+        }
+        if not total.nodes:
+            return _with_record(state, record)
+        space = self.config.belief_space
+        fixed = FixedEdges.from_knowledge(self.knowledge, names)
+        n = float(total.metrics["n"])
+        s = total.arrays
+        voted = _fix(fixed, beliefs_from_average(s["gamma"] / n, s["theta"] / n, space))
+        merged: Beliefs | None = voted
+        if self.config.aggregation != "vote":
+            reference = state.graph if state.graph is not None else self._graph(names, voted)
+            merged = self._proximity(grid, total, reference.directed())
+            if merged is None:  # withheld: fewer than min_clients weighed
+                return _with_record(state, record)
+            merged = _fix(fixed, merged)
+        graph = self._graph(names, merged)
+        clients = len(total.nodes)
+        record["edges"] = graph.n_edges
+        shares = directed_counts(s["graph"]) / clients
+        record["edge_entropy"] = edge_entropy_of_shares(shares)
+        record["train_loss"] = float(total.metrics["loss"]) / clients
+        return FedCDState(
+            names=names,
+            beliefs=merged,
+            graph=graph,
+            round_graphs=[*state.round_graphs, graph],
+            client_graphs=[*state.client_graphs, {}],
+            history=[*state.history, record],
+            bins=state.bins,
+        )
+
+    def _proximity(self, grid: Grid, fit: SumResult, reference: np.ndarray) -> Beliefs | None:
+        """Eq. (1)-(2) as a ratio of two secure sums over the clients of ``fit``
+        (``None`` if the sum is withheld)."""
+        request = {n: Message(WEIGH, arrays={REFERENCE: reference}) for n in fit.nodes}
+        total = send_and_sum(grid, request)
+        if not total.nodes:
+            return None
+        s = total.arrays
+        factor = s["factor"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gamma, theta = s["gamma"] / factor, s["theta"] / factor
+        if "plain_gamma" in s:  # normalize: equal weights where no reliability is > 0
+            clients = len(total.nodes)
+            gamma = np.where(factor > 0, gamma, s["plain_gamma"] / clients)
+            theta = np.where(factor > 0, theta, s["plain_theta"] / clients)
+        return beliefs_from_average(gamma, theta, self.config.belief_space)
+
+    @staticmethod
+    def _ask_names(grid: Grid) -> tuple[str, ...]:
+        """The variables' names, asked of every connected client once (the FIT
+        replies of a secure sum carry none).
+
+        Raises
+        ------
+        ProtocolError
+            If no client answers, or clients hold different variables.
+        """
+        replies = grid.exchange_outside_rounds({n: Message(NAMES) for n in grid.connected_ids()})
+        if not replies:
+            raise ProtocolError("no client answered FED-CD's names step")
+        return FedCDServer._names(FedCDState(), sorted(replies.items()), grid)
+
     @staticmethod
     def _bins(grid: Grid, binning: QuantileBinning) -> QuantileBins:
         """The bins' exchange (module docstring) with every connected client, outside
@@ -167,6 +264,8 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
         DataError
             If a column has no value at any client.
         """
+        if grid.secure_aggregation is not None:
+            return FedCDServer._bins_securely(grid, binning)
         nodes = grid.connected_ids()
         summaries = grid.exchange_outside_rounds({n: Message(BIN_SUMMARY) for n in nodes})
         if not summaries:
@@ -175,6 +274,26 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
         asked = {n: Message(BIN_COUNTS, arrays={BIN_GRID: edges}) for n in sorted(summaries)}
         counts = grid.exchange_outside_rounds(asked)
         return binning.cuts(edges, [counts[n].arrays["counts"] for n in sorted(counts)])
+
+    @staticmethod
+    def _bins_securely(grid: Grid, binning: QuantileBinning) -> QuantileBins:
+        """The bins' exchange by secure sums: the columns' statistics as
+        :func:`~fedstruct.fl.features.gather_statistics` pools them (two sums), then
+        the sum of the sites' histograms.
+
+        Raises
+        ------
+        ProtocolError
+            If no client answers a step.
+        """
+        statistics = gather_statistics(grid, binning.features, BIN_SUMMARY, "FED-CD's bins")
+        edges = binning.grids(statistics)
+        nodes = grid.connected_ids()
+        asked = {n: Message(BIN_COUNTS, arrays={BIN_GRID: edges}) for n in nodes}
+        total = send_and_sum(grid, asked, outside_rounds=True)
+        if not total.nodes:
+            raise ProtocolError("no client answered FED-CD's bins step (histograms)")
+        return binning.cuts(edges, [total.arrays["counts"]])
 
     def _graph(self, names: Sequence[str], beliefs: Beliefs) -> Graph:
         return final_graph(names, beliefs, self.config.acyclic)

@@ -24,15 +24,24 @@ from fedstruct.discovery import CITest, LocalResult, fci, make_ci_test, rfci
 from fedstruct.discovery.knowledge import load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, json_bytes
-from fedstruct.graphs import Graph
+from fedstruct.fl.secagg.planes import PLANES, plane_names, planes
+from fedstruct.graphs import ARROW, NONE, Graph
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.pvalues import independence_evidence, scale_pvalues
 from fedstruct.methods.fedcdnv.update import c_update
 
-__all__ = ["INIT", "UPDATE", "FedCDnvClient"]
+__all__ = ["FRAME", "INIT", "MARKS", "NAMES", "UPDATE", "VOTE", "FedCDnvClient"]
 
 INIT = "fedcdnv.init"
 UPDATE = "fedcdnv.update"
+#: FedCDnv-vote with secure aggregation: round 1 asks the variable names in the clear
+#: (:data:`NAMES`), then the sums of the clients' ``Pag_0`` adjacencies and arrowheads
+#: over the union of the names (:data:`MARKS`, config :data:`FRAME`); round 2 the sums
+#: of the vote over ``Pag_u`` (:data:`VOTE`).
+NAMES = "fedcdnv.names"
+MARKS = "fedcdnv.marks"
+VOTE = "fedcdnv.vote"
+FRAME = "frame"
 
 
 def _init_bound(client: FedCDnvClient, _: Message) -> int:
@@ -151,14 +160,79 @@ class FedCDnvClient(Client):
             },
         )
 
-    @handles(UPDATE, max_entries=_update_bound, graph_arrays=("pag",))
-    def update(self, msg: Message) -> Message:
-        """Round 2: C-Update against ``G0``; ``Pag_u``, scaled p-values, separating sets."""
+    @handles(NAMES, max_entries=lambda c, m: c.names_entries)
+    def names(self, msg: Message) -> Message:
+        """Its variables' names (schema, not data), learning ``Pag_0`` first (a
+        constant column it leaves out is not among them)."""
+        return Message(NAMES, config={"names": list(self.learn().names)})
+
+    @handles(
+        MARKS,
+        max_entries=lambda c, m: 2 * len(m.config[FRAME]) ** 2 + 2,  # type: ignore[arg-type]
+        graph_arrays=("adjacent", "marks"),
+        summable=True,
+    )
+    def marks(self, msg: Message) -> Message:
+        """Round 1 of a secure sum: over the request's frame, ``Pag_0``'s adjacencies
+        (0/1) and its adjacencies plus arrowheads (:func:`_indicators`; the sums'
+        positive entries give ``G0``, the union of :func:`~fedstruct.graphs.union`),
+        the tests it ran and the columns it left out."""
+        result = self.learn()
+        frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        adjacent, marks = _indicators(_in_frame(result.graph, frame))
+        return Message(
+            MARKS,
+            arrays={"adjacent": adjacent, "marks": marks},
+            metrics={"tests": result.n_tests, "excluded": len(self.excluded)},
+        )
+
+    @handles(
+        VOTE,
+        max_entries=lambda c, m: (3 + 2 * PLANES) * len(m.config[FRAME]) ** 2 + 1,  # type: ignore[arg-type]
+        graph_arrays=(
+            "adjacent",
+            "marks",
+            "observed",
+            *plane_names("held"),
+            *plane_names("weight"),
+        ),
+        summable=True,
+    )
+    def vote(self, msg: Message) -> Message:
+        """Round 2 of FedCDnv-vote as a secure sum: C-Update against ``G0``, then over
+        the frame ``Pag_u``'s indicators (:func:`_indicators`), the pairs it observes,
+        and ``n_k`` times the pairs it holds adjacent and times those it observes, as
+        0/1 planes (:mod:`fedstruct.fl.secagg.planes`): the vote's ``val`` of eq. 1
+        with every ``w_k = ±1`` is ``(2 held - weight) / weight`` of their sums."""
+        pag_u, tests = self._updated(msg)
+        frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        adjacent, marks = _indicators(_in_frame(pag_u, frame))
+        inside = np.zeros(len(frame), dtype=bool)
+        inside[[frame.index(v) for v in pag_u.names]] = True
+        observed = np.outer(inside, inside).astype(np.int64)
+        np.fill_diagonal(observed, 0)
+        n = self.data.n_rows
+        arrays = {"adjacent": adjacent, "marks": marks, "observed": observed}
+        arrays.update(planes("held", n, adjacent))
+        arrays.update(planes("weight", n, observed))
+        return Message(VOTE, arrays=arrays, metrics={"tests": tests})
+
+    def _updated(self, msg: Message) -> tuple[Graph, int]:
+        """C-Update against the message's ``G0``: ``Pag_u`` and the tests it ran."""
         result = self.learn()
         cfg = self.config
         g0 = Graph(msg.config["names"], msg.arrays["g0"])  # type: ignore[arg-type]
         before = result.ci_test.n_tests
         pag_u = c_update(result.graph, g0, result.ci_test, cfg.alpha, cfg.update_depth)
+        return pag_u, result.ci_test.n_tests - before
+
+    @handles(UPDATE, max_entries=_update_bound, graph_arrays=("pag",))
+    def update(self, msg: Message) -> Message:
+        """Round 2: C-Update against ``G0``; ``Pag_u``, scaled p-values, separating sets."""
+        result = self.learn()
+        cfg = self.config
+        before = result.ci_test.n_tests
+        pag_u, _ = self._updated(msg)
         names = result.names
         sepsets = {
             f"{names[i]}|{names[j]}": [names[k] for k in z]
@@ -194,6 +268,22 @@ class FedCDnvClient(Client):
         ci_test = self._ci_test()
         ci_test.absorb_arrays(state["ci_cache"])
         self._result = LocalResult(**state["result"], ci_test=ci_test)
+
+
+def _in_frame(graph: Graph, frame: list[str]) -> np.ndarray:
+    """``graph``'s endpoint marks placed in the ``frame`` of names (zeros elsewhere)."""
+    position = [frame.index(v) for v in graph.names]
+    out = np.zeros((len(frame), len(frame)), dtype=np.int64)
+    out[np.ix_(position, position)] = graph.marks
+    return out
+
+
+def _indicators(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A PAG's adjacency (0/1) and its adjacency plus arrowheads (1 at a tail or
+    circle, 2 at an arrowhead): both endpoint-mark matrices, which the audit checks as
+    graphs; the arrowheads' sum is the second's sum minus the first's."""
+    adjacent = (m != NONE).astype(np.int64)
+    return adjacent, adjacent + (m == ARROW).astype(np.int64)
 
 
 def _observed(column: Any) -> Any:

@@ -12,9 +12,23 @@ from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
 from fedstruct.methods.fedcdnv.pvalues import check_interval
 
-__all__ = ["LEARNERS", "FedCDnvConfig"]
+__all__ = ["LEARNERS", "SECURE_REFUSALS", "FedCDnvConfig"]
 
 LEARNERS = ("fci", "rfci")
+
+
+#: Why a strategy refuses secure aggregation (FedCDnv-vote, ``"vote"``, takes it: its
+#: vote and the unions of marks are sums).
+SECURE_REFUSALS = {
+    "tpss": (
+        "its server needs each client's reply, not their sum (TPSS reads every client's "
+        "PAG and p-values); strategy=vote (FedCDnv-vote) takes it"
+    ),
+    "largest": (
+        "FCI-base's server needs each client's PAG and sample size (the largest observer "
+        "decides: a maximum, not a sum); strategy=vote (FedCDnv-vote) takes it"
+    ),
+}
 
 
 @dataclass(frozen=True)

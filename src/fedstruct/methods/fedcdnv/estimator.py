@@ -11,13 +11,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.errors import ConfigError
 from fedstruct.fl.estimator import GraphLearner
 from fedstruct.fl.participation import Participation
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.metrics import graph_metrics, relation_fdr
 from fedstruct.methods.fedcdnv.client import FedCDnvClient
-from fedstruct.methods.fedcdnv.config import FedCDnvConfig
+from fedstruct.methods.fedcdnv.config import SECURE_REFUSALS, FedCDnvConfig
 from fedstruct.methods.fedcdnv.server import (
     FedCDnvServer,
     FedCDnvState,
@@ -84,10 +85,21 @@ class FedCDnv(
     every metric of :func:`graph_scores` (Table 2).
     """
 
-    secure_aggregation_refusal = (
-        "its server needs each client's reply, not their sum (TPSS reads every client's "
-        "PAG and p-values)"
-    )
+    #: FedCDnv-vote takes secure aggregation; TPSS and FCI-base refuse it
+    #: (:meth:`check_secure_aggregation`).
+    secure_aggregation_refusal = ""
+
+    def check_secure_aggregation(self) -> None:
+        """Refuse secure aggregation except for FedCDnv-vote.
+
+        Raises
+        ------
+        ConfigError
+            For ``strategy="tpss"`` (FedCDnv) and ``"largest"`` (FCI-base).
+        """
+        reason = SECURE_REFUSALS.get(self.config.strategy)
+        if reason:
+            raise ConfigError(f"{self.method} refuses secure aggregation: {reason}")
 
     inner_workers = "workers"
 

@@ -17,7 +17,7 @@ status matrices are built; FeddG, a part of FedG, follows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,9 +27,11 @@ from fedstruct.discovery.background import respect_knowledge
 from fedstruct.discovery.knowledge import as_rules, load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint, from_json_bytes
-from fedstruct.graphs import NONE, Graph, union, union_names
+from fedstruct.fl.secagg import send_and_sum
+from fedstruct.fl.secagg.planes import recombine
+from fedstruct.graphs import ARROW, CIRCLE, NONE, Graph, union, union_names
 from fedstruct.methods.fedcdnv.aggregate import Aggregation, ClientReport, aggregate, pair_key
-from fedstruct.methods.fedcdnv.client import INIT, UPDATE
+from fedstruct.methods.fedcdnv.client import FRAME, INIT, MARKS, NAMES, UPDATE, VOTE
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
 from fedstruct.methods.fedcdnv.theory import DEFINITE_CAUSAL, observed_together, status_matrix
 
@@ -92,6 +94,9 @@ class FedCDnvState:
     #: (``rows_min``, ``rows_median``) and the tests it skipped (``skipped``), as of
     #: its last reply (test-wise deletion of missing values: docs/fedcdnv.md).
     site_tests: dict[str, dict[str, float | str]] = field(default_factory=dict)
+    #: Secure aggregation (FedCDnv-vote): node -> its variables, in place of
+    #: ``reports`` (the server never holds a client's PAG).
+    variables: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def graph(self) -> Graph | None:
@@ -118,9 +123,92 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
 
     def run_round(self, grid: Grid, state: FedCDnvState, rnd: int) -> FedCDnvState:
         """Round 1: integrate ``Pag_0`` into ``G0``; round 2: C-Update and aggregation."""
+        if grid.secure_aggregation is not None:  # FedCDnv-vote (the estimator checks)
+            return self._integrate_securely(grid, state) if rnd == 1 else self._vote(grid, state)
         if rnd == 1:
             return self._integrate(grid, state)
         return self._aggregate(grid, state)
+
+    def _integrate_securely(self, grid: Grid, state: FedCDnvState) -> FedCDnvState:
+        """Round 1 by a secure sum: the variable names in the clear (schema: Assumption
+        2.3 and the status matrix need who observes what), then ``G0`` from the sums of
+        the clients' ``Pag_0`` adjacencies and arrowheads (a pair is adjacent, or has
+        an arrowhead, where the sum is positive: :func:`~fedstruct.graphs.union`)."""
+        named = grid.send_and_receive({n: Message(NAMES) for n in grid.node_ids()})
+        variables = {n: tuple(r.config["names"]) for n, r in sorted(named.items())}  # type: ignore[arg-type]
+        check_overlap({grid.node_name(n): v for n, v in variables.items()})
+        names: list[str] = []
+        for theirs in variables.values():
+            names.extend(v for v in theirs if v not in names)
+        request = {n: Message(MARKS, config={FRAME: names}) for n in variables}
+        total = send_and_sum(grid, request)
+        if not total.nodes:
+            raise DataError(
+                "no secure sum of round 1: fewer clients answered than secure aggregation "
+                "needs (min_clients); FedCDnv-vote needs their PAGs' union"
+            )
+        g0 = self._respect(_union(names, total.arrays), None)
+        kept = {n: variables[n] for n in total.nodes}
+        stat0 = status_matrix(g0, observed_together(names, list(kept.values())))
+        state = FedCDnvState(tuple(names), {}, g0, stat0, history=state.history, variables=kept)
+        state.history.append(
+            {
+                "round": 1,
+                "clients": len(kept),
+                "variables": len(names),
+                "g0_edges": g0.n_edges,
+                "tests": float(total.metrics["tests"]),
+                "excluded_constant": float(total.metrics["excluded"]),
+            }
+        )
+        return state
+
+    def _vote(self, grid: Grid, state: FedCDnvState) -> FedCDnvState:
+        """Round 2 of FedCDnv-vote by a secure sum: per pair observed together, how
+        many observers hold it adjacent and how many observe it; where they disagree,
+        ``val = Σ n_k obs (±1) / Σ n_k obs`` (eq. 1 with every ``w_k = ±1``), kept iff
+        positive; the marks from the summed arrowheads of ``Pag_u``
+        (:func:`~fedstruct.methods.fedcdnv.aggregate.aggregate` with ``"vote"``)."""
+        assert state.g0 is not None
+        asked = [n for n in grid.node_ids() if n in state.variables]
+        config = {"names": list(state.names), FRAME: list(state.names)}
+        message = Message(VOTE, arrays={"g0": state.g0.marks}, config=config)
+        total = send_and_sum(grid, {n: message for n in asked})
+        if not total.nodes:
+            raise DataError("no secure sum of round 2: FedCDnv-vote cannot aggregate")
+        sums = total.arrays
+        names = state.names
+        found = _union(names, sums)
+        held, weight = recombine(sums, "held"), recombine(sums, "weight")
+        adjacent = np.zeros((len(names), len(names)), dtype=bool)
+        decisions: dict[tuple[str, str], str | float] = {}
+        for i, j in zip(*np.triu_indices(len(names), 1), strict=True):
+            observers, holding = int(sums["observed"][i, j]), int(sums["adjacent"][i, j])
+            if not observers:
+                continue
+            if holding in (0, observers):
+                adjacent[i, j] = holding == observers
+                continue
+            val = float((2 * held[i, j] - weight[i, j]) / weight[i, j])
+            decisions[(names[i], names[j])] = val
+            adjacent[i, j] = val > 0
+        adjacent |= adjacent.T
+        voted = Graph(names, np.where(adjacent, found.marks, NONE).astype(np.int8))
+        fed = self._respect(voted, found, state.g0)
+        state.aggregation = Aggregation(fed, decisions)
+        together = observed_together(names, [state.variables[n] for n in total.nodes])
+        state.stat = status_matrix(fed, together)
+        state.history.append(
+            {
+                "round": 2,
+                "clients": len(total.nodes),
+                "fed_edges": fed.n_edges,
+                "level_one": 0,
+                "level_two": len(decisions),
+                "tests": float(total.metrics["tests"]),
+            }
+        )
+        return state
 
     def _integrate(self, grid: Grid, state: FedCDnvState) -> FedCDnvState:
         replies = grid.send_and_receive({n: Message(INIT) for n in grid.node_ids()})
@@ -216,3 +304,13 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
             return ""
         fed = state.graph
         return f"G0 {state.g0.n_edges} edges" + (f", FedG {fed.n_edges}" if fed else "")
+
+
+def _union(names: Sequence[str], sums: Mapping[str, NDArray]) -> Graph:
+    """:func:`~fedstruct.graphs.union` from the summed indicators of the graphs'
+    adjacencies (``adjacent``) and adjacencies plus arrowheads (``marks``) over
+    ``names``."""
+    adjacent = np.asarray(sums["adjacent"])
+    arrows = np.asarray(sums["marks"]) - adjacent
+    marks = np.where(adjacent > 0, np.where(arrows > 0, ARROW, CIRCLE), NONE)
+    return Graph(tuple(names), marks.astype(np.int8))
