@@ -255,8 +255,9 @@ class CafeServer(ServerAlgorithm[CafeState]):
             "late_merged": len(late) if a is not None else 0,
             "late_ignored": 0 if a is not None else len(late),
         }
-        answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
-        record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
+        if c.dp_epsilon is not None:
+            answered = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
+            record.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in answered))
         if replies:
             n = sum(r.metrics["n"] for r in replies.values())
             record["train_loss"] = (
