@@ -44,7 +44,12 @@ BINS = ((0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 0.95), (0.95, 1.01
 
 
 def pairs_of(
-    network: str, seed: int, replicates: int, jobs: int | None, subsample: float | None
+    network: str,
+    seed: int,
+    replicates: int,
+    jobs: int | None,
+    subsample: float | None,
+    correct_duplicates: bool = True,
 ) -> dict[str, list]:
     """Every pair adjacent in some replicate: its adjacency frequency and whether the
     true PAG has it; also how long the fit took."""
@@ -55,6 +60,7 @@ def pairs_of(
         bootstrap=replicates,
         jobs=jobs,
         subsample=subsample,
+        correct_duplicates=correct_duplicates,
     )
     source = VariableSubsetTask(settings)
     started = time.perf_counter()
@@ -132,6 +138,9 @@ def main() -> None:
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--subsample", type=float, default=None)
+    parser.add_argument(
+        "--plain", action="store_true", help="the plain bootstrap (correct_duplicates=False)"
+    )
     parser.add_argument("--timing-replicates", type=int, default=50, help="0: skip part 2")
     parser.add_argument("--only-timing", action="store_true", help="part 2 only")
     parser.add_argument("--out", type=Path, default=None)
@@ -141,6 +150,7 @@ def main() -> None:
         "replicates": args.replicates,
         "seeds": args.seeds,
         "subsample": args.subsample,
+        "correct_duplicates": not args.plain,
     }
     pooled: dict[str, list] = {"frequency": [], "true": []}
     for network in [] if args.only_timing else args.networks:
@@ -152,7 +162,9 @@ def main() -> None:
             "true_edges": [],
         }
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            found = pairs_of(network, seed, args.replicates, args.jobs, args.subsample)
+            found = pairs_of(
+                network, seed, args.replicates, args.jobs, args.subsample, not args.plain
+            )
             for key, values in found.items():
                 mine[key].extend(values)
             print(f"{network} seed {seed}: {found['seconds'][0]} s", flush=True)

@@ -139,6 +139,10 @@ class FederationSettings:
     subsample
         The share of its rows each site draws, without replacement, in each of the
         bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
+    correct_duplicates
+        A bootstrap sample's rows count half a row each in the CI tests (its repeated
+        rows would otherwise count as new evidence; docs/confidence.md); false: the
+        plain bootstrap. Ignored with ``subsample``.
     jobs
         Processes running the bootstrap's runs; empty: the cores available.
     """
@@ -169,6 +173,7 @@ class FederationSettings:
     max_site_levels: int | None = None
     bootstrap: int = 0
     subsample: float | None = None
+    correct_duplicates: bool = True
     jobs: int | None = None
 
     def __post_init__(self) -> None:

@@ -586,10 +586,16 @@ class GraphLearner(FederatedEstimator):
         participation: Participation | None = None,
         bootstrap: int | None = None,
         subsample: float | None = None,
+        correct_duplicates: bool = True,
         jobs: int | None = None,
         **params: Any,
     ) -> None:
         super().__init__(seed=seed, participation=participation, **params)
+        if not isinstance(correct_duplicates, bool | np.bool_):
+            raise ConfigError(
+                f"{self.method} correct_duplicates = {correct_duplicates!r}: give true (a "
+                "bootstrap sample's rows count half a row each in the CI tests) or false"
+            )
         if subsample is not None and not (isinstance(subsample, float) and 0 < subsample < 1):
             raise ConfigError(
                 f"{self.method} subsample = {subsample!r}: give the share of each site's rows "
@@ -608,8 +614,16 @@ class GraphLearner(FederatedEstimator):
         #: Each resampled run's share of a site's rows, drawn without replacement
         #: (``None``: a bootstrap sample, as many rows drawn with replacement).
         self.subsample = subsample
+        #: A bootstrap sample's rows count half a row each in the CI tests (false: the
+        #: plain bootstrap; :meth:`~fedstruct.data.ClientData.resampled`).
+        self.correct_duplicates = bool(correct_duplicates)
         self.jobs = None if jobs is None else int(jobs)
-        self._given(bootstrap=self.bootstrap, subsample=subsample, jobs=self.jobs)
+        self._given(
+            bootstrap=self.bootstrap,
+            subsample=subsample,
+            correct_duplicates=self.correct_duplicates,
+            jobs=self.jobs,
+        )
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then
@@ -634,7 +648,13 @@ class GraphLearner(FederatedEstimator):
 
     def _fit_bootstrap(self, clients: list[ClientData], run_options: Mapping[str, Any]) -> None:
         """Run the replicates and keep their frequencies and consensus."""
-        params = {**self.get_params(), "bootstrap": None, "subsample": None, "jobs": None}
+        params = {
+            **self.get_params(),
+            "bootstrap": None,
+            "subsample": None,
+            "correct_duplicates": True,
+            "jobs": None,
+        }
         if self.inner_workers is not None and self.jobs != 1:
             params[self.inner_workers] = 1  # replicates in parallel: one process each
         graphs = replicate_graphs(
@@ -644,6 +664,7 @@ class GraphLearner(FederatedEstimator):
             int(self.bootstrap or 0),
             seed=self.seed,
             subsample=self.subsample,
+            correct_duplicates=self.correct_duplicates,
             jobs=self.jobs,
             progress=bool(run_options.get("progress", False)),
         )
