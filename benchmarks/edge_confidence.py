@@ -16,8 +16,14 @@ Part 2 runs the CLI command as a user would (defaults: central reference include
 processes, and the load average before and after (the machine may be shared: the wall
 time is then an upper bound).
 
+The resampling is the default (a bootstrap sample whose rows count half a row in the
+CI tests); ``--plain`` is the plain bootstrap, ``--subsample F`` a share ``F`` without
+replacement (docs/confidence.md, "Which resampling"). Each pair's record says whether
+the learned graph has it (``learned``; ``learned_edges``: the curves of those pairs).
+
 Run: ``.venv/bin/python benchmarks/edge_confidence.py [--replicates 20] [--seeds 5]
-[--timing-replicates 50] [--out results.json]``
+[--networks alarm insurance] [--plain | --subsample F] [--timing-replicates 50]
+[--out results.json]``
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from fedstruct.data import ClientData
+from fedstruct.data.client import RESAMPLE_EVIDENCE
 from fedstruct.discovery.build import make_ci_test
 from fedstruct.errors import ConfigError, DataError
 
@@ -82,18 +83,19 @@ def test_batched_and_single_tests_count_the_same_evidence() -> None:
 def test_the_corrected_bootstrap_rejects_independence_at_about_alpha() -> None:
     # X and Y independent: a test on the sample rejects at about alpha; on a bootstrap
     # sample of it, counted as new rows, far more often (about 0.3: the resample adds
-    # its own noise to the sample's); at half a row each, at about alpha again.
+    # its own noise to the sample's); at half a row each (what ClientData.resampled
+    # gives a bootstrap sample), at about alpha again.
     rng = np.random.default_rng(0)
-    trials = 200
+    trials, n = 200, 200
     rejected = {"sample": 0, "plain": 0, "corrected": 0}
-    for t in range(trials):
-        rows = pd.DataFrame({"x": rng.integers(0, 3, 200), "y": rng.integers(0, 3, 200)})
-        sample = ClientData("s", rows)
-        rejected["sample"] += make_ci_test(rows, "g2").pvalue(0, 1) <= ALPHA
-        for name, correct in (("plain", False), ("corrected", True)):
-            drawn = sample.resampled(np.random.default_rng(t), correct_duplicates=correct)
-            test = make_ci_test(drawn.rows, "g2", evidence=drawn.evidence)
-            rejected[name] += test.pvalue(0, 1) <= ALPHA
+    for _ in range(trials):
+        sample = rng.integers(0, 3, (n, 2))
+        drawn = sample[rng.integers(0, n, n)]
+        rejected["sample"] += make_ci_test(sample).pvalue(0, 1) <= ALPHA
+        rejected["plain"] += make_ci_test(drawn).pvalue(0, 1) <= ALPHA
+        rejected["corrected"] += (
+            make_ci_test(drawn, evidence=RESAMPLE_EVIDENCE).pvalue(0, 1) <= ALPHA
+        )
     share = {k: v / trials for k, v in rejected.items()}
     assert share["sample"] < 0.09
     assert share["plain"] > 0.2

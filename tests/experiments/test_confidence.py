@@ -39,6 +39,13 @@ def test_fedcdnv_bootstrap_writes_frequencies_consensus_and_contradictions(tmp_p
     consensus = read_graph(out / "consensus.json")  # the reader takes the new keys
     assert consensus == model.consensus_graph_ and metrics["consensus_edges"] == consensus.n_edges
     assert (out / "consensus.png").stat().st_size > 0 and (out / "edge-frequencies.csv").exists()
+    # The pairs the learned graph has are marked apart from those it lacks.
+    with (out / "edge-frequencies.csv").open() as f:
+        pairs = list(csv.DictReader(f))
+    in_graph = {frozenset((r["from"], r["to"])) for r in pairs if r["in_graph"] == "True"}
+    seen = [r for r in rows if float(r["freq_adjacent"]) > 0]  # those some replicate has
+    assert in_graph == {frozenset((r["from"], r["to"])) for r in seen}
+    assert 0 <= metrics["confident_not_in_graph"] <= metrics["confident_edges"]
     for site in ("client-1", "client-2", "client-3"):
         assert metrics[f"consensus_contradictions_{site}"] >= 0
     # What fedstruct.load reads back: the same counts and consensus.

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from fedstruct import __version__
-from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
@@ -250,6 +250,7 @@ _FEDERATION_CONSTRAINTS = {
     "max_site_levels": Interval(int, 1, allow_none=True),
     "bootstrap": Interval(int, 0),
     "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "correct_duplicates": Boolean(),
     "jobs": Interval(int, 1, allow_none=True),
 }
 

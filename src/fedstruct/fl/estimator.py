@@ -684,11 +684,20 @@ class GraphLearner(FederatedEstimator):
 
     def learned_tables(self) -> dict[str, pd.DataFrame]:
         """After a bootstrap, ``edge-frequencies``: every pair adjacent in some
-        replicate, its adjacency and mark-pattern frequencies
+        replicate, whether the learned graph has it (``in_graph``: a frequent pair the
+        run on the sites' own rows lacks is read apart, docs/confidence.md), and its
+        adjacency and mark-pattern frequencies
         (:meth:`~fedstruct.graphs.frequencies.EdgeFrequencies.table`); else none."""
         if self.edge_frequencies_ is None:
             return {}
-        return {"edge-frequencies": self.edge_frequencies_.table().set_index(["from", "to"])}
+        table = self.edge_frequencies_.table()
+        graph = self.graph_
+        in_graph = [
+            a in graph and b in graph and graph.is_adjacent(a, b)
+            for a, b in zip(table["from"], table["to"], strict=True)
+        ]
+        table.insert(2, "in_graph", in_graph)
+        return {"edge-frequencies": table.set_index(["from", "to"])}
 
     def graph_frequencies(self) -> dict[str, EdgeFrequencies]:
         """Saved graph stem -> the edge frequencies its edges' rows carry (the learned
