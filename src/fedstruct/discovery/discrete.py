@@ -42,6 +42,11 @@ agree to floating-point rounding.
 The small-sample rule (:class:`SmallSampleRule`) decides, before counting, whether a
 test is performed at all.
 
+Evidence per row (:attr:`CITest.evidence`, 1 unless set): the statistic is multiplied
+by it before its p-value is read — the statistic of the same table with every count so
+multiplied, since G² and Pearson's χ² are proportional to the counts. A bootstrap
+resample's rows count ``1/2`` (:meth:`fedstruct.data.ClientData.resampled`).
+
 Missing values (``missing="testwise"``, a code ``-1`` or NaN): a test whose variables
 all have a value in every row runs as above; any other test counts the rows complete
 on ``X``, ``Y`` and ``Z`` (the AND of the variables' observed-row masks,

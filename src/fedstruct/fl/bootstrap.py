@@ -5,9 +5,12 @@ Replicate ``r`` runs the whole federation, unchanged, on the backend
 :class:`ResampledSites`: a local backend whose every site, when its client is built,
 replaces its rows by ``n`` rows drawn with replacement from its own ``n`` rows
 (:meth:`~fedstruct.data.ClientData.resampled`; the rows of one intervention regime from
-that regime's). No row moves between sites: a site's draw reads its own rows and is
-seeded by the run's seed, ``r`` and the site's name alone, so the same seed gives the
-same replicates whatever the number of processes. Replicates run in ``jobs`` processes
+that regime's), each counting half a row of evidence in its CI tests (the statistic of
+a bootstrap sample is about twice a χ² variable under independence; the derivation is
+in ``resampled``'s docstring and docs/confidence.md). No row moves between sites: a
+site's draw reads its own rows and is seeded by the run's seed, ``r`` and the site's
+name alone, so the same seed gives the same replicates whatever the number of
+processes. Replicates run in ``jobs`` processes
 (:func:`replicate_graphs`: forked, or spawned once torch is loaded); each returns its
 learned graph, and the caller counts them
 (:class:`~fedstruct.graphs.frequencies.EdgeFrequencies`).
