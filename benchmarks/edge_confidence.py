@@ -16,8 +16,14 @@ Part 2 runs the CLI command as a user would (defaults: central reference include
 processes, and the load average before and after (the machine may be shared: the wall
 time is then an upper bound).
 
+The resampling is the default (a bootstrap sample whose rows count half a row in the
+CI tests); ``--plain`` is the plain bootstrap, ``--subsample F`` a share ``F`` without
+replacement (docs/confidence.md, "Which resampling"). Each pair's record says whether
+the learned graph has it (``learned``; ``learned_edges``: the curves of those pairs).
+
 Run: ``.venv/bin/python benchmarks/edge_confidence.py [--replicates 20] [--seeds 5]
-[--timing-replicates 50] [--out results.json]``
+[--networks alarm insurance] [--plain | --subsample F] [--timing-replicates 50]
+[--out results.json]``
 """
 
 from __future__ import annotations
@@ -44,7 +50,12 @@ BINS = ((0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 0.95), (0.95, 1.01
 
 
 def pairs_of(
-    network: str, seed: int, replicates: int, jobs: int | None, subsample: float | None
+    network: str,
+    seed: int,
+    replicates: int,
+    jobs: int | None,
+    subsample: float | None,
+    correct_duplicates: bool = True,
 ) -> dict[str, list]:
     """Every pair adjacent in some replicate: its adjacency frequency and whether the
     true PAG has it; also how long the fit took."""
@@ -55,6 +66,7 @@ def pairs_of(
         bootstrap=replicates,
         jobs=jobs,
         subsample=subsample,
+        correct_duplicates=correct_duplicates,
     )
     source = VariableSubsetTask(settings)
     started = time.perf_counter()
@@ -132,6 +144,9 @@ def main() -> None:
     parser.add_argument("--networks", nargs="+", default=list(NETWORKS))
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--subsample", type=float, default=None)
+    parser.add_argument(
+        "--plain", action="store_true", help="the plain bootstrap (correct_duplicates=False)"
+    )
     parser.add_argument("--timing-replicates", type=int, default=50, help="0: skip part 2")
     parser.add_argument("--only-timing", action="store_true", help="part 2 only")
     parser.add_argument("--out", type=Path, default=None)
@@ -141,6 +156,7 @@ def main() -> None:
         "replicates": args.replicates,
         "seeds": args.seeds,
         "subsample": args.subsample,
+        "correct_duplicates": not args.plain,
     }
     pooled: dict[str, list] = {"frequency": [], "true": []}
     for network in [] if args.only_timing else args.networks:
@@ -152,7 +168,9 @@ def main() -> None:
             "true_edges": [],
         }
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            found = pairs_of(network, seed, args.replicates, args.jobs, args.subsample)
+            found = pairs_of(
+                network, seed, args.replicates, args.jobs, args.subsample, not args.plain
+            )
             for key, values in found.items():
                 mine[key].extend(values)
             print(f"{network} seed {seed}: {found['seconds'][0]} s", flush=True)

@@ -10,10 +10,11 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
+from fedstruct.experiments.confidence import bootstrap_metrics
 from fedstruct.experiments.flower.launcher import FlowerLauncher
 from fedstruct.experiments.runs import execute, runnable
 from fedstruct.experiments.settings import apply_settings
-from fedstruct.graphs import read_graph
+from fedstruct.graphs import Graph, read_graph
 from fedstruct.graphs.frequencies import EdgeFrequencies
 
 TINY = {"network": "asia", "clients": 3, "reference": False, "min_samples": 300,
@@ -39,6 +40,13 @@ def test_fedcdnv_bootstrap_writes_frequencies_consensus_and_contradictions(tmp_p
     consensus = read_graph(out / "consensus.json")  # the reader takes the new keys
     assert consensus == model.consensus_graph_ and metrics["consensus_edges"] == consensus.n_edges
     assert (out / "consensus.png").stat().st_size > 0 and (out / "edge-frequencies.csv").exists()
+    # The pairs the learned graph has are marked apart from those it lacks.
+    with (out / "edge-frequencies.csv").open() as f:
+        pairs = list(csv.DictReader(f))
+    in_graph = {frozenset((r["from"], r["to"])) for r in pairs if r["in_graph"] == "True"}
+    seen = [r for r in rows if float(r["freq_adjacent"]) > 0]  # those some replicate has
+    assert in_graph == {frozenset((r["from"], r["to"])) for r in seen}
+    assert 0 <= metrics["confident_not_in_graph"] <= metrics["confident_edges"]
     for site in ("client-1", "client-2", "client-3"):
         assert metrics[f"consensus_contradictions_{site}"] >= 0
     # What fedstruct.load reads back: the same counts and consensus.
@@ -79,3 +87,19 @@ def test_bootstrap_on_a_deployment_is_refused_in_one_line():
 def test_a_bad_subsample_is_refused():
     with pytest.raises(ConfigError, match="subsample"):
         apply_settings(runnable("fedcdnv").settings(), {"subsample": 1.0}, method="fedcdnv")
+
+
+def test_confident_pairs_are_scored_apart_by_whether_the_graph_has_them():
+    names = ["A", "B", "C", "D"]
+    replicates = [
+        Graph.from_edges(names, ["A --> B", "B o-> C", "C o-o D"]),
+        Graph.from_edges(names, ["A --> B", "B o-> C", "C o-o D"]),
+    ]
+    frequencies = EdgeFrequencies.of(replicates, names)
+    learned = Graph.from_edges(names, ["A --> B", "B o-> C"])  # lacks C - D
+    truth = Graph.from_edges(names, ["A --> B"])  # B - C and C - D are false
+    metrics = bootstrap_metrics(learned, frequencies, frequencies.consensus(), {}, truth)
+    assert metrics["confident_edges"] == 3 and metrics["confident_not_in_graph"] == 1
+    assert metrics["confident_precision"] == pytest.approx(1 / 3)
+    assert metrics["confident_precision_in_graph"] == pytest.approx(1 / 2)
+    assert metrics["confident_precision_not_in_graph"] == 0

@@ -33,6 +33,7 @@ def test_a_site_draws_only_from_its_own_rows_seeded_by_its_name_alone() -> None:
         assert drawn.n_rows == own.n_rows
         assert set(drawn.rows["id"]) <= set(own.rows["id"])
         assert drawn.rows["id"].duplicated().any()  # with replacement
+        assert drawn.evidence == 0.5  # each repeated row counts half a row in the tests
     # The draw depends on the seed, the replicate and the site's name: not on the others.
     alone = ResampledSites(replicate=2, seed=7).site_data(site("a", 0))
     assert alone.rows.equals(backend.site_data(a).rows)
@@ -105,9 +106,33 @@ def test_bad_bootstrap_settings_and_a_deployment_are_refused(pag_sites) -> None:
         FedCDnv(bootstrap=0)
     with pytest.raises(ConfigError, match=r"subsample = 1\.5"):
         FedCDnv(bootstrap=2, subsample=1.5)
+    with pytest.raises(ConfigError, match="correct_duplicates = 'no': give true"):
+        FedCDnv(bootstrap=2, correct_duplicates="no")
 
     class Deployment(ResampledSites):
         needs_client_data = False
 
     with pytest.raises(ConfigError, match="SuperNode would have to resample its own rows"):
         FedCDnv(bootstrap=2).fit(["s1", "s2"], backend=Deployment(0, 0))
+
+
+def test_corrected_replicates_are_as_sparse_as_the_run_the_plain_ones_denser() -> None:
+    # A chain, two sites over overlapping variables: the run on the sites' rows finds
+    # (nearly) the chain. The plain bootstrap's tests take repeated rows for evidence
+    # and keep pairs the chain separates; counted at half a row, replicates hold about
+    # as many edges as the run (mean edges per replicate = the sum of the frequencies).
+    scm = CategoricalSCM(chain_dag(6, seed=0), seed=0, n_categories=3)
+    rows = scm.sample(1000, seed=1)
+    names = list(rows.columns)
+    sites = [
+        ClientData("s1", rows.iloc[:500][names[:4]].reset_index(drop=True)),
+        ClientData("s2", rows.iloc[500:][names[2:]].reset_index(drop=True)),
+    ]
+    edges = {}
+    for correct in (False, True):
+        model = FedCDnv(ci_test="g2", bootstrap=8, jobs=1, correct_duplicates=correct)
+        model.fit(sites)
+        edges[correct] = np.triu(model.edge_frequencies_.adjacency_matrix(), 1).sum()
+    assert FedCDnv().correct_duplicates  # the default
+    assert edges[False] > model.graph_.n_edges + 1.5
+    assert edges[True] <= model.graph_.n_edges + 0.5

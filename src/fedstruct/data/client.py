@@ -14,10 +14,19 @@ from numpy.typing import NDArray
 from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
 
-__all__ = ["OBSERVATIONAL", "ClientData", "ClientsOnDemand", "check_federation"]
+__all__ = [
+    "OBSERVATIONAL",
+    "RESAMPLE_EVIDENCE",
+    "ClientData",
+    "ClientsOnDemand",
+    "check_federation",
+]
 
 #: Value of :attr:`ClientData.intervention` for a row sampled without intervention.
 OBSERVATIONAL = -1
+#: How much a row of a bootstrap resample counts as evidence in a CI test
+#: (:meth:`ClientData.resampled`, docs/confidence.md "Which resampling").
+RESAMPLE_EVIDENCE = 0.5
 #: Most float values :class:`ClientData` checks for NaN and inf at a time.
 _CHECK_CELLS = 1 << 20
 
@@ -49,6 +58,10 @@ class ClientData:
         code column (the site reader's ``missing="keep"``, for methods that use
         incomplete rows: FedCDnv's test-wise deletion, FedAvg's imputation from
         federated statistics). Infinite values are still rejected.
+    evidence
+        How much one row counts as evidence in the client's CI tests, in ``(0, 1]``: 1
+        for a sample; a bootstrap resample's rows count :data:`RESAMPLE_EVIDENCE`
+        (:meth:`resampled`; :attr:`fedstruct.discovery.CITest.evidence`).
 
     Raises
     ------
@@ -69,6 +82,7 @@ class ClientData:
     intervention: NDArray[np.int64] | None = field(default=None, repr=False)
     graph: Graph | None = field(default=None, repr=False)
     missing_values: bool = field(default=False, repr=False)
+    evidence: float = field(default=1.0, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -78,6 +92,11 @@ class ClientData:
             raise DataError(f"client {self.name!r}: rows must be a pandas DataFrame")
         if len(rows) == 0:
             raise DataError(f"client {self.name!r} has no rows; give every client at least one")
+        if not 0 < self.evidence <= 1:
+            raise DataError(
+                f"client {self.name!r}: evidence = {self.evidence!r}; give how much one row "
+                "counts in its tests, in (0, 1] (1 for a sample)"
+            )
         cols = list(rows.columns)
         if any(not isinstance(c, str) for c in cols) or len(set(cols)) != len(cols):
             raise DataError(f"client {self.name!r}: column names must be unique strings")
@@ -164,14 +183,37 @@ class ClientData:
             )
         return self.rows[mask]
 
-    def resampled(self, rng: np.random.Generator, fraction: float | None = None) -> ClientData:
+    def resampled(
+        self,
+        rng: np.random.Generator,
+        fraction: float | None = None,
+        *,
+        correct_duplicates: bool = True,
+    ) -> ClientData:
         """The same client with a resample of its own rows only (docs/confidence.md).
 
-        Without ``fraction``, a bootstrap sample: as many rows, drawn with replacement.
+        Without ``fraction``, a bootstrap sample: as many rows, drawn with replacement;
+        with ``correct_duplicates`` each of them counts :data:`RESAMPLE_EVIDENCE` of a
+        row in the CI tests (:attr:`evidence`). Why a half: under independence a test
+        statistic on ``n`` rows is about ``|Z|²``, with ``Z`` the sample's deviation
+        from the population times ``√n``, a standard normal vector on the test's
+        degrees of freedom; a bootstrap sample adds its own deviation ``Z*`` around the
+        sample, of the same law and independent of ``Z``, so its statistic is about
+        ``|Z + Z*|²``: twice a χ² variable. The plain bootstrap's tests thus find
+        dependences that are not there (measured: 32 % of independent pairs rejected
+        at ``alpha = 0.05``) and its graphs are denser than the sample's — the bias
+        Steck & Jaakkola (2003, "Bias-corrected bootstrap and model uncertainty",
+        NIPS 16) found in bootstrapped Bayesian networks. Halved, the statistic is a
+        χ² variable again under independence, with the power of ``n/2`` rows, as a
+        subsample of half the rows has. Counting only the distinct rows (about
+        ``0.632 n``) would not do: ``0.632 · 2χ²`` still rejects about 12 %.
+
         With ``fraction`` in ``(0, 1)``, a subsample: that share of the rows (rounded,
-        at least one per regime), drawn without replacement. Rows of each regime
-        (observational, or under one intervention) are drawn from that regime's rows,
-        so the sample keeps the client's design.
+        at least one per regime), drawn without replacement, each a full row of
+        evidence (a subsample is a sample of the population itself: Politis & Romano
+        1994, *Ann. Statist.* 22(4)). Rows of each regime (observational, or under one
+        intervention) are drawn from that regime's rows, so the sample keeps the
+        client's design.
         """
         regimes = self.regimes()
         if fraction is None:
@@ -186,10 +228,12 @@ class ClientData:
                 size = max(1, round(fraction * where.size))
                 kept.append(rng.choice(where, size=size, replace=False))
             rows = np.sort(np.concatenate(kept))
+        repeated = fraction is None and correct_duplicates
         return replace(
             self,
             rows=self.rows.iloc[rows].reset_index(drop=True),
             intervention=None if self.intervention is None else self.intervention[rows],
+            evidence=self.evidence * RESAMPLE_EVIDENCE if repeated else self.evidence,
         )
 
     def select(self, variables: Sequence[str]) -> ClientData:

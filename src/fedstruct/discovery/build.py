@@ -30,6 +30,7 @@ def make_ci_test(
     dof: str = "adjusted",
     missing: str = "testwise",
     cg_min_rows: int = CG_MIN_ROWS,
+    evidence: float = 1.0,
 ) -> CITest:
     """A cached CI test over ``data``.
 
@@ -63,14 +64,43 @@ def make_ci_test(
     cg_min_rows
         ``"auto"`` on mixed data: ``"cg"`` from this median of rows per variable
         pair, ``"dg"`` below (:data:`~fedstruct.discovery.kinds.CG_MIN_ROWS`).
+    evidence
+        How much one row counts as evidence, in ``(0, 1]``
+        (:attr:`~fedstruct.discovery.citest.CITest.evidence`): 1 for a sample, the
+        default; ``ClientData.evidence`` for a bootstrap resample's rows.
 
     Raises
     ------
     ConfigError
-        For an unknown test name.
+        For an unknown test name, or ``evidence`` outside ``(0, 1]``.
     DataError, NonFiniteDataError
         For bad data (the message names the variable).
     """
+    if not 0 < evidence <= 1:
+        raise ConfigError(
+            f"CI test evidence = {evidence!r}: give how much one row counts, in (0, 1] "
+            "(1 for a sample)"
+        )
+    test = _built_test(
+        data, test, names, kinds, cardinalities, small_sample, dof, missing, cg_min_rows
+    )
+    if evidence != 1.0:
+        test.evidence = float(evidence)
+    return test
+
+
+def _built_test(
+    data: DataLike,
+    test: str,
+    names: Sequence[str] | None,
+    kinds: Mapping[str, str] | None,
+    cardinalities: Mapping[str, int] | Sequence[int] | None,
+    small_sample: str | SmallSampleRule,
+    dof: str,
+    missing: str,
+    cg_min_rows: int,
+) -> CITest:
+    """The test :func:`make_ci_test` returns, before its evidence is set."""
     if test == "auto":
         test = choose_ci_test(data, names=names, kinds=kinds, cg_min_rows=cg_min_rows)
     if test in ("g2", "chi2"):

@@ -68,6 +68,14 @@ class CITest(ABC):
         Number of rows behind the test, ``None`` for the oracle.
     """
 
+    #: How much one row counts as evidence: each test's statistic, on its χ² scale, is
+    #: multiplied by it before its p-value is read (Fisher-z: its squared z). 1 for a
+    #: sample; ``1/2`` for the rows of a bootstrap resample, whose repeated rows would
+    #: otherwise count as new evidence (:data:`fedstruct.data.client.RESAMPLE_EVIDENCE`,
+    #: docs/confidence.md "Which resampling"). Set by ``make_ci_test(evidence=...)``
+    #: before the first test.
+    evidence: float = 1.0
+
     def __init__(self, names: Sequence[str], kind: str, n_samples: int | None) -> None:
         self._names = tuple(names)
         self._index = {name: k for k, name in enumerate(self._names)}

@@ -416,6 +416,8 @@ class _RowSet:
         if self._test._pooled and self.n - full[2] < 1:  # no residual degree of freedom
             return 0.0, True
         stat = 2.0 * (full[0] + given[0] - fit_x[0] - fit_y[0])
+        if self._test.evidence != 1.0:
+            stat *= self._test.evidence
         df = full[1] + given[1] - fit_x[1] - fit_y[1]
         if math.isnan(stat) or df <= 0:
             return 0.0, True

@@ -281,6 +281,7 @@ class DegenerateGaussianTest(CITest):
         if n - p_x - p_y - sum(widths[k] for k in z) - 1 < 1:  # type: ignore[operator]
             return 0.0, True
         return _likelihood_ratio(
+            self.evidence,
             n,  # type: ignore[arg-type]
             p_x * p_y,
             self._logdet(tuple(sorted((i, *z))))
@@ -310,6 +311,7 @@ class DegenerateGaussianTest(CITest):
         if subset.n - widths[x] - widths[y] - sum(widths[k] for k in zs) - 1 < 1:
             return 0.0, True
         return _likelihood_ratio(
+            self.evidence,
             subset.n,
             widths[x] * widths[y],
             subset.logdet((x, *zs))
@@ -319,11 +321,11 @@ class DegenerateGaussianTest(CITest):
         )
 
 
-def _likelihood_ratio(n: int, df: int, logdets: float) -> tuple[float, bool]:
+def _likelihood_ratio(evidence: float, n: int, df: int, logdets: float) -> tuple[float, bool]:
     """``(p, skipped)`` of ``G = n · logdets`` on ``df`` degrees of freedom (module
-    docstring); a NaN (a singular sub-matrix: the regression cannot be fitted) is
-    skipped as dependent."""
-    stat = n * logdets
+    docstring), each row counted as ``evidence`` (:attr:`CITest.evidence`); a NaN (a
+    singular sub-matrix: the regression cannot be fitted) is skipped as dependent."""
+    stat = n * logdets if evidence == 1.0 else evidence * n * logdets
     if math.isnan(stat):
         return 0.0, True
     if not math.isfinite(stat):

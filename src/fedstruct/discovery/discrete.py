@@ -42,6 +42,11 @@ agree to floating-point rounding.
 The small-sample rule (:class:`SmallSampleRule`) decides, before counting, whether a
 test is performed at all.
 
+Evidence per row (:attr:`CITest.evidence`, 1 unless set): the statistic is multiplied
+by it before its p-value is read — the statistic of the same table with every count so
+multiplied, since G² and Pearson's χ² are proportional to the counts. A bootstrap
+resample's rows count ``1/2`` (:meth:`fedstruct.data.ClientData.resampled`).
+
 Missing values (``missing="testwise"``, a code ``-1`` or NaN): a test whose variables
 all have a value in every row runs as above; any other test counts the rows complete
 on ``X``, ``Y`` and ``Z`` (the AND of the variables' observed-row masks,
@@ -58,7 +63,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,6 +91,8 @@ __all__ = [
 
 DOF_CONVENTIONS = ("adjusted", "plain")
 """Degrees-of-freedom conventions (module docstring)."""
+
+_Stat = TypeVar("_Stat", float, NDArray[np.float64])
 
 #: Tables with at most max(this, 2 n) cells are counted densely, larger ones sparsely.
 _DENSE_CELLS = 4096
@@ -703,7 +710,7 @@ class DiscreteTest(CITest):
         if self._dof == "plain":
             cx, cy, cards = self._cards[i], self._cards[j], self._cards
             df = np.array([(cx - 1) * (cy - 1) * int(np.prod([cards[k] for k in s])) for s in todo])
-        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), self._weighed(stat)), 1.0).tolist()
         done = iter(pvalues)
         return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
 
@@ -731,7 +738,7 @@ class DiscreteTest(CITest):
         cards = self._cards
         if self._dof == "plain":
             df = np.array([(cards[a] - 1) * (cards[b] - 1) for a, b in pairs])
-        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), self._weighed(stat)), 1.0).tolist()
         verdict = 0.0 if self._rule.verdict == "dependent" else 1.0
         return [
             (p, False) if self._performed(a, b, ()) else (verdict, True)
@@ -777,7 +784,7 @@ class DiscreteTest(CITest):
         stat, df = np.concatenate(stats), np.concatenate(dfs)
         if self._dof == "plain":
             df = np.array([(cx - 1) * (cy - 1) * k for _, k in todo])
-        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), stat), 1.0).tolist()
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), self._weighed(stat)), 1.0).tolist()
         done = iter(pvalues)
         return [(next(done), False) if ok else o for ok, o in zip(performed, out, strict=True)]
 
@@ -868,6 +875,12 @@ class DiscreteTest(CITest):
             self._pool_key, self._pool_counts = key, counted
         return counted
 
+    def _weighed(self, stat: _Stat) -> _Stat:
+        """The statistic counted at :attr:`~CITest.evidence` per row (itself at 1): G²
+        and Pearson's χ² are proportional to the counts, so this is the statistic of the
+        same table with every count multiplied by the evidence."""
+        return stat if self.evidence == 1.0 else stat * self.evidence
+
     def _performed(self, i: int, j: int, z: tuple[int, ...], n: int | None = None) -> bool:
         """Whether the small-sample rule performs the test on ``n`` rows (default: all)."""
         n = self._n_samples if n is None else n
@@ -903,7 +916,7 @@ class DiscreteTest(CITest):
                 df = (cx - 1) * (cy - 1) * int(np.prod(card_z, dtype=np.int64))
         if df <= 0:
             return 1.0, False
-        return float(chdtrc(df, stat)), False
+        return float(chdtrc(df, self._weighed(stat))), False
 
     def _compute_on(
         self, rows: NDArray[np.bool_], i: int, j: int, z: tuple[int, ...]
@@ -934,7 +947,7 @@ class DiscreteTest(CITest):
                 df = (cx - 1) * (cy - 1) * int(np.prod(card_z, dtype=np.int64))
         if df <= 0:
             return 1.0, False
-        return float(chdtrc(df, stat)), False
+        return float(chdtrc(df, self._weighed(stat))), False
 
 
 def _integer_codes(values: NDArray, names: tuple[str, ...], where: str) -> NDArray[np.int64]:

@@ -140,5 +140,5 @@ class FisherZTest(CITest):
                 "deterministic columns"
             ) from None
         r = max(-_R_MAX, min(_R_MAX, r))
-        t = math.sqrt(dof) * abs(math.atanh(r))
+        t = math.sqrt(dof if self.evidence == 1.0 else dof * self.evidence) * abs(math.atanh(r))
         return math.erfc(t / math.sqrt(2.0)), False

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from numpy.typing import NDArray
 
 from fedstruct.experiments.sites import aligned
 from fedstruct.graphs import Graph, graph_metrics
@@ -24,15 +25,21 @@ CONFIDENT = 0.8
 
 
 def confident_precision(
-    frequencies: EdgeFrequencies, truth: Graph, threshold: float = CONFIDENT
+    frequencies: EdgeFrequencies,
+    truth: Graph,
+    threshold: float = CONFIDENT,
+    among: NDArray[np.bool_] | None = None,
 ) -> tuple[float, int]:
     """The share of the pairs adjacent in at least ``threshold`` of the runs that are
-    adjacent in ``truth`` (``nan`` if there are none), and how many such pairs.
+    adjacent in ``truth`` (``nan`` if there are none), and how many such pairs; with
+    ``among`` (a boolean matrix over ``frequencies.names``), of those pairs only.
 
     Pairs over a variable the truth lacks count as wrong (``truth`` is expanded)."""
     names = [*frequencies.names, *(v for v in truth.names if v not in frequencies.names)]
     true = truth.expand(names).restrict(frequencies.names).adjacency()
     sure = np.triu(frequencies.adjacency_matrix() >= threshold - 1e-9, 1)
+    if among is not None:
+        sure &= among
     count = int(sure.sum())
     return (float(true[sure].mean()) if count else float("nan")), count
 
@@ -48,20 +55,25 @@ def bootstrap_metrics(
 
     ``bootstrap_replicates``; ``bootstrap_mean_frequency`` (mean adjacency frequency
     of the learned ``graph``'s edges); ``confident_edges`` (pairs adjacent in at
-    least :data:`CONFIDENT` of the runs); ``consensus_edges``;
+    least :data:`CONFIDENT` of the runs) and, of them, ``confident_not_in_graph``
+    (those the learned graph lacks); ``consensus_edges``;
     ``consensus_contradictions_<site>`` (pairs of the site's variables adjacent in
     one of its ``local`` graph and the consensus, not both); with ``truth``,
-    ``confident_precision`` and the consensus's graph metrics (``consensus_*``).
+    ``confident_precision`` (also apart, where there are some:
+    ``confident_precision_in_graph``, ``confident_precision_not_in_graph``) and the
+    consensus's graph metrics (``consensus_*``).
     """
     if frequencies is None or consensus is None:
         return {}
     adjacency = frequencies.adjacency_matrix()
     on_edges = [adjacency[graph.index(e.a), graph.index(e.b)] for e in graph.edges()]
     confident = np.triu(adjacency >= CONFIDENT - 1e-9, 1)
+    in_graph = _in_graph(frequencies, graph)
     metrics = {
         "bootstrap_replicates": float(frequencies.replicates),
         "bootstrap_mean_frequency": float(np.mean(on_edges)) if on_edges else 1.0,
         "confident_edges": float(confident.sum()),
+        "confident_not_in_graph": float((confident & ~in_graph).sum()),
         "consensus_edges": float(consensus.n_edges),
     }
     for site, site_graph in local.items():
@@ -72,6 +84,16 @@ def bootstrap_metrics(
         precision, count = confident_precision(frequencies, truth)
         if count:
             metrics["confident_precision"] = precision
+        for name, among in (("in_graph", in_graph), ("not_in_graph", ~in_graph)):
+            precision, count = confident_precision(frequencies, truth, among=among)
+            if count:
+                metrics[f"confident_precision_{name}"] = precision
         scores = graph_metrics(*aligned(truth, consensus))
         metrics.update({f"consensus_{k}": float(v) for k, v in scores.items()})
     return metrics
+
+
+def _in_graph(frequencies: EdgeFrequencies, graph: Graph) -> NDArray[np.bool_]:
+    """Which pairs of ``frequencies.names`` the learned ``graph`` has adjacent."""
+    names = [*frequencies.names, *(v for v in graph.names if v not in frequencies.names)]
+    return graph.expand(names).restrict(frequencies.names).adjacency()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from fedstruct import __version__
-from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
@@ -139,6 +139,10 @@ class FederationSettings:
     subsample
         The share of its rows each site draws, without replacement, in each of the
         bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
+    correct_duplicates
+        A bootstrap sample's rows count half a row each in the CI tests (its repeated
+        rows would otherwise count as new evidence; docs/confidence.md); false: the
+        plain bootstrap. Ignored with ``subsample``.
     jobs
         Processes running the bootstrap's runs; empty: the cores available.
     secure_aggregation
@@ -179,6 +183,7 @@ class FederationSettings:
     max_site_levels: int | None = None
     bootstrap: int = 0
     subsample: float | None = None
+    correct_duplicates: bool = True
     jobs: int | None = None
     secure_aggregation: bool = False
 
@@ -258,6 +263,7 @@ _FEDERATION_CONSTRAINTS = {
     "max_site_levels": Interval(int, 1, allow_none=True),
     "bootstrap": Interval(int, 0),
     "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "correct_duplicates": Boolean(),
     "jobs": Interval(int, 1, allow_none=True),
 }
 

@@ -5,9 +5,12 @@ Replicate ``r`` runs the whole federation, unchanged, on the backend
 :class:`ResampledSites`: a local backend whose every site, when its client is built,
 replaces its rows by ``n`` rows drawn with replacement from its own ``n`` rows
 (:meth:`~fedstruct.data.ClientData.resampled`; the rows of one intervention regime from
-that regime's). No row moves between sites: a site's draw reads its own rows and is
-seeded by the run's seed, ``r`` and the site's name alone, so the same seed gives the
-same replicates whatever the number of processes. Replicates run in ``jobs`` processes
+that regime's), each counting half a row of evidence in its CI tests (the statistic of
+a bootstrap sample is about twice a χ² variable under independence; the derivation is
+in ``resampled``'s docstring and docs/confidence.md). No row moves between sites: a
+site's draw reads its own rows and is seeded by the run's seed, ``r`` and the site's
+name alone, so the same seed gives the same replicates whatever the number of
+processes. Replicates run in ``jobs`` processes
 (:func:`replicate_graphs`: forked, or spawned once torch is loaded); each returns its
 learned graph, and the caller counts them
 (:class:`~fedstruct.graphs.frequencies.EdgeFrequencies`).
@@ -59,15 +62,24 @@ class ResampledSites(LocalBackend):
     rows (replicate ``replicate`` of a run seeded ``seed``): a bootstrap sample, or
     with ``subsample`` that share of its rows drawn without replacement."""
 
-    def __init__(self, replicate: int, seed: int, subsample: float | None = None) -> None:
+    def __init__(
+        self,
+        replicate: int,
+        seed: int,
+        subsample: float | None = None,
+        correct_duplicates: bool = True,
+    ) -> None:
         self.replicate = int(replicate)
         self.seed = int(seed)
         self.subsample = subsample
+        self.correct_duplicates = correct_duplicates
 
     def site_data(self, data: ClientData) -> ClientData:
-        """What site ``data.name`` holds in this replicate: its own rows, resampled."""
+        """What site ``data.name`` holds in this replicate: its own rows, resampled
+        (:meth:`~fedstruct.data.ClientData.resampled`: a bootstrap sample's rows count
+        half a row each in the CI tests unless ``correct_duplicates`` is false)."""
         rng = make_rng(site_rng_seed(self.seed, self.replicate, data.name))
-        return data.resampled(rng, self.subsample)
+        return data.resampled(rng, self.subsample, correct_duplicates=self.correct_duplicates)
 
 
 def deployment_refusal(who: str) -> ConfigError:
@@ -101,6 +113,7 @@ def replicate_graphs(
     *,
     seed: int,
     subsample: float | None = None,
+    correct_duplicates: bool = True,
     jobs: int | None = None,
     progress: bool = False,
     start: str | None = None,
@@ -121,6 +134,9 @@ def replicate_graphs(
     subsample
         The share of its rows each site draws without replacement; ``None``: a
         bootstrap sample (as many rows, with replacement).
+    correct_duplicates
+        A bootstrap sample's rows count half a row each in the CI tests
+        (:meth:`~fedstruct.data.ClientData.resampled`); false: the plain bootstrap.
     jobs
         Processes; ``None``: the cores this process may use, at most ``B``. With 1
         every replicate runs in this process. The graphs are the same for every value.
@@ -132,11 +148,12 @@ def replicate_graphs(
     """
     jobs = min(usable_cores() if jobs is None else int(jobs), replicates)
     label = f"{getattr(estimator, 'method', 'bootstrap')} bootstrap"
+    resample = (subsample, correct_duplicates)
     graphs: list[Graph] = []
     with show_progress(label, replicates, enabled=progress, unit="replicate") as bar:
         if jobs <= 1:
             for r in range(replicates):
-                graphs.append(_fit_replicate(estimator, params, clients, r, seed, subsample))
+                graphs.append(_fit_replicate(estimator, params, clients, r, seed, resample))
                 bar.advance()
             return graphs
         # Forked workers share the data at no cost; torch's thread pools do not survive
@@ -146,7 +163,7 @@ def replicate_graphs(
             jobs,
             mp_context=context,
             initializer=_hold,
-            initargs=(estimator, params, clients, seed, subsample),
+            initargs=(estimator, params, clients, seed, resample),
         ) as pool:
             for graph in pool.map(_in_worker, range(replicates)):
                 graphs.append(graph)
@@ -160,11 +177,12 @@ def _fit_replicate(
     clients: Sequence[ClientData],
     replicate: int,
     seed: int,
-    subsample: float | None,
+    resample: tuple[float | None, bool],
 ) -> Graph:
-    """Replicate ``replicate``: a fresh estimator fitted on :class:`ResampledSites`."""
+    """Replicate ``replicate``: a fresh estimator fitted on :class:`ResampledSites`
+    (``resample``: its ``subsample`` and ``correct_duplicates``)."""
     model = estimator(**params)
-    model.fit(list(clients), backend=ResampledSites(replicate, seed, subsample))
+    model.fit(list(clients), backend=ResampledSites(replicate, seed, *resample))
     graph: Graph = model.graph_
     return graph
 
@@ -178,5 +196,5 @@ def _hold(*held: Any) -> None:
 
 
 def _in_worker(replicate: int) -> Graph:
-    estimator, params, clients, seed, subsample = _HELD
-    return _fit_replicate(estimator, params, clients, replicate, seed, subsample)
+    estimator, params, clients, seed, resample = _HELD
+    return _fit_replicate(estimator, params, clients, replicate, seed, resample)

@@ -639,10 +639,16 @@ class GraphLearner(FederatedEstimator):
         participation: Participation | None = None,
         bootstrap: int | None = None,
         subsample: float | None = None,
+        correct_duplicates: bool = True,
         jobs: int | None = None,
         **params: Any,
     ) -> None:
         super().__init__(seed=seed, participation=participation, **params)
+        if not isinstance(correct_duplicates, bool | np.bool_):
+            raise ConfigError(
+                f"{self.method} correct_duplicates = {correct_duplicates!r}: give true (a "
+                "bootstrap sample's rows count half a row each in the CI tests) or false"
+            )
         if subsample is not None and not (isinstance(subsample, float) and 0 < subsample < 1):
             raise ConfigError(
                 f"{self.method} subsample = {subsample!r}: give the share of each site's rows "
@@ -661,8 +667,16 @@ class GraphLearner(FederatedEstimator):
         #: Each resampled run's share of a site's rows, drawn without replacement
         #: (``None``: a bootstrap sample, as many rows drawn with replacement).
         self.subsample = subsample
+        #: A bootstrap sample's rows count half a row each in the CI tests (false: the
+        #: plain bootstrap; :meth:`~fedstruct.data.ClientData.resampled`).
+        self.correct_duplicates = bool(correct_duplicates)
         self.jobs = None if jobs is None else int(jobs)
-        self._given(bootstrap=self.bootstrap, subsample=subsample, jobs=self.jobs)
+        self._given(
+            bootstrap=self.bootstrap,
+            subsample=subsample,
+            correct_duplicates=self.correct_duplicates,
+            jobs=self.jobs,
+        )
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then
@@ -687,7 +701,13 @@ class GraphLearner(FederatedEstimator):
 
     def _fit_bootstrap(self, clients: list[ClientData], run_options: Mapping[str, Any]) -> None:
         """Run the replicates and keep their frequencies and consensus."""
-        params = {**self.get_params(), "bootstrap": None, "subsample": None, "jobs": None}
+        params = {
+            **self.get_params(),
+            "bootstrap": None,
+            "subsample": None,
+            "correct_duplicates": True,
+            "jobs": None,
+        }
         if self.inner_workers is not None and self.jobs != 1:
             params[self.inner_workers] = 1  # replicates in parallel: one process each
         graphs = replicate_graphs(
@@ -697,6 +717,7 @@ class GraphLearner(FederatedEstimator):
             int(self.bootstrap or 0),
             seed=self.seed,
             subsample=self.subsample,
+            correct_duplicates=self.correct_duplicates,
             jobs=self.jobs,
             progress=bool(run_options.get("progress", False)),
         )
@@ -716,11 +737,20 @@ class GraphLearner(FederatedEstimator):
 
     def learned_tables(self) -> dict[str, pd.DataFrame]:
         """After a bootstrap, ``edge-frequencies``: every pair adjacent in some
-        replicate, its adjacency and mark-pattern frequencies
+        replicate, whether the learned graph has it (``in_graph``: a frequent pair the
+        run on the sites' own rows lacks is read apart, docs/confidence.md), and its
+        adjacency and mark-pattern frequencies
         (:meth:`~fedstruct.graphs.frequencies.EdgeFrequencies.table`); else none."""
         if self.edge_frequencies_ is None:
             return {}
-        return {"edge-frequencies": self.edge_frequencies_.table().set_index(["from", "to"])}
+        table = self.edge_frequencies_.table()
+        graph = self.graph_
+        in_graph = [
+            a in graph and b in graph and graph.is_adjacent(a, b)
+            for a, b in zip(table["from"], table["to"], strict=True)
+        ]
+        table.insert(2, "in_graph", in_graph)
+        return {"edge-frequencies": table.set_index(["from", "to"])}
 
     def graph_frequencies(self) -> dict[str, EdgeFrequencies]:
         """Saved graph stem -> the edge frequencies its edges' rows carry (the learned

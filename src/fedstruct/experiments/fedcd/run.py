@@ -69,6 +69,7 @@ def method(s: FedCDRun, source: Source) -> FedCD:
         bin_grid=s.bin_grid,
         bootstrap=s.bootstrap or None,
         subsample=s.subsample,
+        correct_duplicates=s.correct_duplicates,
         jobs=s.jobs,
         secure_aggregation=s.secure_aggregation,
         **dataclasses.asdict(subset(s, FedCDConfig)),

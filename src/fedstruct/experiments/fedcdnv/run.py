@@ -56,6 +56,7 @@ def method(s: FedCDnvRun, source: Source) -> FedCDnv:
         participation=s.participation(source.names),
         bootstrap=s.bootstrap or None,
         subsample=s.subsample,
+        correct_duplicates=s.correct_duplicates,
         jobs=s.jobs,
         secure_aggregation=s.secure_aggregation,
         **dataclasses.asdict(subset(s, FedCDnvConfig)),

@@ -57,6 +57,12 @@ class FedCD(
     subsample
         Each resampled run's share of a site's rows, drawn without replacement
         (``None``: a bootstrap sample, as many rows drawn with replacement).
+    correct_duplicates
+        A bootstrap sample's rows count half a row each in the CI tests, so that its
+        repeated rows are not taken for new evidence (docs/confidence.md, "Which
+        resampling"); ``False``: the plain bootstrap. Ignored with ``subsample``.
+        FED-CD's replicates run no CI test (ENCO fits likelihoods): it changes nothing
+        there.
     jobs
         Processes for the bootstrap's replicates (``None``: the cores available).
     **params
@@ -104,6 +110,7 @@ class FedCD(
         bin_grid: int = 256,
         bootstrap: int | None = None,
         subsample: float | None = None,
+        correct_duplicates: bool = True,
         jobs: int | None = None,
         **params: Any,
     ) -> None:
@@ -112,6 +119,7 @@ class FedCD(
             participation=participation,
             bootstrap=bootstrap,
             subsample=subsample,
+            correct_duplicates=correct_duplicates,
             jobs=jobs,
             **params,
         )

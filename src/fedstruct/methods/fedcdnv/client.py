@@ -136,6 +136,7 @@ class FedCDnvClient(Client):
             dof=cfg.dof,
             missing="testwise",
             cg_min_rows=cfg.cg_min_rows,
+            evidence=self.data.evidence,
         )
 
     def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:

@@ -52,6 +52,10 @@ class FedCDnv(
     subsample
         Each resampled run's share of a site's rows, drawn without replacement
         (``None``: a bootstrap sample, as many rows drawn with replacement).
+    correct_duplicates
+        A bootstrap sample's rows count half a row each in the CI tests, so that its
+        repeated rows are not taken for new evidence (docs/confidence.md, "Which
+        resampling"); ``False``: the plain bootstrap. Ignored with ``subsample``.
     jobs
         Processes for the bootstrap's replicates (``None``: the cores available).
     **params
@@ -111,6 +115,7 @@ class FedCDnv(
         participation: Participation | None = None,
         bootstrap: int | None = None,
         subsample: float | None = None,
+        correct_duplicates: bool = True,
         jobs: int | None = None,
         **params: Any,
     ) -> None:
@@ -119,6 +124,7 @@ class FedCDnv(
             participation=participation,
             bootstrap=bootstrap,
             subsample=subsample,
+            correct_duplicates=correct_duplicates,
             jobs=jobs,
             **params,
         )
