@@ -160,10 +160,10 @@ def _axis_sweep(
         for label, settings in methods.items()
         for v in values
     }
+    shared = {**common, "reference": False}
     comparison = compare_variants(
-        "fedcdnv", variants, seeds, out / axis, common={**common, "reference": False},
-        progress=False,
-    )  # fmt: skip
+        "fedcdnv", variants, seeds, out / axis, common=shared, progress=False
+    )
     rows = [
         {**r, "name": f"{axis}: {r['name']}"} for r in comparison.rows([*EDGE, *ORIENT, *ARROW])
     ]
