@@ -78,12 +78,28 @@ def test_oracle_federation_removes_the_edge_a_hidden_confounder_creates():
     expected = ["U o-> X", "V o-> Y", "X o-o Z", "Z o-o Y"]
     assert model.graph_ == Graph.from_edges(model.graph_.names, expected)
     assert model.graph_.adjacency().sum() == TRUTH.adjacency().sum()  # the true skeleton
-    # On FedG, U and Z share the neighbour X, so Theorem 3.1 cannot decide <U, Z> (-1),
-    # and Lemma 3.2 makes the edges at U and Z non-definite (1); V-Y is like U-X.
+    # FeddG reads G0's status (Algorithm 1, line 17): U and Z share the neighbour X, so
+    # Theorem 3.1 cannot decide <U, Z> (-1), Lemma 3.2 makes the edges at U, Z and V
+    # non-definite (1), Lemma 3.3 the edge X - Y, which TPSS then removed.
     assert model.status_.loc["U", "Z"] == -1
     assert model.status_.loc["U", "X"] == 1 and model.status_.loc["Z", "Y"] == 1
-    assert model.status_counts() == {-2: 4, -1: 2, 1: 4}
+    assert model.status_.loc["X", "Y"] == 1
+    assert model.status_counts() == {-2: 3, -1: 2, 1: 5}
+    # the removed X - Y is not definite: only the three pairs no graph ever joined are
+    assert model.definite_pairs_ == ([], [("U", "Y"), ("U", "V"), ("X", "V")])
+    assert model.definite_graph_.n_edges == 0
     assert [h["round"] for h in model.history_] == [1, 2]
+
+
+def test_feddg_from_fedg_calls_the_edge_tpss_removed_definite_non_causal():
+    a = oracle_data("a", ["U", "X", "Y", "V"])
+    b = oracle_data("b", ["X", "Z", "Y"])
+    model = OracleFedCDnv(definite_from="fedg").fit([a, b])
+    assert model.graph_ == OracleFedCDnv().fit([a, b]).graph_  # FedG is the same
+    # the status rebuilt on FedG: X - Y, absent from FedG, is overlapping: -2
+    assert model.status_.loc["X", "Y"] == -2
+    assert model.status_counts() == {-2: 4, -1: 2, 1: 4}
+    assert model.definite_pairs_ == ([], [("U", "Y"), ("U", "V"), ("X", "Y"), ("X", "V")])
 
 
 def test_fci_base_stops_after_the_first_round_and_vote_keeps_the_spurious_edge():

@@ -5,7 +5,8 @@ from fedstruct.errors import ConfigError
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedcdnv.aggregate import ClientReport, aggregate
 from fedstruct.methods.fedcdnv.pvalues import check_interval, read_scaled, scale_pvalues
-from fedstruct.methods.fedcdnv.theory import observed_together, status_matrix
+from fedstruct.methods.fedcdnv.server import definite_graph, feddg_status
+from fedstruct.methods.fedcdnv.theory import definite_pairs, observed_together, status_matrix
 
 ABCD = ["A", "B", "C", "D"]
 SETS = [["A", "B", "C"], ["B", "C", "D"]]  # (A, D) is the only non-overlapping pair
@@ -42,6 +43,34 @@ def test_lemma_32_taints_the_edges_of_a_non_definite_pair():
     assert stat[0, 3] == -1
     assert stat[0, 1] == 1 and stat[1, 3] == 1 and stat[2, 3] == 1  # touch A or D
     assert stat[1, 2] == -2  # overlapping, non-adjacent: stays definite
+
+
+def test_feddg_reads_g0s_status_by_default_and_fedgs_as_an_option():
+    # G0: A - B - C - D (Lemma 3.3 makes B - C non-definite); TPSS removed C - D.
+    g0 = Graph.from_edges(ABCD, ["A o-o B", "B o-o C", "C o-o D"])
+    fed = Graph.from_edges(ABCD, ["A o-o B", "B o-o C"])
+    together = observed_together(ABCD, SETS)
+    stat0 = status_matrix(g0, together)
+    # G0's reading (Algorithm 1, line 17): C - D had status 2 but FedG dropped it, so it
+    # is neither definite causal nor definite non-causal; <A, D> stays -2 (Theorem 3.1).
+    g0_read = feddg_status("g0", stat0, fed, together)
+    np.testing.assert_array_equal(g0_read, stat0)
+    assert definite_pairs(g0_read, ABCD, fed) == (
+        [("A", "B")],
+        [("A", "C"), ("A", "D"), ("B", "D")],
+    )
+    assert [str(e) for e in definite_graph(fed, g0_read).edges()] == ["A o-o B"]
+    # FedG's own status: D has no neighbour, so <A, D> is -1 and Lemma 3.2 demotes A - B;
+    # C - D, overlapping and absent, becomes definite non-causal.
+    fedg_read = feddg_status("fedg", stat0, fed, together)
+    expected = np.array([[0, 1, -2, -1], [1, 0, 2, -2], [-2, 2, 0, -2], [-1, -2, -2, 0]])
+    np.testing.assert_array_equal(fedg_read, expected)
+    assert definite_pairs(fedg_read, ABCD, fed) == definite_pairs(fedg_read, ABCD)
+    assert definite_pairs(fedg_read, ABCD) == (
+        [("B", "C")],
+        [("A", "C"), ("B", "D"), ("C", "D")],
+    )
+    assert [str(e) for e in definite_graph(fed, fedg_read).edges()] == ["B o-o C"]
 
 
 def test_pvalue_scaling_eq2():
@@ -106,12 +135,12 @@ def test_tpss_second_level_eq1_and_eq3():
     )
     agg = aggregate([c1, c2], names, "tpss", stat=stat)
     p_hat = 0.25 / 0.45
-    w2 = p_hat * 2 / (p_hat + 1)  # eq. (3), count = observers
+    w2 = p_hat * 1 / (p_hat + 1)  # eq. (3) as written: count = non-stable clients (1)
     assert agg.decisions[("X", "Y")] == pytest.approx(0.75 * 1 - 0.25 * w2)
     assert agg.graph.is_adjacent("X", "Y")
-    w2_ns = p_hat * 1 / (p_hat + 1)  # count = non-stable clients
-    agg_ns = aggregate([c1, c2], names, "tpss", stat=stat, weight_count="non_stable")
-    assert agg_ns.decisions[("X", "Y")] == pytest.approx(0.75 - 0.25 * w2_ns)
+    w2_obs = p_hat * 2 / (p_hat + 1)  # count = observers (2)
+    agg_obs = aggregate([c1, c2], names, "tpss", stat=stat, weight_count="observers")
+    assert agg_obs.decisions[("X", "Y")] == pytest.approx(0.75 - 0.25 * w2_obs)
 
 
 def test_tpss_first_level_condition_37():

@@ -27,9 +27,10 @@ p-value lies outside ``[alpha - theta1, alpha + theta2]``. A relationship whose
 deciding test was skipped by the small-sample rule (NaN p-value) is non-stable with
 ``p_hat = 0``: it carries no evidence either way.
 
-Eq. (3) as printed is ambiguous about the count in its numerator;
-``weight_count = "observers"`` (default) uses the number of clients observing the pair,
-``"non_stable"`` the number of non-stable ones (see docs/fedcdnv.md).
+Eq. (3)'s numerator multiplies by the size of the set the text after it defines as
+the clients that identify the relationship as non-stable: ``weight_count =
+"non_stable"`` (default) counts those; ``"observers"`` counts every client observing
+the pair (the earlier default; see docs/fedcdnv.md).
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ from fedstruct.graphs import ARROW, CIRCLE, NONE, TAIL, Graph, union
 from fedstruct.methods.fedcdnv.pvalues import read_scaled
 from fedstruct.methods.fedcdnv.theory import DEFINITE_CAUSAL
 
-__all__ = ["STRATEGIES", "Aggregation", "ClientReport", "aggregate", "pair_key"]
+__all__ = ["STRATEGIES", "WEIGHT_COUNTS", "Aggregation", "ClientReport", "aggregate", "pair_key"]
 
 STRATEGIES = ("tpss", "vote", "largest")
+#: The count in eq. (3)'s numerator: the non-stable clients (as written) or every observer.
+WEIGHT_COUNTS = ("non_stable", "observers")
 
 
 def pair_key(a: str, b: str) -> tuple[str, str]:
@@ -105,7 +108,7 @@ def aggregate(
     strategy: str = "tpss",
     *,
     stat: NDArray[np.int8] | None = None,
-    weight_count: str = "observers",
+    weight_count: str = "non_stable",
 ) -> Aggregation:
     """Aggregate client graphs over ``names`` with ``strategy`` (module docstring).
 
@@ -117,10 +120,8 @@ def aggregate(
     """
     if strategy not in STRATEGIES:
         raise ConfigError(unknown_choice_message("aggregation strategy", strategy, STRATEGIES))
-    if weight_count not in ("observers", "non_stable"):
-        raise ConfigError(
-            unknown_choice_message("weight count", weight_count, ("observers", "non_stable"))
-        )
+    if weight_count not in WEIGHT_COUNTS:
+        raise ConfigError(unknown_choice_message("weight count", weight_count, WEIGHT_COUNTS))
     if strategy == "tpss" and (stat is None or any(r.scaled is None for r in reports)):
         raise ConfigError("TPSS needs the status matrix and every client's scaled p-values")
     names = tuple(names)

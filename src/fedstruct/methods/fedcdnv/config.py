@@ -9,12 +9,14 @@ from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.pds import AUTO
-from fedstruct.methods.fedcdnv.aggregate import STRATEGIES
+from fedstruct.methods.fedcdnv.aggregate import STRATEGIES, WEIGHT_COUNTS
 from fedstruct.methods.fedcdnv.pvalues import check_interval
 
-__all__ = ["LEARNERS", "SECURE_REFUSALS", "FedCDnvConfig"]
+__all__ = ["DEFINITE_FROM", "LEARNERS", "SECURE_REFUSALS", "FedCDnvConfig"]
 
 LEARNERS = ("fci", "rfci")
+#: Where FeddG's status comes from: G0's status matrix (Algorithm 1) or FedG's.
+DEFINITE_FROM = ("g0", "fedg")
 
 
 #: Why a strategy refuses secure aggregation (FedCDnv-vote, ``"vote"``, takes it: its
@@ -90,7 +92,17 @@ class FedCDnvConfig:
         (Definition 3.5: "there exists Z with p > alpha + theta2"); ``None``: every
         subset of the client's other variables.
     weight_count
-        The count in eq. (3)'s numerator: ``"observers"`` or ``"non_stable"``.
+        The count in eq. (3)'s numerator: ``"non_stable"`` (default: the text after
+        eq. (3), the clients that identify the relationship as non-stable) or
+        ``"observers"`` (every client observing the pair; the earlier default, see the
+        changelog in docs/fedcdnv.md).
+    definite_from
+        The status matrix FeddG and the definite pairs are read from: ``"g0"``
+        (default: Algorithm 1, line 17, "according to obtained stat", the one built on
+        G0 at line 9; a pair is definite causal where G0's status is 2 and FedG keeps
+        the edge, definite non-causal where it is -2) or ``"fedg"`` (the status matrix
+        rebuilt on FedG, the earlier default: a pair TPSS removed from G0 then counts
+        as definite non-causal).
     constant_columns
         A variable constant in a client's data: ``"error"`` (name it and stop) or
         ``"exclude"`` (the client leaves it out of its variables, as if unobserved, and
@@ -117,7 +129,8 @@ class FedCDnvConfig:
     dof: str = "adjusted"
     update_depth: int | None = 3
     stability_depth: int | None = 2
-    weight_count: str = "observers"
+    weight_count: str = "non_stable"
+    definite_from: str = "g0"
     constant_columns: str = "error"
     knowledge: str | Knowledge | None = None
 
@@ -135,7 +148,8 @@ _CONSTRAINTS = {
     "strategy": OneOf(STRATEGIES),
     "learner": OneOf(LEARNERS),
     "ci_test": OneOf(CI_TESTS),
-    "weight_count": OneOf(("observers", "non_stable")),
+    "weight_count": OneOf(WEIGHT_COUNTS),
+    "definite_from": OneOf(DEFINITE_FROM),
     "small_sample": OneOf(SMALL_SAMPLE_RULES),
     "dof": OneOf(DOF_CONVENTIONS),
     "constant_columns": OneOf(("error", "exclude")),

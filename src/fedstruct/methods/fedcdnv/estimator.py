@@ -68,9 +68,12 @@ class FedCDnv(
     definite_graph_ : Graph
         FeddG: the edges of FedG whose relationship is definite causal.
     status_ : pandas.DataFrame
-        FedG's status matrix (2, 1, -1, -2; see :mod:`~fedstruct.methods.fedcdnv.theory`).
+        The status matrix FeddG is read from (2, 1, -1, -2; see
+        :mod:`~fedstruct.methods.fedcdnv.theory`): G0's (``definite_from="g0"``,
+        default) or FedG's (``"fedg"``).
     definite_pairs_ : tuple
-        Lists of the definite causal and definite non-causal pairs.
+        Lists of FedG's definite causal and definite non-causal pairs
+        (:func:`~fedstruct.methods.fedcdnv.theory.definite_relations`).
     initial_graph_ : Graph
         G0, the integration of the clients' ``Pag_0``.
     local_graphs_ : dict
@@ -173,7 +176,7 @@ class FedCDnv(
         self.graph_ = state.aggregation.graph
         self.definite_graph_ = definite_graph(self.graph_, state.stat)
         self.status_ = pd.DataFrame(state.stat, index=state.names, columns=state.names)
-        self.definite_pairs_ = definite_pairs(state.stat, state.names)
+        self.definite_pairs_ = definite_pairs(state.stat, state.names, self.graph_)
         self.decisions_ = dict(state.aggregation.decisions)
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
@@ -183,7 +186,7 @@ class FedCDnv(
         return self.with_consensus(graphs)
 
     def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
-        """FedG's status matrix as an array; FedG, G0, the local PAGs and TPSS's
+        """The status matrix FeddG is read from, as an array; FedG, G0, the local PAGs and TPSS's
         decisions as JSON (FeddG and the definite pairs follow from FedG and status)."""
         decisions = [[a, b, value] for (a, b), value in self.decisions_.items()]
         return {"status": self.status_.to_numpy(dtype=np.int8)}, {
@@ -201,7 +204,7 @@ class FedCDnv(
         names = list(self.graph_.names)
         self.definite_graph_ = definite_graph(self.graph_, stat)
         self.status_ = pd.DataFrame(stat, index=names, columns=names)
-        self.definite_pairs_ = definite_pairs(stat, names)
+        self.definite_pairs_ = definite_pairs(stat, names, self.graph_)
         self.initial_graph_ = from_graph_json(meta["initial_graph"]).graph
         self.local_graphs_ = {n: from_graph_json(g).graph for n, g in meta["local_graphs"].items()}
         self.decisions_ = {(a, b): value for a, b, value in meta["decisions"]}

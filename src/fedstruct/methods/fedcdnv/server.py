@@ -5,14 +5,16 @@ adjacencies and arrowheads into ``G0`` over ``O`` (the union of the variables) a
 build the status matrix on it (Theorem 3.1, Lemmas 3.2-3.3). FCI-base stops here and
 aggregates the ``Pag_0`` (its ``"largest"`` rule).
 Round 2: broadcast ``G0``; collect ``Pag_u``, the scaled p-values and the separating
-sets; aggregate with TPSS (or the vote) into FedG (Algorithm 3). FeddG keeps the
-relationships FedG's own status matrix calls definite (§3.3.2).
+sets; aggregate with TPSS (or the vote) into FedG (Algorithm 3). FeddG keeps FedG's
+relationships that the status matrix of G0 calls definite (Algorithm 1, line 17:
+"according to obtained stat"; ``definite_from="g0"``), or, with
+``definite_from="fedg"``, those that a status matrix rebuilt on FedG calls definite.
 Both rounds also record, per client, the CI test it ran and the rows behind its
 tests (:attr:`FedCDnvState.site_tests`; not part of the algorithm).
 With background knowledge (``knowledge``), G0 and FedG are made to respect it
 (:func:`~fedstruct.discovery.background.respect_knowledge`: no ``forbidden_adjacent``
-edge, no required adjacency a client found lost, the knowledge's marks) before their
-status matrices are built; FeddG, a part of FedG, follows.
+edge, no required adjacency a client found lost, the knowledge's marks) before a
+status matrix is built on them; FeddG, a part of FedG, follows.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from fedstruct.graphs import ARROW, CIRCLE, NONE, Graph, union, union_names
 from fedstruct.methods.fedcdnv.aggregate import Aggregation, ClientReport, aggregate, pair_key
 from fedstruct.methods.fedcdnv.client import FRAME, INIT, MARKS, NAMES, UPDATE, VOTE
 from fedstruct.methods.fedcdnv.config import FedCDnvConfig
-from fedstruct.methods.fedcdnv.theory import DEFINITE_CAUSAL, observed_together, status_matrix
+from fedstruct.methods.fedcdnv.theory import definite_relations, observed_together, status_matrix
 
-__all__ = ["FedCDnvServer", "FedCDnvState", "check_overlap", "definite_graph"]
+__all__ = ["FedCDnvServer", "FedCDnvState", "check_overlap", "definite_graph", "feddg_status"]
 
 
 def check_overlap(variable_sets: dict[str, Sequence[str]]) -> None:
@@ -75,8 +77,20 @@ def _record_tests(state: FedCDnvState, grid: Grid, replies: dict[int, Message]) 
 
 
 def definite_graph(fed: Graph, stat: NDArray[np.int8]) -> Graph:
-    """FeddG: FedG's edges whose relationship is definite causal (``stat = 2``)."""
-    return fed.with_marks(np.where(stat == DEFINITE_CAUSAL, fed.marks, NONE).astype(np.int8))
+    """FeddG: FedG's edges whose relationship is definite causal (``stat = 2``:
+    :func:`~fedstruct.methods.fedcdnv.theory.definite_relations`)."""
+    causal, _ = definite_relations(fed, stat)
+    return fed.with_marks(np.where(causal, fed.marks, NONE).astype(np.int8))
+
+
+def feddg_status(
+    definite_from: str, stat0: NDArray[np.int8], fed: Graph, together: NDArray[np.bool_]
+) -> NDArray[np.int8]:
+    """The status matrix FeddG is read from: G0's ``stat0`` (``"g0"``, Algorithm 1,
+    line 17) or one rebuilt on FedG (``"fedg"``)."""
+    if definite_from == "g0":
+        return stat0.copy()
+    return status_matrix(fed, together)
 
 
 @dataclass
@@ -88,6 +102,7 @@ class FedCDnvState:
     g0: Graph | None = None
     stat0: NDArray[np.int8] | None = None
     aggregation: Aggregation | None = None
+    #: The status matrix FeddG is read from (:func:`feddg_status`).
     stat: NDArray[np.int8] | None = None
     history: list[dict[str, float]] = field(default_factory=list)
     #: Client name -> the CI test it ran (``ci_test``) and the rows behind its tests
@@ -283,7 +298,8 @@ class FedCDnvServer(ServerAlgorithm[FedCDnvState]):
         found = union([r.pag for r in reports], state.names)
         fed = self._respect(state.aggregation.graph, found, state.g0)
         state.aggregation = Aggregation(fed, state.aggregation.decisions)
-        state.stat = status_matrix(state.aggregation.graph, together)
+        assert state.stat0 is not None
+        state.stat = feddg_status(self.config.definite_from, state.stat0, fed, together)
 
     def _respect(self, graph: Graph, *found: Graph | None) -> Graph:
         """``graph`` made to respect the knowledge (unchanged without one); ``found``:

@@ -23,6 +23,12 @@ together by any client (Category I), an *overlapping* pair is (Category II).
 
 Both lemmas speak of the *causal* relationship of an overlapping pair, so they apply
 to its adjacent pairs only (a choice, documented in docs/fedcdnv.md).
+
+FeddG (Algorithm 1, line 17) reads FedG's relationships "according to obtained stat":
+:func:`definite_relations` keeps a pair as definite causal where the status is 2 and
+FedG holds the edge, definite non-causal where it is -2 and FedG does not. With the
+status matrix of G0 (the default) a pair G0 holds and TPSS removed is neither; with
+the status matrix of FedG itself the masks are exactly ``stat == 2`` and ``stat == -2``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ __all__ = [
     "NONDEFINITE_CAUSAL",
     "NONDEFINITE_NONCAUSAL",
     "definite_pairs",
+    "definite_relations",
     "observed_together",
     "status_matrix",
 ]
@@ -113,23 +120,57 @@ def status_matrix(graph: Graph, together: NDArray[np.bool_]) -> NDArray[np.int8]
     return stat
 
 
-def definite_pairs(stat: NDArray[np.int8], names: Sequence[str]) -> tuple[list, list]:
-    """The definite causal (``stat = 2``) and definite non-causal (``stat = -2``) pairs.
+def definite_relations(
+    graph: Graph, stat: NDArray[np.int8]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """The definite causal and definite non-causal relationships of ``graph`` (FeddG).
+
+    Parameters
+    ----------
+    graph
+        FedG.
+    stat
+        A status matrix over ``graph``'s variables: G0's (Algorithm 1, line 9) or
+        ``graph``'s own.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Symmetric boolean masks: ``stat = 2`` where ``graph`` is adjacent, and
+        ``stat = -2`` where it is not (module docstring).
+    """
+    adj = graph.adjacency()
+    return (stat == DEFINITE_CAUSAL) & adj, (stat == DEFINITE_NONCAUSAL) & ~adj
+
+
+def definite_pairs(
+    stat: NDArray[np.int8], names: Sequence[str], graph: Graph | None = None
+) -> tuple[list, list]:
+    """The definite causal and definite non-causal pairs.
+
+    Parameters
+    ----------
+    stat
+        The status matrix.
+    names
+        Its variables.
+    graph
+        FedG: keep only its relationships the status calls definite
+        (:func:`definite_relations`); ``None``: every pair with ``stat = 2`` and
+        ``stat = -2`` (``stat`` is FedG's own).
 
     Returns
     -------
     tuple
         Two lists of name pairs ``(a, b)`` with ``a`` before ``b`` in ``names``.
     """
+    if graph is None:
+        causal, noncausal = stat == DEFINITE_CAUSAL, stat == DEFINITE_NONCAUSAL
+    else:
+        causal, noncausal = definite_relations(graph, stat)
     rows, cols = np.triu_indices(len(names), 1)
-    causal = [
-        (names[i], names[j])
-        for i, j in zip(rows, cols, strict=True)
-        if stat[i, j] == DEFINITE_CAUSAL
-    ]
-    noncausal = [
-        (names[i], names[j])
-        for i, j in zip(rows, cols, strict=True)
-        if stat[i, j] == DEFINITE_NONCAUSAL
-    ]
-    return causal, noncausal
+    pairs = list(zip(rows.tolist(), cols.tolist(), strict=True))
+    return (
+        [(names[i], names[j]) for i, j in pairs if causal[i, j]],
+        [(names[i], names[j]) for i, j in pairs if noncausal[i, j]],
+    )
