@@ -770,6 +770,13 @@ def flower_supernode(
     wait: Annotated[
         float, typer.Option(help="Seconds to wait for the SuperLink to be reachable.")
     ] = 60.0,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="Where this node trains torch models: auto, cpu, cuda or cuda:N "
+            "(default: the run's --device setting)."
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
     """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
@@ -778,6 +785,11 @@ def flower_supernode(
     if root_certificates is None and not insecure:
         raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
     node_config = _site_node_config(partition, data, name, graph)
+    if device is not None:
+        from fedstruct.fl.device import resolve_device
+
+        resolve_device(device)  # this machine runs the node: refuse a GPU it lacks now
+        node_config["device"] = device
     link = Link(superlink, root_certificates)
     cmd = supernode_command(
         partition,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
+from fedstruct.fl.device import AUTO, DeviceName
 
 __all__ = [
     "ALGORITHMS",
@@ -121,6 +122,10 @@ class CafeConfig:
         model) and every available client answers how many of those images it
         classifies right (``CAFE.site_scores_``; scored where the images lie). 0
         (the paper's protocol, with a server-side test set): no site scoring.
+    device
+        Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
+        the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
+        docs/runtime.md). Messages and saved models hold CPU arrays whatever it is.
     """
 
     algorithm: str = "cafe"
@@ -154,6 +159,7 @@ class CafeConfig:
     eval_every: int = 10
     categorical_imputation: str = "missing-level"
     test_fraction: float = 0.0
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "cafe")
@@ -209,6 +215,7 @@ _CONSTRAINTS = {
     ),
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
+    "device": DeviceName(),
 }
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
 
@@ -112,6 +113,10 @@ class FCMConfig:
         required edge) is refused with its edges named
         (:func:`~fedstruct.discovery.knowledge.check_graph`); ``None`` (default): no
         check.
+    device
+        Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
+        the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
+        docs/runtime.md). Messages and saved models hold CPU arrays whatever it is.
     """
 
     model: str = "c2bm"
@@ -138,6 +143,7 @@ class FCMConfig:
     dp_rounds: int | None = None
     input_scaling: str = "auto"
     knowledge: str | Knowledge | None = None
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fcm")
@@ -191,4 +197,5 @@ _CONSTRAINTS = {
     "validation_fraction": Interval(float, 0, 1, closed="neither"),
     "dp_rounds": Interval(int, 1, allow_none=True),
     "learning_rate": Interval(float, 0, closed="neither"),
+    "device": DeviceName(),
 }

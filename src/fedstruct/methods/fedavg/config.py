@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
+from fedstruct.fl.device import AUTO, DeviceName
 
 __all__ = ["CATEGORICAL_IMPUTATIONS", "FedAvgConfig"]
 
@@ -48,6 +49,10 @@ class FedAvgConfig:
         of its own) or ``mode`` (the level most frequent over every site's rows, from
         the federated level counts; the indicator is 1 too). A missing continuous value
         is always the federated mean (:mod:`fedstruct.fl.features`).
+    device
+        Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
+        the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
+        docs/runtime.md). Messages and saved models hold CPU arrays whatever it is.
     """
 
     rounds: int = 20
@@ -58,6 +63,7 @@ class FedAvgConfig:
     staleness_exponent: float | None = None
     test_fraction: float = 0.0
     categorical_imputation: str = "missing-level"
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedavg")
@@ -72,4 +78,5 @@ _CONSTRAINTS = {
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
     "categorical_imputation": OneOf(CATEGORICAL_IMPUTATIONS),
+    "device": DeviceName(),
 }
