@@ -143,3 +143,25 @@ def test_supernode_refuses_a_gpu_its_machine_lacks(tmp_path, monkeypatch, no_gpu
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     assert "torch finds no CUDA GPU" in " ".join(result.output.split())
+
+
+def test_a_model_saved_on_a_gpu_machine_loads_and_predicts_on_the_cpu(tmp_path, no_gpu):
+    """model.json records device 'cuda' (as a GPU run writes it); the weights are CPU
+    arrays, so a machine without a GPU loads the model and predicts the same."""
+    from fedstruct.data import horizontal, load_network
+    from fedstruct.experiments.artifacts import write_artifacts
+    from fedstruct.fl.artifact import MODEL_JSON, load
+    from fedstruct.methods.fedavg import FedAvg
+
+    net = load_network("asia")
+    model = FedAvg("dysp", net.cardinalities, rounds=1, device="cpu").fit(
+        horizontal(net.sample(300, seed=0), n_clients=2, seed=0)
+    )
+    write_artifacts(model, tmp_path)
+    document = json.loads((tmp_path / MODEL_JSON).read_text())
+    document["params"]["device"] = "cuda"
+    (tmp_path / MODEL_JSON).write_text(json.dumps(document))
+    loaded = load(tmp_path)
+    assert loaded.config.device == "cuda"
+    rows = net.sample(50, seed=1)
+    np.testing.assert_array_equal(loaded.predict_proba(rows), model.predict_proba(rows))
