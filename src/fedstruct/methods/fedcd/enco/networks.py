@@ -143,13 +143,18 @@ class ConditionalNetworks(nn.Module):
         """:meth:`nll_per_graph` for the output variables ``outputs``: ``(g, len)``."""
         n = x.shape[0]
         d_out = outputs.stop - outputs.start
+        whole = d_out == self.d
+        if whole:  # every output at once: the tensors themselves, no views
+            outputs = slice(None)
         inputs = torch.arange(self.d, device=x.device)[:, None]
         # emb[j, i, (b, :)] = embedding of x_bi in network j
         emb = self.embed[outputs, inputs, x.T]  # (d_out, d_in, n, h)
         emb = emb.reshape(d_out, self.d, n * self.hidden)
         labels = x.T[outputs, None, :, None]  # (d_out, 1, n, 1)
-        embed_bias, b1, w1 = self.embed_bias[outputs], self.b1[outputs], self.w1[outputs]
-        b2, w2, logit_mask = self.b2[outputs], self.w2[outputs], self.logit_mask[outputs]
+        params = (self.embed_bias, self.b1, self.w1, self.b2, self.w2, self.logit_mask)
+        if not whole:
+            params = tuple(p[outputs] for p in params)
+        embed_bias, b1, w1, b2, w2, logit_mask = params
         size = min(chunk, graphs.shape[0]) * n
         h_buf = self._workspace("hidden", d_out * size * self.hidden)
         h2_buf = self._workspace("hidden2", d_out * size * self.hidden)
@@ -162,7 +167,8 @@ class ConditionalNetworks(nn.Module):
             # bound by memory traffic, and fresh 10+ MB tensors each step would be
             # mapped and zeroed by the OS every time.
             h = h_buf[: d_out * rows * self.hidden].view(d_out, g, n * self.hidden)
-            torch.bmm(part.permute(2, 0, 1)[outputs], emb, out=h)
+            per_output = part.permute(2, 0, 1)  # (d_out, g, d_in)
+            torch.bmm(per_output if whole else per_output[outputs], emb, out=h)
             h = h.view(d_out, rows, self.hidden)
             h += embed_bias
             F.leaky_relu_(h, _SLOPE)
