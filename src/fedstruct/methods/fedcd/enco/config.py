@@ -42,7 +42,8 @@ class ENCOConfig:
         scripts; without it the conditionals drift over long runs and true edges are
         lost after ~8 epochs, see docs/fedcd.md).
     graph_chunk
-        Graphs scored per batched forward pass (memory vs speed; not a result change).
+        Graphs scored per batched forward pass on the CPU (memory vs speed; not a
+        result change); a GPU scores all ``graphs_per_step`` in one pass.
     threads
         Torch threads while learning (default: ``FEDSTRUCT_THREADS``, else 1;
         :func:`fedstruct.fl.threads.default_threads`; never more than the cores this
