@@ -785,6 +785,13 @@ def flower_supernode(
             "statistics, scores) only through secure aggregation; refuse it in the clear.",
         ),
     ] = False,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="Where this node trains torch models: auto, cpu, cuda or cuda:N "
+            "(default: the run's --device setting)."
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
     """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
@@ -797,6 +804,11 @@ def flower_supernode(
         from fedstruct.fl.flower.client_app import REQUIRE_SECURE_AGGREGATION
 
         node_config[REQUIRE_SECURE_AGGREGATION] = True
+    if device is not None:
+        from fedstruct.fl.device import resolve_device
+
+        resolve_device(device)  # this machine runs the node: refuse a GPU it lacks now
+        node_config["device"] = device
     link = Link(superlink, root_certificates)
     cmd = supernode_command(
         partition,

@@ -10,17 +10,26 @@ from numpy.typing import NDArray
 from torch import nn
 
 from fedstruct.errors import DataError
+from fedstruct.fl.device import host_array
 
 __all__ = ["get_params", "set_params"]
 
 
 def get_params(model: nn.Module) -> dict[str, NDArray[np.float32]]:
-    """The model's parameters (its ``state_dict``) as named float32 arrays (copies)."""
-    return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+    """The model's parameters (its ``state_dict``) as named float32 arrays: CPU copies,
+    wherever the model computes (:func:`~fedstruct.fl.device.host_array`).
+
+    Raises
+    ------
+    DataError
+        If a parameter is on the ``meta`` device (it has no values).
+    """
+    return {k: host_array(v, f"parameter {k!r}") for k, v in model.state_dict().items()}
 
 
 def set_params(model: nn.Module, params: Mapping[str, NDArray]) -> None:
-    """Load named arrays into the model (every parameter, nothing else).
+    """Load named arrays into the model (every parameter, nothing else), onto whatever
+    device its parameters are on.
 
     Raises
     ------

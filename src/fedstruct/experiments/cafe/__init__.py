@@ -69,6 +69,7 @@ register(
             "cf": "report_rate",
             "method": "algorithm",
             "knowledge": "knowledge",
+            "device": "device",
         },
         missing=("keep", "error", "drop-rows"),
     )

@@ -81,6 +81,7 @@ register(
             "regime": "regime",
             "graph": "graph",
             "knowledge": "knowledge",
+            "device": "device",
         },
         # missing inputs are imputed by the statistics step; a missing label is unsupervised
         missing=("keep", "error", "drop-rows"),

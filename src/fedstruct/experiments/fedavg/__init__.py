@@ -42,7 +42,7 @@ register(
         method=lazy_function("fedstruct.experiments.fedavg.run", "method"),
         run=lazy_function("fedstruct.experiments.fedavg.run", "run_fedavg"),
         quick={"clients": 3, "rounds": 2, "samples": 1500, "test_samples": 500},
-        options={"network": "network", "knowledge": "knowledge"},
+        options={"network": "network", "knowledge": "knowledge", "device": "device"},
         missing=("keep", "error", "drop-rows"),
     )
 )

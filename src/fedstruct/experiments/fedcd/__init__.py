@@ -67,7 +67,7 @@ register(
             "samples_per_intervention": 50,
             "alone": "none",
         },
-        options={"network": "network", "knowledge": "knowledge"},
+        options={"network": "network", "knowledge": "knowledge", "device": "device"},
         # ENCO's likelihood of a row needs every variable: a row missing a value
         # leaves its regime (counted per site in metrics.json)
         missing=("drop-rows", "error"),

@@ -63,7 +63,12 @@ register(
             "burn_in": 5,
             "fidelity_samples": 500,
         },
-        options={"dataset": "dataset", "graph": "graph", "knowledge": "knowledge"},
+        options={
+            "dataset": "dataset",
+            "graph": "graph",
+            "knowledge": "knowledge",
+            "device": "device",
+        },
         missing=("keep", "error", "drop-rows"),
     )
 )

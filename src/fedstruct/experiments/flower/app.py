@@ -29,6 +29,10 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
   :func:`~fedstruct.experiments.source.server_view` (that schema and those reports,
   no file); each node builds its client from its own file only
   (:func:`~fedstruct.experiments.source.node_view`).
+
+Either way a node trains where its own ``device`` says (node config, ``fedstruct
+flower supernode --device``; :func:`node_settings`), else where the run's setting
+does; what it sends is the same CPU arrays (:mod:`fedstruct.fl.device`).
 """
 
 from __future__ import annotations
@@ -148,7 +152,21 @@ def _submitted(method: str, settings_json: str) -> tuple[Runnable, Any]:
 
 
 def _run_of(context: Context) -> tuple[Runnable, Any]:
-    return _submitted(str(context.run_config["method"]), str(context.run_config["settings"]))
+    return _submitted(str(context.run_config["method"]), node_settings(context))
+
+
+def node_settings(context: Context) -> str:
+    """The run's settings (JSON) as this node applies them: the node's own ``device``
+    (node config, ``fedstruct flower supernode --device``) replaces the run's, for a
+    method that has the setting; every other setting is the run's."""
+    submitted = str(context.run_config["settings"])
+    device = context.node_config.get("device")
+    if not device:
+        return submitted
+    settings = json.loads(submitted)
+    if "device" not in settings:  # a method that trains no torch model
+        return submitted
+    return json.dumps({**settings, "device": str(device)})
 
 
 def _own_site(context: Context) -> SiteSpec | None:
@@ -192,7 +210,7 @@ def _take_schema(message: Message, context: Context) -> Message:
     schema = str(message.config["schema"])
     context.state[_SCHEMA_RECORD] = ConfigRecord({"schema": schema})
     _, report = _site_client(
-        str(context.run_config["method"]), str(context.run_config["settings"]), _key(spec), schema
+        str(context.run_config["method"]), node_settings(context), _key(spec), schema
     )
     return Message(FEDERATION_SCHEMA, config={"report": json.dumps(report)})
 
@@ -224,7 +242,7 @@ def _partition(method: str, settings_json: str, partition: int) -> tuple[Any, Cl
 
 
 def _client_for(context: Context) -> Client:
-    method, settings_json = str(context.run_config["method"]), str(context.run_config["settings"])
+    method, settings_json = str(context.run_config["method"]), node_settings(context)
     spec = _own_site(context)
     if spec is not None:
         record = context.state.config_records.get(_SCHEMA_RECORD)

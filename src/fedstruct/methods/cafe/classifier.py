@@ -61,7 +61,7 @@ def drift_basis(directions: Sequence[Tensor], heads: int, tol: float = 1e-6) -> 
 def remove_drift(x_unit: Tensor, basis: Tensor, strengths: Sequence[float]) -> Tensor:
     """``x̂^k - Σ_j s_j ⟨x̂^k, u_j^k⟩ u_j^k`` for features ``(N, K, d)`` and a basis
     ``(K, m, d)`` from :func:`drift_basis` (module docstring)."""
-    s = torch.as_tensor(list(strengths), dtype=x_unit.dtype)
+    s = torch.as_tensor(list(strengths), dtype=x_unit.dtype, device=x_unit.device)
     coef = torch.einsum("nkd,kmd->nkm", x_unit, basis) * s
     return x_unit - torch.einsum("nkm,kmd->nkd", coef, basis)
 

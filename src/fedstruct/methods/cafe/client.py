@@ -39,6 +39,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.images import from_rows
 from fedstruct.errors import DataError, ProtocolError
 from fedstruct.fl import Client, Message, handles, holdout_split
+from fedstruct.fl.device import host_array, resolve_device
 from fedstruct.fl.features import CENTER, FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.fl.tabular import TabularSchema
@@ -127,6 +128,7 @@ class CafeClient(Client):
         super().__init__(data, seed=seed)
         self.n_classes = n_classes
         self.config = config
+        self.device = resolve_device(config.device)
         self.table = table
         self.drift_local = np.zeros(config.feature_dim, dtype=np.float32)
         self.previous: dict[str, np.ndarray] | None = None  # MOON
@@ -150,12 +152,13 @@ class CafeClient(Client):
     ) -> None:
         """Keep the training and held-out inputs and build the local model for their
         shape (FedProto's own model starts from the shared initial weights)."""
-        self.images = torch.tensor(images)
-        self.labels = torch.tensor(labels)
-        self.held_images = torch.tensor(held)
-        self.held_labels = torch.tensor(held_labels)
+        self.images = torch.tensor(images, device=self.device)
+        self.labels = torch.tensor(labels, device=self.device)
+        self.held_images = torch.tensor(held, device=self.device)
+        self.held_labels = torch.tensor(held_labels, device=self.device)
         shape = tuple(self.images.shape[1:])
-        self.net = DriftNet(shape, self.n_classes, self.config, self.seed)  # type: ignore[arg-type]
+        net = DriftNet(shape, self.n_classes, self.config, self.seed)  # type: ignore[arg-type]
+        self.net = net.to(self.device)
         self.n_params = sum(p.numel() for p in self.net.parameters())
         if self.config.algorithm == "fedproto" and self.own is None:
             self.own = get_params(self.net)
@@ -230,8 +233,8 @@ class CafeClient(Client):
         if c.algorithm == "fedproto":
             assert self.own is not None
             set_params(self.net, self.own)
-            counts = torch.as_tensor(msg.arrays["prototype_counts"])
-            ctx.prototypes = torch.as_tensor(msg.arrays["prototypes"])
+            counts = self._tensor(msg.arrays["prototype_counts"])
+            ctx.prototypes = self._tensor(msg.arrays["prototypes"])
             ctx.prototype_mask = counts > 0
         else:
             received = unprefixed("param:", msg.arrays)
@@ -241,8 +244,8 @@ class CafeClient(Client):
             if c.algorithm == "moon":
                 ctx.previous_net = self._frozen(self.previous or received)
             if c.algorithm == "cafe":
-                ctx.drift_global = torch.as_tensor(msg.arrays["drift_global"])
-                ctx.drift_local = torch.as_tensor(self.drift_local)
+                ctx.drift_global = self._tensor(msg.arrays["drift_global"])
+                ctx.drift_local = self._tensor(self.drift_local)
         private = None
         if self.privacy is not None:  # refuses a round over budget before training
             private = self.privacy.next_round(int(msg.config.get("round", 0)))
@@ -254,11 +257,11 @@ class CafeClient(Client):
         if c.algorithm == "fedproto":
             self.own = weights
             protos, counts = class_prototypes(self.net, self.images, self.labels, self.n_classes)
-            arrays = {"prototypes": protos.numpy(), "prototype_counts": counts.numpy()}
+            arrays = {"prototypes": host_array(protos), "prototype_counts": host_array(counts)}
             if msg.config.get(SUMS):  # a secure sum: the products the server adds
                 arrays = {
-                    "prototype_sums": (protos * counts[:, None]).numpy(),
-                    "prototype_counts": counts.numpy().astype(np.int64),  # exact sums
+                    "prototype_sums": host_array(protos * counts[:, None]),
+                    "prototype_counts": host_array(counts).astype(np.int64),  # exact sums
                 }
                 metrics = {"n": len(self.labels), "loss_sum": loss * len(self.labels)}
             return Message(FIT, arrays=arrays, metrics=metrics)
@@ -267,13 +270,14 @@ class CafeClient(Client):
             self.previous = weights
         if c.algorithm == "cafe":
             assert ctx.drift_local is not None
-            self.drift_local = ctx.drift_local.numpy().astype(np.float32)
+            self.drift_local = host_array(ctx.drift_local).astype(np.float32)
             arrays["drift_local"] = self.drift_local
         return Message(FIT, arrays=arrays, metrics=metrics)
 
     def _frozen(self, params: dict[str, np.ndarray]) -> DriftNet:
         net = DriftNet(tuple(self.images.shape[1:]), self.n_classes, self.config, self.seed)
         set_params(net, params)
+        net.to(self.device)
         net.requires_grad_(False)
         net.eval()
         return net
@@ -287,15 +291,15 @@ class CafeClient(Client):
                 "evaluate their own model; the server must not send them an evaluate message"
             )
         set_params(self.net, self.own)
-        counts = torch.as_tensor(msg.arrays["prototype_counts"])
+        counts = self._tensor(msg.arrays["prototype_counts"])
         scores = predict_logits(
             self.net,
-            torch.as_tensor(msg.arrays["images"]),
+            self._tensor(msg.arrays["images"]),
             self.config,
-            prototypes=torch.as_tensor(msg.arrays["prototypes"]),
+            prototypes=self._tensor(msg.arrays["prototypes"]),
             prototype_mask=counts > 0,
         )
-        labels = torch.as_tensor(msg.arrays["labels"])
+        labels = self._tensor(msg.arrays["labels"])
         correct = int((scores.argmax(dim=1) == labels).sum())
         return Message(EVALUATE, metrics={"n": len(labels), "correct": correct})
 
@@ -308,15 +312,15 @@ class CafeClient(Client):
         if self.config.algorithm == "fedproto":
             assert self.own is not None
             set_params(self.net, self.own)
-            counts = torch.as_tensor(msg.arrays["prototype_counts"])
+            counts = self._tensor(msg.arrays["prototype_counts"])
             options: dict[str, Any] = {
-                "prototypes": torch.as_tensor(msg.arrays["prototypes"]),
+                "prototypes": self._tensor(msg.arrays["prototypes"]),
                 "prototype_mask": counts > 0,
             }
         else:
             set_params(self.net, unprefixed("param:", msg.arrays))
             drift = msg.arrays.get("drift_global")
-            options = {"drift_global": None if drift is None else torch.as_tensor(drift)}
+            options = {"drift_global": None if drift is None else self._tensor(drift)}
         scores = predict_logits(self.net, self.held_images, self.config, **options)
         correct = int((scores.argmax(dim=1) == self.held_labels).sum())
         return Message(SCORE, metrics={"n": len(self.held_labels), "correct": correct})
@@ -327,6 +331,10 @@ class CafeClient(Client):
         accounting, answered one site at a time even when the rounds are summed."""
         metrics = {} if self.privacy is None else {"epsilon": self.privacy.epsilon}
         return Message(PRIVACY, metrics=metrics)
+
+    def _tensor(self, array: np.ndarray) -> torch.Tensor:
+        """A message's or the state's array as a tensor on the client's device."""
+        return torch.as_tensor(array, device=self.device)
 
     def get_state(self) -> dict[str, Any]:
         """``d_l``, MOON's previous model and FedProto's own model (and with DP-SGD,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
+from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.privacy.dp import DPBudget, site_budget
 
 __all__ = [
@@ -145,6 +146,10 @@ class CafeConfig:
         DP-SGD's noise multiplier ``σ``; ``None`` (default): calibrated per site so
         that ``rounds`` rounds spend ``dp_epsilon`` (a value whose rounds would spend
         more is refused before any training).
+    device
+        Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
+        the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
+        docs/runtime.md). Messages and saved models hold CPU arrays whatever it is.
     """
 
     algorithm: str = "cafe"
@@ -182,6 +187,7 @@ class CafeConfig:
     dp_delta: float | None = None
     dp_clip: float = 1.0
     dp_noise_multiplier: float | None = None
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "cafe")
@@ -251,6 +257,7 @@ _CONSTRAINTS = {
     "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
     "dp_clip": Interval(float, 0, closed="neither"),
     "dp_noise_multiplier": Interval(float, 0, closed="neither", allow_none=True),
+    "device": DeviceName(),
 }
 
 

@@ -178,7 +178,7 @@ def train_local(
     total, batches = 0.0, 0
     n = len(labels)
     for _ in range(config.local_epochs):
-        order = torch.from_numpy(rng.permutation(n))
+        order = torch.from_numpy(rng.permutation(n)).to(images.device)
         for start in range(0, n, config.batch_size):
             idx = order[start : start + config.batch_size]
             loss = loss_fn(net, images[idx], labels[idx], ctx, config)
@@ -283,7 +283,8 @@ def class_prototypes(
         [net(images[i : i + _EVAL_BATCH]) for i in range(0, len(labels), _EVAL_BATCH)]
     )
     counts = torch.bincount(labels, minlength=n_classes).to(feats.dtype)
-    sums = torch.zeros(n_classes, feats.shape[1], dtype=feats.dtype).index_add_(0, labels, feats)
+    sums = torch.zeros(n_classes, feats.shape[1], dtype=feats.dtype, device=feats.device)
+    sums = sums.index_add_(0, labels, feats)
     return sums / counts.clamp_min(1.0)[:, None], counts
 
 

@@ -19,6 +19,7 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError, UnknownVariableError
 from fedstruct.fl import Client, Message, handles, holdout_split
+from fedstruct.fl.device import resolve_device
 from fedstruct.fl.features import CENTER, FeatureColumns, FeatureEncoder, site_summary
 from fedstruct.fl.message import config_entries
 from fedstruct.fl.secagg.planes import PLANES, plane_names, planes
@@ -200,6 +201,7 @@ class FCMClient(Client):
     ) -> None:
         super().__init__(data, seed=seed)
         self.config = config
+        self.device = resolve_device(config.device)
         self.local = LocalConceptData(data, task, cardinalities, config.validation_fraction, seed)
         if not config.scales_inputs:
             _require_complete_inputs(self.local)
@@ -276,7 +278,7 @@ class FCMClient(Client):
         spec = ModelSpec.from_json(str(msg.config["spec"]))
         model = ConceptModel(spec)
         model.load_arrays(weights)
-        return spec, model
+        return spec, model.to(self.device)
 
     @handles(
         TRAIN,
@@ -354,7 +356,8 @@ class FCMClient(Client):
                                               "concept_correct": 0.0, "n_concept": 0})  # fmt: skip
         spec, model = self._model(msg)
         truth = label_matrix(self.local.labels_val, spec)
-        losses = validation_losses(model, self.local.x_val, truth, self.config.concept_weight)
+        x, truth = self.local.x_val.to(self.device), truth.to(self.device)
+        losses = validation_losses(model, x, truth, self.config.concept_weight)
         n_task = int((truth[:, -1] >= 0).sum())
         return Message(
             EVALUATE,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
 
@@ -113,6 +114,10 @@ class FCMConfig:
         (:func:`~fedstruct.discovery.knowledge.check_graph`). A graph the run learns
         keeps to it: a site's own FCI graph, and the server's vote (denied edges out,
         required edges in, forbidden paths cut). ``None`` (default): none.
+    device
+        Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
+        the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
+        docs/runtime.md). Messages and saved models hold CPU arrays whatever it is.
     """
 
     model: str = "c2bm"
@@ -139,6 +144,7 @@ class FCMConfig:
     dp_rounds: int | None = None
     input_scaling: str = "auto"
     knowledge: str | Knowledge | None = None
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fcm")
@@ -192,4 +198,5 @@ _CONSTRAINTS = {
     "validation_fraction": Interval(float, 0, 1, closed="neither"),
     "dp_rounds": Interval(int, 1, allow_none=True),
     "learning_rate": Interval(float, 0, closed="neither"),
+    "device": DeviceName(),
 }

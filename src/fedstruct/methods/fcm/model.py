@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedstruct.errors import ConfigError, GraphError
+from fedstruct.fl.device import host_array
 from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fcm.config import ARCHITECTURES, FCMConfig
 
@@ -424,7 +425,7 @@ class ConceptModel(nn.Module):
 
     def state_arrays(self) -> dict[str, NDArray[np.float32]]:
         """Every parameter as a numpy array, by name."""
-        return {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}
+        return {k: host_array(v, f"parameter {k!r}") for k, v in self.state_dict().items()}
 
     def load_arrays(self, arrays: Mapping[str, NDArray]) -> None:
         """Set the parameters named in ``arrays`` (others keep their values)."""

@@ -114,7 +114,8 @@ def train_local(
     model
         The broadcast model (updated in place).
     x, truth
-        Inputs and :func:`label_matrix` labels.
+        Inputs and :func:`label_matrix` labels (each batch is moved to the model's
+        device: on a GPU, keep them on the CPU).
     trainable
         Nodes whose modules this client may update (its supervised concepts, and the
         task if it has task labels); the encoder is always trained.
@@ -136,6 +137,7 @@ def train_local(
         Mean training loss over the last epoch's batches.
     """
     params = _freeze(model, trainable, freeze)
+    device = next(model.parameters()).device  # batches move there; x stays where it is
     seed = int(rng.integers(2**62))
     optimiser = torch.optim.Adam(params, lr=learning_rate)
     forward = model
@@ -160,7 +162,7 @@ def train_local(
                 data_loader=loader,
                 noise_multiplier=private.noise_multiplier,
                 max_grad_norm=private.max_grad_norm,
-                noise_generator=torch.Generator().manual_seed(secrets.randbits(62)),
+                noise_generator=torch.Generator(device).manual_seed(secrets.randbits(62)),
             )
         concepts = _concept_columns(model.spec)
         interventions = torch.Generator().manual_seed(seed + 2)
@@ -172,6 +174,7 @@ def train_local(
                 if len(xb) == 0:  # a Poisson draw can be empty
                     continue
                 hit = (torch.rand(yb.shape, generator=interventions) < intervention_rate) & concepts
+                xb, yb, hit = xb.to(device), yb.to(device), hit.to(device)
                 loss, _ = eq2_loss(forward(xb, yb, hit), yb, model.spec, concept_weight)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()

@@ -11,6 +11,7 @@ import torch
 from fedstruct.data.client import ClientData
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, handles, holdout_split
+from fedstruct.fl.device import resolve_device
 from fedstruct.fl.features import CENTER, FeatureEncoder, site_summary
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.methods.fedavg.config import FedAvgConfig
@@ -103,6 +104,7 @@ class FedAvgClient(Client):
         super().__init__(data, seed=seed)
         self.schema = schema
         self.config = config
+        self.device = resolve_device(config.device)
         self.kept, self.held = holdout_split(data.n_rows, config.test_fraction, seed, data.name)
         self._encoded_with: dict[str, Any] | None = None
         self.model: torch.nn.Module | None = None
@@ -128,8 +130,11 @@ class FedAvgClient(Client):
             self.x_test, self.y_test = self.schema.encode(held, encoder, target_scale, where)
         else:
             self.x_test, self.y_test = self.x, self.y
+        self.x, self.y = self.x.to(self.device), self.y.to(self.device)
+        self.x_test, self.y_test = self.x_test.to(self.device), self.y_test.to(self.device)
         self.target_scale = target_scale
-        self.model = build_model(self.schema, encoder.width, self.config.hidden, self.seed)
+        model = build_model(self.schema, encoder.width, self.config.hidden, self.seed)
+        self.model = model.to(self.device)
         self.n_params = sum(p.numel() for p in self.model.parameters())
         self.privacy = self._site_privacy(len(self.y))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
+from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.privacy.central_dp import CentralDP
 from fedstruct.privacy.dp import DPBudget, site_budget
 
@@ -83,6 +84,10 @@ class FedAvgConfig:
         (default): the number of sites asked / 20.
     central_dp_delta
         ``δ`` of the site-level ``(ε, δ)`` of central DP (1e-5).
+    device
+        Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
+        the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
+        docs/runtime.md). Messages and saved models hold CPU arrays whatever it is.
     """
 
     rounds: int = 20
@@ -103,6 +108,7 @@ class FedAvgConfig:
     central_dp_clip_rate: float = 0.2
     central_dp_count_noise: float | None = None
     central_dp_delta: float = 1e-5
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedavg")
@@ -145,4 +151,5 @@ _CONSTRAINTS = {
     "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
     "dp_clip": Interval(float, 0, closed="neither"),
     "dp_noise_multiplier": Interval(float, 0, closed="neither", allow_none=True),
+    "device": DeviceName(),
 }

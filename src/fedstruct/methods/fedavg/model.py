@@ -68,7 +68,7 @@ def train_local(
     model.train()
     for _ in range(epochs):
         total = 0.0
-        order = torch.from_numpy(rng.permutation(n))
+        order = torch.from_numpy(rng.permutation(n)).to(x.device)
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             for p in params:

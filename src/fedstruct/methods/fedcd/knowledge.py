@@ -18,7 +18,7 @@ every fit and after every update, and on the server's aggregated beliefs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,12 +83,29 @@ class FixedEdges:
 
     def clamp(self, gamma: object, theta: object) -> None:
         """Write the fixed entries into ENCO's torch tensors ``γ``, ``θ``, in place."""
+        self.clamper(gamma, theta)()
+
+    def clamper(self, gamma: object, theta: object) -> Callable[[], None]:
+        """A function that writes the fixed entries into ``γ``, ``θ`` in place.
+
+        The masks and values are copied to the tensors' device once, and the write is
+        a ``where`` (no boolean indexing, which would wait for the GPU each step).
+        """
         import torch
 
-        with torch.no_grad():
-            for tensor, fixed, value in (
-                (gamma, self.gamma_fixed, self.gamma),
-                (theta, self.theta_fixed, self.theta),
-            ):
-                mask = torch.as_tensor(fixed)
-                tensor[mask] = torch.as_tensor(value, dtype=tensor.dtype)[mask]  # type: ignore[attr-defined,index]
+        pairs = []
+        for tensor, fixed, value in (
+            (gamma, self.gamma_fixed, self.gamma),
+            (theta, self.theta_fixed, self.theta),
+        ):
+            where = {"device": tensor.device}  # type: ignore[attr-defined]
+            mask = torch.as_tensor(fixed, **where)
+            values = torch.as_tensor(value, dtype=tensor.dtype, **where)  # type: ignore[attr-defined]
+            pairs.append((tensor, mask, values))
+
+        @torch.no_grad()
+        def write() -> None:
+            for tensor, mask, values in pairs:
+                tensor.copy_(torch.where(mask, values, tensor))  # type: ignore[attr-defined]
+
+        return write

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.graphs.undirected import DEPENDENCY_RULES
 
 __all__ = [
@@ -227,6 +228,11 @@ class FedNGMConfig:
         learns holds every required pair; ``forbidden_adjacent`` is refused there (it
         cannot soundly delete an edge of a concentration graph). ``None`` (default):
         none.
+    device
+        Where the clients train and sample: ``auto`` (a CUDA GPU when torch
+        finds one, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``
+        (:mod:`fedstruct.fl.device`; docs/runtime.md). Messages and saved models
+        hold CPU arrays whatever it is.
     """
 
     variant: str = "ngm"
@@ -266,6 +272,7 @@ class FedNGMConfig:
     test_fraction: float = 0.0
     log_skew: float | None = 2.0
     knowledge: str | Knowledge | None = None
+    device: str = AUTO
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedngm")
@@ -311,4 +318,5 @@ _CONSTRAINTS = {
     "ngr_threshold": Interval(float, 0, 1, closed="neither"),
     "validation_fraction": Interval(float, 0, 0.5, closed="left"),
     "test_fraction": Interval(float, 0, 1, closed="left"),
+    "device": DeviceName(),
 }

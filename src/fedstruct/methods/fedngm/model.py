@@ -304,7 +304,7 @@ def fit_ngm(
         epochs=config.epochs, batch_size=config.batch_size,
         min_batches=config.min_batches, learning_rate=config.learning_rate,
         validation_fraction=config.validation_fraction, seed=seed,
-        loss_mask=_loss_mask(observed, schema, adjacency, config),
+        loss_mask=_loss_mask(observed, schema, adjacency, config), device=config.device,
     )  # fmt: skip
     model = NGM(
         schema=schema,
@@ -441,6 +441,7 @@ def stitch(
         validation_fraction=config.validation_fraction,
         seed=seed,
         loss_mask=_loss_mask(observed, schema, adj, config),
+        device=config.device,
     )
     classes = colour_classes(adj)
     x, observed = fill_missing(x, schema)

@@ -10,12 +10,15 @@ hidden units while the old weights stay frozen.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Self
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 from torch import nn
+
+from fedstruct.fl.device import host_array
 
 __all__ = ["NeuralView", "group_matrix", "routing_masks", "variable_paths"]
 
@@ -51,7 +54,17 @@ class NeuralView(nn.Module):
     def route(self, masks: Sequence[NDArray]) -> None:
         """Fix a 0/1 mask on every weight matrix: the layer uses ``W ⊙ M`` (the hard
         alternative to the path penalty, see :func:`routing_masks`)."""
-        self.routing = [torch.as_tensor(np.asarray(m, dtype=np.float32)) for m in masks]
+        device = self.layers[0].weight.device
+        self.routing = [
+            torch.as_tensor(np.asarray(m, dtype=np.float32), device=device) for m in masks
+        ]
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Self:
+        """``.to(device)`` moves the routing masks with the weights."""
+        super()._apply(fn, recurse)
+        if self.routing is not None:
+            self.routing = [fn(m) for m in self.routing]
+        return self
 
     def weight(self, i: int) -> torch.Tensor:
         """Layer ``i``'s effective weight matrix (masked if routed)."""
@@ -87,8 +100,9 @@ class NeuralView(nn.Module):
         for layer, (wm, bm) in zip(self.layers, trainable, strict=True):
             w = torch.as_tensor(np.asarray(wm, dtype=np.float32))
             b = torch.as_tensor(np.asarray(bm, dtype=np.float32))
-            layer.weight.register_hook(lambda g, m=w: g * m)
-            layer.bias.register_hook(lambda g, m=b: g * m)
+            # .to(g.device): the view may train on another device (a no-op on the CPU)
+            layer.weight.register_hook(lambda g, m=w: g * m.to(g.device))
+            layer.bias.register_hook(lambda g, m=b: g * m.to(g.device))
 
     # ------------------------------------------------------------- transfer
     def to_arrays(self) -> dict[str, NDArray[np.float32]]:
@@ -96,8 +110,8 @@ class NeuralView(nn.Module):
         view's masked entries are exported as zeros: the same function)."""
         out = {}
         for i, layer in enumerate(self.layers):
-            out[f"w{i}"] = self.weight(i).detach().numpy().copy()
-            out[f"b{i}"] = layer.bias.detach().numpy().copy()
+            out[f"w{i}"] = host_array(self.weight(i), f"weight w{i}")
+            out[f"b{i}"] = host_array(layer.bias, f"bias b{i}")
         return out
 
     def load_arrays(self, arrays: dict[str, NDArray]) -> None:

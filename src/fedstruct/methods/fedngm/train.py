@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from fedstruct.fl.device import resolve_device
 from fedstruct.methods.fedngm.levels import level_base, level_scale
 from fedstruct.methods.fedngm.network import NeuralView, group_matrix, variable_paths
 from fedstruct.methods.fedngm.schema import Schema
@@ -103,7 +104,7 @@ class Structure:
 
     def value(self, paths: torch.Tensor) -> torch.Tensor:
         """The structure term for the variable-level path matrix ``paths``."""
-        term = self.penalty * (paths * torch.from_numpy(self.forbidden)).sum()
+        term = self.penalty * (paths * torch.from_numpy(self.forbidden).to(paths.device)).sum()
         if self.sparsity:
             v = paths.shape[0]
             sym = 0.5 * (paths + paths.T)
@@ -244,6 +245,7 @@ def fit_view(
     seed: int,
     min_batches: int = 1,
     loss_mask: NDArray[np.bool_] | None = None,
+    device: str = "cpu",
 ) -> dict[str, float]:
     """Train ``view`` in place with Adam on ``objective``; keep the best epoch.
 
@@ -256,7 +258,9 @@ def fit_view(
     are kept. Missing entries (NaN) of a source enter at their marginal means and
     count in no loss (:func:`fill_missing`, :func:`regression_loss`); ``loss_mask``
     (``(n, n_columns)``) replaces the first source's observed mask, to count fewer
-    rows in a variable's loss (:func:`neighbour_mask`).
+    rows in a variable's loss (:func:`neighbour_mask`). ``device`` (a device setting,
+    :func:`~fedstruct.fl.device.resolve_device`) is where the epochs run; the view is
+    back on the CPU when this returns (sampling and inference run there).
 
     Returns
     -------
@@ -265,24 +269,30 @@ def fit_view(
         the training loss without a hold-out), ``structure`` (the structure term),
         ``epochs`` (epochs run) and ``best_epoch``.
     """
+    where = resolve_device(device)
+    view.to(where)
     gen = torch.Generator().manual_seed(int(seed))
     rng = np.random.default_rng([int(seed), 7])
     cols = _Columns(schema)
-    groups = group_matrix(schema.widths)
+    groups = group_matrix(schema.widths).to(where)
     train_sets, held_sets, weights, masks = [], [], [], []
     for k, source in enumerate(objective.sources):
         filled, observed = fill_missing(source[0], schema)
         if k == 0 and observed is not None and loss_mask is not None:
             observed = np.asarray(loss_mask, dtype=bool)
-        x = torch.as_tensor(filled)
-        t = x if len(source) < 3 else torch.as_tensor(np.asarray(source[2], dtype=np.float32))
-        order = torch.from_numpy(rng.permutation(len(x)))
+        x = torch.as_tensor(filled, device=where)
+        t = (
+            x
+            if len(source) < 3
+            else torch.as_tensor(np.asarray(source[2], np.float32), device=where)
+        )
+        order = torch.from_numpy(rng.permutation(len(x))).to(where)
         n_val = round(validation_fraction * len(x))
         n_val = n_val if 0 < n_val < len(x) - 1 else 0
         held_sets.append((x[order[:n_val]], t[order[:n_val]]))
         train_sets.append((x[order[n_val:]], t[order[n_val:]]))
         weights.append(float(source[1]))
-        m = None if observed is None else torch.from_numpy(observed)
+        m = None if observed is None else torch.from_numpy(observed).to(where)
         masks.append((None, None) if m is None else (m[order[:n_val]], m[order[n_val:]]))
     params = [p for p in view.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=learning_rate)
@@ -295,7 +305,9 @@ def fit_view(
     ) -> tuple[float, float]:
         with torch.no_grad():
             reg = [
-                regression_loss(view(x), t, cols, observed=m[side]) if len(x) else torch.zeros(())
+                regression_loss(view(x), t, cols, observed=m[side])
+                if len(x)
+                else torch.zeros((), device=where)
                 for (x, t), m in zip(sets, masks, strict=True)
             ]
             total = sum(w * r for w, r in zip(weights, reg, strict=True))
@@ -306,10 +318,10 @@ def fit_view(
     best = (np.inf, None, 0, 0.0)
     epoch = 0
     for epoch in range(1, epochs + 1):
-        perms = [torch.randperm(len(x), generator=gen) for x, _ in train_sets]
+        perms = [torch.randperm(len(x), generator=gen).to(where) for x, _ in train_sets]
         for b in range(n_batches):
             opt.zero_grad()
-            loss = torch.zeros(())
+            loss = torch.zeros((), device=where)
             for k, ((x, t), w) in enumerate(zip(train_sets, weights, strict=True)):
                 if not len(x):
                     continue
@@ -331,6 +343,7 @@ def fit_view(
         view.load_state_dict(best[1])
     with torch.no_grad():
         struct = float(objective.structure.value(variable_paths(view, groups)))
+    view.to("cpu")
     return {"loss": best[3], "structure": struct, "epochs": epoch, "best_epoch": best[2]}
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, check_fields
 from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.fl.device import AUTO, DeviceName
 
 __all__ = ["ENCOConfig"]
 
@@ -41,11 +42,15 @@ class ENCOConfig:
         scripts; without it the conditionals drift over long runs and true edges are
         lost after ~8 epochs, see docs/fedcd.md).
     graph_chunk
-        Graphs scored per batched forward pass (memory vs speed; not a result change).
+        Graphs scored per batched forward pass on the CPU (memory vs speed; not a
+        result change); a GPU scores all ``graphs_per_step`` in one pass.
     threads
         Torch threads while learning (default: ``FEDSTRUCT_THREADS``, else 1;
         :func:`fedstruct.fl.threads.default_threads`; never more than the cores this
         process may use).
+    device
+        Where ENCO trains: ``auto`` (a CUDA GPU when torch finds one, else the CPU),
+        ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`; docs/runtime.md).
     knowledge
         Background knowledge (a ``Knowledge``, a JSON/YAML file, docs/knowledge.md)
         that fixes edge parameters (:mod:`fedstruct.methods.fedcd.knowledge`); ``None``
@@ -65,6 +70,7 @@ class ENCOConfig:
     weight_decay: float = 1e-4
     graph_chunk: int = 25
     threads: int | None = None
+    device: str = AUTO
     knowledge: str | Knowledge | None = None
 
     def __post_init__(self) -> None:
@@ -80,4 +86,5 @@ _ENCO_CONSTRAINTS = {
     **dict.fromkeys(("lr_model", "lr_gamma", "lr_theta"), Interval(float, 0, closed="neither")),
     **dict.fromkeys(("lambda_sparse", "weight_decay"), Interval(float, 0)),
     "threads": Interval(int, 1, allow_none=True),
+    "device": DeviceName(),
 }

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["ThetaAdam", "edge_gradients", "theta_update_mask"]
+__all__ = ["ThetaAdam", "edge_gradients", "theta_update_mask", "unintervened_block"]
 
 #: Learning-rate multiplier of θ between two variables without interventions.
 UNINTERVENED_RATE = 0.1
@@ -34,7 +34,7 @@ def edge_gradients(
     theta: torch.Tensor,
     target: int,
     lambda_sparse: float,
-    unintervened: Sequence[int] = (),
+    unintervened: Sequence[int] | torch.Tensor = (),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The gradient estimates of ENCO eqs. (6)-(7) for one intervened batch.
 
@@ -52,7 +52,8 @@ def edge_gradients(
         The sparsity regulariser λ (ENCO: 0.004).
     unintervened
         Variables this learner has no interventions on; θ between two of them is
-        updated too (see the module docstring).
+        updated too (see the module docstring). Or their :func:`unintervened_block`,
+        computed once per fit, so that a step builds nothing on the host.
 
     Returns
     -------
@@ -73,21 +74,45 @@ def edge_gradients(
     grad_gamma[:, target] = 0.0
     grad_gamma.fill_diagonal_(0.0)
     grad_theta = informative * st * (1.0 - st) * sg * diff
-    rows = torch.zeros_like(grad_theta)
+    rows = _block_of(unintervened, grad_theta).clone()
     rows[target] = 1.0
-    if len(unintervened):
-        idx = torch.as_tensor(list(unintervened))
-        rows[idx[:, None], idx[None, :]] = 1.0
     grad_theta = grad_theta * rows
     return grad_gamma, grad_theta - grad_theta.T
 
 
-def theta_update_mask(d: int, target: int, unintervened: Sequence[int] = ()) -> torch.Tensor:
-    """Which θ entries move in this step, and at what relative rate (ENCO Appendix B)."""
-    mask = torch.zeros(d, d)
+def unintervened_block(
+    d: int, unintervened: Sequence[int], device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """``(d, d)`` 0/1: the pairs of two variables without interventions, on ``device``."""
+    block = torch.zeros(d, d, device=device)
     if len(unintervened):
-        idx = torch.as_tensor(list(unintervened))
-        mask[idx[:, None], idx[None, :]] = UNINTERVENED_RATE
+        idx = torch.as_tensor(list(unintervened), device=device)
+        block[idx[:, None], idx[None, :]] = 1.0
+    return block
+
+
+def _block_of(unintervened: Sequence[int] | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The block of :func:`unintervened_block`, given or built beside ``like``."""
+    if isinstance(unintervened, torch.Tensor):
+        return unintervened
+    return unintervened_block(like.shape[0], unintervened, like.device)
+
+
+def theta_update_mask(
+    d: int, target: int, unintervened: Sequence[int] | torch.Tensor = ()
+) -> torch.Tensor:
+    """Which θ entries move in this step, and at what relative rate (ENCO Appendix B).
+
+    ``unintervened``: the variables without interventions, or their
+    :func:`unintervened_block` (the mask is then built on the block's device).
+    """
+    if isinstance(unintervened, torch.Tensor):
+        mask = unintervened * UNINTERVENED_RATE
+    else:
+        mask = torch.zeros(d, d)
+        if len(unintervened):
+            idx = torch.as_tensor(list(unintervened))
+            mask[idx[:, None], idx[None, :]] = UNINTERVENED_RATE
     mask[target, :] = 1.0
     mask[:, target] = 1.0
     mask.fill_diagonal_(0.0)

@@ -25,10 +25,16 @@ import numpy as np
 import torch
 
 from fedstruct.errors import ConfigError
+from fedstruct.fl.device import host_array, resolve_device, seed_device
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.threads import default_threads, usable_cores
 from fedstruct.methods.fedcd.enco.config import ENCOConfig
-from fedstruct.methods.fedcd.enco.graph_fitting import ThetaAdam, edge_gradients, theta_update_mask
+from fedstruct.methods.fedcd.enco.graph_fitting import (
+    ThetaAdam,
+    edge_gradients,
+    theta_update_mask,
+    unintervened_block,
+)
 from fedstruct.methods.fedcd.enco.networks import ConditionalNetworks
 from fedstruct.methods.fedcd.knowledge import FixedEdges
 from fedstruct.methods.fedcd.learner import NO_SELF_LOOP, Beliefs, InterventionalData
@@ -70,33 +76,42 @@ class ENCO:
             raise ConfigError(
                 f"prior beliefs have shape {prior.gamma.shape}, the data {d} variables"
             )
+        device = resolve_device(cfg.device)
         threads = min(cfg.threads, usable_cores()) if cfg.threads else default_threads()
         with torch_threads(threads), _flush_denormals():
-            gen = torch.Generator().manual_seed(int(seed) % (2**63))
-            nets = ConditionalNetworks(data.cardinalities, cfg.hidden, gen)
+            seed = int(seed) % (2**63)
+            gen = torch.Generator().manual_seed(seed)
+            # The networks start from the same weights on every device; on a GPU the
+            # draws of every step come from the GPU's own generator (no host copies).
+            nets = ConditionalNetworks(data.cardinalities, cfg.hidden, gen).to(device)
+            draws = gen if device.type == "cpu" else torch.Generator(device).manual_seed(seed)
+            seed_device(seed, device)
             model_opt = torch.optim.Adam(
                 nets.parameters(), lr=cfg.lr_model, weight_decay=cfg.weight_decay, fused=True
             )
-            gamma = torch.nn.Parameter(torch.as_tensor(prior.gamma, dtype=torch.float32).clone())
-            theta = torch.as_tensor(prior.theta, dtype=torch.float32).clone()
+            gamma = torch.nn.Parameter(_on(prior.gamma, device).clone())
+            theta = _on(prior.theta, device).clone()
             with torch.no_grad():
                 gamma.fill_diagonal_(NO_SELF_LOOP)
                 theta.fill_diagonal_(0.0)
             fixed = FixedEdges.from_knowledge(cfg.knowledge, data.names)
-            if fixed is not None:
-                fixed.clamp(gamma, theta)
+            clamp = None if fixed is None else fixed.clamper(gamma, theta)
+            if clamp is not None:
+                clamp()
             gamma_opt = torch.optim.Adam([gamma], lr=cfg.lr_gamma, betas=(0.9, cfg.beta2_gamma))
             theta_opt = ThetaAdam(theta, lr=cfg.lr_theta)
-            obs = torch.as_tensor(data.observational)
-            inter = {t: torch.as_tensor(v) for t, v in data.interventional.items()}
-            unintervened = [j for j in range(d) if j not in inter]
-            obs_batches = _batches(len(obs), cfg.batch_size, gen)
-            targets = _cycle(list(inter), gen)
+            obs = torch.as_tensor(data.observational, device=device)
+            inter = {t: torch.as_tensor(v, device=device) for t, v in data.interventional.items()}
+            block = unintervened_block(d, [j for j in range(d) if j not in inter], device)
+            obs_batches = _batches(len(obs), cfg.batch_size, draws)
+            targets = _cycle(list(inter), gen)  # host ints: index the pools, no sync
+            chunk = cfg.graph_chunk if device.type == "cpu" else cfg.graphs_per_step
+            last_loss = None
             for epoch in range(1, epochs + 1):
                 probs = _edge_probs(gamma.detach(), theta)
                 for _ in range(cfg.model_steps):
                     rows = obs[next(obs_batches)]
-                    parents = _sample_graphs(probs, len(rows), gen)
+                    parents = _sample_graphs(probs, len(rows), draws)
                     model_opt.zero_grad()
                     loss = nets.nll_per_sample_graph(rows, parents)
                     loss.backward()
@@ -104,28 +119,35 @@ class ENCO:
                 for _ in range(cfg.graph_steps):
                     t = next(targets)
                     pool = inter[t]
-                    take = torch.randperm(len(pool), generator=gen)[: cfg.batch_size]
+                    take = _randperm(len(pool), draws)[: cfg.batch_size]
                     probs = _edge_probs(gamma.detach(), theta)
-                    graphs = _sample_graphs(probs, cfg.graphs_per_step, gen)
-                    nll = nets.nll_per_graph(pool[take], graphs, chunk=cfg.graph_chunk)
+                    graphs = _sample_graphs(probs, cfg.graphs_per_step, draws)
+                    nll = nets.nll_per_graph(pool[take], graphs, chunk=chunk)
                     g_gamma, g_theta = edge_gradients(
-                        graphs, nll, gamma.detach(), theta, t, cfg.lambda_sparse, unintervened
+                        graphs, nll, gamma.detach(), theta, t, cfg.lambda_sparse, block
                     )
                     gamma.grad = g_gamma
                     gamma_opt.step()
-                    theta_opt.step(g_theta, theta_update_mask(d, t, unintervened))
-                    if fixed is not None:
-                        fixed.clamp(gamma, theta)
-                self.last_loss_ = float(loss.detach())
+                    theta_opt.step(g_theta, theta_update_mask(d, t, block))
+                    if clamp is not None:
+                        clamp()
+                last_loss = loss.detach()
                 if progress is not None:
                     progress(epoch, _beliefs(gamma, theta))
+            if last_loss is not None:  # the one copy to the host, after the epochs
+                self.last_loss_ = float(last_loss)
             return _beliefs(gamma, theta)
 
 
+def _on(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A float32 tensor of ``array`` on ``device``."""
+    return torch.as_tensor(array, dtype=torch.float32).to(device)
+
+
 def _beliefs(gamma: torch.Tensor, theta: torch.Tensor) -> Beliefs:
-    out = gamma.detach().numpy().astype(np.float64)
+    out = host_array(gamma, "gamma").astype(np.float64)
     np.fill_diagonal(out, NO_SELF_LOOP)
-    return Beliefs(out, theta.numpy().astype(np.float64))
+    return Beliefs(out, host_array(theta, "theta").astype(np.float64))
 
 
 @contextmanager
@@ -150,18 +172,25 @@ def _edge_probs(gamma: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
 
 
 def _sample_graphs(probs: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
-    """``n`` adjacency matrices with independent Bernoulli edges (zero diagonal)."""
-    draws = torch.rand((n, *probs.shape), generator=gen)
+    """``n`` adjacency matrices with independent Bernoulli edges (zero diagonal), drawn
+    on ``gen``'s device (that of ``probs``)."""
+    draws = torch.rand((n, *probs.shape), generator=gen, device=gen.device)
     return (draws < probs).to(probs.dtype)
 
 
+def _randperm(n: int, gen: torch.Generator) -> torch.Tensor:
+    """A random permutation of ``range(n)``, drawn on ``gen``'s device."""
+    return torch.randperm(n, generator=gen, device=gen.device)
+
+
 def _batches(n: int, size: int, gen: torch.Generator) -> Iterator[torch.Tensor]:
-    """Row indices of shuffled batches, epoch after epoch (the last short batch dropped)."""
+    """Row indices of shuffled batches, epoch after epoch (the last short batch dropped),
+    on ``gen``'s device."""
     if n <= size:
         while True:
-            yield torch.arange(n)
+            yield torch.arange(n, device=gen.device)
     while True:
-        perm = torch.randperm(n, generator=gen)
+        perm = _randperm(n, gen)
         for start in range(0, n - size + 1, size):
             yield perm[start : start + size]
 

@@ -89,10 +89,11 @@ class ConditionalNetworks(nn.Module):
         return F.cross_entropy(logits.reshape(-1, self.c), x.T.reshape(-1))
 
     def _workspace(self, name: str, numel: int) -> torch.Tensor:
-        """A flat float buffer of at least ``numel`` entries, kept between calls."""
+        """A flat float buffer of at least ``numel`` entries on the networks' device,
+        kept between calls."""
         buf = self._scratch.get(name)
-        if buf is None or buf.numel() < numel:
-            buf = torch.empty(numel)
+        if buf is None or buf.numel() < numel or buf.device != self.embed.device:
+            buf = torch.empty(numel, device=self.embed.device)
             self._scratch[name] = buf
         return buf
 
@@ -101,7 +102,9 @@ class ConditionalNetworks(nn.Module):
         return self.embed.reshape(self.d, self.d * self.c, self.hidden)
 
     @torch.no_grad()
-    def nll_per_graph(self, x: torch.Tensor, graphs: torch.Tensor, chunk: int = 8) -> torch.Tensor:
+    def nll_per_graph(
+        self, x: torch.Tensor, graphs: torch.Tensor, chunk: int = 8, max_gather: int = 2**28
+    ) -> torch.Tensor:
         """Each variable's mean negative log-likelihood under each sampled graph.
 
         Graph fitting (ENCO §3.3): every graph scores the same batch.
@@ -114,20 +117,47 @@ class ConditionalNetworks(nn.Module):
             ``(g, d, d)`` float 0/1 adjacency samples.
         chunk
             Graphs evaluated at once (memory: ``chunk · n · d · hidden`` floats).
+        max_gather
+            Most floats of the gathered input embeddings held at once (``d · n ·
+            hidden`` per output variable): above it (large ``d``), the output
+            variables are scored a block at a time. Not a result change.
 
         Returns
         -------
         torch.Tensor
             ``(g, d)``: entry ``[k, j]`` is ``-mean_b log p(x_bj | graph k)``.
         """
+        per_output = self.d * x.shape[0] * self.hidden
+        block = max(1, min(self.d, max_gather // max(1, per_output)))
+        if block >= self.d:
+            return self._nll_outputs(x, graphs, chunk, slice(0, self.d))
+        parts = [
+            self._nll_outputs(x, graphs, chunk, slice(j, min(j + block, self.d)))
+            for j in range(0, self.d, block)
+        ]
+        return torch.cat(parts, dim=1)
+
+    def _nll_outputs(
+        self, x: torch.Tensor, graphs: torch.Tensor, chunk: int, outputs: slice
+    ) -> torch.Tensor:
+        """:meth:`nll_per_graph` for the output variables ``outputs``: ``(g, len)``."""
         n = x.shape[0]
+        d_out = outputs.stop - outputs.start
+        whole = d_out == self.d
+        if whole:  # every output at once: the tensors themselves, no views
+            outputs = slice(None)
+        inputs = torch.arange(self.d, device=x.device)[:, None]
         # emb[j, i, (b, :)] = embedding of x_bi in network j
-        emb = self.embed[:, torch.arange(self.d)[:, None], x.T]  # (d_out, d_in, n, h)
-        emb = emb.reshape(self.d, self.d, n * self.hidden)
-        labels = x.T[:, None, :, None]  # (d, 1, n, 1)
+        emb = self.embed[outputs, inputs, x.T]  # (d_out, d_in, n, h)
+        emb = emb.reshape(d_out, self.d, n * self.hidden)
+        labels = x.T[outputs, None, :, None]  # (d_out, 1, n, 1)
+        params = (self.embed_bias, self.b1, self.w1, self.b2, self.w2, self.logit_mask)
+        if not whole:
+            params = tuple(p[outputs] for p in params)
+        embed_bias, b1, w1, b2, w2, logit_mask = params
         size = min(chunk, graphs.shape[0]) * n
-        h_buf = self._workspace("hidden", self.d * size * self.hidden)
-        h2_buf = self._workspace("hidden2", self.d * size * self.hidden)
+        h_buf = self._workspace("hidden", d_out * size * self.hidden)
+        h2_buf = self._workspace("hidden2", d_out * size * self.hidden)
         out = []
         for start in range(0, graphs.shape[0], chunk):
             part = graphs[start : start + chunk]  # (g, d_in, d_out)
@@ -136,19 +166,20 @@ class ConditionalNetworks(nn.Module):
             # The layers of _head, in place and into reused buffers: this stage is
             # bound by memory traffic, and fresh 10+ MB tensors each step would be
             # mapped and zeroed by the OS every time.
-            h = h_buf[: self.d * rows * self.hidden].view(self.d, g, n * self.hidden)
-            torch.bmm(part.permute(2, 0, 1), emb, out=h)
-            h = h.view(self.d, rows, self.hidden)
-            h += self.embed_bias
+            h = h_buf[: d_out * rows * self.hidden].view(d_out, g, n * self.hidden)
+            per_output = part.permute(2, 0, 1)  # (d_out, g, d_in)
+            torch.bmm(per_output if whole else per_output[outputs], emb, out=h)
+            h = h.view(d_out, rows, self.hidden)
+            h += embed_bias
             F.leaky_relu_(h, _SLOPE)
-            h2 = h2_buf[: self.d * rows * self.hidden].view(self.d, rows, self.hidden)
-            torch.baddbmm(self.b1, h, self.w1, out=h2)
+            h2 = h2_buf[: d_out * rows * self.hidden].view(d_out, rows, self.hidden)
+            torch.baddbmm(b1, h, w1, out=h2)
             F.leaky_relu_(h2, _SLOPE)
-            logits = torch.baddbmm(self.b2, h2, self.w2).view(self.d, g, n, self.c)
-            logits += self.logit_mask[:, None]
+            logits = torch.baddbmm(b2, h2, w2).view(d_out, g, n, self.c)
+            logits += logit_mask[:, None]
             picked = logits.gather(-1, labels.expand(-1, g, -1, -1))[..., 0]
-            nll = torch.logsumexp(logits, dim=-1) - picked  # (d, g, n)
-            out.append(nll.mean(dim=-1).T)  # (g, d)
+            nll = torch.logsumexp(logits, dim=-1) - picked  # (d_out, g, n)
+            out.append(nll.mean(dim=-1).T)  # (g, d_out)
         return torch.cat(out)
 
 
