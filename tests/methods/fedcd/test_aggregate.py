@@ -84,3 +84,47 @@ def test_edge_entropy_is_zero_on_agreement_and_one_bit_on_a_split():
     b[0, 1] = False
     assert edge_entropy([a, a]) == 0.0
     assert edge_entropy([a, b]) == pytest.approx(1 / 6)
+
+
+def test_undirected_distance_reaches_edges_into_an_intervention():
+    # 0 -> 1 -> 2 -> 3 and 4 -> 2; client 0 intervenes on 2, client 1 on 0
+    dag = np.zeros((5, 5), dtype=bool)
+    dag[0, 1] = dag[1, 2] = dag[2, 3] = dag[4, 2] = True
+    targets = [[2], [0]]
+    out = proximity_scores(dag, targets, mass=16.0, discount=0.5, min_mass=0.1)
+    und = proximity_scores(dag, targets, 16.0, 0.5, 0.1, distance="undirected")
+    # outgoing (the reference code): only 2 -> 3 leaves client 0's target
+    assert [out[0, i, j] for i, j in ((0, 1), (1, 2), (2, 3), (4, 2))] == pytest.approx(
+        [0.1, 0.1, 16.0, 0.1]
+    )
+    # undirected (§5.2): every edge touching 2 gets m, 0 -> 1 is one step further
+    assert [und[0, i, j] for i, j in ((0, 1), (1, 2), (2, 3), (4, 2))] == pytest.approx(
+        [8.0, 16.0, 16.0, 16.0]
+    )
+    # client 1 at the source: 4 -> 2 is two steps away on the skeleton, unreachable outgoing
+    assert [und[1, i, j] for i, j in ((0, 1), (1, 2), (2, 3), (4, 2))] == pytest.approx(
+        [16.0, 8.0, 4.0, 4.0]
+    )
+    assert [out[1, i, j] for i, j in ((0, 1), (1, 2), (2, 3), (4, 2))] == pytest.approx(
+        [16.0, 8.0, 4.0, 0.1]
+    )
+    np.testing.assert_array_equal(und, und.transpose(0, 2, 1))
+    with pytest.raises(ConfigError, match="unknown distance"):
+        proximity_scores(dag, targets, 16.0, 0.5, 0.1, distance="sideways")
+
+
+def test_undirected_distance_gives_the_head_s_client_its_edge_in_the_average():
+    # 0 -> 1; client 0 intervenes on the head 1, client 1 on nothing (floor only)
+    dag = np.array([[0, 1], [0, 0]], dtype=bool)
+    g0, g1 = np.full((2, 2), logit(0.9)), np.full((2, 2), logit(0.3))
+    t0 = np.array([[0.0, logit(0.8)], [-logit(0.8), 0.0]])
+    beliefs = [Beliefs(g0, t0), Beliefs(g1, np.zeros((2, 2)))]
+    expected_w = np.exp(0.3 * 16) / (np.exp(0.3 * 16) + np.exp(0.3 * 0.1))
+    for distance, w in (("outgoing", 0.5), ("undirected", expected_w)):
+        scores = proximity_scores(dag, [[1], []], 16.0, 0.2, 0.1, distance=distance)
+        weights = proximity_weights(scores, temperature=0.3, weighting="softmax")
+        assert weights[0, 0, 1] == pytest.approx(w)
+        merged = aggregate_beliefs(beliefs, weights)
+        assert merged.gamma[0, 1] == pytest.approx(logit(0.9 * w + 0.3 * (1 - w)))
+        assert merged.theta[0, 1] == pytest.approx(logit(0.8 * w + 0.5 * (1 - w)))
+        assert merged.theta[1, 0] == pytest.approx(-merged.theta[0, 1])

@@ -10,12 +10,15 @@ papers/fedcd-interventional-causal-discovery.txt:
   into weights with a softmax of temperature ``β`` over the clients, and eq. (2)
   averages the beliefs with them.
 
-Choices (docs/fedcd.md): a pair ``{i, j}`` gets one reliability, that of whichever
-direction the reference graph holds, so θ stays antisymmetric; pairs that are not
-edges of the reference graph, and clients whose interventions cannot reach the edge,
-get the floor ``min_mass`` (as in the reference code, so voting is the special case
-``α = 1``, equal masses); beliefs are averaged as probabilities (eq. 2) or as logits
-(the reference code), ``belief_space``.
+Choices (docs/fedcd.md): ``distance`` says which edges an intervention reaches
+(``"outgoing"``: along the arrows, only edges leaving a reached node, as the authors'
+code; ``"undirected"``: every edge touching a reached node, either direction, §5.2's
+"edges immediately connected to the intervened variable"); a pair ``{i, j}`` gets
+one reliability, that of whichever direction the reference graph holds, so θ stays
+antisymmetric; pairs that are not edges of the reference graph, and clients whose
+interventions cannot reach the edge, get the floor ``min_mass`` (as in the reference
+code, so voting is the special case ``α = 1``, equal masses); beliefs are averaged
+as probabilities (eq. 2) or as logits (the reference code), ``belief_space``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from fedstruct.methods.fedcd.learner import NO_SELF_LOOP, Beliefs
 
 __all__ = [
     "BELIEF_SPACES",
+    "DISTANCES",
     "WEIGHTINGS",
     "aggregate_beliefs",
     "averaged_values",
@@ -45,6 +49,7 @@ __all__ = [
 ]
 
 BELIEF_SPACES = ("probability", "logit")
+DISTANCES = ("outgoing", "undirected")
 WEIGHTINGS = ("softmax", "normalize")
 _CLIP = 1e-6
 
@@ -73,12 +78,31 @@ def distances_from(adjacency: NDArray[np.bool_], sources: Sequence[int]) -> NDAr
     return dist
 
 
+def _edge_steps(
+    adjacency: NDArray[np.bool_], sources: Sequence[int], distance: str
+) -> NDArray[np.float64]:
+    """``S - 1`` for every edge ``src -> dst`` of ``adjacency`` (in ``np.nonzero`` order).
+
+    ``"outgoing"``: the directed steps from the nearest source to ``src`` (an edge into
+    an intervened variable is not reached from it); ``"undirected"``: the steps on the
+    skeleton to the edge's nearer end, so every edge touching a source has ``S = 1``.
+    """
+    src, dst = np.nonzero(adjacency)
+    if distance == "outgoing":
+        return distances_from(adjacency, sources)[src]
+    if distance == "undirected":
+        dist = distances_from(adjacency | adjacency.T, sources)
+        return np.minimum(dist[src], dist[dst])
+    raise ConfigError(f"unknown distance {distance!r}; choose one of {list(DISTANCES)}")
+
+
 def proximity_scores(
     reference: NDArray[np.bool_],
     targets: Sequence[Sequence[int]],
     mass: float | Sequence[float],
     discount: float,
     min_mass: float,
+    distance: str = "outgoing",
 ) -> NDArray[np.float64]:
     """Reliabilities ``r_k,ij = max(m_k α^(S-1), min_mass)`` (§5.2, Algorithm 1).
 
@@ -94,6 +118,11 @@ def proximity_scores(
         ``α`` in (0, 1].
     min_mass
         The floor for non-edges and unreachable edges.
+    distance
+        How ``S`` is counted (:data:`DISTANCES`): ``"outgoing"`` along the arrows from
+        the edge's source (the authors' code), ``"undirected"`` on the skeleton to the
+        edge's nearer end (§5.2: "edges immediately connected to the intervened
+        variable" get ``m``).
 
     Returns
     -------
@@ -108,7 +137,7 @@ def proximity_scores(
     for c in range(k):
         if not len(targets[c]):
             continue
-        steps = distances_from(adj, targets[c])[src]  # S - 1 for the edge src -> dst
+        steps = _edge_steps(adj, targets[c], distance)  # S - 1 for the edge src -> dst
         reach = np.isfinite(steps)
         r = np.full(len(steps), float(min_mass))
         r[reach] = np.maximum(masses[c] * discount ** steps[reach], min_mass)

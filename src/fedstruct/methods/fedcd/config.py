@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
-from fedstruct.methods.fedcd.aggregate import BELIEF_SPACES, WEIGHTINGS
+from fedstruct.methods.fedcd.aggregate import BELIEF_SPACES, DISTANCES, WEIGHTINGS
 from fedstruct.methods.fedcd.enco.config import ENCOConfig
 
 __all__ = ["AGGREGATIONS", "FedCDConfig"]
@@ -35,6 +35,11 @@ class FedCDConfig(ENCOConfig):
         ``β`` of the softmax over clients, eq. (1) (reference code: 0.3).
     min_mass
         Reliability floor for edges no intervention reaches (reference code: 0.1).
+    distance
+        Which edges an intervention reaches: ``"outgoing"`` (along the arrows, only
+        edges leaving a reached variable: the reference code) or ``"undirected"``
+        (every edge touching it, either direction: §5.2's "edges immediately
+        connected to the intervened variable").
     weighting
         ``"softmax"`` (eq. 1) or ``"normalize"`` (``r / Σ r``, what the reference code
         does: it never applies β).
@@ -52,6 +57,7 @@ class FedCDConfig(ENCOConfig):
     discount: float = 0.2
     temperature: float = 0.3
     min_mass: float = 0.1
+    distance: str = "outgoing"
     weighting: str = "softmax"
     belief_space: str = "probability"
     acyclic: bool = True
@@ -68,6 +74,7 @@ class FedCDConfig(ENCOConfig):
 _CONSTRAINTS = {
     "aggregation": OneOf(AGGREGATIONS),
     "weighting": OneOf(WEIGHTINGS),
+    "distance": OneOf(DISTANCES),
     "belief_space": OneOf(BELIEF_SPACES),
     "rounds": Interval(int, 1),
     "epochs_per_round": Interval(int, 1),

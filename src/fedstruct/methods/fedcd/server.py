@@ -151,6 +151,7 @@ class FedCDServer(ServerAlgorithm[FedCDState]):
                 self.config.mass,
                 self.config.discount,
                 self.config.min_mass,
+                self.config.distance,
             )
             weights = proximity_weights(scores, self.config.temperature, self.config.weighting)
             merged = _fix(fixed, aggregate_beliefs(beliefs, weights, self.config.belief_space))
