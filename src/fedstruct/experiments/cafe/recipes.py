@@ -111,7 +111,9 @@ def _curves(
     main setting (Dir 0.1, CF 0.1, 10 % sampling, 5 local epochs), the test accuracy
     and the clients' mean training loss against the rounds, one figure each per data
     set (``accuracy_<data set>.png``, ``loss_<data set>.png``); the table gives the
-    final and the best accuracy."""
+    final and the best accuracy. The loss is each algorithm's own training objective
+    (MOON's includes its contrastive term, FedProx's its proximal term), averaged over
+    the clients that replied in the round: the runs record no test loss."""
     seeds = [0] if quick else [0, 1, 2]
     base = {**(_QUICK if quick else _FULL), "eval_every": _CURVE_EVERY[quick]}
     rows: list[dict[str, Any]] = []
@@ -127,12 +129,13 @@ def _curves(
             plot_curves(
                 comparison.curves(metric),
                 out / f"{figure}_{name}.png",
-                title=f"CAFE Fig. 5: {label} per round, {name} (Dir 0.1, CF 0.1)",
+                title=f"CAFE Fig. 5: {figure} per round, {name}",
                 xlabel="round",
                 ylabel=label,
             )
         for row in comparison.rows(["accuracy", "best_accuracy"]):
-            rows.append({**row, "name": f"{name} | {row['name']}"})
+            kept = {k: v for k, v in row.items() if len(seeds) > 1 or not k.endswith("_std")}
+            rows.append({**kept, "name": f"{name} | {row['name']}"})
     title = f"CAFE Fig. 5: accuracy after {base['rounds']} rounds ({len(seeds)} seeds)"
     table = write_results(out, rows, ["accuracy", "best_accuracy"], title)
     return RecipeReport(table, out)
