@@ -78,7 +78,7 @@ def test_the_curves_recipe_draws_accuracy_and_loss_per_round(tmp_path, monkeypat
 
     tiny = {"clients": 10, "rounds": 4, "local_epochs": 1, "eval_every": 5}
     monkeypatch.setattr(recipes, "_QUICK", tiny)
-    run_recipe("cafe-curves", quick=True, out=tmp_path, dataset="digits")
+    run_recipe("cafe-curves", quick=True, out=tmp_path, dataset="digits", jobs=1)
     rows = [r["name"] for r in json.loads((tmp_path / "results.json").read_text())]
     assert rows == [f"digits | {label}" for label in recipes.LABELS.values()]
     history = json.loads((tmp_path / "digits" / "cafe" / "seed-0" / "history.json").read_text())
