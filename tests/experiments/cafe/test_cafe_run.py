@@ -86,3 +86,11 @@ def test_the_curves_recipe_draws_accuracy_and_loss_per_round(tmp_path, monkeypat
     assert all("train_loss" in h for h in history if h["clients_answered"])
     for figure in ("accuracy_digits.png", "loss_digits.png"):
         assert (tmp_path / figure).stat().st_size > 10_000
+
+
+def test_the_loss_curve_averages_blocks_of_rounds_and_skips_empty_ones():
+    from fedstruct.experiments.cafe.recipes import block_means
+
+    points = [(1, 1.0), (2, 3.0), (5, 4.0), (6, 6.0)]  # no reply in rounds 3-4
+    assert block_means(points, 2) == [(2.0, 2.0), (6.0, 5.0)]
+    assert block_means(points, 1) == [(float(r), v) for r, v in points]

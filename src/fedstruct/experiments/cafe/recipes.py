@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fedstruct.data.datasets.images import IMAGE_DATASETS
 from fedstruct.errors import ConfigError, unknown_choice_message
 from fedstruct.experiments.compare import available_cpus, compare_variants, write_results
@@ -117,7 +119,8 @@ def _curves(
     set (``accuracy_<data set>.png``, ``loss_<data set>.png``); the table gives the
     final and the best accuracy. The loss is each algorithm's own training objective
     (MOON's includes its contrastive term, FedProx's its proximal term), averaged over
-    the clients that replied in the round: the runs record no test loss. ``jobs``:
+    the clients that replied, then over blocks of ``eval_every`` rounds
+    (:func:`block_means`): the runs record no test loss. ``jobs``:
     runs at a time (default: one per CPU)."""
     seeds = range(1) if quick else range(3)
     base = {**(_QUICK if quick else _FULL), "eval_every": _CURVE_EVERY[quick]}
@@ -141,23 +144,38 @@ def curve_figures(
             "cafe", _methods(), seeds, out / name, common={**base, **data}, progress=False,
             jobs=jobs or available_cpus(),
         )  # fmt: skip
-        for metric, figure, label in (
-            ("test_accuracy", "accuracy", "test accuracy"),
-            ("train_loss", "loss", "training loss (clients' mean)"),
-        ):
-            plot_curves(
-                comparison.curves(metric),
-                out / f"{figure}_{name}.png",
-                title=f"CAFE Fig. 5: {figure} per round, {name}",
-                xlabel="round",
-                ylabel=label,
-            )
+        plot_curves(
+            comparison.curves("test_accuracy"),
+            out / f"accuracy_{name}.png",
+            title=f"CAFE Fig. 5: test accuracy per round, {name}",
+            xlabel="round",
+            ylabel="test accuracy",
+        )
+        every = base["eval_every"]
+        plot_curves(
+            {k: block_means(v, every) for k, v in comparison.curves("train_loss").items()},
+            out / f"loss_{name}.png",
+            title=f"CAFE Fig. 5: training loss, {name}",
+            xlabel="round",
+            ylabel=f"training loss (clients' mean, per {every} rounds)",
+        )
         for row in comparison.rows(["accuracy", "best_accuracy"]):
             kept = {k: v for k, v in row.items() if len(seeds) > 1 or not k.endswith("_std")}
             rows.append({**kept, "name": f"{name} | {row['name']}"})
     title = f"CAFE Fig. 5: accuracy after {base['rounds']} rounds ({len(seeds)} seeds)"
     table = write_results(out, rows, ["accuracy", "best_accuracy"], title)
     return RecipeReport(table, out)
+
+
+def block_means(points: list[tuple[float, float]], width: int) -> list[tuple[float, float]]:
+    """The mean of the ``(round, value)`` points in each block of ``width`` rounds
+    (rounds 1..w, w+1..2w, ...), placed at the block's last round; blocks without a
+    point are left out. A round's training loss comes from the one or two clients that
+    replied, so single rounds are noise."""
+    blocks: dict[int, list[float]] = {}
+    for rnd, value in points:
+        blocks.setdefault(-(-int(rnd) // width), []).append(value)
+    return [(float(b * width), float(np.mean(v))) for b, v in sorted(blocks.items())]
 
 
 register_recipe(
