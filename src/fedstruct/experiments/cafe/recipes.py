@@ -142,7 +142,7 @@ def curve_figures(
         name = data["dataset"]
         comparison = compare_variants(
             "cafe", _methods(), seeds, out / name, common={**base, **data}, progress=False,
-            jobs=jobs or available_cpus(),
+            jobs=available_cpus() if jobs is None else jobs,
         )  # fmt: skip
         plot_curves(
             comparison.curves("test_accuracy"),
