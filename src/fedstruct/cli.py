@@ -618,7 +618,7 @@ def reproduce(
     jobs: Annotated[
         int | None,
         typer.Option(
-            help="Runs at a time, one CPU thread each (discover-then-* recipes; "
+            help="Runs at a time, one CPU thread each (discover-then-*, cafe-curves; "
             "default: one per CPU)."
         ),
     ] = None,

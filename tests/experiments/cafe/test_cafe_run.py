@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from fedstruct.cli import app
@@ -65,3 +66,31 @@ def test_recipes_refuse_options_they_do_not_take(tmp_path):
     result = runner.invoke(app, ["reproduce", "fedavg-participation", "--dataset", "mnist"])
     assert result.exit_code == 2
     assert "takes no --dataset option" in " ".join(result.output.split())
+
+
+@pytest.mark.slow
+def test_the_curves_recipe_draws_accuracy_and_loss_per_round(tmp_path, monkeypatch):
+    """Fig. 5: the five algorithms' test accuracy (every 2 rounds at --quick) and
+    training loss (every round with a reply) against the rounds, one figure each per
+    data set."""
+    from fedstruct.experiments.cafe import recipes
+    from fedstruct.experiments.recipes import run_recipe
+
+    tiny = {"clients": 10, "rounds": 4, "local_epochs": 1, "eval_every": 5}
+    monkeypatch.setattr(recipes, "_QUICK", tiny)
+    run_recipe("cafe-curves", quick=True, out=tmp_path, dataset="digits", jobs=1)
+    rows = [r["name"] for r in json.loads((tmp_path / "results.json").read_text())]
+    assert rows == [f"digits | {label}" for label in recipes.LABELS.values()]
+    history = json.loads((tmp_path / "digits" / "cafe" / "seed-0" / "history.json").read_text())
+    assert [h["round"] for h in history if "test_accuracy" in h] == [2, 4]
+    assert all("train_loss" in h for h in history if h["clients_answered"])
+    for figure in ("accuracy_digits.png", "loss_digits.png"):
+        assert (tmp_path / figure).stat().st_size > 10_000
+
+
+def test_the_loss_curve_averages_blocks_of_rounds_and_skips_empty_ones():
+    from fedstruct.experiments.cafe.recipes import block_means
+
+    points = [(1, 1.0), (2, 3.0), (5, 4.0), (6, 6.0)]  # no reply in rounds 3-4
+    assert block_means(points, 2) == [(2.0, 2.0), (6.0, 5.0)]
+    assert block_means(points, 1) == [(float(r), v) for r, v in points]

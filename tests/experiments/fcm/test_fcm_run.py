@@ -137,3 +137,30 @@ def test_an_interrupted_dp_run_resumes_with_every_ledger(tmp_path):
     )
     assert any(spent)
     assert max(h.get("epsilon_max", 0) for h in history) <= 5.0
+
+
+#: The quick recipes' common settings cut to the size of :data:`SMALL` (recipe tests).
+TINY_RECIPE = {"samples": 2000, "autoencoder_epochs": 5, "clients": 4, "initial_clients": 2,
+               "arrival_round": 3, "clients_per_round": 3, "rounds": 6, "max_epochs": 15,
+               "batch_size": 128, "standardise_latent": True}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_freezing_recipe_trains_with_and_without_freezing(tmp_path, monkeypatch):
+    """Tables 7-8: one row per (network, model, freezing); the two runs differ in
+    ``freeze_unsupervised`` only, and it changes what they learn."""
+    from fedstruct.experiments.fcm import recipes
+    from fedstruct.experiments.recipes import run_recipe
+
+    monkeypatch.setattr(recipes, "QUICK", TINY_RECIPE)
+    run_recipe("fcm-freezing", quick=True, out=tmp_path)
+    rows = {r["name"]: r for r in json.loads((tmp_path / "results.json").read_text())}
+    assert list(rows) == ["asia | c2bm | freezing no", "asia | c2bm | freezing yes"]
+    runs = {f: tmp_path / f"asia---c2bm---freezing-{f}" / "seed-0" for f in ("no", "yes")}
+    settings = {f: json.loads((p / "config.json").read_text())["settings"] for f, p in runs.items()}
+    assert [settings[f]["freeze_unsupervised"] for f in ("no", "yes")] == [False, True]
+    assert settings["no"]["regime"] == settings["yes"]["regime"] == "fcm"
+    metrics = {f: json.loads((p / "metrics.json").read_text()) for f, p in runs.items()}
+    assert metrics["no"]["concept_accuracy"] != metrics["yes"]["concept_accuracy"]
+    assert "| asia | c2bm | freezing yes |" in (tmp_path / "results.md").read_text()
+    assert (tmp_path / "task_accuracy.png").stat().st_size > 10_000

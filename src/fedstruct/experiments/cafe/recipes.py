@@ -1,4 +1,4 @@
-"""Recipes reproducing CAFE's tables (I-IV) and its ablation (Fig. 6).
+"""Recipes reproducing CAFE's tables (I-IV), its curves (Fig. 5) and its ablation (Fig. 6).
 
 Every recipe runs the five algorithms (FedAvg, FedProx, MOON, FedProto, CAFE) — or,
 for the ablation, CAFE without each module — over one swept setting, on the offline
@@ -7,7 +7,8 @@ cifar10 | cifar100 --data-dir PATH``. Fixed settings follow the paper's main set
 (§VI-A): 100 clients, 10 % sampled per round, Dir 0.1, CF 0.1, 5 local epochs.
 Full size: 200 rounds and 3 seeds; ``--quick``: 20 clients, 20 rounds, 2 local
 epochs, one seed (minutes on 2 cores). Each writes ``results.json``, ``results.md``
-(mean ± std of the final accuracy per algorithm and setting) and a bar chart.
+(mean ± std of the final accuracy per algorithm and setting) and a bar chart;
+``cafe-curves`` draws the test accuracy and the training loss against the rounds.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fedstruct.data.datasets.images import IMAGE_DATASETS
 from fedstruct.errors import ConfigError, unknown_choice_message
-from fedstruct.experiments.compare import compare_variants, write_results
-from fedstruct.experiments.plots import plot_bars
+from fedstruct.experiments.compare import available_cpus, compare_variants, write_results
+from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
 __all__ = ["ABLATION", "LABELS", "OFFLINE"]
@@ -38,6 +41,8 @@ ABLATION: dict[str, dict[str, Any]] = {
 }
 _FULL: dict[str, Any] = {"rounds": 200}
 _QUICK: dict[str, Any] = {"clients": 20, "rounds": 20, "local_epochs": 2, "eval_every": 5}
+#: Rounds between test evaluations of ``cafe-curves`` (points on its accuracy curve).
+_CURVE_EVERY = {True: 2, False: 5}
 
 
 def _datasets(dataset: str | None, data_dir: Path | None) -> list[dict[str, Any]]:
@@ -101,6 +106,82 @@ def _register(name: str, summary: str, title: str, setting: str | None, values: 
     register_recipe(Recipe(name, summary, run, options=("dataset", "data_dir")))
 
 
+def _curves(
+    quick: bool,
+    out: Path,
+    dataset: str | None = None,
+    data_dir: Path | None = None,
+    jobs: int | None = None,
+) -> RecipeReport:
+    """Fig. 5 (and the loss of the paper's text after it): the five algorithms in the
+    main setting (Dir 0.1, CF 0.1, 10 % sampling, 5 local epochs), the test accuracy
+    and the clients' mean training loss against the rounds, one figure each per data
+    set (``accuracy_<data set>.png``, ``loss_<data set>.png``); the table gives the
+    final and the best accuracy. The loss is each algorithm's own training objective
+    (MOON's includes its contrastive term, FedProx's its proximal term), averaged over
+    the clients that replied, then over blocks of ``eval_every`` rounds
+    (:func:`block_means`): the runs record no test loss. ``jobs``:
+    runs at a time (default: one per CPU)."""
+    seeds = range(1) if quick else range(3)
+    base = {**(_QUICK if quick else _FULL), "eval_every": _CURVE_EVERY[quick]}
+    return curve_figures(_datasets(dataset, data_dir), seeds, base, out, jobs)
+
+
+def curve_figures(
+    datasets: list[dict[str, Any]],
+    seeds: range,
+    base: dict[str, Any],
+    out: Path,
+    jobs: int | None = None,
+) -> RecipeReport:
+    """Run the five algorithms on each data set; draw their accuracy and loss per
+    round and tabulate the final and best accuracy (the body of ``cafe-curves``,
+    callable with fewer seeds for runs by hand)."""
+    rows: list[dict[str, Any]] = []
+    for data in datasets:
+        name = data["dataset"]
+        comparison = compare_variants(
+            "cafe", _methods(), seeds, out / name, common={**base, **data}, progress=False,
+            jobs=available_cpus() if jobs is None else jobs,
+        )  # fmt: skip
+        plot_curves(
+            comparison.curves("test_accuracy"),
+            out / f"accuracy_{name}.png",
+            title=f"CAFE Fig. 5: test accuracy per round, {name}",
+            xlabel="round",
+            ylabel="test accuracy",
+        )
+        every = base["eval_every"]
+        plot_curves(
+            {k: block_means(v, every) for k, v in comparison.curves("train_loss").items()},
+            out / f"loss_{name}.png",
+            title=f"CAFE Fig. 5: training loss, {name}",
+            xlabel="round",
+            ylabel=f"training loss (clients' mean, per {every} rounds)",
+        )
+        for row in comparison.rows(["accuracy", "best_accuracy"]):
+            kept = {k: v for k, v in row.items() if len(seeds) > 1 or not k.endswith("_std")}
+            rows.append({**kept, "name": f"{name} | {row['name']}"})
+    title = f"CAFE Fig. 5: accuracy after {base['rounds']} rounds ({len(seeds)} seeds)"
+    table = write_results(out, rows, ["accuracy", "best_accuracy"], title)
+    return RecipeReport(table, out)
+
+
+def block_means(points: list[tuple[float, float]], width: int) -> list[tuple[float, float]]:
+    """The mean of the ``(round, value)`` points in each block of ``width`` rounds
+    (rounds 1..w, w+1..2w, ...), placed at the block's last round; blocks without a
+    point are left out. A round's training loss comes from the one or two clients that
+    replied, so single rounds are noise."""
+    blocks: dict[int, list[float]] = {}
+    for rnd, value in points:
+        blocks.setdefault(-(-int(rnd) // width), []).append(value)
+    return [(float(b * width), float(np.mean(v))) for b, v in sorted(blocks.items())]
+
+
+register_recipe(
+    Recipe("cafe-curves", "CAFE Fig. 5: test accuracy and training loss against the rounds",
+           _curves, options=("dataset", "data_dir", "jobs"))
+)  # fmt: skip
 _register("cafe-dirichlet", "CAFE Table I: accuracy under Dir 0.1 / 0.5 / 1.0 label skew",
           "CAFE Table I: label skew", "skew_alpha", (0.1, 0.5, 1.0))  # fmt: skip
 _register("cafe-cf", "CAFE Table II: accuracy under communication frequency 0.1 / 0.5 / 1.0",

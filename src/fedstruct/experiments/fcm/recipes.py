@@ -1,4 +1,4 @@
-"""Recipes reproducing the F-CMs paper's results (Table 1, Figures 2-3 and 9, Tables 4-6).
+"""Recipes reproducing the F-CMs paper's results (Table 1, Figures 2-6 and 9, Tables 4-8).
 
 Each writes ``results.json``, ``results.md`` and plots into its folder, one sub-folder
 per run. ``--quick`` runs asia only, one seed, at most 30 rounds (or epochs), on 4000
@@ -21,12 +21,17 @@ from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import pair_disagreement
 
-__all__ = ["MODELS", "NETWORKS", "REGIME_LABELS"]
+__all__ = ["CONCEPT_MODELS", "FREEZING_MODELS", "MODELS", "NETWORKS", "REGIME_LABELS"]
 
 #: Table 1's benchmark networks (SIIM-Pneumothorax needs CXR images we do not ship).
 NETWORKS = ("asia", "sachs", "alarm", "insurance", "hailfinder")
 #: The instantiations and the opaque baseline (§4.3, App. C).
 MODELS = ("opaque", "cbm", "cem", "cgm", "c2bm")
+#: The models that predict concepts, so that a concept can be intervened on (§5.2,
+#: App. E.2.2's Figures 5-6 compare these four).
+CONCEPT_MODELS = ("cbm", "cem", "cgm", "c2bm")
+#: Tables 7-8's two representative instantiations (App. E.5.2).
+FREEZING_MODELS = ("c2bm", "cem")
 #: The training regimes of Table 1, in the paper's order.
 REGIME_LABELS = {"central": "Cent.", "local": "Loc.", "sfcm": "S-F-CMs", "fcm": "F-CMs"}
 #: Settings of ``--quick`` runs.
@@ -89,11 +94,29 @@ def _level_curves(comparison: Comparison, variant: str, prefix: str) -> list[tup
 
 
 def _interventions(quick: bool, out: Path) -> RecipeReport:
-    """Figure 2 (and 4): label and task accuracy after interventions by graph level."""
+    """Figures 2 and 4-6: label and task accuracy after interventions by graph level.
+
+    Full size: every network and every model that predicts concepts
+    (:data:`CONCEPT_MODELS`; the opaque baseline has no concept to intervene on), every
+    regime, 3 seeds (§5.2); ``--quick``: C2BM on asia, one seed.
+    """
     seeds, common = _size(quick)
     seeds = range(1) if quick else range(3)
-    networks = ("asia",) if quick else ("asia", "hailfinder")
-    models = ("c2bm",) if quick else ("c2bm", "cem")
+    networks = ("asia",) if quick else NETWORKS
+    models = ("c2bm",) if quick else CONCEPT_MODELS
+    return intervention_curves(networks, models, seeds, common, out)
+
+
+def intervention_curves(
+    networks: tuple[str, ...],
+    models: tuple[str, ...],
+    seeds: range,
+    common: dict[str, Any],
+    out: Path,
+) -> RecipeReport:
+    """Run every regime of ``models`` on ``networks``; plot and tabulate the accuracy
+    after interventions by level (the body of ``fcm-interventions``, callable on a
+    subset for runs by hand)."""
     grid = _grid(networks, models, tuple(REGIME_LABELS))
     comparison = compare_variants("fcm", grid, seeds, out, common=common, progress=False)
     for n in networks:
@@ -141,6 +164,62 @@ def _convergence(quick: bool, out: Path) -> RecipeReport:
     metrics = ["params_changed_fraction", "params_growth", "task_accuracy", "rounds_run"]
     table = write_results(
         out, comparison.rows(metrics), metrics, f"F-CMs convergence ({len(seeds)} seeds)"
+    )
+    return RecipeReport(table, out)
+
+
+def _freezing(quick: bool, out: Path) -> RecipeReport:
+    """Tables 7-8 (App. E.5.2): F-CMs with and without freezing unsupervised modules.
+
+    Full size: every network, C2BM and CEM, 5 seeds; ``--quick``: C2BM on asia, one seed.
+    """
+    seeds, common = _size(quick)
+    networks = ("asia",) if quick else NETWORKS
+    models = ("c2bm",) if quick else FREEZING_MODELS
+    return freezing_table(networks, models, seeds, common, out)
+
+
+def freezing_label(network: str, model: str, freeze: bool) -> str:
+    """The variant name of one cell of Tables 7-8 (``asia | c2bm | freezing yes``)."""
+    return f"{network} | {model} | freezing {'yes' if freeze else 'no'}"
+
+
+def freezing_table(
+    networks: tuple[str, ...],
+    models: tuple[str, ...],
+    seeds: range,
+    common: dict[str, Any],
+    out: Path,
+) -> RecipeReport:
+    """F-CMs (regime ``fcm``) with ``freeze_unsupervised`` off ("No") and on ("Yes",
+    the default) per network and model: task and concept accuracy (the body of
+    ``fcm-freezing``, callable on a subset for runs by hand)."""
+    variants = {
+        freezing_label(n, m, f): {"network": n, "model": m, "regime": "fcm",
+                                  "freeze_unsupervised": f}
+        for n in networks
+        for m in models
+        for f in (False, True)
+    }  # fmt: skip
+    comparison = compare_variants("fcm", variants, seeds, out, common=common, progress=False)
+    plot_bars(
+        {
+            n: {
+                f"{m} freezing {'yes' if f else 'no'}": comparison.mean(
+                    freezing_label(n, m, f), "task_accuracy"
+                )
+                for m in models
+                for f in (False, True)
+            }
+            for n in networks
+        },
+        out / "task_accuracy.png",
+        title="F-CMs Tables 7-8: selective freezing",
+        ylabel="task accuracy",
+    )
+    metrics = ["task_accuracy", "concept_accuracy", "rounds_run"]
+    table = write_results(
+        out, comparison.rows(metrics), metrics, f"F-CMs selective freezing ({len(seeds)} seeds)"
     )
     return RecipeReport(table, out)
 
@@ -250,10 +329,11 @@ def _local_pairs(truth: Graph, own: Graph | None) -> float:
 
 for _recipe in (
     Recipe("fcm-table1", "F-CMs Table 1: task accuracy and coverage, every regime", _table1),
-    Recipe("fcm-interventions", "F-CMs Figure 2: accuracy after interventions", _interventions),
+    Recipe("fcm-interventions", "F-CMs Figs. 2, 4-6: accuracy after interventions", _interventions),
     Recipe("fcm-convergence", "F-CMs Figure 3, Table 4: convergence, params changed", _convergence),
     Recipe("fcm-dp", "F-CMs Table 5: DP-SGD with ε over the whole run", _dp),
     Recipe("fcm-clients", "F-CMs Table 6: 10 to 100 clients", _clients),
     Recipe("fcm-robustness", "F-CMs Figure 9: DiffPairs, corrupted client graphs", _robustness),
+    Recipe("fcm-freezing", "F-CMs Tables 7-8: freezing unsupervised modules", _freezing),
 ):
     register_recipe(_recipe)
