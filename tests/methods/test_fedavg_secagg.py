@@ -151,31 +151,12 @@ def test_the_command_line_refuses_it_in_one_line(tmp_path):
     assert "TPSS reads every client's PAG" in result.output
 
 
-class _Recording(LocalBackend):
-    """A local backend whose grid records every reply the server receives."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[int, Message]] = []
-
-    def run(self, server_fn, method, clients, participation, seed):
-        built = [method.make_client(c) for c in clients]
-        received = self.received
-
-        class Grid(LocalGrid):
-            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-                replies = super()._exchange(messages)
-                received.extend(sorted(replies.items()))
-                return replies
-
-        return server_fn(Grid(built, participation, seed))
-
-
-def test_the_server_never_holds_a_sites_fedavg_reply_in_the_clear():
+def test_the_server_never_holds_a_sites_fedavg_reply_in_the_clear(recording_backend):
     """The audit, end to end: with secure aggregation every reply FedAvg's server
     receives (statistics, training, evaluation) is a protocol message, and each masked
     answer, read as the site's values, is not the site's (its sample count differs)."""
     clients = cancer_clients()
-    backend = _Recording()
+    backend = recording_backend()
     cancer_model(rounds=1, secure_aggregation=True).fit(clients, backend=backend)
     kinds = {m.kind for _, m in backend.received}
     assert kinds == {p.KEYS, p.SHARE, p.MASK, p.UNMASK}
@@ -186,7 +167,7 @@ def test_the_server_never_holds_a_sites_fedavg_reply_in_the_clear():
         _, metrics = dequantise(message.arrays[p.MASKED], layout, 24)
         if "n" in metrics:
             assert metrics["n"] != clients[node].n_rows
-    plain = _Recording()
+    plain = recording_backend()
     cancer_model(rounds=1).fit(clients, backend=plain)
     assert {m.kind for _, m in plain.received} >= {"fedavg.fit", "fedavg.statistics"}
 

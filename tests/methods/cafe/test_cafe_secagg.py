@@ -4,15 +4,13 @@ answers that could not join a secure sum are refused."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pytest
 
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.cafe.federation import image_clients
-from fedstruct.fl import LocalBackend, LocalGrid, Message, Participation
+from fedstruct.fl import Participation
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.cafe.server import POOLED_SITES
@@ -25,41 +23,25 @@ def digits_fed():
     return digits, fed.clients, fed.test.iloc[:200]
 
 
-class _Recording(LocalBackend):
-    """A local backend whose grid records every reply the server receives."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[int, Message]] = []
-
-    def run(self, server_fn, method, clients, participation, seed):
-        built = [method.make_client(c) for c in clients]
-        received = self.received
-
-        class Grid(LocalGrid):
-            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-                replies = super()._exchange(messages)
-                received.extend(sorted(replies.items()))
-                return replies
-
-        return server_fn(Grid(built, participation, seed))
-
-
-def _fit(digits, clients, test, algorithm, **params):
+def _fit(digits, clients, test, algorithm, backend, **params):
     model = CAFE(digits.shape, 10, algorithm=algorithm, rounds=2, local_epochs=1,
                  eval_every=1, test_fraction=0.3, seed=0, **params)  # fmt: skip
-    backend = _Recording()
     model.fit(clients, test=test, backend=backend)
     return model, backend.received
 
 
 @pytest.mark.parametrize("algorithm", ["cafe", "fedproto"])
-def test_secure_aggregation_gives_the_plain_model_and_hides_every_reply(digits_fed, algorithm):
+def test_secure_aggregation_gives_the_plain_model_and_hides_every_reply(
+    digits_fed, algorithm, recording_backend
+):
     """3 clients, 2 rounds: the accuracy of every round equals the plain run's to 4
     decimals (the sums are off by ~3e-8 per site), the sites' scores are only summed,
     and every reply the server receives is a protocol message."""
     digits, clients, test = digits_fed
-    plain, _ = _fit(digits, clients, test, algorithm)
-    secure, received = _fit(digits, clients, test, algorithm, secure_aggregation=True)
+    plain, _ = _fit(digits, clients, test, algorithm, recording_backend())
+    secure, received = _fit(
+        digits, clients, test, algorithm, recording_backend(), secure_aggregation=True
+    )
     for a, b in zip(plain.history_, secure.history_, strict=True):
         assert round(a["test_accuracy"], 4) == round(b["test_accuracy"], 4)
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-6)

@@ -5,8 +5,6 @@ graph exactly, and the server never holds a client's update, graph or row count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from fedstruct.data.client import ClientData
 from fedstruct.data.networks import load_network
 from fedstruct.data.schedule import Schedule
-from fedstruct.fl import LocalBackend, LocalGrid, Message, Participation
+from fedstruct.fl import Participation
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.methods.fcm import FCM
 from fedstruct.methods.fcm.client import DESCRIBE
@@ -47,27 +45,8 @@ def clients():
     return out
 
 
-class _Recording(LocalBackend):
-    """A local backend whose grid records every reply the server receives."""
-
-    def __init__(self) -> None:
-        self.received: list[Message] = []
-
-    def run(self, server_fn, method, clients, participation, seed):
-        built = [method.make_client(c) for c in clients]
-        received = self.received
-
-        class Grid(LocalGrid):
-            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-                replies = super()._exchange(messages)
-                received.extend(replies[n] for n in sorted(replies))
-                return replies
-
-        return server_fn(Grid(built, participation, seed))
-
-
 @pytest.mark.parametrize("memory", ["all", "round"])
-def test_secure_aggregation_gives_the_plain_model_and_graph(clients, memory):
+def test_secure_aggregation_gives_the_plain_model_and_graph(clients, memory, recording_backend):
     """c2 and c3 join in round 3: with graph_memory="all" the vote keeps counting c0
     and c1 (asked once) and adds the newcomers' sum."""
     late = Participation(schedule=Schedule.arrivals([c.name for c in clients], 2, 3))
@@ -75,7 +54,7 @@ def test_secure_aggregation_gives_the_plain_model_and_graph(clients, memory):
                "patience": 50, "local_epochs": 1, "graph_memory": memory,
                "participation": late, "input_scaling": "federated"}  # fmt: skip
     plain = FCM(**options).fit(clients)
-    backend = _Recording()
+    backend = recording_backend()
     secure = FCM(secure_aggregation=True, **options).fit(clients, backend=backend)
     assert secure.graph_ == plain.graph_
     assert secure.concepts_ == plain.concepts_
@@ -86,8 +65,8 @@ def test_secure_aggregation_gives_the_plain_model_and_graph(clients, memory):
     mine = secure.model_.state_arrays()
     for name, value in plain.model_.state_arrays().items():
         np.testing.assert_allclose(mine[name], value, atol=1e-4)
-    kinds = {m.kind for m in backend.received}
+    kinds = {m.kind for _, m in backend.received}
     assert kinds == {DESCRIBE, p.KEYS, p.SHARE, p.MASK, p.UNMASK}
-    for m in backend.received:
+    for _, m in backend.received:
         if m.kind == DESCRIBE:  # names only: the graph and n come as sums
             assert not m.arrays and set(m.metrics) == {"has_task"}

@@ -26,25 +26,6 @@ def clients():
     return vertical_interventions(scm, 3, n_observational=200, n_per_intervention=20, seed=0)
 
 
-class _Recording(LocalBackend):
-    """A local backend whose grid records every reply the server receives."""
-
-    def __init__(self) -> None:
-        self.received: list[Message] = []
-
-    def run(self, server_fn, method, clients, participation, seed):
-        built = [method.make_client(c) for c in clients]
-        received = self.received
-
-        class Grid(LocalGrid):
-            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-                replies = super()._exchange(messages)
-                received.extend(replies[n] for n in sorted(replies))
-                return replies
-
-        return server_fn(Grid(built, participation, seed))
-
-
 @pytest.mark.parametrize(
     "options",
     [
@@ -53,9 +34,9 @@ class _Recording(LocalBackend):
         {"aggregation": "proximity", "weighting": "normalize", "belief_space": "logit"},
     ],
 )
-def test_secure_aggregation_gives_the_plain_beliefs(clients, options):
+def test_secure_aggregation_gives_the_plain_beliefs(clients, options, recording_backend):
     plain = FedCD(rounds=2, seed=1, **TINY, **options).fit(clients)
-    backend = _Recording()
+    backend = recording_backend()
     secure = FedCD(rounds=2, seed=1, secure_aggregation=True, **TINY, **options)
     secure.fit(clients, backend=backend)
     np.testing.assert_allclose(secure.beliefs_.gamma, plain.beliefs_.gamma, atol=1e-4)
@@ -67,7 +48,7 @@ def test_secure_aggregation_gives_the_plain_beliefs(clients, options):
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-6)
     assert secure.client_graphs_ == [{}, {}]  # no site's own graph is ever seen
     protocol = {p.KEYS, p.SHARE, p.MASK, p.UNMASK}
-    assert {m.kind for m in backend.received} == protocol | {"fedcd.names"}
+    assert {m.kind for _, m in backend.received} == protocol | {"fedcd.names"}
 
 
 def test_the_bins_exchange_gives_the_same_cuts_securely(clients):

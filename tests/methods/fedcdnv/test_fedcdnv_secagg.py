@@ -4,8 +4,6 @@ FCI-base refuse the option with their reason."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,7 +11,6 @@ from tests.methods.fedcdnv.test_protocol import TRUTH, OracleFedCDnv
 
 from fedstruct.data import ClientData
 from fedstruct.errors import ConfigError
-from fedstruct.fl import LocalBackend, LocalGrid, Message
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.methods.fedcdnv import FedCDnv
 from fedstruct.methods.fedcdnv.client import NAMES
@@ -25,26 +22,7 @@ def oracle_data(name: str, variables: list[str], rows: int) -> ClientData:
     return ClientData(name, pd.DataFrame(values, columns=ordered))
 
 
-class _Recording(LocalBackend):
-    """A local backend whose grid records every reply the server receives."""
-
-    def __init__(self) -> None:
-        self.received: list[Message] = []
-
-    def run(self, server_fn, method, clients, participation, seed):
-        built = [method.make_client(c) for c in clients]
-        received = self.received
-
-        class Grid(LocalGrid):
-            def _exchange(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-                replies = super()._exchange(messages)
-                received.extend(replies[n] for n in sorted(replies))
-                return replies
-
-        return server_fn(Grid(built, participation, seed))
-
-
-def test_fedcdnv_vote_is_the_same_with_secure_aggregation():
+def test_fedcdnv_vote_is_the_same_with_secure_aggregation(recording_backend):
     """Z is hidden from a and c (X <-> Y there), seen by b: the pair X-Y is disputed
     and decided by the rows, 12 + 9 against 20."""
     clients = [
@@ -53,7 +31,7 @@ def test_fedcdnv_vote_is_the_same_with_secure_aggregation():
         oracle_data("c", ["X", "Y", "V"], 9),
     ]
     plain = OracleFedCDnv(strategy="vote").fit(clients)
-    backend = _Recording()
+    backend = recording_backend()
     secure = OracleFedCDnv(strategy="vote", secure_aggregation=True)
     secure.fit(clients, backend=backend)
     assert secure.initial_graph_ == plain.initial_graph_
@@ -63,7 +41,7 @@ def test_fedcdnv_vote_is_the_same_with_secure_aggregation():
     for pair, value in plain.decisions_.items():
         assert secure.decisions_[pair] == pytest.approx(value, rel=1e-12)
     assert secure.local_graphs_ == {}  # no client's PAG reaches the server
-    assert {m.kind for m in backend.received} == {NAMES, p.KEYS, p.SHARE, p.MASK, p.UNMASK}
+    assert {m.kind for _, m in backend.received} == {NAMES, p.KEYS, p.SHARE, p.MASK, p.UNMASK}
     # round 2 runs fewer tests securely: the vote needs no p-values (the evidence
     # tests of the scaled p-values are TPSS's)
     for a, b in zip(plain.history_, secure.history_, strict=True):

@@ -34,6 +34,7 @@ from fedstruct.errors import ProtocolError
 from fedstruct.methods.cafe.classifier import cosine_logits, drift_basis
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.networks import DriftNet
+from fedstruct.privacy.dp import make_private
 
 if TYPE_CHECKING:
     from fedstruct.privacy.dp import PrivateSGD
@@ -206,25 +207,16 @@ def train_private(
     gradient: post-processing). FedProx's proximal term ``(μ/2)‖w - θ^t‖²`` holds no
     row, so its gradient ``μ (w - θ^t)`` is added after the noise, not clipped. The
     privacy cost is the caller's to account. The batches and the noise come from
-    generators seeded by the operating system's entropy, not the run's seed (which
-    the server knows: :func:`fedstruct.methods.fedavg.model.train_private`).
+    the operating system's entropy, not the run's seed (which the server knows:
+    :func:`~fedstruct.privacy.dp.make_private`).
 
     Returns the mean batch loss over the epochs.
     """
-    import secrets
     import warnings
 
-    from opacus import PrivacyEngine
-    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data import TensorDataset
 
     loss_fn = BATCH_LOSSES["fedavg" if config.algorithm == "fedprox" else config.algorithm]
-    seed = secrets.randbits(62)
-    loader = DataLoader(
-        TensorDataset(images, labels),
-        batch_size=config.batch_size,
-        shuffle=True,
-        generator=torch.Generator().manual_seed(seed),
-    )
     optimiser = torch.optim.SGD(
         net.parameters(),
         lr=config.learning_rate,
@@ -233,15 +225,9 @@ def train_private(
     )
     total, batches = 0.0, 0
     with warnings.catch_warnings():
-        # Opacus: "secure RNG turned off" (the run's seed makes the noise reproducible).
-        warnings.simplefilter("ignore", UserWarning)
-        private_net, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
-            module=net,
-            optimizer=optimiser,
-            data_loader=loader,
-            noise_multiplier=private.noise_multiplier,
-            max_grad_norm=private.max_grad_norm,
-            noise_generator=torch.Generator().manual_seed(seed + 1),
+        warnings.simplefilter("ignore", UserWarning)  # Opacus: "secure RNG turned off"
+        private_net, optimiser, loader = make_private(
+            net, optimiser, TensorDataset(images, labels), config.batch_size, private
         )
         if config.algorithm == "fedprox":
             assert ctx.global_net is not None

@@ -9,7 +9,6 @@ supervised concept's prediction is replaced by its label with probability
 
 from __future__ import annotations
 
-import secrets
 import warnings
 from collections.abc import Collection, Mapping
 
@@ -20,7 +19,7 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from fedstruct.methods.fcm.model import ConceptModel, ModelSpec
-from fedstruct.privacy.dp import PrivateSGD, private_schedule
+from fedstruct.privacy.dp import PrivateSGD, make_private, private_schedule
 
 __all__ = [
     "PrivateSGD",
@@ -141,28 +140,16 @@ def train_local(
     seed = int(rng.integers(2**62))
     optimiser = torch.optim.Adam(params, lr=learning_rate)
     forward = model
-    loader = DataLoader(
-        TensorDataset(x, truth),
-        batch_size=batch_size,
-        shuffle=True,
-        # under DP the batches (Poisson-sampled from this generator) and the noise
-        # come from the OS's entropy, not the run's seed, which the server and a reader
-        # of config.json know: they could regenerate both
-        generator=torch.Generator().manual_seed(seed if private is None else secrets.randbits(62)),
-    )
+    dataset = TensorDataset(x, truth)
     with warnings.catch_warnings():
         # Opacus: "secure RNG turned off"; backward hooks on constant inputs.
         warnings.simplefilter("ignore", UserWarning)
-        if private is not None:
-            from opacus import PrivacyEngine  # only with DP (its import costs ~1.5 s)
-
-            forward, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
-                module=model,
-                optimizer=optimiser,
-                data_loader=loader,
-                noise_multiplier=private.noise_multiplier,
-                max_grad_norm=private.max_grad_norm,
-                noise_generator=torch.Generator(device).manual_seed(secrets.randbits(62)),
+        if private is None:
+            generator = torch.Generator().manual_seed(seed)
+            loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, generator=generator)
+        else:  # batches and noise from the OS's entropy, not the run's seed
+            forward, optimiser, loader = make_private(
+                model, optimiser, dataset, batch_size, private
             )
         concepts = _concept_columns(model.spec)
         interventions = torch.Generator().manual_seed(seed + 2)

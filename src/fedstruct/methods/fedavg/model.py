@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from fedstruct.fl.tabular import TabularSchema
+from fedstruct.privacy.dp import make_private
 
 if TYPE_CHECKING:
     from fedstruct.privacy.dp import PrivateSGD
@@ -99,11 +100,9 @@ def train_private(
     ``σ C`` on their sum, divided by the expected batch size, then a plain SGD step
     of size ``learning_rate``. The privacy cost is the caller's to account.
 
-    The batches and the noise are drawn from generators seeded by the operating
-    system's entropy (:func:`secrets.randbits`), not the run's seed: whoever knows
-    the seed (the server; a reader of the run's ``config.json``) could otherwise
-    regenerate the noise and subtract it, or know which rows each batch drew. A run
-    with DP is therefore not bit-reproducible.
+    The batches and the noise are drawn from the operating system's entropy, not the
+    run's seed (:func:`~fedstruct.privacy.dp.make_private`): a run with DP is not
+    bit-reproducible.
 
     Opacus (and the ``torch.optim`` optimizer it wraps, which imports
     ``torch._dynamo``) is imported here only, so a run without DP never loads it.
@@ -113,32 +112,17 @@ def train_private(
     float
         Mean training loss (per row) over the last epoch's batches.
     """
-    import secrets
     import warnings
 
-    from opacus import PrivacyEngine
-    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data import TensorDataset
 
-    seed = secrets.randbits(62)
-    loader = DataLoader(
-        TensorDataset(x, y),
-        batch_size=batch_size,
-        shuffle=True,
-        generator=torch.Generator().manual_seed(seed),
-    )
     optimiser = torch.optim.SGD(model.parameters(), lr=learning_rate)
     loss_fn = _loss(y)
     last = float("nan")
     with warnings.catch_warnings():
-        # Opacus: "secure RNG turned off" (the run's seed makes the noise reproducible).
-        warnings.simplefilter("ignore", UserWarning)
-        private_model, optimiser, loader = PrivacyEngine(accountant="rdp").make_private(
-            module=model,
-            optimizer=optimiser,
-            data_loader=loader,
-            noise_multiplier=private.noise_multiplier,
-            max_grad_norm=private.max_grad_norm,
-            noise_generator=torch.Generator().manual_seed(seed + 1),
+        warnings.simplefilter("ignore", UserWarning)  # Opacus: "secure RNG turned off"
+        private_model, optimiser, loader = make_private(
+            model, optimiser, TensorDataset(x, y), batch_size, private
         )
         private_model.train()
         for _ in range(epochs):
