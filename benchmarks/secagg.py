@@ -24,7 +24,8 @@ import pandas as pd
 
 from fedstruct.data.client import ClientData
 from fedstruct.fl import Client, LocalGrid, Message, handles
-from fedstruct.fl.secagg import SecAggConfig, send_and_sum
+from fedstruct.fl.secagg import SecAggConfig
+from fedstruct.fl.summation import send_and_sum
 
 KIND = "bench.update"
 SIZE = 262_144  # float32: 1 MiB

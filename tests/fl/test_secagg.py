@@ -11,9 +11,10 @@ import pytest
 from fedstruct.data.client import ClientData
 from fedstruct.errors import PrivacyViolationError, ProtocolError, SecureAggregationError
 from fedstruct.fl import Client, LocalGrid, Message, handles
-from fedstruct.fl.secagg import SecAggConfig, neighbour_graph, plain_sum, send_and_sum
+from fedstruct.fl.secagg import SecAggConfig, neighbour_graph
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.fl.secagg.quantize import dequantise, quantise
+from fedstruct.fl.summation import plain_sum, send_and_sum
 
 KIND = "toy.update"
 DEFAULT = SecAggConfig()

@@ -177,7 +177,7 @@ def run_on_backend(
         The clients' data; for a backend whose nodes hold their own data
         (``needs_client_data = False``) their names suffice.
     secure_aggregation
-        How the server sums summable replies (:func:`fedstruct.fl.secagg.send_and_sum`):
+        How the server sums summable replies (:func:`fedstruct.fl.summation.send_and_sum`):
         ``None`` in the clear, a :class:`~fedstruct.fl.secagg.SecAggConfig` securely,
         on whichever backend (it is set on the grid the backend provides).
 

@@ -14,7 +14,7 @@ the client, on every backend.
 
 A handler whose reply the server needs only as a sum (every array and metric, possibly
 weighted by one of its metrics) declares ``summable=True``: the server may then ask for
-it through secure aggregation (:func:`fedstruct.fl.secagg.send_and_sum`), whose
+it through secure aggregation (:func:`fedstruct.fl.summation.send_and_sum`), whose
 messages (kinds ``"secagg.*"``) every client answers here, running the handler on the
 inner request, auditing its plain reply, and sending it only quantised and masked. A
 client built with ``require_secure_aggregation = True`` refuses to answer a summable

@@ -59,6 +59,7 @@ from numpy.typing import NDArray
 from fedstruct.errors import DataError, ProtocolError, UnknownVariableError
 from fedstruct.fl import checkpoint
 from fedstruct.fl.message import Message
+from fedstruct.fl.summation import send_and_sum
 
 if TYPE_CHECKING:
     from fedstruct.fl.grid import Grid
@@ -369,8 +370,6 @@ def _gather_securely(
     grid: Grid, columns: FeatureColumns, kind: str, method: str, nodes: list[int]
 ) -> FeatureStatistics:
     """:func:`gather_statistics` by two secure sums (its docstring)."""
-    from fedstruct.fl.secagg import send_and_sum
-
     first = send_and_sum(grid, {n: Message(kind) for n in nodes}, outside_rounds=True)
     if not first.nodes:
         raise ProtocolError(f"no site answered the feature statistics step of {method}")

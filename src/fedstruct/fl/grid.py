@@ -75,7 +75,7 @@ class Grid(ABC):
         self.lost_answers = 0
         #: Answers received in rounds (on time or to be delivered late), over the run.
         self.answers = 0
-        #: How summable replies are summed (:func:`fedstruct.fl.secagg.send_and_sum`):
+        #: How summable replies are summed (:func:`fedstruct.fl.summation.send_and_sum`):
         #: ``None`` in the clear, a :class:`~fedstruct.fl.secagg.SecAggConfig` securely;
         #: set by the run (:func:`~fedstruct.fl.backend.run_on_backend`).
         self.secure_aggregation: SecAggConfig | None = None

@@ -1,6 +1,6 @@
 """DP-SGD sites' ε, asked after a round whose updates were summed.
 
-A summed round (:func:`~fedstruct.fl.secagg.send_and_sum`, with or without secure
+A summed round (:func:`~fedstruct.fl.summation.send_and_sum`, with or without secure
 aggregation) cannot say what each site spent; the server asks the sites of the sum
 for it in one more message, a site's own public accounting (one number), answered in
 the clear (docs/privacy.md, "Differential privacy").

@@ -1,4 +1,4 @@
-"""What a summation returns (:func:`fedstruct.fl.secagg.send_and_sum`)."""
+"""What a summation returns (:func:`fedstruct.fl.summation.send_and_sum`)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.fl.privacy_report import ask_spent_epsilons
-from fedstruct.fl.secagg import SumResult, send_and_sum
+from fedstruct.fl.secagg import SumResult
+from fedstruct.fl.summation import send_and_sum
 from fedstruct.fl.tabular import TabularSchema
 from fedstruct.methods.cafe.client import (
     ENCODING,

@@ -54,8 +54,8 @@ from fedstruct.discovery.knowledge import Knowledge, load_knowledge
 from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
-from fedstruct.fl.secagg import send_and_sum
 from fedstruct.fl.secagg.planes import directed_counts, recombine
+from fedstruct.fl.summation import send_and_sum
 from fedstruct.graphs.combine import StrengthVote, strength_vote, vote_from_sums
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag

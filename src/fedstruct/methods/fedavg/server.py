@@ -17,7 +17,8 @@ from fedstruct.fl.aggregate import answers_with_late, weighted_average
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.fl.privacy_report import ask_spent_epsilons
-from fedstruct.fl.secagg import SumResult, send_and_sum
+from fedstruct.fl.secagg import SumResult
+from fedstruct.fl.summation import send_and_sum
 from fedstruct.methods.fedavg.client import (
     CENTRAL_CLIP,
     DELTA,
@@ -101,7 +102,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
     The server needs the trained weights, the statistics and the evaluation only as
     sums (``sum_k n_k w_k`` and ``sum_k n_k``; counts and sums of values; counts of
     correct answers and sums of losses): they come through
-    :func:`~fedstruct.fl.secagg.send_and_sum`, which sums them in node order, or,
+    :func:`~fedstruct.fl.summation.send_and_sum`, which sums them in node order, or,
     when the run has secure aggregation, by SecAgg+ so that the server never holds
     one site's reply (docs/privacy.md). Late answers cannot join a secure sum: with
     ``staleness_exponent`` set the answers come one by one (and the estimator

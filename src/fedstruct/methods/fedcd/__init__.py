@@ -33,8 +33,13 @@ if TYPE_CHECKING:
     from fedstruct.methods.fedcd.config import FedCDConfig
     from fedstruct.methods.fedcd.enco import ENCO, ENCOConfig
     from fedstruct.methods.fedcd.estimator import FedCD
-    from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData, LocalLearner
-    from fedstruct.methods.fedcd.server import FedCDServer, final_graph
+    from fedstruct.methods.fedcd.learner import (
+        Beliefs,
+        InterventionalData,
+        LocalLearner,
+        final_graph,
+    )
+    from fedstruct.methods.fedcd.server import FedCDServer
 
 __all__ = [
     "ENCO",
@@ -63,6 +68,6 @@ __getattr__, __dir__ = lazy_exports(
         "FedCDServer": "server",
         "InterventionalData": "learner",
         "LocalLearner": "learner",
-        "final_graph": "server",
+        "final_graph": "learner",
     },
 )

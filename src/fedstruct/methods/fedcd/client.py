@@ -14,7 +14,7 @@ from fedstruct.fl.message import config_entries
 from fedstruct.methods.fedcd.aggregate import averaged_values, proximity_factor
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.enco.learner import ENCO
-from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData
+from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData, final_graph
 
 __all__ = [
     "BIN_COUNTS",
@@ -193,8 +193,6 @@ class FedCDClient(Client):
         §5.1; or ``n γ``, ``n θ`` in logit space), the endpoint marks of the client's
         own graph (for the edge entropy: :func:`~fedstruct.fl.secagg.planes.directed_counts`), ``n``
         and the loss. The beliefs stay here for a proximity :data:`WEIGH` request."""
-        from fedstruct.methods.fedcd.server import final_graph  # the server's graph rule
-
         self._last = beliefs
         n = self.local.n_rows
         gamma, theta = averaged_values(beliefs, self.config.belief_space)

@@ -19,8 +19,10 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData
 from fedstruct.errors import DataError, UnknownVariableError
+from fedstruct.graphs.graph import Graph
+from fedstruct.graphs.projection import break_cycles
 
-__all__ = ["Beliefs", "InterventionalData", "LocalLearner"]
+__all__ = ["Beliefs", "InterventionalData", "LocalLearner", "final_graph"]
 
 #: Logit written on the diagonal of γ: no self-loops (σ(γ_ii) = 0 to float precision).
 NO_SELF_LOOP = -1e4
@@ -199,3 +201,15 @@ class LocalLearner(Protocol):
     def fit(self, data: InterventionalData, prior: Beliefs, epochs: int, seed: int) -> Beliefs:
         """Learn for ``epochs`` from ``prior`` on ``data``; return the new beliefs."""
         ...
+
+
+def final_graph(names: Sequence[str], beliefs: Beliefs, acyclic: bool = True) -> Graph:
+    """ENCO's graph of ``beliefs`` (``σ(γ), σ(θ) > 0.5``), cycles broken if ``acyclic``.
+
+    θ is antisymmetric, so the graph has no two-cycles; longer cycles are broken at
+    their least probable edge (``σ(γ) σ(θ)``).
+    """
+    adjacency = beliefs.adjacency()
+    edges = [(names[i], names[j]) for i, j in zip(*np.nonzero(adjacency), strict=True)]
+    graph = Graph.from_edges(names, edges)
+    return break_cycles(graph, beliefs.edge_probability).dag if acyclic else graph

@@ -29,10 +29,10 @@ from fedstruct.errors import ProtocolError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.fl.features import gather_statistics
-from fedstruct.fl.secagg import SumResult, send_and_sum
+from fedstruct.fl.secagg import SumResult
 from fedstruct.fl.secagg.planes import directed_counts
+from fedstruct.fl.summation import send_and_sum
 from fedstruct.graphs.graph import Graph
-from fedstruct.graphs.projection import break_cycles
 from fedstruct.methods.fedcd.aggregate import (
     aggregate_beliefs,
     beliefs_from_average,
@@ -55,9 +55,9 @@ from fedstruct.methods.fedcd.client import (
 )
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.knowledge import FixedEdges
-from fedstruct.methods.fedcd.learner import Beliefs
+from fedstruct.methods.fedcd.learner import Beliefs, final_graph
 
-__all__ = ["FedCDServer", "FedCDState", "final_graph"]
+__all__ = ["FedCDServer", "FedCDState"]
 
 
 @dataclass
@@ -76,18 +76,6 @@ class FedCDState:
 
 checkpoint.register(FedCDState)
 checkpoint.register(Beliefs)
-
-
-def final_graph(names: Sequence[str], beliefs: Beliefs, acyclic: bool = True) -> Graph:
-    """ENCO's graph of ``beliefs`` (``σ(γ), σ(θ) > 0.5``), cycles broken if ``acyclic``.
-
-    θ is antisymmetric, so the graph has no two-cycles; longer cycles are broken at
-    their least probable edge (``σ(γ) σ(θ)``).
-    """
-    adjacency = beliefs.adjacency()
-    edges = [(names[i], names[j]) for i, j in zip(*np.nonzero(adjacency), strict=True)]
-    graph = Graph.from_edges(names, edges)
-    return break_cycles(graph, beliefs.edge_probability).dag if acyclic else graph
 
 
 class FedCDServer(ServerAlgorithm[FedCDState]):

@@ -29,8 +29,8 @@ from fedstruct.discovery.background import respect_knowledge
 from fedstruct.discovery.knowledge import as_rules, load_knowledge
 from fedstruct.errors import DataError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint, from_json_bytes
-from fedstruct.fl.secagg import send_and_sum
 from fedstruct.fl.secagg.planes import recombine
+from fedstruct.fl.summation import send_and_sum
 from fedstruct.graphs import ARROW, CIRCLE, NONE, Graph, union, union_names
 from fedstruct.methods.fedcdnv.aggregate import Aggregation, ClientReport, aggregate, pair_key
 from fedstruct.methods.fedcdnv.client import FRAME, INIT, MARKS, NAMES, UPDATE, VOTE
