@@ -26,12 +26,21 @@ rounds with the RDP accountant of :mod:`fedstruct.privacy.dp` at the round's
 sampling rate ``q`` (the share of sites asked; the analysis assumes Poisson
 sampling, the participation model samples a fixed number: the approximation that
 TensorFlow Federated and Flower make too).
+
+A method takes central DP with four calls, the same for every server whose step is
+a post-processing of the noised mean (FedAvg; the CAFE harness's ``fedavg``,
+``fedprox`` and ``moon``, whose server learning rate scales it):
+:meth:`CentralDP.from_settings` reads the ``central_dp_*`` fields of its config,
+:func:`round_config` goes with each fit request, the site answers
+:func:`clipped_reply`, and :func:`central_step` turns the round's sum into the
+noised mean update and the round's record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,17 +51,24 @@ from fedstruct.privacy.dp import PrivacyLedger
 
 __all__ = [
     "BELOW_CLIP",
+    "CLIP",
     "CentralDP",
     "central_epsilon",
+    "central_step",
     "clip_update",
+    "clipped_reply",
+    "current_clip",
     "next_clip",
     "noised_fraction_below",
     "noised_mean",
+    "round_config",
     "update_noise_multiplier",
 ]
 
 #: The name of a site's clipping bit ``1[‖Δ_k‖ ≤ C]`` in its reply's arrays.
 BELOW_CLIP = "central_dp.below_clip"
+#: The name of the round's clipping norm ``C`` in a fit request's config.
+CLIP = "central_dp.clip"
 
 
 @dataclass(frozen=True)
@@ -87,6 +103,23 @@ class CentralDP:
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "central DP")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> CentralDP | None:
+        """The settings of a method's config (validated), from its fields
+        ``central_dp_noise`` (``z``; ``None``: no central DP), ``central_dp_clip``,
+        ``central_dp_quantile``, ``central_dp_clip_rate``, ``central_dp_count_noise``
+        and ``central_dp_delta``."""
+        if settings.central_dp_noise is None:
+            return None
+        return cls(
+            noise_multiplier=float(settings.central_dp_noise),
+            clip=float(settings.central_dp_clip),
+            target_quantile=settings.central_dp_quantile,
+            clip_learning_rate=float(settings.central_dp_clip_rate),
+            count_noise=settings.central_dp_count_noise,
+            delta=float(settings.central_dp_delta),
+        )
 
     @property
     def adaptive(self) -> bool:
@@ -187,3 +220,106 @@ def central_epsilon(noise_multiplier: float, sample_rates: Sequence[float], delt
     :class:`~fedstruct.privacy.dp.PrivacyLedger`)."""
     ledger = PrivacyLedger((noise_multiplier, q, 1) for q in sample_rates)
     return ledger.epsilon(delta)
+
+
+def clipped_reply(
+    update: Mapping[str, NDArray[np.floating]], clip: float, prefix: str
+) -> dict[str, NDArray[np.floating]]:
+    """A site's reply under central DP: its update ``Δ`` clipped to norm ``clip``
+    (:func:`clip_update`), each array named ``prefix + name``, and the bit
+    ``1[‖Δ‖ ≤ clip]`` (:data:`BELOW_CLIP`, adaptive clipping's count), both summable."""
+    clipped, norm = clip_update(update, clip)
+    return {
+        **{prefix + k: v for k, v in clipped.items()},
+        BELOW_CLIP: np.array([float(norm <= clip)], dtype=np.float64),
+    }
+
+
+def current_clip(history: Sequence[Mapping[str, float]], settings: CentralDP) -> float:
+    """The clipping norm of the next round: the last round's ``central_dp_next_clip``
+    in the server's ``history`` (adaptive clipping moves it), else the configured one."""
+    for record in reversed(history):
+        if "central_dp_next_clip" in record:
+            return float(record["central_dp_next_clip"])
+    return settings.clip
+
+
+def round_config(
+    settings: CentralDP, history: Sequence[Mapping[str, float]], asked: int
+) -> dict[str, float]:
+    """What a round's fit request carries in its config: the clipping norm ``C``
+    (:data:`CLIP`). A clip-count noise too small for ``asked`` sites is refused here,
+    before any site trains (:func:`update_noise_multiplier`)."""
+    update_noise_multiplier(settings, asked)
+    return {CLIP: current_clip(history, settings)}
+
+
+def central_step(
+    total: Mapping[str, NDArray[np.floating]],
+    answered: int,
+    *,
+    settings: CentralDP,
+    history: Sequence[Mapping[str, float]],
+    asked: int,
+    federation: int,
+    prefix: str,
+) -> tuple[dict[str, NDArray[np.float32]] | None, dict[str, float]]:
+    """A round of central DP at the server, from the sum of its sites' replies.
+
+    Parameters
+    ----------
+    total
+        The sum of the :func:`clipped_reply` of the ``answered`` sites (plain or
+        secure).
+    answered
+        How many sites are in the sum.
+    settings, history
+        Central DP's settings and the server's records of the earlier rounds (their
+        clips and sampling rates).
+    asked, federation
+        Sites asked this round (the denominator ``m``) and sites in the federation:
+        the round's sampling rate is their ratio.
+    prefix
+        The name prefix of the clipped update's arrays in ``total``.
+
+    Returns
+    -------
+    mean, record
+        The noised mean update ``(Σ_k Δ_k + N(0, (z_Δ C)² I)) / m`` (:func:`noised_mean`;
+        ``None`` when no site answered), and the round's ``central_dp_clip``,
+        ``central_dp_next_clip`` (adaptive clipping's :func:`next_clip`),
+        ``central_dp_sample_rate`` and ``central_dp_epsilon`` (the site-level ε of
+        every round so far, :func:`central_epsilon`). The noise is drawn from the
+        operating system's entropy, not the run's seed, which a reader of the run's
+        settings knows (a resumed run draws anew).
+    """
+    clip = current_clip(history, settings)
+    rng = np.random.default_rng()  # the OS's entropy: the run's seed is no secret
+    mean = None
+    following = clip
+    if answered:
+        deltas = {k[len(prefix) :]: v for k, v in total.items() if k.startswith(prefix)}
+        z_update = update_noise_multiplier(settings, asked)
+        mean = noised_mean(deltas, clip=clip, noise_multiplier=z_update, denominator=asked, rng=rng)
+        if settings.adaptive:
+            assert settings.target_quantile is not None
+            fraction = noised_fraction_below(
+                float(total[BELOW_CLIP][0]),
+                denominator=asked,
+                count_noise=settings.bit_noise(asked),
+                rng=rng,
+            )
+            following = next_clip(
+                clip, fraction, settings.target_quantile, settings.clip_learning_rate
+            )
+    rate = asked / federation
+    rates = [h["central_dp_sample_rate"] for h in history if "central_dp_sample_rate" in h]
+    record = {
+        "central_dp_clip": clip,
+        "central_dp_next_clip": following,
+        "central_dp_sample_rate": rate,
+        "central_dp_epsilon": central_epsilon(
+            settings.noise_multiplier, [*rates, rate], settings.delta
+        ),
+    }
+    return mean, record

@@ -23,11 +23,10 @@ from fedstruct.methods.fedavg.model import (
     train_local,
     train_private,
 )
-from fedstruct.privacy.central_dp import BELOW_CLIP, clip_update
+from fedstruct.privacy.central_dp import CLIP, clipped_reply
 from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
 
 __all__ = [
-    "CENTRAL_CLIP",
     "DELTA",
     "EVALUATE",
     "FIT",
@@ -48,8 +47,6 @@ PRIVACY = "fedavg.privacy"
 ENCODING = "features."
 #: A regression's target mean and standard deviation in a message's arrays.
 TARGET_SCALE = "features.target_scale"
-#: With central DP: the round's clipping norm in a FIT message's config.
-CENTRAL_CLIP = "central_dp.clip"
 #: With central DP: the prefix of the clipped update's arrays in a FIT reply.
 DELTA = "delta."
 
@@ -61,11 +58,7 @@ def central_update(
     update ``Δ = trained - received`` clipped to norm ``clip`` (``delta.<name>``) and
     the bit ``1[‖Δ‖ ≤ clip]`` (adaptive clipping's count), both summable."""
     update = {k: np.asarray(trained[k]) - np.asarray(received[k]) for k in trained}
-    clipped, norm = clip_update(update, clip)
-    return {
-        **{DELTA + k: v for k, v in clipped.items()},
-        BELOW_CLIP: np.array([float(norm <= clip)], dtype=np.float64),
-    }
+    return clipped_reply(update, clip, DELTA)
 
 
 def encoding_arrays(encoder: FeatureEncoder, target_scale: tuple[float, float]) -> dict[str, Any]:
@@ -214,8 +207,8 @@ class FedAvgClient(Client):
             loss = train_private(self.model, self.x, self.y, private=private, **settings)
             metrics["epsilon"] = self.privacy.record_round()
         trained = get_params(self.model)
-        if CENTRAL_CLIP in msg.config:
-            arrays = central_update(weights, trained, float(msg.config[CENTRAL_CLIP]))
+        if CLIP in msg.config:
+            arrays = central_update(weights, trained, float(msg.config[CLIP]))
             return Message(FIT, arrays=arrays, metrics={**metrics, "loss": loss})
         return Message(FIT, arrays=trained, metrics={**metrics, "loss": loss})
 

@@ -122,16 +122,7 @@ class FedAvgConfig:
 
     def central_dp(self) -> CentralDP | None:
         """Central DP's settings (validated), or ``None`` without it."""
-        if self.central_dp_noise is None:
-            return None
-        return CentralDP(
-            noise_multiplier=float(self.central_dp_noise),
-            clip=float(self.central_dp_clip),
-            target_quantile=self.central_dp_quantile,
-            clip_learning_rate=float(self.central_dp_clip_rate),
-            count_noise=self.central_dp_count_noise,
-            delta=float(self.central_dp_delta),
-        )
+        return CentralDP.from_settings(self)
 
     def dp_budget(self, n_rows: int) -> DPBudget | None:
         """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``

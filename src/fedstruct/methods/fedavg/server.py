@@ -20,7 +20,6 @@ from fedstruct.fl.privacy_report import ask_spent_epsilons
 from fedstruct.fl.secagg import SumResult
 from fedstruct.fl.summation import send_and_sum
 from fedstruct.methods.fedavg.client import (
-    CENTRAL_CLIP,
     DELTA,
     EVALUATE,
     FIT,
@@ -36,15 +35,7 @@ from fedstruct.methods.fedavg.model import (
     evaluate_regression,
     regression_scores,
 )
-from fedstruct.privacy.central_dp import (
-    BELOW_CLIP,
-    CentralDP,
-    central_epsilon,
-    next_clip,
-    noised_fraction_below,
-    noised_mean,
-    update_noise_multiplier,
-)
+from fedstruct.privacy.central_dp import CentralDP, central_step, round_config
 from fedstruct.privacy.dp import spent_epsilons
 
 __all__ = ["FedAvgServer", "FedAvgState"]
@@ -196,11 +187,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         extra, model, test, scale = setup.extra, setup.model, setup.test, setup.target_scale
         asked = grid.node_ids()
         central = self.config.central_dp()
-        clip = _current_clip(state, central)
-        config: dict[str, float] = {}
-        if central is not None:  # a clip-count noise too small is refused before training
-            update_noise_multiplier(central, len(asked))
-            config[CENTRAL_CLIP] = clip
+        config = {} if central is None else round_config(central, state.history, len(asked))
         request = {n: Message(FIT, arrays={**state.params, **extra}, config=config) for n in asked}
         a = self.config.staleness_exponent
         late: list[Any] = []
@@ -211,7 +198,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
             answered = len(total.nodes)
             train: dict[str, float] = {}
             if central is not None:
-                params, central_record = self._central_step(grid, state, total, central, clip)
+                params, central_record = self._central_step(grid, state, total, central)
                 if answered:  # each site's mean loss, unweighted like its update
                     train["train_loss"] = total.metrics["loss"] / answered
             else:
@@ -257,53 +244,23 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         )
 
     def _central_step(
-        self,
-        grid: Grid,
-        state: FedAvgState,
-        total: SumResult,
-        central: CentralDP,
-        clip: float,
+        self, grid: Grid, state: FedAvgState, total: SumResult, central: CentralDP
     ) -> tuple[dict[str, NDArray[np.float32]], dict[str, float]]:
-        """Central DP's round (:mod:`fedstruct.privacy.central_dp`): the global
-        weights plus the noised mean of the sites' clipped updates (uniform weights,
-        over the number of sites asked), the next clipping norm, and the record's
-        ``central_dp_clip``, ``central_dp_next_clip``, ``central_dp_sample_rate`` and
-        ``central_dp_epsilon`` (the site-level ε of every round so far). The noise
-        is drawn from the operating system's entropy, not the run's seed, which a
-        reader of the run's ``config.json`` knows (a resumed run draws anew)."""
-        asked = len(grid.node_ids())
-        rate = asked / grid.n_nodes
-        rng = np.random.default_rng()  # the OS's entropy: the run's seed is no secret
-        params = state.params
-        below = 0.0
-        if total.nodes:
-            deltas = {k[len(DELTA) :]: v for k, v in total.arrays.items() if k.startswith(DELTA)}
-            below = float(total.arrays[BELOW_CLIP][0])
-            z_update = update_noise_multiplier(central, asked)
-            mean = noised_mean(
-                deltas, clip=clip, noise_multiplier=z_update, denominator=asked, rng=rng
-            )
-            params = {k: (state.params[k] + mean[k]).astype(np.float32) for k in state.params}
-        following = clip
-        if central.adaptive and total.nodes:
-            assert central.target_quantile is not None
-            fraction = noised_fraction_below(
-                below, denominator=asked, count_noise=central.bit_noise(asked), rng=rng
-            )
-            following = next_clip(
-                clip, fraction, central.target_quantile, central.clip_learning_rate
-            )
-        rates = [
-            h["central_dp_sample_rate"] for h in state.history if "central_dp_sample_rate" in h
-        ]
-        rates.append(rate)
-        record = {
-            "central_dp_clip": clip,
-            "central_dp_next_clip": following,
-            "central_dp_sample_rate": rate,
-            "central_dp_epsilon": central_epsilon(central.noise_multiplier, rates, central.delta),
-        }
-        return params, record
+        """Central DP's round (:func:`~fedstruct.privacy.central_dp.central_step`): the
+        global weights plus the noised mean of the sites' clipped updates (uniform
+        weights, over the number of sites asked), and the round's central-DP record."""
+        mean, record = central_step(
+            total.arrays,
+            len(total.nodes),
+            settings=central,
+            history=state.history,
+            asked=len(grid.node_ids()),
+            federation=grid.n_nodes,
+            prefix=DELTA,
+        )
+        if mean is None:
+            return state.params, record
+        return {k: (v + mean[k]).astype(np.float32) for k, v in state.params.items()}, record
 
     def _test_scores(
         self, model: torch.nn.Module, test: tuple[torch.Tensor, torch.Tensor], scale: Any
@@ -356,14 +313,3 @@ def _average(
         name: (total.arrays[name] / n).astype(like[name].dtype if like else np.float32)
         for name in names
     }
-
-
-def _current_clip(state: FedAvgState, central: CentralDP | None) -> float:
-    """The clipping norm of the next round: the last round's ``central_dp_next_clip``
-    (adaptive clipping moves it), else the configured one."""
-    if central is None:
-        return 0.0
-    for record in reversed(state.history):
-        if "central_dp_next_clip" in record:
-            return float(record["central_dp_next_clip"])
-    return central.clip
