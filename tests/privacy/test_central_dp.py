@@ -8,6 +8,7 @@ from fedstruct.errors import ConfigError
 from fedstruct.privacy.central_dp import (
     CentralDP,
     central_epsilon,
+    central_report,
     clip_update,
     next_clip,
     noised_fraction_below,
@@ -80,3 +81,10 @@ def test_central_epsilon_is_the_accountant_over_rounds():
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         CentralDP(**kwargs)
+
+
+def test_a_runs_metrics_are_the_last_rounds_epsilon_and_clip():
+    history = [{"round": 1, "central_dp_epsilon": 0.5, "central_dp_clip": 1.0},
+               {"round": 2, "central_dp_epsilon": 0.8, "central_dp_clip": 0.7}]  # fmt: skip
+    assert central_report(history) == {"central_dp_epsilon": 0.8, "central_dp_clip": 0.7}
+    assert central_report([{"round": 1}]) == {}

@@ -54,6 +54,7 @@ __all__ = [
     "CLIP",
     "CentralDP",
     "central_epsilon",
+    "central_report",
     "central_step",
     "clip_update",
     "clipped_reply",
@@ -323,3 +324,16 @@ def central_step(
         ),
     }
     return mean, record
+
+
+def central_report(history: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """A run's metrics for central DP: the site-level ε of the run
+    (``central_dp_epsilon``) and the last round's clipping norm (``central_dp_clip``);
+    nothing for a run without it."""
+    rounds = [h for h in history if "central_dp_epsilon" in h]
+    if not rounds:
+        return {}
+    return {
+        "central_dp_epsilon": rounds[-1]["central_dp_epsilon"],
+        "central_dp_clip": rounds[-1]["central_dp_clip"],
+    }

@@ -44,6 +44,7 @@ from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
 from fedstruct.methods.cafe import CAFE, CafeConfig
 from fedstruct.methods.cafe.server import POOLED_SITES
+from fedstruct.privacy.central_dp import central_report
 from fedstruct.privacy.dp import epsilon_report
 
 __all__ = ["class_groups", "method", "run_cafe"]
@@ -85,7 +86,9 @@ def run_cafe(
     s: CafeRun, ctx: RunContext, model: CAFE, source: SplitImages | SiteImages | SiteTable
 ) -> RunOutcome:
     """Fit, then score the final model (module docstring); with DP-SGD, the ε each
-    site spent (:func:`~fedstruct.privacy.dp.epsilon_report`) joins the metrics."""
+    site spent (:func:`~fedstruct.privacy.dp.epsilon_report`) joins the metrics; with
+    central DP, the run's site-level ε and last clip
+    (:func:`~fedstruct.privacy.central_dp.central_report`)."""
     if isinstance(source, SiteTable):
         outcome = _on_table(s, ctx, model, source)
     elif isinstance(source, SiteImages):
@@ -94,6 +97,7 @@ def run_cafe(
         outcome = _on_split(s, ctx, model, source)
     if model.config.dp_epsilon is not None:
         outcome.metrics.update(epsilon_report(model.history_, source.names))
+    outcome.metrics.update(central_report(model.history_))
     return outcome
 
 

@@ -15,6 +15,7 @@ from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
+from fedstruct.privacy.central_dp import central_report
 from fedstruct.privacy.dp import epsilon_report
 
 __all__ = ["method", "run_fedavg"]
@@ -105,12 +106,10 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
 def _privacy(model: FedAvg, sites: Sequence[str]) -> dict[str, float]:
     """With DP-SGD, the ε each site spent (:func:`~fedstruct.privacy.dp.epsilon_report`);
     with central DP, the site-level ε of the run (``central_dp_epsilon``) and the last
-    round's clipping norm (``central_dp_clip``)."""
+    round's clipping norm (``central_dp_clip``,
+    :func:`~fedstruct.privacy.central_dp.central_report`)."""
     metrics: dict[str, float] = {}
     if model.config.dp_epsilon is not None:
         metrics.update(epsilon_report(model.history_, sites))
-    central = [h for h in model.history_ if "central_dp_epsilon" in h]
-    if central:
-        metrics["central_dp_epsilon"] = central[-1]["central_dp_epsilon"]
-        metrics["central_dp_clip"] = central[-1]["central_dp_clip"]
+    metrics.update(central_report(model.history_))
     return metrics

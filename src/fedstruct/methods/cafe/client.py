@@ -7,7 +7,10 @@ Messages (``config["round"]`` is stamped by the grid):
   ``prototype_counts`` (FedProto). The client answers ``delta:<name>`` = its
   weights after local training minus the weights it received (the paper's uploaded
   "gradients", §V-D), ``drift_local`` (CAFE), or its class prototypes and counts
-  (FedProto), with metrics ``n`` and ``loss``.
+  (FedProto), with metrics ``n`` and ``loss``. With central DP the request's
+  config carries the round's clipping norm ``central_dp.clip`` and the client
+  answers its ``delta:<name>`` clipped to it and the bit ``central_dp.below_clip``
+  (:func:`~fedstruct.privacy.central_dp.clipped_reply`).
 * ``cafe.evaluate`` (FedProto only, whose models stay on the clients) — server sends
   its test images and labels with the global prototypes; the client answers the
   number of correct nearest-prototype predictions.
@@ -51,6 +54,7 @@ from fedstruct.methods.cafe.local import (
     train_local,
 )
 from fedstruct.methods.cafe.networks import DriftNet, table_shape
+from fedstruct.privacy.central_dp import CLIP, clipped_reply
 from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
 
 __all__ = [
@@ -265,9 +269,13 @@ class CafeClient(Client):
                 }
                 metrics = {"n": len(self.labels), "loss_sum": loss * len(self.labels)}
             return Message(FIT, arrays=arrays, metrics=metrics)
-        arrays = prefixed("delta:", {k: weights[k] - received[k] for k in weights})
+        update = {k: weights[k] - received[k] for k in weights}
         if c.algorithm == "moon":
             self.previous = weights
+        if CLIP in msg.config:  # central DP: the clipped update and its clipping bit
+            arrays = clipped_reply(update, float(msg.config[CLIP]), "delta:")
+            return Message(FIT, arrays=arrays, metrics=metrics)
+        arrays = prefixed("delta:", update)
         if c.algorithm == "cafe":
             assert ctx.drift_local is not None
             self.drift_local = host_array(ctx.drift_local).astype(np.float32)

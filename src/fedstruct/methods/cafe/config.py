@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.fl.device import AUTO, DeviceName
+from fedstruct.privacy.central_dp import CentralDP
 from fedstruct.privacy.dp import DPBudget, site_budget
 
 __all__ = [
     "ALGORITHMS",
     "BACKBONES",
     "CATEGORICAL_IMPUTATIONS",
+    "CENTRAL_DP_REFUSALS",
     "DP_REFUSALS",
     "CafeConfig",
     "continuous_target_message",
@@ -35,6 +37,14 @@ DP_REFUSALS = {
     "DP-SGD does not protect",
     "fedproto": "its upload is the class prototypes, means of its rows' features that "
     "DP-SGD does not protect (its weights never leave the site)",
+}
+#: The algorithms that refuse central DP, and why: the server's step must be a
+#: post-processing of the noised sum of clipped weight updates (docs/privacy.md).
+CENTRAL_DP_REFUSALS = {
+    "cafe": "its upload also carries the local drift d_l (a mean of its rows' features), "
+    "whose unclipped, un-noised sum forms the released drift d_g",
+    "fedproto": "it shares no weights: its upload is the class prototypes (means of its "
+    "rows' features), which no clipped weight update bounds",
 }
 #: Feature extractors: a small CNN (8x8, 28x28 and 32x32 inputs) or an MLP; ``auto``:
 #: the CNN for images, the MLP for a table's rows (:mod:`.networks`).
@@ -146,6 +156,28 @@ class CafeConfig:
         DP-SGD's noise multiplier ``σ``; ``None`` (default): calibrated per site so
         that ``rounds`` rounds spend ``dp_epsilon`` (a value whose rounds would spend
         more is refused before any training).
+    central_dp_noise
+        If set, central DP on the aggregate (:mod:`fedstruct.privacy.central_dp`,
+        as FedAvg's; McMahan et al. 2018): every site clips its update ``Δ_k`` to
+        ``central_dp_clip``, the server adds Gaussian noise of this noise multiplier
+        ``z`` to their sum and divides by the number of sites asked (uniform
+        weights, not ``n_k``), then steps ``θ ← θ + η_g Δ``; site-level ε over the
+        rounds in ``central_dp_epsilon``. fedavg, fedprox and moon only (cafe and
+        fedproto refuse it, :data:`CENTRAL_DP_REFUSALS`); late updates are ignored
+        (the estimator refuses ``staleness_exponent`` when clients report late).
+        ``None`` (default): none.
+    central_dp_clip
+        ``C``, the updates' clipping norm (with adaptive clipping, its first value).
+    central_dp_quantile
+        Adaptive clipping (Andrew et al. 2021): the target share ``γ`` of updates
+        whose norm is under the clip (0.5: the median); ``None`` (default): fixed.
+    central_dp_clip_rate
+        ``η_C``, adaptive clipping's geometric learning rate (0.2).
+    central_dp_count_noise
+        ``σ_b``, the noise on the count of updates under the clip; ``None``
+        (default): the number of sites asked / 20.
+    central_dp_delta
+        ``δ`` of the site-level ``(ε, δ)`` of central DP (1e-5).
     device
         Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
         the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
@@ -187,6 +219,12 @@ class CafeConfig:
     dp_delta: float | None = None
     dp_clip: float = 1.0
     dp_noise_multiplier: float | None = None
+    central_dp_noise: float | None = None
+    central_dp_clip: float = 1.0
+    central_dp_quantile: float | None = None
+    central_dp_clip_rate: float = 0.2
+    central_dp_count_noise: float | None = None
+    central_dp_delta: float = 1e-5
     device: str = AUTO
 
     def __post_init__(self) -> None:
@@ -203,6 +241,16 @@ class CafeConfig:
                 f"{DP_REFUSALS[self.algorithm]}; use fedavg, fedprox or moon with DP-SGD"
             )
         self.dp_budget(n_rows=2)  # with DP: validates ε, δ and C
+        if self.central_dp() is not None and self.algorithm in CENTRAL_DP_REFUSALS:
+            raise ConfigError(
+                f"cafe algorithm {self.algorithm!r} cannot take central DP (central_dp_noise): "
+                f"{CENTRAL_DP_REFUSALS[self.algorithm]}; use fedavg, fedprox or moon with "
+                "central DP"
+            )
+
+    def central_dp(self) -> CentralDP | None:
+        """Central DP's settings (validated), or ``None`` without it."""
+        return CentralDP.from_settings(self)
 
     def dp_budget(self, n_rows: int) -> DPBudget | None:
         """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``

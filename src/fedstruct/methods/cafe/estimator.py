@@ -112,16 +112,41 @@ class CAFE(
             clients report late: a secure sum adds the answers of one round, so a
             late answer cannot join it.
         """
-        late = self.participation is not None and (
-            self.participation.report_rate < 1.0 and self.participation.always_report < 1.0
-        )
-        if self.config.staleness_exponent is not None and late:
+        if self._merges_late_answers():
             raise ConfigError(
                 "cafe refuses secure aggregation with staleness_exponent when clients report "
                 "late (report_rate < 1): a secure sum adds the answers of one round, so late "
                 "answers cannot be merged; set staleness_exponent=None (late answers "
                 "ignored) or report_rate=1"
             )
+
+    def _check_central_dp(self) -> None:
+        """Refuse merging late answers with central DP.
+
+        Raises
+        ------
+        ConfigError
+            If ``central_dp_noise`` and ``staleness_exponent`` are set and the
+            participation model lets clients report late: the noise bounds one round's
+            sum of the clipped updates of the sites asked that round, and a late
+            update would add to another round's.
+        """
+        if self.config.central_dp() is not None and self._merges_late_answers():
+            raise ConfigError(
+                "cafe refuses central DP (central_dp_noise) with staleness_exponent when "
+                "clients report late (report_rate < 1): the noise bounds one round's sum of "
+                "the updates of the sites asked that round, and a late update would add to "
+                "another round's; set staleness_exponent=None (late answers ignored) or "
+                "report_rate=1"
+            )
+
+    def _merges_late_answers(self) -> bool:
+        """Whether late answers are to be merged (``staleness_exponent``) and the
+        participation model lets clients report late."""
+        late = self.participation is not None and (
+            self.participation.report_rate < 1.0 and self.participation.always_report < 1.0
+        )
+        return self.config.staleness_exponent is not None and late
 
     score_metric = "accuracy"
 
@@ -155,6 +180,7 @@ class CAFE(
             self.shape = (int(shape[0]), int(shape[1]), int(shape[2]))
             self.n_classes = int(n_classes)
         super().__init__(seed=seed, participation=participation, **params)
+        self._check_central_dp()
         self._given(
             shape=shape,
             n_classes=n_classes,

@@ -8,7 +8,9 @@ Each round (METHODS.md § CAFE; Algorithm 1 of the paper):
    round and report now (communication frequency): a fresh update weighs ``n_k``, a
    late one ``n_k (1 + staleness)^-a`` (``staleness_exponent = a``; ``None`` ignores
    late updates and counts them in ``late_ignored``);
-3. ``Δ = Σ ω_k Δ_k / Σ ω_k`` over the deltas; History-Aware Average (CAFE with
+3. ``Δ = Σ ω_k Δ_k / Σ ω_k`` over the deltas (with central DP, fedavg, fedprox
+   and moon: ``Δ = (Σ_k clip(Δ_k) + N(0, (z C)² I)) / m`` over the ``m`` sites
+   asked, :mod:`fedstruct.privacy.central_dp`); History-Aware Average (CAFE with
    ``history_average``): ``v ← β_h v + (1-β_h) Δ``, else ``v = Δ``; then
    ``θ ← θ + η_g v`` (``η_g = 1``, ``v = Δ`` is FedAvg);
 4. CAFE's global drift ``d_g ← β_g d_g + (1-β_g) Σ ω_k d_l^k / Σ ω_k`` — clients that
@@ -67,6 +69,7 @@ from fedstruct.methods.cafe.client import (
 from fedstruct.methods.cafe.config import CafeConfig
 from fedstruct.methods.cafe.local import predict_logits
 from fedstruct.methods.cafe.networks import DriftNet, table_shape
+from fedstruct.privacy.central_dp import CentralDP, central_step, round_config
 from fedstruct.privacy.dp import spent_epsilons
 
 __all__ = ["POOLED_SITES", "CafeServer", "CafeState"]
@@ -205,7 +208,10 @@ class CafeServer(ServerAlgorithm[CafeState]):
         asked = grid.node_ids()
         payload = self._broadcast(state)
         new = dataclasses.replace(state, history=list(state.history))
-        if grid.secure_aggregation is None:
+        central = c.central_dp()
+        if central is not None:
+            fit_record = self._fit_with_central_dp(grid, new, asked, payload, central)
+        elif grid.secure_aggregation is None:
             fit_record = self._fit_in_the_clear(grid, new, asked, payload)
         else:
             fit_record = self._fit_securely(grid, new, asked, payload)
@@ -302,6 +308,50 @@ class CafeServer(ServerAlgorithm[CafeState]):
             mean = total.arrays["drift_local"] / total.metrics["n"]
             self._update_drift(state, mean.astype(state.drift_global.dtype))
         record["train_loss"] = total.metrics["loss"] / total.metrics["n"]
+        return record
+
+    def _fit_with_central_dp(
+        self,
+        grid: Grid,
+        state: CafeState,
+        asked: list[int],
+        payload: Arrays,
+        central: CentralDP,
+    ) -> dict[str, float]:
+        """Steps 2-3 under central DP (fedavg, fedprox, moon; docs/privacy.md): the
+        sum of the sites' clipped updates (securely when the run says so), noised and
+        divided by the number of sites asked
+        (:func:`~fedstruct.privacy.central_dp.central_step`, as FedAvg's), then the
+        server step ``θ ← θ + η_g Δ``, a post-processing of it. Late updates are
+        ignored (``late_ignored``): a round's noise bounds that round's sum only; the
+        training loss is the sites' unweighted mean, like their updates."""
+        c = self.config
+        config = round_config(central, state.history, len(asked))
+        request = {n: Message(FIT, arrays=payload, config=config) for n in asked}
+        total = send_and_sum(grid, request)
+        late = [lr for lr in grid.late_replies() if lr.message.kind == FIT]
+        mean, central_record = central_step(
+            total.arrays,
+            len(total.nodes),
+            settings=central,
+            history=state.history,
+            asked=len(asked),
+            federation=grid.n_nodes,
+            prefix="delta:",
+        )
+        record: dict[str, float] = {
+            "clients_answered": len(total.nodes),
+            "late_merged": 0,
+            "late_ignored": len(late),
+            **({"withheld_answers": total.withheld} if total.withheld else {}),
+            **central_record,
+        }
+        if mean is None:
+            return record
+        self._step(state, {k: mean[k] for k in state.params})
+        if c.dp_epsilon is not None:
+            record.update(ask_spent_epsilons(grid, total.nodes, PRIVACY))
+        record["train_loss"] = total.metrics["loss"] / len(total.nodes)
         return record
 
     def _score_sites(self, grid: Grid, state: CafeState) -> dict[str, dict[str, float]]:
