@@ -16,6 +16,7 @@ refuses a round that would exceed the budget before training it.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,17 +66,22 @@ def _rdp_per_step(noise_multiplier: float, sample_rate: float) -> tuple[float, .
 
 @lru_cache(maxsize=256)
 def _calibrate(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+    """Opacus' search for the noise multiplier; its probes of very large noise, whose
+    best Rényi order is the largest, warn about a loose bound that concerns the probe
+    only (the ledger's ε of the noise found warns on its own if it is loose)."""
     from opacus.accountants.utils import get_noise_multiplier
 
-    return float(
-        get_noise_multiplier(
-            target_epsilon=epsilon,
-            target_delta=delta,
-            sample_rate=sample_rate,
-            steps=steps,
-            accountant="rdp",
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+        return float(
+            get_noise_multiplier(
+                target_epsilon=epsilon,
+                target_delta=delta,
+                sample_rate=sample_rate,
+                steps=steps,
+                accountant="rdp",
+            )
         )
-    )
 
 
 _BUDGET_CONSTRAINTS = {
