@@ -15,16 +15,18 @@ torch: a fraction of a second per message); only the masked answer builds the
 client, whose own handler it runs.
 
 Every fedstruct message a node answers leaves two lines in the node's log (Flower
-hands a ClientApp's output to its SuperNode's): what it received (kind, round; the
-request inside a masked-answer stage) and what it answered (the reply's array names,
-dtypes and shapes, the names of its config and metrics entries, its size; never a
-value), or why it refused. A node operator reads there what the node sends.
+hands a ClientApp's output to its SuperNode's), each with its UTC time: what it
+received (kind, round; the request inside a masked-answer stage) and what it answered
+(the reply's array names, dtypes and shapes, the names of its config and metrics
+entries, its size, the seconds it took; never a value), or why it refused. A node
+operator reads there what the node sends.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from logging import INFO, WARNING
 from typing import TYPE_CHECKING
 
@@ -251,6 +253,8 @@ def answered_line(request: Message, reply: Message, seconds: float) -> str:
 
 
 def _log(level: int, line: str) -> None:
+    """``line`` in the node's log, after the UTC time (Flower's own lines have none)."""
     from flwr.supercore import log
 
-    log(level, "%s", line)
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    log(level, "%s", line.replace(LOG_PREFIX, f"{LOG_PREFIX} {now}", 1))
