@@ -161,7 +161,7 @@ def make_client_app(
             return FlowerMessage(to_records(reply), reply_to=message)
         except FedstructError as exc:
             kind = msg.kind if msg is not None else "a message"
-            _log(WARNING, f"{LOG_PREFIX} refused {kind}: {type(exc).__name__}: {exc}")
+            _log(WARNING, f"refused {kind}: {type(exc).__name__}: {exc}")
             return FlowerMessage(error_records(exc), reply_to=message)
 
     return app
@@ -226,15 +226,15 @@ def _node_name(identity: Mapping[str, int | str]) -> str:
 
 
 def received_line(message: Message) -> str:
-    """The node's log line for a message it received: its kind and round (and, for a
+    """What the node logs of a message it received: its kind and round (and, for a
     masked-answer stage, the kind of the request inside); no value."""
     inner = message.config.get(secagg.INNER_KIND) if message.kind == secagg.MASK else None
     where = f"round {message.config.get('round', 0)}"
-    return f"{LOG_PREFIX} received {message.kind} ({where}{f'; inner {inner}' if inner else ''})"
+    return f"received {message.kind} ({where}{f'; inner {inner}' if inner else ''})"
 
 
 def answered_line(request: Message, reply: Message, seconds: float) -> str:
-    """The node's log line for its reply to ``request``: its arrays' names, dtypes and
+    """What the node logs of its reply to ``request``: its arrays' names, dtypes and
     shapes, its config and metrics names, its size in bytes; never a value."""
     arrays = ", ".join(
         f"{name} {array.dtype}[{'x'.join(map(str, array.shape))}]"
@@ -246,15 +246,13 @@ def answered_line(request: Message, reply: Message, seconds: float) -> str:
         f"metrics {', '.join(sorted(reply.metrics)) or 'none'}",
         f"{reply.nbytes()} bytes",
     ]
-    return (
-        f"{LOG_PREFIX} answered {request.kind} with {reply.kind} in {seconds:.2f} s: "
-        + "; ".join(parts)
-    )
+    return f"answered {request.kind} with {reply.kind} in {seconds:.2f} s: " + "; ".join(parts)
 
 
-def _log(level: int, line: str) -> None:
-    """``line`` in the node's log, after the UTC time (Flower's own lines have none)."""
+def _log(level: int, text: str) -> None:
+    """``text`` in the node's log after :data:`LOG_PREFIX` and the UTC time (Flower's
+    own lines have none)."""
     from flwr.supercore import log
 
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
-    log(level, "%s", line.replace(LOG_PREFIX, f"{LOG_PREFIX} {now}", 1))
+    log(level, "%s %s %s", LOG_PREFIX, now, text)
