@@ -249,3 +249,62 @@ def test_integer_entries_are_exact_beyond_float64_s_integers():
     vector, layout = quantise({"counts": counts}, {"n": 2_000_000_003}, 24, 4, "test")
     arrays, metrics = dequantise(vector + vector, layout, 24)
     assert np.array_equal(arrays["counts"], 2 * counts) and metrics["n"] == 4_000_000_006
+
+
+def test_a_deployed_node_builds_its_client_only_for_the_masked_answer(caplog):
+    """A node's ClientApp answers the keys, shares and unmask stages from the session
+    kept in its context, without calling its factory (no method, no data, no torch);
+    only the masked answer builds the client. The sum is the plain one, the session
+    is gone from the node's memory afterwards, and the node's log names every message
+    and its reply's arrays, never a value."""
+    pytest.importorskip("flwr")
+    import logging
+
+    from flwr.app import Context, Metadata, RecordDict
+    from flwr.app import Message as FlowerMessage
+
+    from fedstruct.fl.flower.client_app import LOG_PREFIX, make_client_app
+    from fedstruct.fl.flower.grid import MESSAGE_TYPE
+    from fedstruct.fl.flower.records import from_records, to_records
+    from fedstruct.fl.secagg.server import secure_sum
+
+    n, clients, stage, built = 4, _clients(4), [""], []
+
+    def factory(context):
+        built.append(stage[0])  # the stage in which the client was built
+        return clients[int(context.node_config["partition-id"])]
+
+    app = make_client_app(factory)
+    node_config = {"require-secure-aggregation": "true"}
+    contexts = [
+        Context(1, k, {"partition-id": k, **node_config}, RecordDict(), {}) for k in range(n)
+    ]
+
+    def ask(node: int, message: Message):
+        metadata = Metadata(1, f"m{node}", 0, node, "", "1", 0.0, 600.0, MESSAGE_TYPE)
+        return app(FlowerMessage(to_records(message), metadata=metadata), contexts[node])
+
+    def exchange(messages: Mapping[int, Message]) -> dict[int, Message]:
+        stage[0] = next(iter(messages.values())).kind
+        stamped = {
+            k: Message(m.kind, m.arrays, {**m.config, "round": 1}) for k, m in messages.items()
+        }
+        return {k: from_records(ask(k, m).content) for k, m in stamped.items()}
+
+    request = {k: Message(KIND, config={"scale": 1.0, "round": 1}) for k in range(n)}
+    with caplog.at_level(logging.INFO, logger="flwr"):
+        result = secure_sum(exchange, request, DEFAULT)
+        assert built == [p.MASK] * n
+        refused = ask(0, request[0])  # in the clear: refused with the node's reason
+    assert np.array_equal(result.arrays["counts"], _plain(n).arrays["counts"])
+    assert all(not c.state.config_records for c in contexts)  # no secret, no state left
+    assert "requires secure aggregation" in str(refused.content.config_records)
+    lines = [r.getMessage() for r in caplog.records if LOG_PREFIX in r.getMessage()]
+    assert len(lines) == 2 * 4 * n + 2
+    assert sum(line.endswith(f" received {p.MASK} (round 1; inner {KIND})") for line in lines) == n
+    masked = [line for line in lines if f"answered {p.MASK}" in line]
+    assert len(masked) == n and all(f"arrays {p.MASKED} uint64[" in m for m in masked)
+    assert "refused toy.update: PrivacyViolationError: client 'c0' requires" in lines[-1]
+    plain = [c.answer_summable(request[0]) for c in clients]
+    values = [str(r.metrics["loss"]) for r in plain] + [str(r.arrays["w"][0, 0]) for r in plain]
+    assert not any(v in line for v in values for line in lines)  # names and sizes only

@@ -19,6 +19,7 @@ Use it as a context manager::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -161,23 +162,30 @@ class LoopbackCluster:
 
     def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
         """Signal process ``name``'s group; kill it if it has not ended after 10 s."""
-        proc = self.procs.pop(name)
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        self._stop_together([name], sig)
 
     def close(self) -> None:
-        """Stop every process: SuperNodes first, then the SuperLink."""
-        nodes = [n for n in self.procs if n != "superlink"]
-        for name in [*nodes, "superlink"]:
-            if name in self.procs:
-                self.stop(name)
+        """Stop every process: the SuperNodes first (signalled together: each takes
+        about 2 s to shut down), then the SuperLink."""
+        self._stop_together([n for n in self.procs if n != "superlink"], signal.SIGTERM)
+        if "superlink" in self.procs:
+            self.stop("superlink")
+
+    def _stop_together(self, names: Sequence[str], sig: int) -> None:
+        """Signal the groups of processes ``names`` at once; kill those that have not
+        ended 10 s later."""
+        procs = [self.procs.pop(name) for name in names]
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+        deadline = time.monotonic() + 10
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
 
     def fedstruct(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         """Run ``fedstruct ARGS`` with the cluster's environment; capture its output."""
