@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 import torch
@@ -18,6 +19,29 @@ def pytest_report_header() -> str:
         f"torch {torch.__version__}: CPU kernels {torch.backends.cpu.get_cpu_capability()}, "
         f"{torch.get_num_threads()} threads (make test-cpus runs the other settings)"
     )
+
+
+#: Smaller than the methods' quick settings, every round structure kept, for tests
+#: whose check does not depend on the run's size (backend equivalence; a saved model
+#: used in a fresh process). FedNGM's public-test bootstrap (200 resamples per target
+#: and client) was two thirds of its quick run.
+SMALLER_THAN_QUICK: dict[str, dict[str, Any]] = {
+    "fedngm": {"clients": 2, "samples": 1500, "epochs": 2, "burn_in": 2, "fidelity_samples": 100},
+    "fcm": {"samples": 800, "autoencoder_epochs": 2},
+    "fedcd": {"model_steps": 20, "graph_steps": 4, "samples": 500, "samples_per_intervention": 20},
+    "fedcdnv": {"max_samples": 300},
+}
+
+
+@pytest.fixture(scope="session")
+def small_settings() -> Callable[[str], dict[str, Any]]:
+    """A method's quick settings made smaller by :data:`SMALLER_THAN_QUICK`."""
+    from fedstruct.experiments import runnable
+
+    def settings(method: str) -> dict[str, Any]:
+        return {**runnable(method).quick, **SMALLER_THAN_QUICK.get(method, {})}
+
+    return settings
 
 
 class RecordingBackend(LocalBackend):
