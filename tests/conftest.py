@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -11,6 +12,16 @@ import torch
 from fedstruct.fl.backend import LocalBackend
 from fedstruct.fl.grid import LocalGrid
 from fedstruct.fl.message import Message
+
+#: Torch intra-op threads of the suite unless OMP_NUM_THREADS names them (``make
+#: test-cpus`` runs 1 and 2). The tests' models are small: one thread is as fast as two
+#: on an idle machine and many times faster on a busy one, whose two-thread pool
+#: spin-waits (FedNGM's masked-training and two NGM-fit tests: 7-12 s with 1 thread,
+#: 133-157 s with 2, same 2 loaded cores). Set in the environment too, for the CLI
+#: subprocesses (their predictions are compared with this process's to 1e-12).
+if "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
 
 
 def pytest_report_header() -> str:
