@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 import torch
@@ -11,6 +13,16 @@ from fedstruct.fl.backend import LocalBackend
 from fedstruct.fl.grid import LocalGrid
 from fedstruct.fl.message import Message
 
+#: Torch intra-op threads of the suite unless OMP_NUM_THREADS names them (``make
+#: test-cpus`` runs 1 and 2). The tests' models are small: one thread is as fast as two
+#: on an idle machine and many times faster on a busy one, whose two-thread pool
+#: spin-waits (FedNGM's masked-training and two NGM-fit tests: 7-12 s with 1 thread,
+#: 133-157 s with 2, same 2 loaded cores). Set in the environment too, for the CLI
+#: subprocesses (their predictions are compared with this process's to 1e-12).
+if "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
 
 def pytest_report_header() -> str:
     """Say which torch kernels and thread count ran: trained numbers depend on them."""
@@ -18,6 +30,29 @@ def pytest_report_header() -> str:
         f"torch {torch.__version__}: CPU kernels {torch.backends.cpu.get_cpu_capability()}, "
         f"{torch.get_num_threads()} threads (make test-cpus runs the other settings)"
     )
+
+
+#: Smaller than the methods' quick settings, every round structure kept, for tests
+#: whose check does not depend on the run's size (backend equivalence; a saved model
+#: used in a fresh process). FedNGM's public-test bootstrap (200 resamples per target
+#: and client) was two thirds of its quick run.
+SMALLER_THAN_QUICK: dict[str, dict[str, Any]] = {
+    "fedngm": {"clients": 2, "samples": 1500, "epochs": 2, "burn_in": 2, "fidelity_samples": 100},
+    "fcm": {"samples": 800, "autoencoder_epochs": 2},
+    "fedcd": {"model_steps": 20, "graph_steps": 4, "samples": 500, "samples_per_intervention": 20},
+    "fedcdnv": {"max_samples": 300},
+}
+
+
+@pytest.fixture(scope="session")
+def small_settings() -> Callable[[str], dict[str, Any]]:
+    """A method's quick settings made smaller by :data:`SMALLER_THAN_QUICK`."""
+    from fedstruct.experiments import runnable
+
+    def settings(method: str) -> dict[str, Any]:
+        return {**runnable(method).quick, **SMALLER_THAN_QUICK.get(method, {})}
+
+    return settings
 
 
 class RecordingBackend(LocalBackend):

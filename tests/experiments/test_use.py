@@ -55,18 +55,18 @@ def cli(*commands: list[str]) -> list[Done]:
     return [Done(c, o, e) for c, o, e in zip(codes, strip, errs, strict=True)]
 
 
-def quick_run(method: str, out: Path, **settings):
+def small_run(out: Path, method: str, settings: dict):
     """A small run of ``method``, as ``fedstruct run`` makes it; its fitted model."""
-    outcome = execute(method, [{**runnable(method).quick, **settings}], out)
+    outcome = execute(method, [settings], out)
     assert outcome.model is not None
     return outcome.model
 
 
-def first_client_rows(method: str) -> pd.DataFrame:
+def first_client_rows(method: str, chosen: dict) -> pd.DataFrame:
     entry = runnable(method)
     from fedstruct.experiments.settings import apply_settings
 
-    settings = apply_settings(entry.settings(), dict(entry.quick), method=method)
+    settings = apply_settings(entry.settings(), chosen, method=method)
     return entry.resolve(settings).clients()[0].rows.reset_index(drop=True)
 
 
@@ -93,11 +93,13 @@ class Used(NamedTuple):
     done: list[Done]
 
 
-def _prepare(method: str, root: Path) -> tuple[Path, object, pd.DataFrame, list[list[str]]]:
+def _prepare(
+    method: str, settings: dict, root: Path
+) -> tuple[Path, object, pd.DataFrame, list[list[str]]]:
     """Run ``method``, write its input file; the command lines that use the run."""
     folder = root / method
-    model = quick_run(method, folder / "run")
-    run, rows = folder / "run", first_client_rows(method)
+    model = small_run(folder / "run", method, settings)
+    run, rows = folder / "run", first_client_rows(method, settings)
     if method in ("fedavg", "fcm"):
         rows = rows.head(50)
         if method == "fcm":
@@ -134,12 +136,12 @@ def _prepare(method: str, root: Path) -> tuple[Path, object, pd.DataFrame, list[
 
 
 @pytest.fixture(scope="module")
-def used(tmp_path_factory) -> dict[str, Used]:
-    """Every method run here; then every command that uses the runs, in ONE fresh process."""
+def used(tmp_path_factory, small_settings) -> dict[str, Used]:
+    """Every method run here (``small_settings``); then every command that uses the
+    runs, in ONE fresh process."""
     root = tmp_path_factory.mktemp("use")
-    prepared = {
-        m: _prepare(m, root) for m in ("fedavg", "fcm", "cafe", "fedngm", "fedcdnv", "fedcd")
-    }
+    methods = ("fedavg", "fcm", "cafe", "fedngm", "fedcdnv", "fedcd")
+    prepared = {m: _prepare(m, small_settings(m), root) for m in methods}
     results = iter(cli(*(c for *_, commands in prepared.values() for c in commands)))
     return {
         m: Used(folder, model, rows, [next(results) for _ in commands])

@@ -15,7 +15,7 @@ pytest.importorskip("flwr")
 
 from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ConfigError
-from fedstruct.experiments import execute, runnable, runnable_names
+from fedstruct.experiments import execute, runnable_names
 from fedstruct.fl import Participation, get_backend
 from fedstruct.fl.federation import CHECKPOINT_FILE
 from fedstruct.fl.flower.loopback import FEDSTRUCT
@@ -42,12 +42,13 @@ def test_flower_sim_equals_local_under_partial_participation():
 
 
 @pytest.mark.parametrize("method", runnable_names())
-def test_every_method_gives_the_local_metrics_on_flower_sim(method, tmp_path):
-    """Backend equivalence for each registered method, on its quick settings; FedAvg's
-    with secure aggregation (its plain runs on flower-sim are the tests around this one):
-    the protocol's four stages per sum run through Flower's ClientApp, each node keeping
-    its session's secrets in its in-memory context between them."""
-    quick = dict(runnable(method).quick)
+def test_every_method_gives_the_local_metrics_on_flower_sim(method, small_settings, tmp_path):
+    """Backend equivalence for each registered method, on its quick settings made
+    smaller (``small_settings``); FedAvg's with secure aggregation (its plain runs on
+    flower-sim are the tests around this one): the protocol's four stages per sum run
+    through Flower's ClientApp, each node keeping its session's secrets in its
+    in-memory context between them."""
+    quick = small_settings(method)
     if method == "fedavg":
         quick["secure_aggregation"] = True
     local = execute(method, [quick], tmp_path / "local")
