@@ -56,7 +56,7 @@ def quiet_flower(level: int = logging.ERROR) -> Iterator[None]:
 
 @contextmanager
 def _stop_on_interrupt(stop: threading.Event) -> Iterator[None]:
-    """Set ``stop`` on SIGINT or SIGTERM, then raise ``KeyboardInterrupt`` here.
+    """Set ``stop`` on SIGINT or SIGTERM; a second one raises ``KeyboardInterrupt`` here.
 
     Only the main thread can own signal handlers; elsewhere this does nothing (the
     caller's ``finally`` still sets ``stop``).
@@ -66,8 +66,14 @@ def _stop_on_interrupt(stop: threading.Event) -> Iterator[None]:
         return
 
     def interrupt(signum: int, frame: object) -> None:
-        stop.set()  # first, so the server thread never takes the cut round as complete
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+        if stop.is_set():  # a second interrupt: leave now, whatever Ray still does
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+        # The server thread raises KeyboardInterrupt at its next poll and ends; Flower
+        # then stops its workers, each after the ClientApp call it waits on, and only
+        # then shuts Ray down. Raising here instead would shut Ray down under a worker
+        # blocked in ray.get: that call never returns, and the process hangs at exit
+        # joining it (or Ray's core worker ends the process before run.json is written).
+        stop.set()
 
     before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
