@@ -65,7 +65,7 @@ from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.fedngm.federation import SubpopulationSource
 from fedstruct.experiments.fedngm.settings import FedNGMRun
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import write_graph
 from fedstruct.graphs.metrics import shd
@@ -204,7 +204,7 @@ def _title(what: str, seeds: Sequence[int]) -> str:
 def _discover_then_fcm(quick: bool, out: Path, jobs: int | None = None) -> RecipeReport:
     """F-CMs on discovered graphs (module docstring): asia, sachs, alarm, insurance."""
     networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
-    seeds = range(1) if quick else range(3)
+    seeds = recipe_seeds(quick, 3)
     extra = QUICK["fcm"] if quick else {}
     cases = {n: {"network": n, **extra} for n in networks}
     comparison = _compose("fcm", cases, seeds, FCM_GRAPHS, _fcm_case, out, jobs)
@@ -216,7 +216,7 @@ def _discover_then_fcm(quick: bool, out: Path, jobs: int | None = None) -> Recip
 
 def _discover_then_fedngm(quick: bool, out: Path, jobs: int | None = None) -> RecipeReport:
     """FedNGM on discovered graphs (module docstring): the synthetic federation."""
-    seeds = range(1) if quick else range(3)
+    seeds = recipe_seeds(quick, 3)
     cases = {"synthetic": {"dataset": "synthetic", **(QUICK["fedngm"] if quick else {})}}
     comparison = _compose("fedngm", cases, seeds, FEDNGM_GRAPHS, _fedngm_case, out, jobs)
     for outcomes in comparison.runs.values():

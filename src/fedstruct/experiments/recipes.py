@@ -2,7 +2,10 @@
 
 Each recipe runs a fixed, versioned set of experiments into a results folder
 (``results.json``, plots, one sub-folder per run) and returns a table. ``--quick``
-runs the same design at a size that takes minutes.
+runs the same design at a size that takes minutes. ``--seeds K`` runs the design
+with the first ``K`` of the recipe's seeds (at full size or with ``--quick``): every
+recipe picks its seeds with :func:`recipe_seeds`, which applies it, and the folder's
+``recipe.json`` records the seeds that ran.
 
 A method's recipes live in its run package's ``recipes`` module
 (``fedstruct/experiments/NAME/recipes.py``), which registers them when imported;
@@ -14,8 +17,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.table import Table
@@ -28,6 +33,7 @@ __all__ = [
     "Recipe",
     "RecipeReport",
     "recipe_list",
+    "recipe_seeds",
     "register_recipe",
     "run_recipe",
 ]
@@ -61,6 +67,52 @@ class Recipe:
 
 _RECIPES: dict[str, Recipe] = {}
 
+#: The name of the file in a recipe's folder that records the seeds a ``--seeds`` run ran.
+RECORD = "recipe.json"
+
+
+@dataclass
+class _SeedChoice:
+    """The ``--seeds`` count asked of the recipe now running, and the seeds it ran."""
+
+    recipe: str
+    quick: bool
+    count: int | None
+    used: list[int] | None = None
+    of: int = 0
+    options: dict[str, object] = field(default_factory=dict)
+
+
+_CHOICE: ContextVar[_SeedChoice | None] = ContextVar("fedstruct_recipe_seeds", default=None)
+
+
+def recipe_seeds(quick: bool, full: int, quick_count: int = 1) -> range:
+    """The seeds a recipe runs: ``range(quick_count)`` with ``--quick``, ``range(full)``
+    without, or the first ``K`` of those under ``--seeds K``.
+
+    Every recipe picks its seeds here, first, before any work, so ``--seeds`` reaches
+    every recipe and a bad count fails at once.
+
+    Raises
+    ------
+    ConfigError
+        For ``--seeds`` below 1 or above the recipe's count at this size.
+    """
+    own = range(quick_count if quick else full)
+    choice = _CHOICE.get()
+    if choice is None:  # called outside run_recipe
+        return own
+    k = len(own) if choice.count is None else choice.count
+    if not 1 <= k <= len(own):
+        size = "with --quick" if quick else "at full size"
+        raise ConfigError(
+            f"--seeds {k}: recipe {choice.recipe!r} has {len(own)} "
+            f"seed{'s' * (len(own) > 1)} {size}; give --seeds from 1 to {len(own)}"
+        )
+    seeds = own[:k]
+    choice.used, choice.of = list(seeds), len(own)
+    return seeds
+
 
 def register_recipe(recipe: Recipe) -> Recipe:
     """Add a recipe (each method's recipe module registers its own on import)."""
@@ -91,14 +143,20 @@ def _exists(module: str) -> bool:
         return False
 
 
-def run_recipe(name: str, *, quick: bool, out: Path, **options: object) -> RecipeReport:
+def run_recipe(
+    name: str, *, quick: bool, out: Path, seeds: int | None = None, **options: object
+) -> RecipeReport:
     """Run recipe ``name`` into ``out``; ``options`` that are ``None`` are not given.
+
+    ``seeds``: run the recipe's design with the first ``seeds`` of its seeds
+    (:func:`recipe_seeds`) and record them in ``out/recipe.json``; ``None``: all of
+    them, and the folder is as it always was.
 
     Raises
     ------
     ConfigError
-        For an unknown recipe (listing the valid ones), or an option the recipe does
-        not take.
+        For an unknown recipe (listing the valid ones), an option the recipe does not
+        take, or a seed count the recipe does not have.
     """
     _import_recipes()
     if name not in _RECIPES:
@@ -111,4 +169,52 @@ def run_recipe(name: str, *, quick: bool, out: Path, **options: object) -> Recip
             raise ConfigError(
                 f"recipe {name!r} takes no --{key.replace('_', '-')} option (it takes: {takes})"
             )
-    return recipe.run(quick, out, **given)
+    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
+        raise ConfigError(f"--seeds {seeds!r}: give a whole number of seeds, e.g. --seeds 1")
+    choice = _SeedChoice(name, quick, seeds, options=given)
+    token = _CHOICE.set(choice)
+    try:
+        report = recipe.run(quick, out, **given)
+    finally:
+        _CHOICE.reset(token)
+    if seeds is not None and choice.used is None:
+        raise ConfigError(
+            f"recipe {name!r} runs no seeds of its own, so --seeds does not apply; "
+            "run it without --seeds"
+        )
+    if seeds is not None or _is_record(out / RECORD, name):
+        _write_record(out, choice)
+    return report
+
+
+def _is_record(path: Path, recipe: str) -> bool:
+    """Whether ``path`` is the record an earlier ``--seeds`` run of ``recipe`` wrote."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("recipe") == recipe and "command" in record
+
+
+def _write_record(out: Path, choice: _SeedChoice) -> None:
+    """Write ``out/recipe.json``: the recipe, its size, the seeds that ran (of how
+    many) and the command that runs it again. Written by a ``--seeds`` run, and
+    rewritten by any later run of the recipe into the same folder so that it never
+    goes stale."""
+    command = ["fedstruct", "reproduce", choice.recipe, *(["--quick"] if choice.quick else [])]
+    command += _option_words(choice.options)
+    if choice.count is not None:
+        command += ["--seeds", str(choice.count)]
+    record = {
+        "recipe": choice.recipe,
+        "quick": choice.quick,
+        "seeds": choice.used,
+        "of": choice.of,
+        "command": " ".join(command),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RECORD).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _option_words(options: Mapping[str, object]) -> list[str]:
+    return [w for k, v in options.items() for w in (f"--{k.replace('_', '-')}", str(v))]

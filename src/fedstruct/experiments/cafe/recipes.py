@@ -22,7 +22,7 @@ from fedstruct.data.datasets.images import IMAGE_DATASETS
 from fedstruct.errors import ConfigError, unknown_choice_message
 from fedstruct.experiments.compare import available_cpus, compare_variants, write_results
 from fedstruct.experiments.plots import plot_bars, plot_curves
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 
 __all__ = ["ABLATION", "LABELS", "OFFLINE"]
 
@@ -67,7 +67,7 @@ def _sweep(
 ) -> RecipeReport:
     """Run every variant at every value of ``setting`` on every data set; tabulate
     the final accuracy: one row per variant, one column per (data set, value)."""
-    seeds = [0] if quick else [0, 1, 2]
+    seeds = recipe_seeds(quick, 3)
     base = dict(_QUICK if quick else _FULL)
     rows: dict[str, dict[str, Any]] = {name: {"name": name} for name in variants}
     columns: list[str] = []
@@ -122,7 +122,7 @@ def _curves(
     the clients that replied, then over blocks of ``eval_every`` rounds
     (:func:`block_means`): the runs record no test loss. ``jobs``:
     runs at a time (default: one per CPU)."""
-    seeds = range(1) if quick else range(3)
+    seeds = recipe_seeds(quick, 3)
     base = {**(_QUICK if quick else _FULL), "eval_every": _CURVE_EVERY[quick]}
     return curve_figures(_datasets(dataset, data_dir), seeds, base, out, jobs)
 

@@ -17,7 +17,7 @@ from fedstruct.experiments.compare import Comparison, compare_variants, write_re
 from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_bars, plot_curves
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import pair_disagreement
 
@@ -38,8 +38,9 @@ REGIME_LABELS = {"central": "Cent.", "local": "Loc.", "sfcm": "S-F-CMs", "fcm": 
 QUICK = {"samples": 4000, "rounds": 30, "max_epochs": 30}
 
 
-def _size(quick: bool) -> tuple[range, dict[str, Any]]:
-    return (range(1), dict(QUICK)) if quick else (range(5), {})
+def _size(quick: bool, full_seeds: int = 5) -> tuple[range, dict[str, Any]]:
+    """The seeds (:func:`recipe_seeds`: one with ``--quick``) and the shared settings."""
+    return recipe_seeds(quick, full_seeds), dict(QUICK) if quick else {}
 
 
 def _grid(
@@ -100,8 +101,7 @@ def _interventions(quick: bool, out: Path) -> RecipeReport:
     (:data:`CONCEPT_MODELS`; the opaque baseline has no concept to intervene on), every
     regime, 3 seeds (§5.2); ``--quick``: C2BM on asia, one seed.
     """
-    seeds, common = _size(quick)
-    seeds = range(1) if quick else range(3)
+    seeds, common = _size(quick, full_seeds=3)
     networks = ("asia",) if quick else NETWORKS
     models = ("c2bm",) if quick else CONCEPT_MODELS
     return intervention_curves(networks, models, seeds, common, out)
@@ -274,9 +274,9 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
     client's for F-CMs (monotone memory), the initial cohort's for S-F-CMs (fixed after
     round 1); Localized is the mean over clients of their own graph's DiffPairs.
     """
+    seeds = recipe_seeds(quick, 3)
     from fedstruct.methods.fcm import aggregate_graphs  # torch: when run, not when listed
 
-    seeds = range(1) if quick else range(3)
     networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
     shares = (0.0, 0.5, 1.0) if quick else (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
     alterations = (0.3, 0.9) if quick else (0.3, 0.6, 0.9)

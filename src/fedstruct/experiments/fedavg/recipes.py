@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedstruct.experiments.compare import compare_variants
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 
 __all__ = ["PARTICIPATION_VARIANTS"]
 
@@ -30,7 +30,7 @@ def _fedavg_participation(quick: bool, out: Path) -> RecipeReport:
         "rounds": 10 if quick else 30,
         "samples": 5000 if quick else 20000,
     }
-    seeds = [0] if quick else [0, 1, 2]
+    seeds = recipe_seeds(quick, 3)
     comparison = compare_variants("fedavg", PARTICIPATION_VARIANTS, seeds, out, common=common)
     metrics = ["test_accuracy", "mean_clients_answered", "bytes_up"]
     comparison.save(

@@ -14,7 +14,7 @@ from typing import Any
 
 from fedstruct.experiments.compare import compare_variants, write_results
 from fedstruct.experiments.plots import plot_bars, plot_curves
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 
 __all__ = ["GRAPHS"]
 
@@ -40,7 +40,7 @@ def _table1(quick: bool, out: Path) -> RecipeReport:
     interventional ones (250 per variable of a 20-node graph), split evenly.
     """
     graphs = {k: GRAPHS[k] for k in (["ER-1", "asia"] if quick else GRAPHS)}
-    seeds = range(1 if quick else 10)
+    seeds = recipe_seeds(quick, 10)
     common = {"samples": 25000, "samples_per_intervention": 250, **(QUICK if quick else {})}
     variants = {}
     for g, settings in graphs.items():
@@ -80,7 +80,7 @@ def _vertical(quick: bool, out: Path) -> RecipeReport:
     interventional rows; Figure 3: 2 clients with 10-10 and 16-4 target splits, each
     client also alone.
     """
-    seeds = range(1 if quick else 10)
+    seeds = recipe_seeds(quick, 10)
     base = {"network": "er", "edges_per_node": 2.0, "split": "vertical",
             "samples": 10000, **(QUICK if quick else {})}  # fmt: skip
     splits = {
@@ -123,7 +123,7 @@ def _vertical(quick: bool, out: Path) -> RecipeReport:
 
 def _rounds(quick: bool, out: Path) -> RecipeReport:
     """Figures 4 and 7: SHD and average edge entropy after every round."""
-    seeds = range(1 if quick else 5)
+    seeds = recipe_seeds(quick, 5)
     common = {
         "network": "er",
         "edges_per_node": 2.0,

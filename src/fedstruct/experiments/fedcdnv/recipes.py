@@ -16,7 +16,7 @@ import numpy as np
 
 from fedstruct.experiments.compare import Comparison, compare_variants, sweep_label, write_results
 from fedstruct.experiments.plots import plot_bars, plot_curves
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 
 __all__ = ["METHODS"]
 
@@ -59,7 +59,7 @@ def _central_row(comparison: Comparison, variant: str, metrics: Sequence[str]) -
 
 def _sachs(quick: bool, out: Path) -> RecipeReport:
     """Table 1: real Sachs data, 6 clients observing 9 of 11 proteins each."""
-    seeds = range(3 if quick else 10)
+    seeds = recipe_seeds(quick, 10, 3)
     common = {"network": "sachs-cytometry", "clients": 6}
     variants = {k: {**v, "reference": k == "FedCDnv"} for k, v in METHODS.items()}
     comparison = compare_variants("fedcdnv", variants, seeds, out, common=common, progress=False)
@@ -90,7 +90,7 @@ def _sweep(
 def _synthetic(quick: bool, out: Path) -> RecipeReport:
     """Figure 5: F1 of edges and orientations against the number of variables |V|."""
     sizes = [10, 20, 30] if quick else [10, 20, 30, 40, 50, 60, 80, 100]
-    seeds = range(2 if quick else 5)
+    seeds = recipe_seeds(quick, 5, 2)
     comparison = _sweep(out, "variables", sizes, seeds, {"network": "synthetic"}, METHODS)
     for metric in ("f1_edge", "f1_orientation", "f1_arrowhead"):
         plot_curves(
@@ -116,7 +116,7 @@ def _benchmarks(quick: bool, out: Path) -> RecipeReport:
         if quick
         else ["child", "insurance", "alarm", "barley", "child3", "alarm3"]
     )
-    seeds = range(2 if quick else 5)
+    seeds = recipe_seeds(quick, 5, 2)
     comparison = _sweep(out, "network", networks, seeds, {}, METHODS)
     for metric in ("f1_edge", "f1_orientation", "f1_arrowhead"):
         groups = {
@@ -135,7 +135,7 @@ def _benchmarks(quick: bool, out: Path) -> RecipeReport:
 def _fdr(quick: bool, out: Path) -> RecipeReport:
     """Table 2: FDR of the returned and of the definite (non-)causal relationships."""
     sizes = [10, 20, 30] if quick else [10, 20, 30, 40, 50, 60, 80, 100, 120, 150]
-    seeds = range(3 if quick else 5)
+    seeds = recipe_seeds(quick, 5, 3)
     comparison = _sweep(
         out, "variables", sizes, seeds, {"network": "synthetic"}, {"FedCDnv": METHODS["FedCDnv"]}
     )
@@ -198,7 +198,7 @@ def _clients(quick: bool, out: Path) -> RecipeReport:
     """Figure 9, rows 3-4: precision and recall against the number of clients
     (synthetic data, |V| = 30, Table 4's other defaults)."""
     counts = [2, 4] if quick else CLIENTS
-    seeds = range(1 if quick else 5)
+    seeds = recipe_seeds(quick, 5)
     common = {"network": "synthetic", "variables": 20 if quick else 30}
     comparison, rows = _axis_sweep(
         out, "clients", counts, lambda m: {"clients": m}, seeds, common, METHODS
@@ -216,7 +216,7 @@ IDENTICAL_METHODS = {k: METHODS[k] for k in ("FedCDnv", "FedCDnv-vote")}
 def _identical(quick: bool, out: Path) -> RecipeReport:
     """Figure 10: identical variable sets (δ = 1), skeletons against |V|, against the
     number of clients (|V| = 30) and on the benchmark networks."""
-    seeds = range(1 if quick else 5)
+    seeds = recipe_seeds(quick, 5)
     common = {"overlap": 1.0}
     synthetic = {**common, "network": "synthetic"}
     rows: list[dict[str, Any]] = []
@@ -245,7 +245,7 @@ def _identical(quick: bool, out: Path) -> RecipeReport:
 
 def _identical_sachs(quick: bool, out: Path) -> RecipeReport:
     """Table 6: the real Sachs data with every client observing all 11 proteins."""
-    seeds = range(1 if quick else 10)
+    seeds = recipe_seeds(quick, 10)
     common = {"network": "sachs-cytometry", "clients": 6, "overlap": 1.0, "reference": False}
     comparison = compare_variants(
         "fedcdnv", IDENTICAL_METHODS, seeds, out, common=common, progress=False
@@ -264,7 +264,7 @@ def _interval(quick: bool, out: Path) -> RecipeReport:
     """Figure 11: FedCDnv against the interval ``[α - θ1, α + θ2]`` of non-stable
     p-values: ``α - θ1`` swept with ``α + θ2 = 0.5``, then ``α + θ2`` with
     ``α - θ1 = 0.001`` (α = 0.05; synthetic data, |V| = 30)."""
-    seeds = range(1 if quick else 5)
+    seeds = recipe_seeds(quick, 5)
     common = {"network": "synthetic", "variables": 20 if quick else 30}
     fedcdnv = {"FedCDnv": METHODS["FedCDnv"]}
     lower = [0.001, 0.009] if quick else LOWER
@@ -297,7 +297,7 @@ def _interval(quick: bool, out: Path) -> RecipeReport:
 def _parameters(quick: bool, out: Path) -> RecipeReport:
     """Figure 12: FedCDnv against δ (overlap), λ (latent ratio) and ``n_s`` (``n_k``
     uniform in ``[100, n_s]``), each with the others at Table 4's defaults."""
-    seeds = range(1 if quick else 5)
+    seeds = recipe_seeds(quick, 5)
     common = {"network": "synthetic", "variables": 20 if quick else 30}
     fedcdnv = {"FedCDnv": METHODS["FedCDnv"]}
     axes: list[tuple[str, list[float], str, str]] = [

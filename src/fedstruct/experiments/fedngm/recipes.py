@@ -21,7 +21,7 @@ import numpy as np
 
 from fedstruct.experiments.compare import compare_variants, write_results
 from fedstruct.experiments.plots import plot_bars
-from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
+from fedstruct.experiments.recipes import Recipe, RecipeReport, recipe_seeds, register_recipe
 
 __all__ = ["COLUMNS", "ROWS_PROTOCOL", "SUMMARY"]
 
@@ -68,7 +68,7 @@ def _rows(metrics_by_seed: list[dict[str, float]]) -> tuple[list[dict[str, Any]]
 
 def _recipe(name: str, settings: dict[str, Any], quick_settings: dict[str, Any]):
     def run(quick: bool, out: Path) -> RecipeReport:
-        seeds = [0] if quick else [0, 1, 2]
+        seeds = recipe_seeds(quick, 3)
         common = {**settings, **(quick_settings if quick else {})}
         comparison = compare_variants("fedngm", {name: {}}, seeds, out, common=common,
                                       progress=False)  # fmt: skip
