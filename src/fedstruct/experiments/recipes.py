@@ -217,4 +217,5 @@ def _write_record(out: Path, choice: _SeedChoice) -> None:
 
 
 def _option_words(options: Mapping[str, object]) -> list[str]:
+    """The recipe's options as command-line words (``data_dir`` -> ``--data-dir PATH``)."""
     return [w for k, v in options.items() for w in (f"--{k.replace('_', '-')}", str(v))]
