@@ -1,5 +1,6 @@
 """``fedstruct reproduce RECIPE --seeds K``: the first K of a recipe's seeds, for every
 recipe, without running one (the recipes' runs are replaced or refused before they start).
+A recipe declares its seed counts; run_recipe picks its seeds and passes them as ``seeds=``.
 """
 
 import json
@@ -19,8 +20,8 @@ from fedstruct.experiments.recipes import (
     run_recipe,
 )
 
-#: Every recipe's seed count, (with --quick, at full size): a new recipe must pick its
-#: seeds with recipe_seeds and be listed here.
+#: Every recipe's seed count, (with --quick, at full size): a new recipe must declare
+#: its seed counts (Recipe.seed_counts) and be listed here.
 SEED_COUNTS = {
     "aggregator-robustness": (1, 3),
     "cafe-ablation": (1, 3),
@@ -67,10 +68,10 @@ SEED_COUNTS = {
 
 
 @pytest.mark.timeout(60)  # a recipe that ran before picking its seeds fails here
-def test_every_recipe_picks_its_seeds_with_recipe_seeds_before_it_runs(tmp_path):
-    """One count more than a recipe has is refused by recipe_seeds, which each recipe
-    calls first: nothing ran, no folder was made, and the message gives the count."""
-    assert sorted(r.name for r in recipe_list()) == sorted(SEED_COUNTS)
+def test_every_recipe_declares_its_seeds_and_a_count_above_is_refused_before_it_runs(tmp_path):
+    """One count more than a recipe has is refused by run_recipe before the recipe is
+    called: nothing ran, no folder was made, and the message gives the count."""
+    assert {r.name: r.seed_counts for r in recipe_list()} == SEED_COUNTS
     for name, counts in SEED_COUNTS.items():
         for quick, count in zip((True, False), counts, strict=True):
             size = "with --quick" if quick else "at full size"
@@ -88,11 +89,12 @@ def probe(monkeypatch):
     """A recipe with 10 seeds (3 with --quick) that records the seeds it was given."""
     given = []
 
-    def run(quick, out):
-        given.append(list(recipe_seeds(quick, 10, 3)))
+    def run(quick, out, seeds):
+        given.append(list(seeds))
         return RecipeReport(None, out)
 
-    monkeypatch.setitem(recipes._RECIPES, "probe", Recipe("probe", "seeds", run))
+    probe = Recipe("probe", "seeds", run, seed_counts=(3, 10))
+    monkeypatch.setitem(recipes._RECIPES, "probe", probe)
     return given
 
 
@@ -104,7 +106,8 @@ def test_seeds_runs_the_first_k_and_records_them(tmp_path, probe):
     run_recipe("probe", quick=False, out=tmp_path / "full", seeds=4)
     run_recipe("probe", quick=True, out=tmp_path / "quick", seeds=2)
     run_recipe("probe", quick=False, out=tmp_path / "all")
-    assert probe == [[0, 1, 2, 3], [0, 1], list(range(10))]
+    run_recipe("probe", quick=True, out=tmp_path / "all-quick")
+    assert probe == [[0, 1, 2, 3], [0, 1], list(range(10)), [0, 1, 2]]
     assert _record(tmp_path / "full") == {
         "recipe": "probe",
         "quick": False,
@@ -114,6 +117,7 @@ def test_seeds_runs_the_first_k_and_records_them(tmp_path, probe):
     }
     assert _record(tmp_path / "quick")["command"] == "fedstruct reproduce probe --quick --seeds 2"
     assert not (tmp_path / "all" / "recipe.json").exists()  # without --seeds: as before
+    assert list(recipe_seeds(recipes._RECIPES["probe"], False, 4)) == [0, 1, 2, 3]
 
 
 def test_a_later_run_into_the_folder_rewrites_the_record(tmp_path, probe):
@@ -135,13 +139,17 @@ def test_a_bad_seed_count_is_one_line(tmp_path, probe, seeds, message):
     with pytest.raises(ConfigError) as error:
         run_recipe("probe", quick=False, out=tmp_path, seeds=seeds)
     assert str(error.value) == message
+    assert probe == []  # refused before the recipe ran
 
 
 def test_a_recipe_with_no_seeds_refuses_the_option(tmp_path, monkeypatch):
-    seedless = Recipe("seedless", "no seeds", lambda quick, out: RecipeReport(None, out))
+    ran = []
+    seedless = Recipe("seedless", "no seeds", lambda quick, out: ran.append(quick))
     monkeypatch.setitem(recipes._RECIPES, "seedless", seedless)
+    run_recipe("seedless", quick=True, out=tmp_path)  # called without seeds=
     with pytest.raises(ConfigError) as error:
         run_recipe("seedless", quick=False, out=tmp_path, seeds=1)
+    assert ran == [True]  # refused before it ran
     assert str(error.value) == (
         "recipe 'seedless' runs no seeds of its own, so --seeds does not apply; "
         "run it without --seeds"

@@ -4,8 +4,9 @@ Each recipe runs a fixed, versioned set of experiments into a results folder
 (``results.json``, plots, one sub-folder per run) and returns a table. ``--quick``
 runs the same design at a size that takes minutes. ``--seeds K`` runs the design
 with the first ``K`` of the recipe's seeds (at full size or with ``--quick``): every
-recipe picks its seeds with :func:`recipe_seeds`, which applies it, and the folder's
-``recipe.json`` records the seeds that ran.
+recipe declares its seed counts (:attr:`Recipe.seed_counts`), :func:`run_recipe` picks
+the seeds with :func:`recipe_seeds` and passes them to the recipe as ``seeds=``, and
+the folder's ``recipe.json`` records the seeds that ran.
 
 A method's recipes live in its run package's ``recipes`` module
 (``fedstruct/experiments/NAME/recipes.py``), which registers them when imported;
@@ -19,8 +20,7 @@ import importlib
 import importlib.util
 import json
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -56,13 +56,16 @@ class Recipe:
 
     ``options`` names the keyword options ``run`` accepts besides ``quick`` and
     ``out`` (e.g. the CAFE recipes' ``dataset`` and ``data_dir``, for files a user
-    already has).
+    already has). ``seed_counts``: how many seeds the recipe runs ``(with --quick, at
+    full size)``; a recipe that has them is called with ``seeds=`` (the seeds to run,
+    :func:`recipe_seeds`), one that has none (``None``) without.
     """
 
     name: str
     summary: str
     run: Callable[..., RecipeReport]
     options: tuple[str, ...] = ()
+    seed_counts: tuple[int, int] | None = None
 
 
 _RECIPES: dict[str, Recipe] = {}
@@ -71,47 +74,30 @@ _RECIPES: dict[str, Recipe] = {}
 RECORD = "recipe.json"
 
 
-@dataclass
-class _SeedChoice:
-    """The ``--seeds`` count asked of the recipe now running, and the seeds it ran."""
-
-    recipe: str
-    quick: bool
-    count: int | None
-    used: list[int] | None = None
-    of: int = 0
-    options: dict[str, object] = field(default_factory=dict)
-
-
-_CHOICE: ContextVar[_SeedChoice | None] = ContextVar("fedstruct_recipe_seeds", default=None)
-
-
-def recipe_seeds(quick: bool, full: int, quick_count: int = 1) -> range:
-    """The seeds a recipe runs: ``range(quick_count)`` with ``--quick``, ``range(full)``
-    without, or the first ``K`` of those under ``--seeds K``.
-
-    Every recipe picks its seeds here, first, before any work, so ``--seeds`` reaches
-    every recipe and a bad count fails at once.
+def recipe_seeds(recipe: Recipe, quick: bool, count: int | None = None) -> range:
+    """The seeds ``recipe`` runs: the first ``count`` of its seeds at this size
+    (:attr:`Recipe.seed_counts`), or all of them for ``None``.
 
     Raises
     ------
     ConfigError
-        For ``--seeds`` below 1 or above the recipe's count at this size.
+        For a recipe that has no seeds of its own, or a ``count`` below 1 or above the
+        recipe's at this size.
     """
-    own = range(quick_count if quick else full)
-    choice = _CHOICE.get()
-    if choice is None:  # called outside run_recipe
-        return own
-    k = len(own) if choice.count is None else choice.count
+    if recipe.seed_counts is None:
+        raise ConfigError(
+            f"recipe {recipe.name!r} runs no seeds of its own, so --seeds does not apply; "
+            "run it without --seeds"
+        )
+    own = range(recipe.seed_counts[0] if quick else recipe.seed_counts[1])
+    k = len(own) if count is None else count
     if not 1 <= k <= len(own):
         size = "with --quick" if quick else "at full size"
         raise ConfigError(
-            f"--seeds {k}: recipe {choice.recipe!r} has {len(own)} "
+            f"--seeds {k}: recipe {recipe.name!r} has {len(own)} "
             f"seed{'s' * (len(own) > 1)} {size}; give --seeds from 1 to {len(own)}"
         )
-    seeds = own[:k]
-    choice.used, choice.of = list(seeds), len(own)
-    return seeds
+    return own[:k]
 
 
 def register_recipe(recipe: Recipe) -> Recipe:
@@ -149,8 +135,9 @@ def run_recipe(
     """Run recipe ``name`` into ``out``; ``options`` that are ``None`` are not given.
 
     ``seeds``: run the recipe's design with the first ``seeds`` of its seeds
-    (:func:`recipe_seeds`) and record them in ``out/recipe.json``; ``None``: all of
-    them, and the folder is as it always was.
+    (:func:`recipe_seeds`, decided here before anything runs and passed to the recipe
+    as ``seeds=``) and record them in ``out/recipe.json``; ``None``: all of them, and
+    the folder is as it always was.
 
     Raises
     ------
@@ -171,19 +158,12 @@ def run_recipe(
             )
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int)):
         raise ConfigError(f"--seeds {seeds!r}: give a whole number of seeds, e.g. --seeds 1")
-    choice = _SeedChoice(name, quick, seeds, options=given)
-    token = _CHOICE.set(choice)
-    try:
-        report = recipe.run(quick, out, **given)
-    finally:
-        _CHOICE.reset(token)
-    if seeds is not None and choice.used is None:
-        raise ConfigError(
-            f"recipe {name!r} runs no seeds of its own, so --seeds does not apply; "
-            "run it without --seeds"
-        )
+    if recipe.seed_counts is None and seeds is None:
+        return recipe.run(quick, out, **given)
+    chosen = recipe_seeds(recipe, quick, seeds)
+    report = recipe.run(quick, out, seeds=chosen, **given)
     if seeds is not None or _is_record(out / RECORD, name):
-        _write_record(out, choice)
+        _write_record(out, recipe, quick, seeds, given)
     return report
 
 
@@ -196,20 +176,22 @@ def _is_record(path: Path, recipe: str) -> bool:
     return isinstance(record, dict) and record.get("recipe") == recipe and "command" in record
 
 
-def _write_record(out: Path, choice: _SeedChoice) -> None:
+def _write_record(
+    out: Path, recipe: Recipe, quick: bool, count: int | None, options: Mapping[str, object]
+) -> None:
     """Write ``out/recipe.json``: the recipe, its size, the seeds that ran (of how
     many) and the command that runs it again. Written by a ``--seeds`` run, and
     rewritten by any later run of the recipe into the same folder so that it never
     goes stale."""
-    command = ["fedstruct", "reproduce", choice.recipe, *(["--quick"] if choice.quick else [])]
-    command += _option_words(choice.options)
-    if choice.count is not None:
-        command += ["--seeds", str(choice.count)]
+    command = ["fedstruct", "reproduce", recipe.name, *(["--quick"] if quick else [])]
+    command += _option_words(options)
+    if count is not None:
+        command += ["--seeds", str(count)]
     record = {
-        "recipe": choice.recipe,
-        "quick": choice.quick,
-        "seeds": choice.used,
-        "of": choice.of,
+        "recipe": recipe.name,
+        "quick": quick,
+        "seeds": list(recipe_seeds(recipe, quick, count)),
+        "of": len(recipe_seeds(recipe, quick)),
         "command": " ".join(command),
     }
     out.mkdir(parents=True, exist_ok=True)
