@@ -1,6 +1,6 @@
 """The ``fedstruct`` command line.
 
-``fedstruct run METHOD ... --out DIR``, ``fedstruct reproduce RECIPE [--quick]``,
+``fedstruct run METHOD ... --out DIR``, ``fedstruct reproduce RECIPE [--quick] [--seeds K]``,
 ``fedstruct datasets`` and ``fedstruct demo``. Bad input exits with code 2 and a
 one-line reason; ``--help`` works everywhere.
 """
@@ -629,6 +629,13 @@ def reproduce(
             "(aggregator-robustness; default 0.3)."
         ),
     ] = None,
+    seeds: Annotated[
+        int | None,
+        typer.Option(
+            help="Run the recipe's design with only its first K seeds (0..K-1), at full "
+            "size or with --quick; recipe.json in the results folder records them."
+        ),
+    ] = None,
 ) -> None:
     """Reproduce a paper's table or figure with a named recipe."""
     from fedstruct.experiments.recipes import recipe_list, run_recipe
@@ -641,9 +648,17 @@ def reproduce(
             table.add_row(entry.name, entry.summary)
         out_console.print(table)
         return
-    folder = out or Path("results") / (recipe + ("-quick" if quick else ""))
+    suffix = ("-quick" if quick else "") + ("" if seeds is None else f"-seeds{seeds}")
+    folder = out or Path("results") / (recipe + suffix)
     report = run_recipe(
-        recipe, quick=quick, out=folder, dataset=dataset, data_dir=data_dir, jobs=jobs, rate=rate
+        recipe,
+        quick=quick,
+        out=folder,
+        seeds=seeds,
+        dataset=dataset,
+        data_dir=data_dir,
+        jobs=jobs,
+        rate=rate,
     )
     out_console.print(report.table)
     out_console.print(f"results in [bold]{folder}[/]")

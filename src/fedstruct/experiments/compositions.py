@@ -201,10 +201,11 @@ def _title(what: str, seeds: Sequence[int]) -> str:
     return f"{what} ({len(seeds)} seed{'s' * (len(seeds) > 1)})"
 
 
-def _discover_then_fcm(quick: bool, out: Path, jobs: int | None = None) -> RecipeReport:
+def _discover_then_fcm(
+    quick: bool, out: Path, seeds: range, jobs: int | None = None
+) -> RecipeReport:
     """F-CMs on discovered graphs (module docstring): asia, sachs, alarm, insurance."""
     networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
-    seeds = range(1) if quick else range(3)
     extra = QUICK["fcm"] if quick else {}
     cases = {n: {"network": n, **extra} for n in networks}
     comparison = _compose("fcm", cases, seeds, FCM_GRAPHS, _fcm_case, out, jobs)
@@ -214,9 +215,10 @@ def _discover_then_fcm(quick: bool, out: Path, jobs: int | None = None) -> Recip
     return RecipeReport(table, out)
 
 
-def _discover_then_fedngm(quick: bool, out: Path, jobs: int | None = None) -> RecipeReport:
+def _discover_then_fedngm(
+    quick: bool, out: Path, seeds: range, jobs: int | None = None
+) -> RecipeReport:
     """FedNGM on discovered graphs (module docstring): the synthetic federation."""
-    seeds = range(1) if quick else range(3)
     cases = {"synthetic": {"dataset": "synthetic", **(QUICK["fedngm"] if quick else {})}}
     comparison = _compose("fedngm", cases, seeds, FEDNGM_GRAPHS, _fedngm_case, out, jobs)
     for outcomes in comparison.runs.values():
@@ -236,12 +238,14 @@ for _recipe in (
         "FedCDnv's graph feeds F-CMs: true, client, discovered, local and no graph",
         _discover_then_fcm,
         options=("jobs",),
+        seed_counts=(1, 3),
     ),
     Recipe(
         "discover-then-fedngm",
         "FedCDnv's graph feeds FedNGM: true, discovered, graphical-lasso, complete graph",
         _discover_then_fedngm,
         options=("jobs",),
+        seed_counts=(1, 3),
     ),
 ):
     register_recipe(_recipe)

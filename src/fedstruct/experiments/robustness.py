@@ -380,11 +380,10 @@ def _scores(
     return float(shd(truth, graph)), float(pairs.n_true + pairs.n_pred - 2 * pairs.n_correct)
 
 
-def _robustness(quick: bool, out: Path, rate: float = RATE) -> RecipeReport:
+def _robustness(quick: bool, out: Path, seeds: range, rate: float = RATE) -> RecipeReport:
     """The harness (module docstring): 0, 1, 2 adversaries of 6, independent or
     colluding, each perturbing a share ``rate`` of its graph's edges."""
     rate = fraction(rate, "rate")
-    seeds = range(1) if quick else range(3)
     results = robustness_runs((0, 1, 2), rate, seeds, quick)
     rows = [
         {"name": label}
@@ -408,5 +407,6 @@ register_recipe(
         "independently or colluding: SHD",
         _robustness,
         options=("rate",),
+        seed_counts=(1, 3),
     )
 )

@@ -62,12 +62,12 @@ def _sweep(
     variants: dict[str, dict[str, Any]],
     quick: bool,
     out: Path,
+    seeds: range,
     dataset: str | None,
     data_dir: Path | None,
 ) -> RecipeReport:
     """Run every variant at every value of ``setting`` on every data set; tabulate
     the final accuracy: one row per variant, one column per (data set, value)."""
-    seeds = [0] if quick else [0, 1, 2]
     base = dict(_QUICK if quick else _FULL)
     rows: dict[str, dict[str, Any]] = {name: {"name": name} for name in variants}
     columns: list[str] = []
@@ -99,16 +99,23 @@ def _methods() -> dict[str, dict[str, Any]]:
 
 
 def _register(name: str, summary: str, title: str, setting: str | None, values: tuple) -> None:
-    def run(quick: bool, out: Path, dataset: str | None = None, data_dir: Path | None = None):
+    def run(
+        quick: bool,
+        out: Path,
+        seeds: range,
+        dataset: str | None = None,
+        data_dir: Path | None = None,
+    ) -> RecipeReport:
         variants = ABLATION if setting is None else _methods()
-        return _sweep(title, setting, values, variants, quick, out, dataset, data_dir)
+        return _sweep(title, setting, values, variants, quick, out, seeds, dataset, data_dir)
 
-    register_recipe(Recipe(name, summary, run, options=("dataset", "data_dir")))
+    register_recipe(Recipe(name, summary, run, options=("dataset", "data_dir"), seed_counts=(1, 3)))
 
 
 def _curves(
     quick: bool,
     out: Path,
+    seeds: range,
     dataset: str | None = None,
     data_dir: Path | None = None,
     jobs: int | None = None,
@@ -122,7 +129,6 @@ def _curves(
     the clients that replied, then over blocks of ``eval_every`` rounds
     (:func:`block_means`): the runs record no test loss. ``jobs``:
     runs at a time (default: one per CPU)."""
-    seeds = range(1) if quick else range(3)
     base = {**(_QUICK if quick else _FULL), "eval_every": _CURVE_EVERY[quick]}
     return curve_figures(_datasets(dataset, data_dir), seeds, base, out, jobs)
 
@@ -180,7 +186,7 @@ def block_means(points: list[tuple[float, float]], width: int) -> list[tuple[flo
 
 register_recipe(
     Recipe("cafe-curves", "CAFE Fig. 5: test accuracy and training loss against the rounds",
-           _curves, options=("dataset", "data_dir", "jobs"))
+           _curves, options=("dataset", "data_dir", "jobs"), seed_counts=(1, 3))
 )  # fmt: skip
 _register("cafe-dirichlet", "CAFE Table I: accuracy under Dir 0.1 / 0.5 / 1.0 label skew",
           "CAFE Table I: label skew", "skew_alpha", (0.1, 0.5, 1.0))  # fmt: skip

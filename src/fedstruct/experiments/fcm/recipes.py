@@ -38,8 +38,9 @@ REGIME_LABELS = {"central": "Cent.", "local": "Loc.", "sfcm": "S-F-CMs", "fcm": 
 QUICK = {"samples": 4000, "rounds": 30, "max_epochs": 30}
 
 
-def _size(quick: bool) -> tuple[range, dict[str, Any]]:
-    return (range(1), dict(QUICK)) if quick else (range(5), {})
+def _common(quick: bool) -> dict[str, Any]:
+    """The settings every run of a recipe shares at this size."""
+    return dict(QUICK) if quick else {}
 
 
 def _grid(
@@ -53,9 +54,9 @@ def _grid(
     }
 
 
-def _table1(quick: bool, out: Path) -> RecipeReport:
+def _table1(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 1 (and Table 3's concept accuracy): every regime and model per network."""
-    seeds, common = _size(quick)
+    common = _common(quick)
     networks = ("asia",) if quick else NETWORKS
     models = ("cbm", "c2bm") if quick else MODELS
     comparison = compare_variants(
@@ -93,15 +94,14 @@ def _level_curves(comparison: Comparison, variant: str, prefix: str) -> list[tup
     ]
 
 
-def _interventions(quick: bool, out: Path) -> RecipeReport:
+def _interventions(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figures 2 and 4-6: label and task accuracy after interventions by graph level.
 
     Full size: every network and every model that predicts concepts
     (:data:`CONCEPT_MODELS`; the opaque baseline has no concept to intervene on), every
     regime, 3 seeds (§5.2); ``--quick``: C2BM on asia, one seed.
     """
-    seeds, common = _size(quick)
-    seeds = range(1) if quick else range(3)
+    common = _common(quick)
     networks = ("asia",) if quick else NETWORKS
     models = ("c2bm",) if quick else CONCEPT_MODELS
     return intervention_curves(networks, models, seeds, common, out)
@@ -142,9 +142,9 @@ def intervention_curves(
     return RecipeReport(table, out)
 
 
-def _convergence(quick: bool, out: Path) -> RecipeReport:
+def _convergence(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 3 and Table 4: validation task loss per round; parameters changed."""
-    seeds, common = _size(quick)
+    common = _common(quick)
     networks = ("asia",) if quick else ("asia", "hailfinder")
     models = ("c2bm",) if quick else MODELS
     regimes = ("fcm", "sfcm", "sfcm-reinit")
@@ -168,12 +168,12 @@ def _convergence(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(table, out)
 
 
-def _freezing(quick: bool, out: Path) -> RecipeReport:
+def _freezing(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Tables 7-8 (App. E.5.2): F-CMs with and without freezing unsupervised modules.
 
     Full size: every network, C2BM and CEM, 5 seeds; ``--quick``: C2BM on asia, one seed.
     """
-    seeds, common = _size(quick)
+    common = _common(quick)
     networks = ("asia",) if quick else NETWORKS
     models = ("c2bm",) if quick else FREEZING_MODELS
     return freezing_table(networks, models, seeds, common, out)
@@ -229,9 +229,9 @@ def freezing_table(
 DP_ROUNDS = 30
 
 
-def _dp(quick: bool, out: Path) -> RecipeReport:
+def _dp(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 5: DP-SGD at every client, ε accounted over the whole run (``DP_ROUNDS``)."""
-    seeds, common = _size(quick)
+    common = _common(quick)
     models = ("cbm",) if quick else MODELS
     epsilons = (10.0, 1.0) if quick else (10.0, 5.0, 1.0)
     variants = {
@@ -247,9 +247,9 @@ def _dp(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(table, out)
 
 
-def _clients(quick: bool, out: Path) -> RecipeReport:
+def _clients(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 6: the same data spread over K = 10, 20, 50, 100 clients."""
-    seeds, common = _size(quick)
+    common = _common(quick)
     models = ("cbm",) if quick else MODELS
     sizes = (10, 20) if quick else (10, 20, 50, 100)
     variants = {
@@ -265,7 +265,7 @@ def _clients(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(table, out)
 
 
-def _robustness(quick: bool, out: Path) -> RecipeReport:
+def _robustness(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 9 (App. E.6): DiffPairs of the aggregated DAG under corrupted client graphs.
 
     200 clients (100 initial, 100 late). The graph only depends on what the clients
@@ -276,7 +276,6 @@ def _robustness(quick: bool, out: Path) -> RecipeReport:
     """
     from fedstruct.methods.fcm import aggregate_graphs  # torch: when run, not when listed
 
-    seeds = range(1) if quick else range(3)
     networks = ("asia",) if quick else ("asia", "sachs", "alarm", "insurance")
     shares = (0.0, 0.5, 1.0) if quick else (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
     alterations = (0.3, 0.9) if quick else (0.3, 0.6, 0.9)
@@ -328,12 +327,17 @@ def _local_pairs(truth: Graph, own: Graph | None) -> float:
 
 
 for _recipe in (
-    Recipe("fcm-table1", "F-CMs Table 1: task accuracy and coverage, every regime", _table1),
-    Recipe("fcm-interventions", "F-CMs Figs. 2, 4-6: accuracy after interventions", _interventions),
-    Recipe("fcm-convergence", "F-CMs Figure 3, Table 4: convergence, params changed", _convergence),
-    Recipe("fcm-dp", "F-CMs Table 5: DP-SGD with ε over the whole run", _dp),
-    Recipe("fcm-clients", "F-CMs Table 6: 10 to 100 clients", _clients),
-    Recipe("fcm-robustness", "F-CMs Figure 9: DiffPairs, corrupted client graphs", _robustness),
-    Recipe("fcm-freezing", "F-CMs Tables 7-8: freezing unsupervised modules", _freezing),
-):
+    Recipe("fcm-table1", "F-CMs Table 1: task accuracy and coverage, every regime", _table1,
+           seed_counts=(1, 5)),
+    Recipe("fcm-interventions", "F-CMs Figs. 2, 4-6: accuracy after interventions", _interventions,
+           seed_counts=(1, 3)),
+    Recipe("fcm-convergence", "F-CMs Figure 3, Table 4: convergence, params changed", _convergence,
+           seed_counts=(1, 5)),
+    Recipe("fcm-dp", "F-CMs Table 5: DP-SGD with ε over the whole run", _dp, seed_counts=(1, 5)),
+    Recipe("fcm-clients", "F-CMs Table 6: 10 to 100 clients", _clients, seed_counts=(1, 5)),
+    Recipe("fcm-robustness", "F-CMs Figure 9: DiffPairs, corrupted client graphs", _robustness,
+           seed_counts=(1, 3)),
+    Recipe("fcm-freezing", "F-CMs Tables 7-8: freezing unsupervised modules", _freezing,
+           seed_counts=(1, 5)),
+):  # fmt: skip
     register_recipe(_recipe)

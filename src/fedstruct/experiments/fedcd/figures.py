@@ -111,12 +111,12 @@ def horizontal_sweep(
                         "per client", title)  # fmt: skip
 
 
-def _fig1(quick: bool, out: Path) -> RecipeReport:
-    return horizontal_sweep(quick, out, ["ER-2"], range(1 if quick else 10), "FED-CD Figure 1")
+def _fig1(quick: bool, out: Path, seeds: range) -> RecipeReport:
+    return horizontal_sweep(quick, out, ["ER-2"], seeds, "FED-CD Figure 1")
 
 
-def _fig10(quick: bool, out: Path) -> RecipeReport:
-    return horizontal_sweep(quick, out, STRUCTURED, range(1 if quick else 10), "FED-CD Figure 10")
+def _fig10(quick: bool, out: Path, seeds: range) -> RecipeReport:
+    return horizontal_sweep(quick, out, STRUCTURED, seeds, "FED-CD Figure 10")
 
 
 def vertical_sweep(quick: bool, out: Path, seeds: Sequence[int]) -> RecipeReport:
@@ -186,12 +186,12 @@ def rounds_by_size(
     return RecipeReport(table, out)
 
 
-def _fig4(quick: bool, out: Path) -> RecipeReport:
-    return rounds_by_size(quick, out, ["ER-2"], range(1 if quick else 10), "FED-CD Figure 4")
+def _fig4(quick: bool, out: Path, seeds: range) -> RecipeReport:
+    return rounds_by_size(quick, out, ["ER-2"], seeds, "FED-CD Figure 4")
 
 
-def _fig9(quick: bool, out: Path) -> RecipeReport:
-    return rounds_by_size(quick, out, STRUCTURED, range(1 if quick else 10), "FED-CD Figure 9")
+def _fig9(quick: bool, out: Path, seeds: range) -> RecipeReport:
+    return rounds_by_size(quick, out, STRUCTURED, seeds, "FED-CD Figure 9")
 
 
 def clients_sweep(quick: bool, out: Path, seeds: Sequence[int], grow: bool) -> RecipeReport:
@@ -261,27 +261,34 @@ def structured_vertical(quick: bool, out: Path, seeds: Sequence[int]) -> RecipeR
     return RecipeReport(table, out)
 
 
-def _seeds(quick: bool) -> range:
-    return range(1 if quick else 10)
-
+#: Every figure recipe's seeds: one with ``--quick``, 10 at full size (the paper's).
+FIGURE_SEEDS = (1, 10)
 
 for _recipe in (
     Recipe("fedcd-fig1", "FED-CD Figure 1: horizontal split, SHD vs interventional rows",
-           _fig1),
+           _fig1, seed_counts=FIGURE_SEEDS),
     Recipe("fedcd-fig2", "FED-CD Figure 2: proximity vs voting vs interventional rows (vertical)",
-           lambda quick, out: vertical_sweep(quick, out, _seeds(quick))),
+           lambda quick, out, seeds: vertical_sweep(quick, out, seeds),
+           seed_counts=FIGURE_SEEDS),
     Recipe("fedcd-proximity", "FED-CD proximity's β and distance vs voting, Figure 2's setting",
-           lambda quick, out: proximity_sweep(quick, out, _seeds(quick))),
-    Recipe("fedcd-fig4", "FED-CD Figure 4: SHD per round at both data sizes", _fig4),
+           lambda quick, out, seeds: proximity_sweep(quick, out, seeds),
+           seed_counts=FIGURE_SEEDS),
+    Recipe("fedcd-fig4", "FED-CD Figure 4: SHD per round at both data sizes", _fig4,
+           seed_counts=FIGURE_SEEDS),
     Recipe("fedcd-fig6a", "FED-CD Figure 6a: number of clients, global data fixed",
-           lambda quick, out: clients_sweep(quick, out, _seeds(quick), grow=False)),
+           lambda quick, out, seeds: clients_sweep(quick, out, seeds, grow=False),
+           seed_counts=FIGURE_SEEDS),
     Recipe("fedcd-fig6b", "FED-CD Figure 6b: number of clients, data growing with them",
-           lambda quick, out: clients_sweep(quick, out, _seeds(quick), grow=True)),
+           lambda quick, out, seeds: clients_sweep(quick, out, seeds, grow=True),
+           seed_counts=FIGURE_SEEDS),
     Recipe("fedcd-fig7", "FED-CD Figure 7: edge entropy per round, 10 clients",
-           lambda quick, out: entropy_rounds(quick, out, _seeds(quick))),
-    Recipe("fedcd-fig9", "FED-CD Figure 9: Figure 4 on structured graphs", _fig9),
-    Recipe("fedcd-fig10", "FED-CD Figure 10: Figure 1 on structured graphs", _fig10),
+           lambda quick, out, seeds: entropy_rounds(quick, out, seeds), seed_counts=FIGURE_SEEDS),
+    Recipe("fedcd-fig9", "FED-CD Figure 9: Figure 4 on structured graphs", _fig9,
+           seed_counts=FIGURE_SEEDS),
+    Recipe("fedcd-fig10", "FED-CD Figure 10: Figure 1 on structured graphs", _fig10,
+           seed_counts=FIGURE_SEEDS),
     Recipe("fedcd-fig11", "FED-CD Figure 11: Figure 3 on structured graphs",
-           lambda quick, out: structured_vertical(quick, out, _seeds(quick))),
+           lambda quick, out, seeds: structured_vertical(quick, out, seeds),
+           seed_counts=FIGURE_SEEDS),
 ):  # fmt: skip
     register_recipe(_recipe)

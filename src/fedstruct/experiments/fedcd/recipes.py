@@ -33,14 +33,13 @@ GRAPHS: dict[str, dict[str, Any]] = {
 QUICK = {"model_steps": 400, "graph_steps": 40, "rounds": 3, "epochs_per_round": 1}
 
 
-def _table1(quick: bool, out: Path) -> RecipeReport:
+def _table1(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 1: single-client ENCO vs FED-CD with 2 and 4 clients (horizontal split).
 
     §9.5: the baselining data set has 25,000 observational rows and 5,000
     interventional ones (250 per variable of a 20-node graph), split evenly.
     """
     graphs = {k: GRAPHS[k] for k in (["ER-1", "asia"] if quick else GRAPHS)}
-    seeds = range(1 if quick else 10)
     common = {"samples": 25000, "samples_per_intervention": 250, **(QUICK if quick else {})}
     variants = {}
     for g, settings in graphs.items():
@@ -73,14 +72,13 @@ def _table1(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(table, out)
 
 
-def _vertical(quick: bool, out: Path) -> RecipeReport:
+def _vertical(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figures 2-3: vertical splits, proximity vs voting, and isolated clients.
 
     Figure 2: 5 clients with disjoint, covering target sets (4 variables each) and few
     interventional rows; Figure 3: 2 clients with 10-10 and 16-4 target splits, each
     client also alone.
     """
-    seeds = range(1 if quick else 10)
     base = {"network": "er", "edges_per_node": 2.0, "split": "vertical",
             "samples": 10000, **(QUICK if quick else {})}  # fmt: skip
     splits = {
@@ -121,9 +119,8 @@ def _vertical(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(table, out)
 
 
-def _rounds(quick: bool, out: Path) -> RecipeReport:
+def _rounds(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figures 4 and 7: SHD and average edge entropy after every round."""
-    seeds = range(1 if quick else 5)
     common = {
         "network": "er",
         "edges_per_node": 2.0,
@@ -153,10 +150,23 @@ def _rounds(quick: bool, out: Path) -> RecipeReport:
 
 for _recipe in (
     Recipe(
-        "fedcd-table1", "FED-CD Table 1: ENCO vs FED-CD (2, 4 clients), ER-n and networks", _table1
+        "fedcd-table1",
+        "FED-CD Table 1: ENCO vs FED-CD (2, 4 clients), ER-n and networks",
+        _table1,
+        seed_counts=(1, 10),
     ),
-    Recipe("fedcd-vertical", "FED-CD Figures 2-3: vertical splits, proximity vs voting", _vertical),
-    Recipe("fedcd-rounds", "FED-CD Figures 4, 7: SHD and edge entropy per round", _rounds),
+    Recipe(
+        "fedcd-vertical",
+        "FED-CD Figures 2-3: vertical splits, proximity vs voting",
+        _vertical,
+        seed_counts=(1, 10),
+    ),
+    Recipe(
+        "fedcd-rounds",
+        "FED-CD Figures 4, 7: SHD and edge entropy per round",
+        _rounds,
+        seed_counts=(1, 5),
+    ),
 ):
     register_recipe(_recipe)
 

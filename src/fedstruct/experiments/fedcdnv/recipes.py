@@ -57,9 +57,8 @@ def _central_row(comparison: Comparison, variant: str, metrics: Sequence[str]) -
     return row
 
 
-def _sachs(quick: bool, out: Path) -> RecipeReport:
+def _sachs(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 1: real Sachs data, 6 clients observing 9 of 11 proteins each."""
-    seeds = range(3 if quick else 10)
     common = {"network": "sachs-cytometry", "clients": 6}
     variants = {k: {**v, "reference": k == "FedCDnv"} for k, v in METHODS.items()}
     comparison = compare_variants("fedcdnv", variants, seeds, out, common=common, progress=False)
@@ -87,10 +86,9 @@ def _sweep(
     return compare_variants("fedcdnv", variants, seeds, out, common=common, progress=False)
 
 
-def _synthetic(quick: bool, out: Path) -> RecipeReport:
+def _synthetic(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 5: F1 of edges and orientations against the number of variables |V|."""
     sizes = [10, 20, 30] if quick else [10, 20, 30, 40, 50, 60, 80, 100]
-    seeds = range(2 if quick else 5)
     comparison = _sweep(out, "variables", sizes, seeds, {"network": "synthetic"}, METHODS)
     for metric in ("f1_edge", "f1_orientation", "f1_arrowhead"):
         plot_curves(
@@ -109,14 +107,13 @@ def _f1_report(comparison: Comparison, out: Path, title: str) -> RecipeReport:
     return RecipeReport(write_results(out, comparison.rows(f1), f1, title), out)
 
 
-def _benchmarks(quick: bool, out: Path) -> RecipeReport:
+def _benchmarks(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 6: the benchmark networks."""
     networks = (
         ["child", "alarm"]
         if quick
         else ["child", "insurance", "alarm", "barley", "child3", "alarm3"]
     )
-    seeds = range(2 if quick else 5)
     comparison = _sweep(out, "network", networks, seeds, {}, METHODS)
     for metric in ("f1_edge", "f1_orientation", "f1_arrowhead"):
         groups = {
@@ -132,10 +129,9 @@ def _benchmarks(quick: bool, out: Path) -> RecipeReport:
     return _f1_report(comparison, out, f"FedCDnv Figure 6: benchmark networks ({len(seeds)} seeds)")
 
 
-def _fdr(quick: bool, out: Path) -> RecipeReport:
+def _fdr(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 2: FDR of the returned and of the definite (non-)causal relationships."""
     sizes = [10, 20, 30] if quick else [10, 20, 30, 40, 50, 60, 80, 100, 120, 150]
-    seeds = range(3 if quick else 5)
     comparison = _sweep(
         out, "variables", sizes, seeds, {"network": "synthetic"}, {"FedCDnv": METHODS["FedCDnv"]}
     )
@@ -194,11 +190,10 @@ def _appendix_report(out: Path, rows: list[dict[str, Any]], title: str) -> Recip
     return RecipeReport(write_results(out, rows, [*EDGE, *ORIENT, *ARROW], title), out)
 
 
-def _clients(quick: bool, out: Path) -> RecipeReport:
+def _clients(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 9, rows 3-4: precision and recall against the number of clients
     (synthetic data, |V| = 30, Table 4's other defaults)."""
     counts = [2, 4] if quick else CLIENTS
-    seeds = range(1 if quick else 5)
     common = {"network": "synthetic", "variables": 20 if quick else 30}
     comparison, rows = _axis_sweep(
         out, "clients", counts, lambda m: {"clients": m}, seeds, common, METHODS
@@ -213,10 +208,9 @@ def _clients(quick: bool, out: Path) -> RecipeReport:
 IDENTICAL_METHODS = {k: METHODS[k] for k in ("FedCDnv", "FedCDnv-vote")}
 
 
-def _identical(quick: bool, out: Path) -> RecipeReport:
+def _identical(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 10: identical variable sets (δ = 1), skeletons against |V|, against the
     number of clients (|V| = 30) and on the benchmark networks."""
-    seeds = range(1 if quick else 5)
     common = {"overlap": 1.0}
     synthetic = {**common, "network": "synthetic"}
     rows: list[dict[str, Any]] = []
@@ -243,9 +237,8 @@ def _identical(quick: bool, out: Path) -> RecipeReport:
     )
 
 
-def _identical_sachs(quick: bool, out: Path) -> RecipeReport:
+def _identical_sachs(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Table 6: the real Sachs data with every client observing all 11 proteins."""
-    seeds = range(1 if quick else 10)
     common = {"network": "sachs-cytometry", "clients": 6, "overlap": 1.0, "reference": False}
     comparison = compare_variants(
         "fedcdnv", IDENTICAL_METHODS, seeds, out, common=common, progress=False
@@ -260,11 +253,10 @@ def _identical_sachs(quick: bool, out: Path) -> RecipeReport:
     return RecipeReport(table, out)
 
 
-def _interval(quick: bool, out: Path) -> RecipeReport:
+def _interval(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 11: FedCDnv against the interval ``[α - θ1, α + θ2]`` of non-stable
     p-values: ``α - θ1`` swept with ``α + θ2 = 0.5``, then ``α + θ2`` with
     ``α - θ1 = 0.001`` (α = 0.05; synthetic data, |V| = 30)."""
-    seeds = range(1 if quick else 5)
     common = {"network": "synthetic", "variables": 20 if quick else 30}
     fedcdnv = {"FedCDnv": METHODS["FedCDnv"]}
     lower = [0.001, 0.009] if quick else LOWER
@@ -294,10 +286,9 @@ def _interval(quick: bool, out: Path) -> RecipeReport:
     )
 
 
-def _parameters(quick: bool, out: Path) -> RecipeReport:
+def _parameters(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figure 12: FedCDnv against δ (overlap), λ (latent ratio) and ``n_s`` (``n_k``
     uniform in ``[100, n_s]``), each with the others at Table 4's defaults."""
-    seeds = range(1 if quick else 5)
     common = {"network": "synthetic", "variables": 20 if quick else 30}
     fedcdnv = {"FedCDnv": METHODS["FedCDnv"]}
     axes: list[tuple[str, list[float], str, str]] = [
@@ -320,46 +311,55 @@ for _recipe in (
         "fedcdnv-sachs",
         "FedCDnv Table 1: real Sachs data, FedCDnv vs FedCDnv-vote vs FCI-base (+ centralised FCI)",
         _sachs,
+        seed_counts=(3, 10),
     ),
     Recipe(
         "fedcdnv-synthetic",
         "FedCDnv Figure 5: F1 of edges/orientations vs |V| on synthetic data",
         _synthetic,
+        seed_counts=(2, 5),
     ),
     Recipe(
         "fedcdnv-benchmarks",
         "FedCDnv Figure 6: child, insurance, alarm, barley, child3, alarm3",
         _benchmarks,
+        seed_counts=(2, 5),
     ),
     Recipe(
         "fedcdnv-fdr",
         "FedCDnv Table 2: FDR of returned and definite (non-)causal relations vs |V|",
         _fdr,
+        seed_counts=(3, 5),
     ),
     Recipe(
         "fedcdnv-clients",
         "FedCDnv Figure 9 (rows 3-4): precision/recall of edges and orientations vs 2-30 clients",
         _clients,
+        seed_counts=(1, 5),
     ),
     Recipe(
         "fedcdnv-identical",
         "FedCDnv Figure 10: identical variable sets (overlap 1) vs |V|, clients, networks",
         _identical,
+        seed_counts=(1, 5),
     ),
     Recipe(
         "fedcdnv-identical-sachs",
         "FedCDnv Table 6: real Sachs data, every client observing all 11 proteins",
         _identical_sachs,
+        seed_counts=(1, 10),
     ),
     Recipe(
         "fedcdnv-interval",
         "FedCDnv Figure 11: the non-stable interval [alpha - theta1, alpha + theta2]",
         _interval,
+        seed_counts=(1, 5),
     ),
     Recipe(
         "fedcdnv-parameters",
         "FedCDnv Figure 12: overlap delta, latent ratio lambda, sample size n_s",
         _parameters,
+        seed_counts=(1, 5),
     ),
 ):
     register_recipe(_recipe)

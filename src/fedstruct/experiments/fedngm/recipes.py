@@ -67,8 +67,7 @@ def _rows(metrics_by_seed: list[dict[str, float]]) -> tuple[list[dict[str, Any]]
 
 
 def _recipe(name: str, settings: dict[str, Any], quick_settings: dict[str, Any]):
-    def run(quick: bool, out: Path) -> RecipeReport:
-        seeds = [0] if quick else [0, 1, 2]
+    def run(quick: bool, out: Path, seeds: range) -> RecipeReport:
         common = {**settings, **(quick_settings if quick else {})}
         comparison = compare_variants("fedngm", {name: {}}, seeds, out, common=common,
                                       progress=False)  # fmt: skip
@@ -100,6 +99,7 @@ register_recipe(
             {"dataset": "health", **ROWS_PROTOCOL},
             {"epochs": 20, "fidelity_samples": 2000},
         ),
+        seed_counts=(1, 3),
     )
 )
 register_recipe(
@@ -111,5 +111,6 @@ register_recipe(
             {"dataset": "synthetic", **ROWS_PROTOCOL},
             {"variables": 12, "samples": 6000, "epochs": 20, "fidelity_samples": 2000},
         ),
+        seed_counts=(1, 3),
     )
 )
