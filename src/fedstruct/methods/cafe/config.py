@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.fl.device import AUTO, DeviceName
-from fedstruct.privacy.central_dp import CentralDP
-from fedstruct.privacy.dp import DPBudget, site_budget
+from fedstruct.privacy.settings import CentralDPSettings, DPSGDSettings
 
 __all__ = [
     "ALGORITHMS",
@@ -55,14 +54,26 @@ CATEGORICAL_IMPUTATIONS = ("missing-level", "mode")
 
 
 @dataclass(frozen=True)
-class CafeConfig:
+class CafeConfig(CentralDPSettings, DPSGDSettings):
     """Every hyper-parameter of the drift-aware classification harness.
+
+    DP-SGD at the sites (``dp_*``) and central DP on the aggregate
+    (``central_dp_*``) are the shared settings of :class:`DPSGDSettings` and
+    :class:`CentralDPSettings` (:mod:`fedstruct.privacy.settings`), which declare,
+    document and check them; as base classes, their fields come first. Only
+    ``fedavg``, ``fedprox`` (whose proximal term, free of the rows, is added to the
+    noised gradient) and ``moon`` take them: ``cafe`` and ``fedproto`` refuse
+    DP-SGD (:data:`DP_REFUSALS`) and central DP (:data:`CENTRAL_DP_REFUSALS`).
+    Under central DP every site clips its update ``Δ_k``, the server divides the
+    noised sum by the number of sites asked (uniform weights, not ``n_k``) and
+    steps ``θ ← θ + η_g Δ``; late updates are ignored (the estimator refuses
+    ``staleness_exponent`` when clients report late).
 
     Parameters
     ----------
     algorithm
-        ``"cafe"`` or a baseline: ``"fedavg"``, ``"fedprox"``, ``"moon"``,
-        ``"fedproto"``.
+        ``"cafe"`` or a baseline: ``"fedavg"``, ``"fedprox"``, ``"moon"`` (the three
+        that take DP-SGD and central DP) or ``"fedproto"``.
     rounds
         Communication rounds (the paper: 300; §VI-A).
     local_epochs
@@ -142,42 +153,6 @@ class CafeConfig:
         model) and every available client answers how many of those images it
         classifies right (``CAFE.site_scores_``; scored where the images lie). 0
         (the paper's protocol, with a server-side test set): no site scoring.
-    dp_epsilon
-        If set, every site trains with DP-SGD (Abadi et al. 2016; docs/privacy.md)
-        within this total ε over the run, accounted by its ledger
-        (:class:`~fedstruct.privacy.dp.SitePrivacy`): fedavg, fedprox (whose proximal
-        term, free of the rows, is added to the noised gradient) and moon only; cafe
-        and fedproto refuse it (:data:`DP_REFUSALS`). ``None`` (default): no DP.
-    dp_delta
-        δ of each site's ``(ε, δ)``; ``None`` (default): ``1 / n_k``.
-    dp_clip
-        DP-SGD's per-sample gradient clipping norm ``C`` (1.0).
-    dp_noise_multiplier
-        DP-SGD's noise multiplier ``σ``; ``None`` (default): calibrated per site so
-        that ``rounds`` rounds spend ``dp_epsilon`` (a value whose rounds would spend
-        more is refused before any training).
-    central_dp_noise
-        If set, central DP on the aggregate (:mod:`fedstruct.privacy.central_dp`,
-        as FedAvg's; McMahan et al. 2018): every site clips its update ``Δ_k`` to
-        ``central_dp_clip``, the server adds Gaussian noise of this noise multiplier
-        ``z`` to their sum and divides by the number of sites asked (uniform
-        weights, not ``n_k``), then steps ``θ ← θ + η_g Δ``; site-level ε over the
-        rounds in ``central_dp_epsilon``. fedavg, fedprox and moon only (cafe and
-        fedproto refuse it, :data:`CENTRAL_DP_REFUSALS`); late updates are ignored
-        (the estimator refuses ``staleness_exponent`` when clients report late).
-        ``None`` (default): none.
-    central_dp_clip
-        ``C``, the updates' clipping norm (with adaptive clipping, its first value).
-    central_dp_quantile
-        Adaptive clipping (Andrew et al. 2021): the target share ``γ`` of updates
-        whose norm is under the clip (0.5: the median); ``None`` (default): fixed.
-    central_dp_clip_rate
-        ``η_C``, adaptive clipping's geometric learning rate (0.2).
-    central_dp_count_noise
-        ``σ_b``, the noise on the count of updates under the clip; ``None``
-        (default): the number of sites asked / 20.
-    central_dp_delta
-        ``δ`` of the site-level ``(ε, δ)`` of central DP (1e-5).
     device
         Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
         the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
@@ -215,16 +190,6 @@ class CafeConfig:
     eval_every: int = 10
     categorical_imputation: str = "missing-level"
     test_fraction: float = 0.0
-    dp_epsilon: float | None = None
-    dp_delta: float | None = None
-    dp_clip: float = 1.0
-    dp_noise_multiplier: float | None = None
-    central_dp_noise: float | None = None
-    central_dp_clip: float = 1.0
-    central_dp_quantile: float | None = None
-    central_dp_clip_rate: float = 0.2
-    central_dp_count_noise: float | None = None
-    central_dp_delta: float = 1e-5
     device: str = AUTO
 
     def __post_init__(self) -> None:
@@ -240,22 +205,13 @@ class CafeConfig:
                 f"cafe algorithm {self.algorithm!r} cannot train with DP-SGD (dp_epsilon): "
                 f"{DP_REFUSALS[self.algorithm]}; use fedavg, fedprox or moon with DP-SGD"
             )
-        self.dp_budget(n_rows=2)  # with DP: validates ε, δ and C
+        super().__post_init__()  # the DP settings' own checks
         if self.central_dp() is not None and self.algorithm in CENTRAL_DP_REFUSALS:
             raise ConfigError(
                 f"cafe algorithm {self.algorithm!r} cannot take central DP (central_dp_noise): "
                 f"{CENTRAL_DP_REFUSALS[self.algorithm]}; use fedavg, fedprox or moon with "
                 "central DP"
             )
-
-    def central_dp(self) -> CentralDP | None:
-        """Central DP's settings (validated), or ``None`` without it."""
-        return CentralDP.from_settings(self)
-
-    def dp_budget(self, n_rows: int) -> DPBudget | None:
-        """A site's DP-SGD budget for its ``n_rows`` training rows (``δ = 1 / n_k``
-        unless ``dp_delta`` is set), or ``None`` without DP."""
-        return site_budget(self.dp_epsilon, self.dp_delta, self.dp_clip, n_rows)
 
     @property
     def causal(self) -> bool:
@@ -302,9 +258,6 @@ _CONSTRAINTS = {
     ),
     "staleness_exponent": Interval(float, 0, allow_none=True),
     "test_fraction": Interval(float, 0, 1, closed="left"),
-    "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
-    "dp_clip": Interval(float, 0, closed="neither"),
-    "dp_noise_multiplier": Interval(float, 0, closed="neither", allow_none=True),
     "device": DeviceName(),
 }
 
