@@ -40,6 +40,14 @@ def test_help_documents_every_dp_setting_from_the_shared_docstrings(run):
     assert infos["central_dp_delta"].default == 1e-5 and infos["dp_clip"].type == "float"
 
 
+@pytest.mark.parametrize("run", [FedAvgRun, CafeRun])
+def test_help_lists_the_methods_own_settings_before_the_shared_dp_ones(run):
+    names = [info.name for info in describe_settings(run)]
+    first_shared = min(names.index(name) for name in SHARED)
+    assert names.index("rounds") < first_shared
+    assert all(name in SHARED for name in names[first_shared:])
+
+
 def test_the_dp_settings_are_checked_whatever_config_holds_them():
     with pytest.raises(ConfigError, match=r"DP-SGD dp_clip must be .*> 0.*got 0"):
         FedAvgConfig(dp_clip=0)

@@ -24,6 +24,7 @@ import yaml
 from fedstruct.constraints import Interval
 from fedstruct.errors import ConfigError
 from fedstruct.fl.participation import Participation
+from fedstruct.privacy.settings import CentralDPSettings, DPSGDSettings
 
 __all__ = [
     "SEED",
@@ -181,6 +182,12 @@ class SettingInfo:
     doc: str
 
 
+#: Names of the shared DP settings, which ``describe_settings`` lists after the rest.
+_PRIVACY_SETTINGS = frozenset(
+    f.name for shared in (DPSGDSettings, CentralDPSettings) for f in dataclasses.fields(shared)
+)
+
+
 def describe_settings(cls: type) -> list[SettingInfo]:
     """Every field of the settings dataclass ``cls``, documented (for ``run METHOD --help``).
 
@@ -189,13 +196,15 @@ def describe_settings(cls: type) -> list[SettingInfo]:
     ``cls``'s MRO that documents it; the participation fields are documented by
     :class:`fedstruct.fl.Participation`, whose fields a run's settings repeat.
     A field no docstring documents gets an empty string (a test keeps there none).
+    The shared privacy settings (:mod:`fedstruct.privacy.settings`), which dataclass
+    inheritance puts first, are listed last, so that a method's own settings lead.
     """
     docs: dict[str, str] = parameter_docs(Participation.__doc__)
     for klass in reversed(cls.__mro__):
         docs.update(parameter_docs(klass.__doc__))
     hints = typing.get_type_hints(cls)
     out = []
-    for f in dataclasses.fields(cls):
+    for f in sorted(dataclasses.fields(cls), key=lambda f: f.name in _PRIVACY_SETTINGS):
         if f.default is not dataclasses.MISSING:
             default = f.default
         elif f.default_factory is not dataclasses.MISSING:

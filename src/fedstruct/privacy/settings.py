@@ -13,8 +13,9 @@ in the method's config, which calls ``super().__post_init__()`` where its checks
 the DP settings validated.
 
 Dataclass inheritance puts a base's fields before the subclass's own, so these
-settings come first in a config's fields (``--help``'s settings list, ``get_params``
-and a saved model's ``params``); every reader takes them by name.
+settings come first in a config's fields (``get_params`` and a saved model's
+``params``; every reader takes them by name); ``--help``'s settings list puts them
+last, after the method's own.
 """
 
 from __future__ import annotations
