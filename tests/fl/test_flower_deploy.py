@@ -306,10 +306,13 @@ def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_pat
 
 
 def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
-    """Runs last in this module: it stops node 0."""
+    """Runs last in this module: it stops node 0. Five rounds: node 2 joins once round
+    1 is done (asked in round 2, 3 or 4); node 0 leaves once round 3 is done (its
+    SIGTERM deregisters it as it exits, before ``stop`` returns), so round 5 cannot ask
+    it."""
     out = tmp_path / "run"
     proc = subprocess.Popen(
-        [*FEDSTRUCT, *run_args(cluster, out, 3, 6, "--min-nodes", "2")],
+        [*FEDSTRUCT, *run_args(cluster, out, 3, 5, "--min-nodes", "2")],
         env=cluster.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -333,16 +336,47 @@ def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
     assert all(h["clients_answered"] <= h["clients_asked"] for h in history)
 
 
+def at_once(
+    cluster: LoopbackCluster, *commands: list[str], timeout: float = 300
+) -> list[subprocess.CompletedProcess]:
+    """Run independent ``fedstruct`` commands (each writing its own files) at the same
+    time with the cluster's environment; their results, in order."""
+    procs = [
+        subprocess.Popen(
+            [*FEDSTRUCT, *args],
+            env=cluster.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in commands
+    ]
+    results = []
+    try:
+        for args, proc in zip(commands, procs, strict=True):
+            out, err = proc.communicate(timeout=timeout)
+            results.append(subprocess.CompletedProcess(args, proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return results
+
+
 def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreign_app):
     """With TLS, node keys and control keys: a node with an unregistered key, a node
     registration or run submitted without a control key, and an app that is not
     fedstruct's are all refused; the coordinator's signed run goes through."""
     c = LoopbackCluster(tmp_path, poll_interval=POLL)
     certs, keys = tmp_path / "certs", tmp_path / "keys"
-    assert c.fedstruct("flower", "certificates", str(certs)).returncode == 0
-    for name in ("hospital", "intruder"):
-        assert c.fedstruct("flower", "node-key", str(keys / name)).returncode == 0
-    assert c.fedstruct("flower", "control-key", str(keys / "coordinator")).returncode == 0
+    made = at_once(
+        c,
+        ["flower", "certificates", str(certs)],
+        *(["flower", "node-key", str(keys / name)] for name in ("hospital", "intruder")),
+        ["flower", "control-key", str(keys / "coordinator")],
+    )
+    assert [m.returncode for m in made] == [0, 0, 0, 0], [m.stderr for m in made]
     tls = ["--root-certificates", str(certs / "ca.crt")]
     signed = ["--control-key", str(keys / "coordinator")]
     try:
@@ -351,29 +385,48 @@ def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreig
             "--control-keys", str(keys / "coordinator.pub"),
         )  # fmt: skip
         register = ["flower", "register", "--superlink", c.address, *tls]
-        stranger = c.fedstruct(*register, str(keys / "intruder.pub"))
+        # the stranger registers from a home of its own, at the same time
+        stranger, reg = at_once(
+            c,
+            [*register, str(keys / "intruder.pub"), "--home", str(tmp_path / "stranger")],
+            [*register, str(keys / "hospital.pub"), *signed],
+        )
         assert stranger.returncode == 2
         assert "refused 'flwr supernode': it answers only holders of a control key" in (
             stranger.stderr
         )
-        reg = c.fedstruct(*register, str(keys / "hospital.pub"), *signed)
         assert reg.returncode == 0, reg.stdout + reg.stderr
         c.supernode(0, *tls, "--auth-key", str(keys / "hospital"))
         intruder = c.supernode(1, *tls, "--auth-key", str(keys / "intruder"), name="intruder")
-        assert c.procs[intruder].wait(timeout=60) != 0  # refused: the process exits
-        assert "Failed to activate SuperNode" in c.log(intruder)
-        # a run submitted with the public ca.crt only
-        unsigned = c.fedstruct(*run_args(c, tmp_path / "unsigned", 1, 1, *tls))
-        assert unsigned.returncode == 2
-        assert "error: the SuperLink refused 'flwr run'" in unsigned.stderr
-        assert not (tmp_path / "unsigned" / "metrics.json").exists()
-        # a foreign app, even signed, is refused by the SuperLink itself
-        foreign = write_foreign_app(tmp_path / "foreign")
-        with pytest.raises(DeploymentError, match="fedstruct's app only"):
-            flwr_json(["run", str(foreign), CONNECTION], c.home,
-                      control=ControlAuth(c.address, keys / "coordinator"))  # fmt: skip
-        result = c.fedstruct(*run_args(c, tmp_path / "run", 1, 1, *tls, *signed))
-        assert result.returncode == 0, result.stderr
+        # the coordinator's signed run, from a home of its own, while the refusals below
+        # go on in the cluster's home (where the unsigned run finds the token the
+        # registration stored, and must not use it)
+        run = subprocess.Popen(
+            [*FEDSTRUCT, *run_args(c, tmp_path / "run", 1, 1, *tls, *signed)],
+            env={**c.env, "FLWR_HOME": str(tmp_path / "coordinator")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert c.procs[intruder].wait(timeout=60) != 0  # refused: the process exits
+            assert "Failed to activate SuperNode" in c.log(intruder)
+            # a run submitted with the public ca.crt only
+            unsigned = c.fedstruct(*run_args(c, tmp_path / "unsigned", 1, 1, *tls))
+            assert unsigned.returncode == 2
+            assert "error: the SuperLink refused 'flwr run'" in unsigned.stderr
+            assert not (tmp_path / "unsigned" / "metrics.json").exists()
+            # a foreign app, even signed, is refused by the SuperLink itself
+            foreign = write_foreign_app(tmp_path / "foreign")
+            with pytest.raises(DeploymentError, match="fedstruct's app only"):
+                flwr_json(["run", str(foreign), CONNECTION], c.home,
+                          control=ControlAuth(c.address, keys / "coordinator"))  # fmt: skip
+            _, stderr = run.communicate(timeout=300)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        assert run.returncode == 0, stderr
         metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
         assert metrics["rounds"] == 1 and metrics["mean_clients_answered"] == 1
     finally:

@@ -1,11 +1,14 @@
 """The flower-sim backend gives exactly the local result (Ray; ~10 s per run)."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,58 +22,95 @@ from fedstruct.experiments import execute, runnable_names
 from fedstruct.fl import Participation, get_backend
 from fedstruct.fl.federation import CHECKPOINT_FILE
 from fedstruct.fl.flower.loopback import FEDSTRUCT
+from fedstruct.fl.flower.simulation import FlowerSimBackend
 from fedstruct.methods.fedavg import FedAvg
 
 pytestmark = pytest.mark.slow
 
 
-def test_flower_sim_equals_local_under_partial_participation():
-    net = load_network("asia")
-    clients = horizontal(net.sample(3000, seed=0), 3, seed=0)
-    test = net.sample(1000, seed=1)
-    part = Participation(dropout=0.2, report_rate=0.6)
-    kw = dict(rounds=3, seed=3, participation=part, staleness_exponent=0.5)
-    local = FedAvg("dysp", net.cardinalities, **kw).fit(clients, test=test)
-    sim = FedAvg("dysp", net.cardinalities, **kw).fit(clients, test=test, backend="flower-sim")
-    assert sim.history_ == local.history_
-    for name, value in local.params_.items():
-        np.testing.assert_array_equal(sim.params_[name], value)
-    assert sim.traffic_.summary() == local.traffic_.summary()
-    # the participation model really acted: someone dropped or reported late
-    assert any(h["clients_answered"] < 3 for h in local.history_)
-    assert any(h["late_merged"] > 0 for h in local.history_)
+@pytest.fixture(scope="class")
+def one_ray():
+    """One Ray instance for a class's in-process flower-sim runs. Flower starts Ray for
+    a run only when none runs in the process (``RayBackend.init_ray``) and shuts it down
+    when the run ends (``RayBackend.terminate``): here Ray is started once, as Flower
+    starts it for :class:`FlowerSimBackend` (its ``init_args``, the workers' PYTHONPATH),
+    and ``ray.shutdown`` waits for the class's end. Each run still builds its own actors
+    and terminates them; the Ctrl-C test below runs in fresh processes, where Flower
+    starts and stops Ray itself. Saves Ray's start and stop (~5-10 s) per run."""
+    import ray
+
+    assert not ray.is_initialized()
+    path = os.pathsep.join([*sys.path, *filter(None, [os.environ.get("PYTHONPATH")])])
+    with warnings.catch_warnings():  # Ray's notice about a future default of num_gpus=0
+        warnings.filterwarnings("ignore", "Tip: In future versions of Ray", FutureWarning)
+        ray.init(
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+            num_cpus=FlowerSimBackend().num_cpus,
+            num_gpus=0,
+            include_dashboard=False,
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+        )
+    shutdown = ray.shutdown
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ray, "shutdown", lambda *args, **kwargs: None)
+            yield
+    finally:
+        shutdown()
 
 
-@pytest.mark.parametrize("method", runnable_names())
-def test_every_method_gives_the_local_metrics_on_flower_sim(method, small_settings, tmp_path):
-    """Backend equivalence for each registered method, on its quick settings made
-    smaller (``small_settings``); FedAvg's with secure aggregation (its plain runs on
-    flower-sim are the tests around this one): the protocol's four stages per sum run
-    through Flower's ClientApp, each node keeping its session's secrets in its
-    in-memory context between them."""
-    quick = small_settings(method)
-    if method == "fedavg":
-        quick["secure_aggregation"] = True
-    local = execute(method, [quick], tmp_path / "local")
-    sim = execute(method, [quick], tmp_path / "sim", backend="flower-sim")
-    assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
-    assert sim.metrics.keys() == local.metrics.keys()
-    assert json.loads((tmp_path / "sim" / "config.json").read_text())["backend"] == "flower-sim"
+@pytest.mark.usefixtures("one_ray")
+class TestFlowerSimEqualsLocal:
+    """The flower-sim backend's runs against the local backend's, on one Ray."""
 
+    def test_flower_sim_equals_local_under_partial_participation(self):
+        net = load_network("asia")
+        clients = horizontal(net.sample(3000, seed=0), 3, seed=0)
+        test = net.sample(1000, seed=1)
+        part = Participation(dropout=0.2, report_rate=0.6)
+        kw = dict(rounds=3, seed=3, participation=part, staleness_exponent=0.5)
+        local = FedAvg("dysp", net.cardinalities, **kw).fit(clients, test=test)
+        sim = FedAvg("dysp", net.cardinalities, **kw).fit(clients, test=test, backend="flower-sim")
+        assert sim.history_ == local.history_
+        for name, value in local.params_.items():
+            np.testing.assert_array_equal(sim.params_[name], value)
+        assert sim.traffic_.summary() == local.traffic_.summary()
+        # the participation model really acted: someone dropped or reported late
+        assert any(h["clients_answered"] < 3 for h in local.history_)
+        assert any(h["late_merged"] > 0 for h in local.history_)
 
-def test_a_run_on_site_files_gives_the_local_metrics_on_flower_sim(tmp_path):
-    net = load_network("asia")
-    rows = net.sample(1500, seed=0)
-    sites = []
-    for k, part in enumerate(np.array_split(np.arange(1500), 3)):
-        path = tmp_path / f"site-{k}.csv"
-        rows.iloc[part].to_csv(path, index=False)
-        sites.append(str(path))
-    settings = {"sites": sites, "target": "dysp", "test_fraction": 0.2, "rounds": 3}
-    local = execute("fedavg", [settings], tmp_path / "local")
-    sim = execute("fedavg", [settings], tmp_path / "sim", backend="flower-sim")
-    assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
-    assert local.metrics["test_accuracy"] > 0.6
+    @pytest.mark.parametrize("method", runnable_names())
+    def test_every_method_gives_the_local_metrics_on_flower_sim(
+        self, method, small_settings, tmp_path
+    ):
+        """Backend equivalence for each registered method, on its quick settings made
+        smaller (``small_settings``); FedAvg's with secure aggregation (its plain runs on
+        flower-sim are the tests around this one): the protocol's four stages per sum run
+        through Flower's ClientApp, each node keeping its session's secrets in its
+        in-memory context between them."""
+        quick = small_settings(method)
+        if method == "fedavg":
+            quick["secure_aggregation"] = True
+        local = execute(method, [quick], tmp_path / "local")
+        sim = execute(method, [quick], tmp_path / "sim", backend="flower-sim")
+        assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
+        assert sim.metrics.keys() == local.metrics.keys()
+        assert json.loads((tmp_path / "sim" / "config.json").read_text())["backend"] == "flower-sim"
+
+    def test_a_run_on_site_files_gives_the_local_metrics_on_flower_sim(self, tmp_path):
+        net = load_network("asia")
+        rows = net.sample(1500, seed=0)
+        sites = []
+        for k, part in enumerate(np.array_split(np.arange(1500), 3)):
+            path = tmp_path / f"site-{k}.csv"
+            rows.iloc[part].to_csv(path, index=False)
+            sites.append(str(path))
+        settings = {"sites": sites, "target": "dysp", "test_fraction": 0.2, "rounds": 3}
+        local = execute("fedavg", [settings], tmp_path / "local")
+        sim = execute("fedavg", [settings], tmp_path / "sim", backend="flower-sim")
+        assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
+        assert local.metrics["test_accuracy"] > 0.6
 
 
 def test_flower_is_not_a_python_level_backend():
@@ -140,11 +180,9 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker) == []
-    resumed = subprocess.run(
-        [*FEDSTRUCT, "run", "fedavg", "--resume", str(out), "--quiet"],
-        capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    assert resumed.returncode == 0, resumed.stderr
+    # resumed in this process as 'fedstruct run fedavg --resume OUT' resumes it (that
+    # option: tests/experiments/test_cli.py), on config.json's backend, flower-sim
+    execute("fedavg", [], out, resume=True)
     execute("fedavg", [chosen], tmp_path / "local")  # uninterrupted, in this process
     assert json.loads((out / "metrics.json").read_text()) == json.loads(
         (tmp_path / "local" / "metrics.json").read_text()
