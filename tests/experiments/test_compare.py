@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.compare import execute_all
+from fedstruct.experiments.compare import execute_all, write_results
 from fedstruct.experiments.runs import runnable
 
 
@@ -26,3 +26,18 @@ def test_runs_in_workers_give_the_runs_of_this_process(tmp_path, capsys):
 def test_jobs_must_be_a_positive_integer(tmp_path, jobs):
     with pytest.raises(ConfigError, match=f"jobs is {jobs!r}; give an integer >= 1"):
         execute_all("fedavg", [], jobs=jobs)
+
+
+def test_a_name_of_several_parts_takes_one_label_column_per_part(tmp_path):
+    rows = [
+        {"name": "ER-2 | 10k+2k", "shd": 0.0, "shd_std": 0.0},
+        {"name": "centralized", "shd": 1.0},
+    ]
+    write_results(tmp_path, rows, ["shd"], "t")
+    table = (tmp_path / "results.md").read_text().splitlines()[2:]
+    assert table == [
+        "|  |  | shd |",
+        "|---|---|---|",
+        "| ER-2 | 10k+2k | 0.000 ± 0.000 |",
+        "| centralized |  | 1.000 |",
+    ]

@@ -126,19 +126,23 @@ def write_results(
     """Write ``results.json`` and ``results.md`` (mean ± std per column) for ``rows``.
 
     Each row has a ``name`` and, per column, a value and optionally ``<column>_std``.
-    Returns the same table for the terminal.
+    A name of several parts joined by ``" | "`` (``"asia | c2bm | fcm"``) takes one
+    label column per part in ``results.md``. Returns the same table for the terminal.
     """
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(list(rows), indent=2) + "\n")
     keys = [c for c in columns if any(c in r for r in rows)]
-    header = ["", *keys]
+    labels = [str(row["name"]).split(" | ") for row in rows]
+    width = max((len(parts) for parts in labels), default=1)
+    header = [""] * width + keys
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table = Table(title=title)
-    for h in header:
+    for h in ["", *keys]:
         table.add_column(h.replace("_", " "), justify="right" if h else "left")
-    for row in rows:
+    for row, parts in zip(rows, labels, strict=True):
         cells = [_cell(row, k) for k in keys]
-        lines.append("| " + " | ".join([str(row["name"]), *cells]) + " |")
+        padded = [*parts, *[""] * (width - len(parts))]
+        lines.append("| " + " | ".join([*padded, *cells]) + " |")
         table.add_row(str(row["name"]), *cells)
     (out / "results.md").write_text("\n".join(lines) + "\n")
     return table
