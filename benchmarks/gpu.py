@@ -85,6 +85,9 @@ LIMITS = {
 BUDGET = 450.0
 #: FED-CD Table 1's client-epochs: 7 graphs x 10 seeds x (2 x 10 + 10 + 4 x 10).
 TABLE1_CLIENT_EPOCHS = 7 * 10 * 70
+#: The line an ENCO case prints after each epoch (epochs done, seconds so far): a
+#: case stopped at its limit is reported from the last one.
+EPOCH_MARK = "gpu.py-epoch"
 #: Epochs of a full ENCO run at d = 1,000 (ENCO's default budget, as at d = 20).
 LARGE_EPOCHS = 30
 
@@ -110,7 +113,15 @@ def _enco(device: str, d: int, edges: float, epochs: int, **steps: int) -> dict[
     data = InterventionalData.from_client(whole)
     learner = ENCO(ENCOConfig(device=device, **steps))
     start = time.perf_counter()
-    beliefs = learner.fit(data, Beliefs.uniform(d), epochs=epochs, seed=0)
+
+    def report(epoch: int, beliefs: Beliefs) -> None:  # read by _child if time runs out
+        print(
+            f"{EPOCH_MARK} {epoch + 1} {time.perf_counter() - start:.3f}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    beliefs = learner.fit(data, Beliefs.uniform(d), epochs=epochs, seed=0, progress=report)
     seconds = _synced(time.perf_counter() - start, device)
     return {"seconds": seconds, "shd": shd(dag, final_graph(data.names, beliefs)), "d": d}
 
@@ -335,6 +346,13 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=BUDGET)
     parser.add_argument("--out", type=Path, default=Path("results/gpu"))
     parser.add_argument("--only", nargs="+", choices=list(CASES), default=list(CASES))
+    parser.add_argument(
+        "--limit",
+        nargs="+",
+        default=[],
+        metavar="CASE=SECONDS",
+        help="override a case's time limit at full size, e.g. enco-d20=90",
+    )
     parser.add_argument("--case", choices=list(CASES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:  # a child: one case, its figures as one JSON line
@@ -349,10 +367,11 @@ def main() -> None:
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "cases": {},
     }
+    limits = {**LIMITS, **{k: float(v) for k, v in (x.split("=") for x in args.limit)}}
     deadline = time.monotonic() + args.budget
     for name in args.only:
         left = deadline - time.monotonic()
-        limit = min(left, LIMITS[name]) if args.size == "full" else left
+        limit = min(left, limits[name]) if args.size == "full" else left
         if limit < 5:
             report["cases"][name] = {"error": "not run: the budget was spent"}
         else:
@@ -367,12 +386,22 @@ def _child(name: str, args: argparse.Namespace, limit: float) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--case", name, "--device", args.device, "--size", args.size]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, check=False)
-    except subprocess.TimeoutExpired:
-        return {"error": f"stopped at its time limit, {limit:.0f} s"}
+    except subprocess.TimeoutExpired as stopped:
+        return {"error": f"stopped at its time limit, {limit:.0f} s{_epochs_done(stopped.stderr)}"}
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": f"failed: {tail}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _epochs_done(stderr: bytes | str | None) -> str:
+    """What a stopped ENCO case had done: its last epoch line, as a rate."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    marks = [line.split() for line in text.splitlines() if line.startswith(EPOCH_MARK)]
+    if not marks:
+        return ""
+    epochs, seconds = int(marks[-1][1]), float(marks[-1][2])
+    return f" ({epochs} epochs in {seconds:.1f} s: {seconds / epochs:.2f} s per epoch)"
 
 
 if __name__ == "__main__":
