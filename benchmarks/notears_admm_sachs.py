@@ -12,7 +12,8 @@ The clients are exactly those of ``fedstruct reproduce fedcdnv-identical-sachs``
 (``--network sachs-cytometry``, the default: 6 clients, ``overlap = 1``, no latent
 variable, ``n_k`` uniform in [100, 2000], Hartemink codes) or of
 ``fedcdnv-identical``'s network rows (``--network child`` etc.: 15 % latent
-variables): the same :class:`VariableSubsetTask` builds them, seed by seed.
+variables) and synthetic sweeps (``--network synthetic --variables V --clients M``):
+the same :class:`VariableSubsetTask` builds them, seed by seed.
 
 Choices (docs/results/fedcdnv.md, "Notears-ADMM on the same federations"):
 
@@ -100,10 +101,21 @@ def load_solver(path: str) -> Solver:
     return module.notears_linear_admm
 
 
-def settings(network: str, seed: int) -> FedCDnvRun:
+def settings(network: str, seed: int, variables: int = 30, clients: int = 6) -> FedCDnvRun:
     """The run settings of ``fedcdnv-identical-sachs`` / ``fedcdnv-identical``'s
-    network rows (the strategy does not change the clients)."""
-    return FedCDnvRun(network=network, clients=6, overlap=1.0, reference=False, seed=seed)
+    rows (the strategy does not change the clients): a network's, or with ``network =
+    "synthetic"`` the |V| and m sweeps' (``variables``, ``clients``)."""
+    return FedCDnvRun(
+        network=network, variables=variables, clients=clients, overlap=1.0,
+        reference=False, seed=seed,
+    )  # fmt: skip
+
+
+def federation_name(args: argparse.Namespace) -> str:
+    """The name a run's records carry: the network's, or the synthetic sweep's point."""
+    if args.network == "synthetic":
+        return f"synthetic |V|={args.variables} m={args.clients}"
+    return args.network
 
 
 def client_arrays(task: VariableSubsetTask, values: str) -> list[NDArray[np.float64]]:
@@ -184,7 +196,7 @@ def estimate_graph(weights: NDArray[np.float64], names: Sequence[str], threshold
 
 def run_once(solver: Solver, args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """One seed: build the clients, solve, score."""
-    task = VariableSubsetTask(settings(args.network, seed))
+    task = VariableSubsetTask(settings(args.network, seed, args.variables, args.clients))
     clients = client_arrays(task, args.values)
     xs = solver_input(clients, args.rows, args.weights)
     cpu, wall = time.process_time(), time.perf_counter()
@@ -194,7 +206,7 @@ def run_once(solver: Solver, args: argparse.Namespace, seed: int) -> dict[str, A
     graph = estimate_graph(weights, task.split.observed, args.threshold).expand(truth.names)
     scores = graph_scores(truth, graph)
     return {
-        "network": args.network,
+        "network": federation_name(args),
         "values": args.values,
         "rows": args.rows,
         "weights": args.weights if args.rows == "own" else "equal",
@@ -246,7 +258,12 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notears-admm", help="folder of a notears-admm checkout")
-    parser.add_argument("--network", default=SACHS, help="sachs-cytometry or a bundled network")
+    parser.add_argument(
+        "--network", default=SACHS,
+        help="sachs-cytometry, a bundled network, or synthetic (with --variables, --clients)",
+    )  # fmt: skip
+    parser.add_argument("--variables", type=int, default=30, help="|V| of a synthetic run")
+    parser.add_argument("--clients", type=int, default=6, help="m of a synthetic run")
     parser.add_argument("--values", choices=("codes", "raw"), default="codes")
     parser.add_argument("--rows", choices=("cut", "own"), default="cut")
     parser.add_argument("--weights", choices=("rows", "equal"), default="rows")
@@ -267,7 +284,7 @@ def main() -> None:
     done = {(variant(r), r["seed"]) for r in read_runs([args.out] if args.out else [])}
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         weights = args.weights if args.rows == "own" else "equal"
-        key = (args.network, args.values, args.rows, weights, args.lambda1, args.threshold)
+        key = (federation_name(args), args.values, args.rows, weights, args.lambda1, args.threshold)
         if (key, seed) in done:
             continue
         record = run_once(solver, args, seed)
