@@ -46,8 +46,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` with the units of :data:`FIRST_UNITS`, handed out in
     collection order (:func:`pytest_collection_modifyitems` puts those units first).
     pytest-xdist's own ``loadgroup`` cannot group files under pytest 9.2: it renames a
-    grouped test through an attribute pytest no longer reads. Other ``--dist`` modes
-    are pytest-xdist's own."""
+    grouped test through an attribute pytest no longer reads (pytest-xdist issue 1386,
+    open). Other ``--dist`` modes are pytest-xdist's own."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
