@@ -16,11 +16,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/fedstruct demo
 
+# On every core (pytest-xdist; 2 workers on the 2-core CI machine), a file's tests on one
+# worker, the Flower deployment files together on one (tests/conftest.py).
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # The suite under torch's portable and AVX2 kernels, with 1 and 2 threads: trained numbers
-# move between CPUs, and every test must hold on each (docs/benchmarks.md). ~4x `make test`.
+# move between CPUs, and every test must hold on each (docs/benchmarks.md). One worker:
+# the thread counts are the point, and 2 threads x 2 workers would oversubscribe 2 cores.
 test-cpus: $(STAMP)
 	for cap in default avx2; do for threads in 1 2; do \
 	  echo "== ATEN_CPU_CAPABILITY=$$cap, $$threads torch threads"; \

@@ -13,10 +13,14 @@ compare sources with each other, not with a plain start.
 
 With ``--train`` each process also answers one training message (local SGD on the
 partition, as every round's training message does; ``torch._dynamo`` in the import
-log shows whether an optimizer imported it).
+log shows whether an optimizer imported it). With ``--stage`` each process is instead
+the ClientApp of a message answered without the method's client (HELLO, or secure
+aggregation's keys, shares and unmask stages): Flower's runtime, fedstruct's app and
+the secure-aggregation client's module, no method and no data.
 
 Usage:
-``python benchmarks/clientapp_start.py [--repeats R] [--train] --source SRC [--source SRC ...]``
+``python benchmarks/clientapp_start.py [--repeats R] [--train | --stage]``
+``--source SRC [--source SRC ...]``
 """
 
 from __future__ import annotations
@@ -48,6 +52,12 @@ from fedstruct.fl import Message
 from fedstruct.fl.params import get_params
 from fedstruct.methods.fedavg.client import FIT
 client.fit(Message(FIT, arrays=get_params(client.model), config={"round": 1}))
+"""
+#: ``--stage``: a message answered without the client (a secure-aggregation stage).
+STAGE_MESSAGE = """
+import flwr.supernode.cli  # what the flwr-clientapp script imports
+import fedstruct.experiments.flower.app
+from fedstruct.fl.secagg import client
 """
 #: ``import time: SELF | CUMULATIVE | NAME`` (microseconds; NAME indented by depth)
 IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)")
@@ -90,9 +100,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--source", type=Path, action="append", required=True)
-    parser.add_argument("--train", action="store_true", help="also answer a training message")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--train", action="store_true", help="also answer a training message")
+    kind.add_argument("--stage", action="store_true", help="a stage answered without a client")
     args = parser.parse_args()
     program = CLIENT_MESSAGE + (TRAIN_MESSAGE if args.train else "")
+    program = STAGE_MESSAGE if args.stage else program
     sources = [s.resolve() for s in args.source]
     runs: dict[Path, list[tuple[float, float, float, float]]] = {s: [] for s in sources}
     load_before = os.getloadavg()[0]

@@ -24,6 +24,51 @@ if "OMP_NUM_THREADS" not in os.environ:
     torch.set_num_threads(1)
 
 
+#: Under pytest-xdist (``make test``: ``-n auto --dist loadfile``) each test file runs
+#: on one worker, so its module- and class-scoped fixtures are built once; these files
+#: are handed out first, in this order (the longest; they mostly wait on processes),
+#: and those naming the same unit run together on one worker, one test at a time: the
+#: Flower deployments, whose reply timeouts two deployments at once would stretch on a
+#: 2-core machine. The flower-sim file (Ray) is a unit of its own: one Ray at a time.
+FIRST_UNITS = {
+    "tests/fl/test_flower_deploy.py": "flower deployments",
+    "tests/experiments/test_node_sites_deployed.py": "flower deployments",
+    "tests/fl/test_flower_sim.py": "tests/fl/test_flower_sim.py",
+}
+
+
+def _test_file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the units of :data:`FIRST_UNITS`, handed out in
+    collection order (:func:`pytest_collection_modifyitems` puts those units first).
+    pytest-xdist's own ``loadgroup`` cannot group files under pytest 9.2: it renames a
+    grouped test through an attribute pytest no longer reads (pytest-xdist issue 1386,
+    open). Other ``--dist`` modes are pytest-xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileFirstUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = _test_file(nodeid)
+            return FIRST_UNITS.get(path, path)
+
+    config.option.loadscopereorder = False
+    return LoadFileFirstUnits(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the tests of :data:`FIRST_UNITS` first, in that order (each
+    file's own order kept); a serial run keeps the plain order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {path: k for k, path in enumerate(FIRST_UNITS)}
+        items.sort(key=lambda item: rank.get(_test_file(item.nodeid), len(rank)))
+
+
 def pytest_report_header() -> str:
     """Say which torch kernels and thread count ran: trained numbers depend on them."""
     return (

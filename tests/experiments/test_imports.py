@@ -32,13 +32,25 @@ def test_a_local_run_imports_no_flower_code_nor_torch_dynamo(tmp_path):
     assert set(modules.split(",")) <= {"fedstruct.fl.flower", "fedstruct.fl.flower.cluster"}
 
 
-def test_a_deployments_client_app_loads_no_plotting_code():
+#: What the ClientApp of a message answered without the method's client imports.
+CLIENT_FREE_STAGE = """
+import sys
+import fedstruct.experiments.flower.app
+from fedstruct.fl.secagg import client
+heavy = {"matplotlib", "networkx", "pandas", "torch", "scipy", "sklearn"}
+print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
+print(sorted(m for m in sys.modules if m.startswith(("fedstruct.data", "fedstruct.methods",
+                                                      "fedstruct.experiments.runs"))))
+"""
+
+
+def test_a_deployments_client_app_loads_no_plotting_data_or_method_code():
     """Every Flower message starts a ClientApp process: it draws nothing, so it must
-    not pay for matplotlib or networkx (about a second of its start-up)."""
-    script = (
-        "import sys; import fedstruct.experiments.flower.app; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'networkx'}))"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         check=True, timeout=300)  # fmt: skip
-    assert out.stdout.strip() == "[]"
+    not pay for matplotlib or networkx (about a second of its start-up); and one that
+    answers without the method's client (HELLO; secure aggregation's keys, shares and
+    unmask stages) needs the secure-aggregation session only, not the method, the data
+    or pandas and torch (0.5-0.8 s of CPU per process; docs/benchmarks.md, "Session
+    19")."""
+    out = subprocess.run([sys.executable, "-c", CLIENT_FREE_STAGE], capture_output=True,
+                         text=True, check=True, timeout=300)  # fmt: skip
+    assert out.stdout.strip().splitlines() == ["[]", "[]"], out.stdout

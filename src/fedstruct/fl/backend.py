@@ -20,15 +20,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from fedstruct.data.client import ClientData, check_federation
 from fedstruct.errors import ConfigError, DataError, NoAnswerError, unknown_choice_message
-from fedstruct.fl.client import Client
-from fedstruct.fl.federation import ServerAlgorithm, run_federation
-from fedstruct.fl.grid import Grid, LocalGrid
-from fedstruct.fl.participation import Participation
-from fedstruct.fl.secagg import SecAggConfig
+
+if TYPE_CHECKING:  # the runtime imports are in the functions: a ClientApp process
+    # imports this module (fedstruct.fl.flower registers its backends) and none of these
+    from fedstruct.data.client import ClientData
+    from fedstruct.fl.client import Client
+    from fedstruct.fl.federation import ServerAlgorithm
+    from fedstruct.fl.grid import Grid
+    from fedstruct.fl.participation import Participation
+    from fedstruct.fl.secagg import SecAggConfig
 
 __all__ = [
     "Backend",
@@ -114,6 +117,8 @@ class LocalBackend(Backend):
     ) -> T:
         """Run ``server_fn`` on a :class:`LocalGrid` of ``method``'s clients, each
         holding :meth:`site_data` of its site."""
+        from fedstruct.fl.grid import LocalGrid
+
         built = [method.make_client(self.site_data(c)) for c in clients]  # type: ignore[arg-type]
         return server_fn(LocalGrid(built, participation, seed))
 
@@ -189,6 +194,9 @@ def run_on_backend(
         If the clients are empty, their names repeat, or data is missing where the
         backend needs it.
     """
+    from fedstruct.data.client import ClientData, check_federation
+    from fedstruct.fl.federation import run_federation
+
     chosen = get_backend(backend)
     if chosen.needs_client_data:
         if any(not isinstance(c, ClientData) for c in clients):

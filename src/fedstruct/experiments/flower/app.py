@@ -40,25 +40,26 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flwr.app import ConfigRecord, Context
 from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
-from fedstruct.data.client import ClientData
-from fedstruct.data.sites import SiteSpec, site_name
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
 from fedstruct.experiments.flower.contract import ERROR_FILE
-from fedstruct.experiments.node_sites import build_own, describe, merge
-from fedstruct.experiments.runs import Runnable, run_resolved, runnable
-from fedstruct.experiments.settings import apply_settings
-from fedstruct.experiments.source import SiteView, checked_clients, server_view
-from fedstruct.fl.client import Client
 from fedstruct.fl.flower.client_app import make_client_app, partition_of
-from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
-from fedstruct.fl.flower.grid import FlowerGrid
 from fedstruct.fl.message import Message
+
+if TYPE_CHECKING:  # imported in the functions that use them: every message starts a
+    # ClientApp process that imports this module, and a stage answered without the
+    # method's client (hello, secure aggregation's keys, shares, unmask) needs none
+    from fedstruct.data.client import ClientData
+    from fedstruct.data.sites import SiteSpec
+    from fedstruct.experiments.runs import Runnable
+    from fedstruct.experiments.source import SiteView
+    from fedstruct.fl.client import Client
+    from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
 
 __all__ = ["DESCRIBE_SITE", "FEDERATION_SCHEMA", "client_app", "server_app"]
 
@@ -75,6 +76,10 @@ server_app = ServerApp()
 @server_app.main()
 def _serve(grid: FlowerGridAPI, context: Context) -> None:
     """Run the submitted method on the connected SuperNodes; results go to ``out``."""
+    from fedstruct.experiments.runs import run_resolved, runnable
+    from fedstruct.experiments.settings import apply_settings
+    from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
+
     cfg = context.run_config
     out = Path(str(cfg["out"]))
     backend = FlowerDeploymentBackend(
@@ -116,6 +121,10 @@ def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any)
     FedstructError
         A node's own error about its file (same class and message), or the merge's.
     """
+    from fedstruct.experiments.node_sites import merge
+    from fedstruct.experiments.source import server_view
+    from fedstruct.fl.flower.grid import FlowerGrid
+
     sites = list(settings.node_sites)
     grid = FlowerGrid(
         backend.grid,
@@ -147,6 +156,9 @@ def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any)
 # ------------------------------------------------------------------ the nodes
 @cache
 def _submitted(method: str, settings_json: str) -> tuple[Runnable, Any]:
+    from fedstruct.experiments.runs import runnable
+    from fedstruct.experiments.settings import apply_settings
+
     entry = runnable(method)
     return entry, apply_settings(entry.settings(), json.loads(settings_json), method=method)
 
@@ -175,10 +187,25 @@ def _own_site(context: Context) -> SiteSpec | None:
     config = context.node_config
     if "data" not in config:
         return None
-    path = Path(str(config["data"])).expanduser()
-    name = str(config.get("site") or site_name(path))
+    from fedstruct.data.sites import SiteSpec
+
     options = {"graph": str(config["graph"])} if config.get("graph") else {}
-    return SiteSpec(name, path, options)
+    return SiteSpec(_site_name(context), _site_path(context), options)
+
+
+def _site_path(context: Context) -> Path:
+    return Path(str(context.node_config["data"])).expanduser()
+
+
+def _site_name(context: Context) -> str:
+    """The name of the site whose file this SuperNode holds (its ``site``, else the
+    file's name)."""
+    name = context.node_config.get("site")
+    if name:
+        return str(name)
+    from fedstruct.data.sites import site_name
+
+    return site_name(_site_path(context))
 
 
 def _require_site(context: Context) -> SiteSpec:
@@ -192,12 +219,17 @@ def _require_site(context: Context) -> SiteSpec:
 
 
 def _identify(context: Context) -> dict[str, int | str]:
-    spec = _own_site(context)
-    return {"partition": partition_of(context)} if spec is None else {"site": spec.name}
+    """The node's answer to HELLO (and its name in a secure-aggregation stage's errors),
+    without building its site (no data module imported)."""
+    if "data" not in context.node_config:
+        return {"partition": partition_of(context)}
+    return {"site": _site_name(context)}
 
 
 def _describe(message: Message, context: Context) -> Message:
     """Handshake step 1: what this node reports of its own file."""
+    from fedstruct.experiments.node_sites import describe
+
     entry, settings = _run_of(context)
     description = describe(entry, settings, _require_site(context))
     return Message(DESCRIBE_SITE, config={"description": json.dumps(description)})
@@ -224,6 +256,9 @@ def _site_client(
     method: str, settings_json: str, site: tuple[str, str, str], schema: str
 ) -> tuple[Client, dict[str, Any]]:
     """This node's client, from its own file only, and its report (cached per process)."""
+    from fedstruct.data.sites import SiteSpec
+    from fedstruct.experiments.node_sites import build_own
+
     entry, settings = _submitted(method, settings_json)
     name, path, graph = site
     spec = SiteSpec(name, Path(path), {"graph": graph} if graph else {})
@@ -236,6 +271,8 @@ def _site_client(
 def _partition(method: str, settings_json: str, partition: int) -> tuple[Any, ClientData]:
     """The method and built-in partition ``partition``'s data, nothing of the other
     partitions (module docstring; cached per process)."""
+    from fedstruct.experiments.source import checked_clients
+
     entry, settings = _submitted(method, settings_json)
     source = entry.resolve(settings)
     return entry.method(settings, source), checked_clients(source)[partition]

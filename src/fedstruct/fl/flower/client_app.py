@@ -35,15 +35,13 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
-from fedstruct.fl import checkpoint
-from fedstruct.fl.client import Client
-from fedstruct.fl.flower.grid import HELLO
-from fedstruct.fl.flower.records import error_records, from_records, to_records
-from fedstruct.fl.grid import torch_threads
+from fedstruct.fl.flower.records import HELLO, error_records, from_records, to_records
 from fedstruct.fl.message import Message
 from fedstruct.fl.secagg import protocol as secagg
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where a client is built: a stage answered without one
+    # (hello, keys, shares, unmask) imports no method, data or torch
+    from fedstruct.fl.client import Client
     from fedstruct.fl.secagg.client import Session
 
 __all__ = [
@@ -61,7 +59,7 @@ __all__ = [
 
 #: ``factory(context) -> Client``: the client this node hosts; raises a FedstructError
 #: for a bad node config.
-ClientFactory = Callable[[Context], Client]
+ClientFactory = Callable[[Context], "Client"]
 #: ``identify(context) -> config``: the node's answer to the grid's HELLO
 #: (``{"partition": k}`` or ``{"site": name}``).
 Identify = Callable[[Context], dict[str, int | str]]
@@ -139,6 +137,8 @@ def make_client_app(
             return extra[msg.kind](msg, context)
         if msg.kind in _SESSION_STAGES:
             return _answer_session_stage(msg, context, _node_name(identify(context)))
+        from fedstruct.fl.grid import torch_threads
+
         client = factory(context)
         client.require_secure_aggregation = requires_secure_aggregation(context)
         _restore(client, context)
@@ -169,6 +169,8 @@ def make_client_app(
 
 def _restore(client: Client, context: Context) -> None:
     """The client's state from the node's context (the checkpoint format: no pickle)."""
+    from fedstruct.fl import checkpoint
+
     record = context.state.config_records.get(_STATE_RECORD)
     if record is None:
         client.set_state({})
@@ -178,6 +180,8 @@ def _restore(client: Client, context: Context) -> None:
 
 
 def _save(client: Client, context: Context) -> None:
+    from fedstruct.fl import checkpoint
+
     state = client.get_state()
     if state:
         context.state[_STATE_RECORD] = ConfigRecord({"state": checkpoint.dumps(state)})

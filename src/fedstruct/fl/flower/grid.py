@@ -29,7 +29,7 @@ from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid as FlowerGridAPI
 
 from fedstruct.errors import ConfigError, ProtocolError
-from fedstruct.fl.flower.records import from_records, raise_if_error, to_records
+from fedstruct.fl.flower.records import HELLO, from_records, raise_if_error, to_records
 from fedstruct.fl.grid import Grid
 from fedstruct.fl.message import Message
 from fedstruct.fl.participation import Participation
@@ -38,8 +38,6 @@ __all__ = ["HELLO", "MESSAGE_TYPE", "FlowerGrid"]
 
 #: The Flower message type of every fedstruct message (our kind travels in the config).
 MESSAGE_TYPE = "query.fedstruct"
-#: Kind of the message that asks a node which partition it hosts.
-HELLO = "fedstruct.hello"
 
 #: Flower error codes that mean "this node's answer is lost" (a dropout).
 _LOST = {

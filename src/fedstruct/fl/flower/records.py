@@ -24,6 +24,7 @@ from fedstruct.fl.message import Message
 
 __all__ = [
     "ERROR_KEY",
+    "HELLO",
     "KIND_KEY",
     "REASON_KEY",
     "error_records",
@@ -35,6 +36,10 @@ __all__ = [
 KIND_KEY = "fedstruct.kind"
 ERROR_KEY = "fedstruct.error"
 REASON_KEY = "fedstruct.reason"
+#: Kind of the message that asks a node which partition (or site) it hosts: the grid
+#: (:mod:`~fedstruct.fl.flower.grid`) sends it, the ClientApp answers it; here, where
+#: both read it, so that a ClientApp process imports neither grid.
+HELLO = "fedstruct.hello"
 
 
 def to_records(message: Message) -> RecordDict:
