@@ -282,3 +282,36 @@ def test_fedavg_on_continuous_files_resumes_with_its_statistics(tmp_path):
     execute("fedavg", [], part, resume=True)
     assert read(part / "metrics.json") == read(full / "metrics.json")
     assert read(part / "history.json") == read(full / "history.json")
+
+
+def test_a_recipe_run_again_picks_up_its_runs_where_they_stopped(tmp_path, monkeypatch):
+    """``compare_variants`` (every variant recipe) with the same ``--out``: a run stopped
+    after round 1 resumes to the uninterrupted result, a finished run is read back
+    without running, and a folder holding a *different* run is still refused."""
+    from fedstruct.experiments import runs
+    from fedstruct.experiments.compare import compare_variants
+
+    quick = {**runnable("fedavg").quick, "rounds": 3}
+    variants: dict = {"a": {}}
+    full = compare_variants("fedavg", variants, [0], tmp_path / "full", common=quick,
+                            progress=False)  # fmt: skip
+    folder = tmp_path / "again" / "a" / "seed-0"
+    execute("fedavg", [quick, {"seed": 0}], folder, stop_after=1)
+    assert read(folder / "run.json")["status"] == "stopped"
+    resumed = compare_variants("fedavg", variants, [0], tmp_path / "again", common=quick,
+                               progress=False)  # fmt: skip
+    assert read(folder / "run.json")["status"] == "finished"
+    assert resumed.runs["a"][0].metrics == full.runs["a"][0].metrics
+    assert read(folder / "history.json") == read(tmp_path / "full/a/seed-0/history.json")
+
+    def never(*args, **kwargs):
+        raise AssertionError("a finished run was run again")
+
+    monkeypatch.setattr(runs, "run_resolved", never)
+    again = compare_variants("fedavg", variants, [0], tmp_path / "again", common=quick,
+                             progress=False)  # fmt: skip
+    assert again.runs["a"][0].metrics == full.runs["a"][0].metrics
+    assert [p.name for p in again.runs["a"][0].figures] == read(folder / "run.json")["figures"]
+    with pytest.raises(ConfigError, match="holds another run"):
+        compare_variants("fedavg", {"a": {"rounds": 2}}, [0], tmp_path / "again",
+                         common=quick, progress=False)  # fmt: skip

@@ -213,6 +213,10 @@ def execute_all(
 ) -> list[RunOutcome]:
     """:func:`~fedstruct.experiments.runs.execute` every ``(layers, folder)`` run, in order.
 
+    A folder that already holds the same run is picked up where it stopped (``reuse``:
+    a finished run is read back, an interrupted one resumes from its checkpoint), so a
+    long recipe run again with the same ``--out`` goes on from its last saved round.
+
     Parameters
     ----------
     method
@@ -234,7 +238,10 @@ def execute_all(
     """
     jobs = integer_at_least(jobs, "jobs")
     if jobs == 1:
-        return [execute(method, layers, folder, progress=progress) for layers, folder in runs]
+        return [
+            execute(method, layers, folder, progress=progress, reuse=True)
+            for layers, folder in runs
+        ]
     with (
         count_done(f"{method} runs, {jobs} at a time", len(runs), enabled=progress) as done,
         ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool,
@@ -264,7 +271,7 @@ def _run_alone(method: str, layers: Sequence[Mapping[str, Any]], folder: Path) -
 
     os.environ[THREADS_ENV] = "1"
     torch.set_num_threads(1)
-    return replace(execute(method, layers, folder, progress=False), model=None)
+    return replace(execute(method, layers, folder, progress=False, reuse=True), model=None)
 
 
 def variant_folder(out: Path, label: str, seed: int) -> Path:

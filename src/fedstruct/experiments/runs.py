@@ -74,6 +74,7 @@ __all__ = [
     "execute",
     "prepare_out",
     "read_config",
+    "read_outcome",
     "register",
     "run_resolved",
     "runnable",
@@ -430,6 +431,7 @@ def execute(
     backend: str | Launcher = "local",
     stop_after: int | None = None,
     overwrite: bool = False,
+    reuse: bool = False,
 ) -> RunOutcome:
     """Run method ``name`` with settings layers applied over its defaults.
 
@@ -444,7 +446,11 @@ def execute(
     With ``resume=True`` the settings, backend and launcher options come from
     ``out/config.json`` and the run continues from its checkpoint. With
     ``stop_after=r`` the run stops after round ``r`` (its checkpoint can be resumed
-    later).
+    later). With ``reuse=True`` (a recipe's runs) a folder that holds this very run
+    (the same settings digest) is picked up where it stopped: a finished run's
+    outcome is read back from its files (:func:`read_outcome`), and a run that was
+    interrupted or stopped after saving a round resumes from its checkpoint; any
+    other folder is treated as without ``reuse``.
 
     Raises
     ------
@@ -475,6 +481,15 @@ def execute(
     launcher.check(settings)
     config.update(launcher.record())
     digest = _settings_digest(config)
+    if reuse and not resume:
+        earlier = _same_run_state(out, digest)
+        if earlier == "finished":
+            return read_outcome(out)
+        if earlier is not None:
+            return execute(
+                name, layers, out, resume=True, progress=progress, backend=launcher,
+                stop_after=stop_after,
+            )  # fmt: skip
     with folder_lock(out):
         if resume:
             _check_resumable(out, digest, checkpoint=launcher.checkpoint_here)
@@ -532,6 +547,50 @@ def _settings_digest(config: Mapping[str, Any]) -> str:
     keys = ("method", "settings", "backend")
     text = json.dumps({k: config.get(k) for k in keys}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _same_run_state(out: Path, digest: str) -> str | None:
+    """How the run in ``out`` ended if it is the run whose settings digest is
+    ``digest``: ``finished``, or ``resumable`` (interrupted or stopped, with a
+    checkpoint); ``None`` for anything else (no run, another run, a failed one)."""
+    state = run_state(out)
+    if state is None or read_record(out).get("settings_digest") != digest:
+        return None
+    if state == "finished" and (out / "metrics.json").is_file():
+        return "finished"
+    if state in ("interrupted", "stopped") and (out / CHECKPOINT_FILE).is_file():
+        return "resumable"
+    return None
+
+
+def read_outcome(out: Path) -> RunOutcome:
+    """The outcome of the finished run in ``out``, from its ``metrics.json``,
+    ``history.json`` and the figures ``run.json`` lists (JSON only; no model: load it
+    with :func:`fedstruct.load`).
+
+    Raises
+    ------
+    ConfigError
+        If ``metrics.json`` or ``history.json`` is not valid JSON of the right shape.
+    """
+    metrics = _read_json(out / "metrics.json")
+    history = _read_json(out / "history.json") if (out / "history.json").is_file() else []
+    if not isinstance(metrics, dict) or not isinstance(history, list):
+        raise ConfigError(
+            f"{out}: metrics.json must hold an object and history.json a list, as "
+            "'fedstruct run' writes them; rerun into a new folder"
+        )
+    record = read_record(out) or {}
+    figures = [out / name for name in record.get("figures", []) if (out / name).is_file()]
+    return RunOutcome(metrics, history, figures)
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file a run wrote; a one-line ConfigError if it is unreadable."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); rerun into a new folder") from None
 
 
 def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:

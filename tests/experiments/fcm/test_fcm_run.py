@@ -164,3 +164,14 @@ def test_the_freezing_recipe_trains_with_and_without_freezing(tmp_path, monkeypa
     assert metrics["no"]["concept_accuracy"] != metrics["yes"]["concept_accuracy"]
     assert "| asia | c2bm | freezing yes |" in (tmp_path / "results.md").read_text()
     assert (tmp_path / "task_accuracy.png").stat().st_size > 10_000
+
+
+def test_intervention_metrics_are_ordered_by_level_as_numbers():
+    """results.md of ``fcm-interventions``: a network with 10+ levels (hailfinder has 14)
+    lists level 2 before level 10, per metric."""
+    from fedstruct.experiments.fcm.recipes import _by_level
+
+    names = [f"{m}_accuracy_level_{lv}" for m in ("task", "label") for lv in (10, 2, 0, 13, 1)]
+    assert sorted(names, key=_by_level) == [
+        f"{m}_accuracy_level_{lv}" for m in ("label", "task") for lv in (0, 1, 2, 10, 13)
+    ]

@@ -94,6 +94,13 @@ def _level_curves(comparison: Comparison, variant: str, prefix: str) -> list[tup
     ]
 
 
+def _by_level(metric: str) -> tuple[str, int]:
+    """Sort key of a ``NAME_level_L`` metric: by name, then by level as a number
+    (``level_2`` before ``level_10``)."""
+    name, level = metric.rsplit("_", 1)
+    return name, int(level)
+
+
 def _interventions(quick: bool, out: Path, seeds: range) -> RecipeReport:
     """Figures 2 and 4-6: label and task accuracy after interventions by graph level.
 
@@ -135,7 +142,7 @@ def intervention_curves(
                     ylabel=metric.replace("_", " "),
                 )
     found = {k for runs in comparison.runs.values() for o in runs for k in o.metrics}
-    metrics = sorted(k for k in found if "_level_" in k)
+    metrics = sorted((k for k in found if "_level_" in k), key=_by_level)
     table = write_results(
         out, comparison.rows(metrics), metrics, f"F-CMs interventions ({len(seeds)} seeds)"
     )
