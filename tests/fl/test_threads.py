@@ -62,8 +62,8 @@ def test_enco_learns_with_the_default_threads(monkeypatch):
 def test_a_recipe_worker_runs_on_one_thread_whatever_the_parent_set(monkeypatch):
     seen = {}
 
-    def fake_execute(method, layers, folder, progress):
-        seen.update(env=os.environ[THREADS_ENV], torch=torch.get_num_threads())
+    def fake_execute(method, layers, folder, progress, reuse):
+        seen.update(env=os.environ[THREADS_ENV], torch=torch.get_num_threads(), reuse=reuse)
         return compare.RunOutcome.__new__(compare.RunOutcome)
 
     monkeypatch.setenv(THREADS_ENV, "2")
@@ -74,7 +74,7 @@ def test_a_recipe_worker_runs_on_one_thread_whatever_the_parent_set(monkeypatch)
         compare._run_alone("fedcd", [], None)
     finally:
         torch.set_num_threads(before)
-    assert seen == {"env": "1", "torch": 1}
+    assert seen == {"env": "1", "torch": 1, "reuse": True}
 
 
 def test_fit_runs_torch_with_the_default_threads_and_restores_them(monkeypatch):
