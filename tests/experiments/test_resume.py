@@ -315,3 +315,20 @@ def test_a_recipe_run_again_picks_up_its_runs_where_they_stopped(tmp_path, monke
     with pytest.raises(ConfigError, match="holds another run"):
         compare_variants("fedavg", {"a": {"rounds": 2}}, [0], tmp_path / "again",
                          common=quick, progress=False)  # fmt: skip
+
+
+def test_a_recipe_run_stopped_before_its_first_checkpoint_starts_afresh(tmp_path):
+    """The same run, recorded as stopped with no checkpoint (Ctrl-C in round 1): a
+    recipe run again replaces that run's own files and runs it from the start."""
+    from fedstruct.experiments.compare import compare_variants
+
+    quick = {**runnable("fedavg").quick, "rounds": 2}
+    first = compare_variants("fedavg", {"a": {}}, [0], tmp_path, common=quick, progress=False)
+    folder = tmp_path / "a" / "seed-0"
+    record = read(folder / "run.json")
+    (folder / "run.json").write_text(json.dumps({**record, "status": "stopped"}))
+    (folder / CHECKPOINT_FILE).unlink()
+    (folder / "metrics.json").unlink()
+    again = compare_variants("fedavg", {"a": {}}, [0], tmp_path, common=quick, progress=False)
+    assert read(folder / "run.json")["status"] == "finished"
+    assert again.runs["a"][0].metrics == first.runs["a"][0].metrics == read(folder / "metrics.json")

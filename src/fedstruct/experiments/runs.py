@@ -449,7 +449,8 @@ def execute(
     later). With ``reuse=True`` (a recipe's runs) a folder that holds this very run
     (the same settings digest) is picked up where it stopped: a finished run's
     outcome is read back from its files (:func:`read_outcome`), and a run that was
-    interrupted or stopped after saving a round resumes from its checkpoint; any
+    interrupted or stopped after saving a round resumes from its checkpoint (one
+    stopped before its first round is run afresh, replacing only its own files); any
     other folder is treated as without ``reuse``.
 
     Raises
@@ -485,10 +486,10 @@ def execute(
         earlier = _same_run_state(out, digest)
         if earlier == "finished":
             return read_outcome(out)
-        if earlier is not None:
+        if earlier is not None:  # resumable: from its checkpoint; restartable: afresh
             return execute(
-                name, layers, out, resume=True, progress=progress, backend=launcher,
-                stop_after=stop_after,
+                name, layers, out, resume=earlier == "resumable", progress=progress,
+                backend=launcher, stop_after=stop_after, overwrite=earlier == "restartable",
             )  # fmt: skip
     with folder_lock(out):
         if resume:
@@ -551,15 +552,17 @@ def _settings_digest(config: Mapping[str, Any]) -> str:
 
 def _same_run_state(out: Path, digest: str) -> str | None:
     """How the run in ``out`` ended if it is the run whose settings digest is
-    ``digest``: ``finished``, or ``resumable`` (interrupted or stopped, with a
-    checkpoint); ``None`` for anything else (no run, another run, a failed one)."""
+    ``digest``: ``finished``, ``resumable`` (interrupted or stopped, with a
+    checkpoint) or ``restartable`` (interrupted or stopped before its first
+    checkpoint: only its own files are replaced); ``None`` for anything else (no
+    run, another run, a failed one)."""
     state = run_state(out)
     if state is None or read_record(out).get("settings_digest") != digest:
         return None
     if state == "finished" and (out / "metrics.json").is_file():
         return "finished"
-    if state in ("interrupted", "stopped") and (out / CHECKPOINT_FILE).is_file():
-        return "resumable"
+    if state in ("interrupted", "stopped"):
+        return "resumable" if (out / CHECKPOINT_FILE).is_file() else "restartable"
     return None
 
 
