@@ -85,9 +85,7 @@ def _table1(quick: bool, out: Path, seeds: range) -> RecipeReport:
 
 def _level_curves(comparison: Comparison, variant: str, prefix: str) -> list[tuple[float, float]]:
     runs = comparison.runs[variant]
-    levels = sorted(
-        {int(k.rsplit("_", 1)[1]) for o in runs for k in o.metrics if k.startswith(prefix)}
-    )
+    levels = sorted({_by_level(k)[1] for o in runs for k in o.metrics if k.startswith(prefix)})
     return [
         (float(lv), float(np.nanmean([o.metrics.get(f"{prefix}{lv}", np.nan) for o in runs])))
         for lv in levels
