@@ -149,6 +149,7 @@ def test_an_old_pickle_checkpoint_is_refused_and_never_run(stopped, tmp_path):
 @pytest.mark.parametrize(
     ("config", "message"),
     [
+        ("{", "config.json is not valid JSON (Expecting property name"),
         ([], "holds a JSON list, not an object"),
         ({"method": "fedavg"}, "has no settings object"),
         ({"method": "fedavg", "settings": []}, "has no settings object"),
@@ -158,7 +159,8 @@ def test_an_old_pickle_checkpoint_is_refused_and_never_run(stopped, tmp_path):
 )
 def test_a_config_json_of_the_wrong_shape_is_one_line(stopped, tmp_path, config, message):
     out = copy_run(stopped, tmp_path / "run")
-    (out / "config.json").write_text(json.dumps(config))
+    text = config if isinstance(config, str) else json.dumps(config)
+    (out / "config.json").write_text(text)
     one_line_exit_2(["run", "fedavg", "--resume", str(out)], message)
 
 

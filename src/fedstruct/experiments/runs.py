@@ -588,12 +588,13 @@ def read_outcome(out: Path) -> RunOutcome:
     return RunOutcome(metrics, history, figures)
 
 
-def _read_json(path: Path) -> Any:
-    """A JSON file a run wrote; a one-line ConfigError if it is unreadable."""
+def _read_json(path: Path, fix: str = "rerun into a new folder") -> Any:
+    """A JSON file a run wrote; a one-line ConfigError (ending with ``fix``) if it is
+    unreadable."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc}); rerun into a new folder") from None
+        raise ConfigError(f"{path} is not valid JSON ({exc}); {fix}") from None
 
 
 def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
@@ -694,10 +695,7 @@ def read_config(out: Path) -> dict[str, Any]:
     path = out / "config.json"
     if not path.is_file():
         raise ConfigError(f"{path} does not exist; --resume needs the folder of an earlier run")
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc})") from None
+    config = _read_json(path, fix="it is not a run's config.json as fedstruct writes it")
     problem = _config_problem(config)
     if problem:
         raise ConfigError(f"{path} {problem}; it is not a run's config.json as fedstruct writes it")
