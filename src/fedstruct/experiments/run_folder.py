@@ -41,6 +41,7 @@ __all__ = [
     "prepare_out",
     "read_record",
     "record_files",
+    "record_status",
     "run_state",
     "update_files",
     "write_record",
@@ -189,6 +190,12 @@ def run_state(out: Path) -> str | None:
         return None
     if record is None:
         return None
+    return record_status(out, record)
+
+
+def record_status(out: Path, record: dict[str, Any]) -> str:
+    """The status ``record`` (``out``'s checked ``run.json``, from :func:`read_record`)
+    says, ``interrupted`` for a run recorded as running that no live process holds."""
     if record["status"] == "running" and lock_owner(out) is None:
         return "interrupted"
     return str(record["status"])

@@ -49,6 +49,7 @@ from fedstruct.experiments.run_folder import (
     lock_owner,
     prepare_out,
     read_record,
+    record_status,
     run_state,
     update_files,
     write_record,
@@ -556,9 +557,13 @@ def _same_run_state(out: Path, digest: str) -> str | None:
     checkpoint) or ``restartable`` (interrupted or stopped before its first
     checkpoint: only its own files are replaced); ``None`` for anything else (no
     run, another run, a failed one)."""
-    state = run_state(out)
-    if state is None or read_record(out).get("settings_digest") != digest:
+    try:
+        record = read_record(out)
+    except ConfigError:
         return None
+    if record is None or record.get("settings_digest") != digest:
+        return None
+    state = record_status(out, record)
     if state == "finished" and (out / "metrics.json").is_file():
         return "finished"
     if state in ("interrupted", "stopped"):
@@ -695,10 +700,11 @@ def read_config(out: Path) -> dict[str, Any]:
     path = out / "config.json"
     if not path.is_file():
         raise ConfigError(f"{path} does not exist; --resume needs the folder of an earlier run")
-    config = _read_json(path, fix="it is not a run's config.json as fedstruct writes it")
+    not_ours = "it is not a run's config.json as fedstruct writes it"
+    config = _read_json(path, fix=not_ours)
     problem = _config_problem(config)
     if problem:
-        raise ConfigError(f"{path} {problem}; it is not a run's config.json as fedstruct writes it")
+        raise ConfigError(f"{path} {problem}; {not_ours}")
     return config
 
 
