@@ -53,6 +53,12 @@ def test_cuda_without_a_gpu_and_a_misspelt_device_are_refused_in_one_line(no_gpu
         resolve_device("gpu")
 
 
+def test_the_cuda_graphs_setting_is_a_boolean():
+    assert ENCOConfig().cuda_graphs is True
+    with pytest.raises(ConfigError, match="cuda_graphs must be true or false"):
+        ENCOConfig(cuda_graphs=1)
+
+
 @pytest.mark.parametrize("config", [ENCOConfig, FedAvgConfig, CafeConfig, FCMConfig, FedNGMConfig])
 def test_every_torch_method_checks_its_device_setting_without_a_gpu(config):
     assert config().device == "auto"
@@ -98,6 +104,12 @@ def test_a_precomputed_block_gives_the_masks_and_gradients_of_the_index_list():
     by_list = edge_gradients(graphs, nll, gamma, theta, 2, 0.004, unintervened)
     by_block = edge_gradients(graphs, nll, gamma, theta, 2, 0.004, block)
     for a, b in zip(by_list, by_block, strict=True):
+        assert torch.equal(a, b)
+    # the target as a one-hot vector (how a step recorded as a CUDA graph passes it)
+    one_hot = torch.eye(d)[2]
+    assert torch.equal(theta_update_mask(d, one_hot, block), theta_update_mask(d, 2, block))
+    by_vector = edge_gradients(graphs, nll, gamma, theta, one_hot, 0.004, block)
+    for a, b in zip(by_vector, by_block, strict=True):
         assert torch.equal(a, b)
 
 

@@ -32,7 +32,7 @@ def edge_gradients(
     nll: torch.Tensor,
     gamma: torch.Tensor,
     theta: torch.Tensor,
-    target: int,
+    target: int | torch.Tensor,
     lambda_sparse: float,
     unintervened: Sequence[int] | torch.Tensor = (),
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,7 +47,9 @@ def edge_gradients(
     gamma, theta
         Current parameters ``(d, d)``.
     target
-        The intervened variable ``I``.
+        The intervened variable ``I``, or its one-hot ``(d,)`` vector on the
+        parameters' device (a step that takes it so stays the same at every target,
+        as a CUDA graph must: :mod:`fedstruct.fl.cuda_graphs`).
     lambda_sparse
         The sparsity regulariser λ (ENCO: 0.004).
     unintervened
@@ -69,13 +71,13 @@ def edge_gradients(
     with_edge = (graphs * weighted).sum(dim=0) / present.clamp(min=1.0)
     without_edge = ((1.0 - graphs) * weighted).sum(dim=0) / absent.clamp(min=1.0)
     diff = with_edge - without_edge
+    is_target = _one_hot(target, gamma)
     sg, st = torch.sigmoid(gamma), torch.sigmoid(theta)
     grad_gamma = informative * sg * (1.0 - sg) * st * (diff + lambda_sparse)
-    grad_gamma[:, target] = 0.0
+    grad_gamma *= 1.0 - is_target  # the target's column (its parents are cut)
     grad_gamma.fill_diagonal_(0.0)
     grad_theta = informative * st * (1.0 - st) * sg * diff
-    rows = _block_of(unintervened, grad_theta).clone()
-    rows[target] = 1.0
+    rows = torch.maximum(_block_of(unintervened, grad_theta), is_target[:, None])
     grad_theta = grad_theta * rows
     return grad_gamma, grad_theta - grad_theta.T
 
@@ -91,6 +93,16 @@ def unintervened_block(
     return block
 
 
+def _one_hot(target: int | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``target`` as a one-hot ``(d,)`` vector beside ``like`` (``(d, d)``); a tensor
+    is taken to be that vector already."""
+    if isinstance(target, torch.Tensor):
+        return target
+    vector = torch.zeros(like.shape[0], dtype=like.dtype, device=like.device)
+    vector[target] = 1.0
+    return vector
+
+
 def _block_of(unintervened: Sequence[int] | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """The block of :func:`unintervened_block`, given or built beside ``like``."""
     if isinstance(unintervened, torch.Tensor):
@@ -99,24 +111,23 @@ def _block_of(unintervened: Sequence[int] | torch.Tensor, like: torch.Tensor) ->
 
 
 def theta_update_mask(
-    d: int, target: int, unintervened: Sequence[int] | torch.Tensor = ()
+    d: int, target: int | torch.Tensor, unintervened: Sequence[int] | torch.Tensor = ()
 ) -> torch.Tensor:
     """Which θ entries move in this step, and at what relative rate (ENCO Appendix B).
 
-    ``unintervened``: the variables without interventions, or their
-    :func:`unintervened_block` (the mask is then built on the block's device).
+    ``target``: the intervened variable, or its one-hot ``(d,)`` vector (see
+    :func:`edge_gradients`). ``unintervened``: the variables without interventions, or
+    their :func:`unintervened_block` (the mask is then built on the block's device).
     """
-    if isinstance(unintervened, torch.Tensor):
-        mask = unintervened * UNINTERVENED_RATE
-    else:
-        mask = torch.zeros(d, d)
-        if len(unintervened):
-            idx = torch.as_tensor(list(unintervened))
-            mask[idx[:, None], idx[None, :]] = UNINTERVENED_RATE
-    mask[target, :] = 1.0
-    mask[:, target] = 1.0
-    mask.fill_diagonal_(0.0)
-    return mask
+    block = (
+        unintervened
+        if isinstance(unintervened, torch.Tensor)
+        else unintervened_block(d, unintervened)
+    )
+    is_target = _one_hot(target, block)
+    on_target = torch.maximum(is_target[:, None], is_target[None, :])  # its row and column
+    mask = torch.maximum(block * UNINTERVENED_RATE, on_target)
+    return mask.fill_diagonal_(0.0)
 
 
 class ThetaAdam:
@@ -143,9 +154,10 @@ class ThetaAdam:
         """Advance the entries with ``mask > 0`` by ``mask ·`` Adam's step."""
         b1, b2 = self.betas
         active = mask > 0
+        # In place: a step recorded as a CUDA graph must find its state where it was.
         self.steps += active.to(self.steps.dtype)
-        self.m = torch.where(active, b1 * self.m + (1 - b1) * grad, self.m)
-        self.v = torch.where(active, b2 * self.v + (1 - b2) * grad * grad, self.v)
+        self.m.copy_(torch.where(active, b1 * self.m + (1 - b1) * grad, self.m))
+        self.v.copy_(torch.where(active, b2 * self.v + (1 - b2) * grad * grad, self.v))
         c1 = (1 - b1**self.steps).masked_fill(self.steps == 0, 1.0)
         c2 = (1 - b2**self.steps).masked_fill(self.steps == 0, 1.0)
         update = (self.m / c1) / (torch.sqrt(self.v / c2) + self.eps)

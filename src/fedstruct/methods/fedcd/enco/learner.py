@@ -11,6 +11,9 @@ Each epoch alternates the two stages of ENCO §3 (Algorithm 1):
    sampled, every variable's likelihood is scored under each of them, and γ, θ move
    along the estimators of :mod:`.graph_fitting`.
 
+On a CUDA device each step is recorded once as a CUDA graph and replayed
+(``ENCOConfig.cuda_graphs``; :mod:`fedstruct.fl.cuda_graphs`).
+
 FED-CD (§5.3) starts each round from the broadcast prior ``(γ, θ)``; the networks
 are fitted afresh each round from the client's seed for that round, as in the FED-CD
 reference code, so a client keeps no state between rounds.
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from fedstruct.errors import ConfigError
+from fedstruct.fl.cuda_graphs import ReplayedStep
 from fedstruct.fl.device import host_array, resolve_device, seed_device
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.threads import default_threads, usable_cores
@@ -86,8 +91,18 @@ class ENCO:
             nets = ConditionalNetworks(data.cardinalities, cfg.hidden, gen).to(device)
             draws = gen if device.type == "cpu" else torch.Generator(device).manual_seed(seed)
             seed_device(seed, device)
+            obs = torch.as_tensor(data.observational, device=device)
+            inter = {t: torch.as_tensor(v, device=device) for t, v in data.interventional.items()}
+            # Each step recorded as a CUDA graph and replayed (one launch, not ~180), when
+            # its shapes never change: every intervened batch of the same size.
+            batch_sizes = {min(len(v), cfg.batch_size) for v in inter.values()}
+            record = cfg.cuda_graphs and device.type == "cuda" and len(batch_sizes) <= 1
             model_opt = torch.optim.Adam(
-                nets.parameters(), lr=cfg.lr_model, weight_decay=cfg.weight_decay, fused=True
+                nets.parameters(),
+                lr=cfg.lr_model,
+                weight_decay=cfg.weight_decay,
+                fused=True,
+                capturable=record,
             )
             gamma = torch.nn.Parameter(_on(prior.gamma, device).clone())
             theta = _on(prior.theta, device).clone()
@@ -98,45 +113,110 @@ class ENCO:
             clamp = None if fixed is None else fixed.clamper(gamma, theta)
             if clamp is not None:
                 clamp()
-            gamma_opt = torch.optim.Adam([gamma], lr=cfg.lr_gamma, betas=(0.9, cfg.beta2_gamma))
-            theta_opt = ThetaAdam(theta, lr=cfg.lr_theta)
-            obs = torch.as_tensor(data.observational, device=device)
-            inter = {t: torch.as_tensor(v, device=device) for t, v in data.interventional.items()}
-            block = unintervened_block(d, [j for j in range(d) if j not in inter], device)
+            gamma_opt = torch.optim.Adam(
+                [gamma], lr=cfg.lr_gamma, betas=(0.9, cfg.beta2_gamma), capturable=record
+            )
+            steps = _Steps(
+                cfg,
+                nets,
+                model_opt,
+                gamma,
+                gamma_opt,
+                theta_opt=ThetaAdam(theta, lr=cfg.lr_theta),
+                clamp=clamp,
+                block=unintervened_block(d, [j for j in range(d) if j not in inter], device),
+                draws=draws,
+                chunk=cfg.graph_chunk if device.type == "cpu" else cfg.graphs_per_step,
+                in_place=record,
+            )
+            fit_model, fit_graph = steps.model_step, steps.graph_step
+            if record:
+                fit_model = ReplayedStep(fit_model, [draws])
+                fit_graph = ReplayedStep(fit_graph, [draws])
+            one_hot = torch.eye(d, device=device)
             obs_batches = _batches(len(obs), cfg.batch_size, draws)
             targets = _cycle(list(inter), gen)  # host ints: index the pools, no sync
-            chunk = cfg.graph_chunk if device.type == "cpu" else cfg.graphs_per_step
             last_loss = None
             for epoch in range(1, epochs + 1):
-                probs = _edge_probs(gamma.detach(), theta)
+                steps.feed(probs=_edge_probs(gamma.detach(), theta))
                 for _ in range(cfg.model_steps):
-                    rows = obs[next(obs_batches)]
-                    parents = _sample_graphs(probs, len(rows), draws)
-                    model_opt.zero_grad()
-                    loss = nets.nll_per_sample_graph(rows, parents)
-                    loss.backward()
-                    model_opt.step()
+                    steps.feed(rows=obs[next(obs_batches)])
+                    fit_model()
                 for _ in range(cfg.graph_steps):
                     t = next(targets)
                     pool = inter[t]
                     take = _randperm(len(pool), draws)[: cfg.batch_size]
-                    probs = _edge_probs(gamma.detach(), theta)
-                    graphs = _sample_graphs(probs, cfg.graphs_per_step, draws)
-                    nll = nets.nll_per_graph(pool[take], graphs, chunk=chunk)
-                    g_gamma, g_theta = edge_gradients(
-                        graphs, nll, gamma.detach(), theta, t, cfg.lambda_sparse, block
-                    )
-                    gamma.grad = g_gamma
-                    gamma_opt.step()
-                    theta_opt.step(g_theta, theta_update_mask(d, t, block))
-                    if clamp is not None:
-                        clamp()
-                last_loss = loss.detach()
+                    steps.feed(batch=pool[take], target=one_hot[t])
+                    fit_graph()
+                last_loss = steps.loss
                 if progress is not None:
                     progress(epoch, _beliefs(gamma, theta))
             if last_loss is not None:  # the one copy to the host, after the epochs
                 self.last_loss_ = float(last_loss)
             return _beliefs(gamma, theta)
+
+
+@dataclass
+class _Steps:
+    """ENCO's two training steps on state that stays in place.
+
+    The inputs of a step (the distribution-fitting probabilities and rows, the
+    intervened batch and its target) arrive through :meth:`feed`; with ``in_place``
+    they are copied into the tensors the previous step read, so that each step can be
+    recorded once as a CUDA graph and replayed
+    (:class:`fedstruct.fl.cuda_graphs.ReplayedStep`).
+    """
+
+    cfg: ENCOConfig
+    nets: ConditionalNetworks
+    model_opt: torch.optim.Optimizer
+    gamma: torch.nn.Parameter
+    gamma_opt: torch.optim.Optimizer
+    theta_opt: ThetaAdam
+    clamp: Callable[[], None] | None
+    block: torch.Tensor  # unintervened_block
+    draws: torch.Generator
+    chunk: int  # graphs scored per pass
+    in_place: bool
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    loss: torch.Tensor | None = None  # the last distribution-fitting loss
+
+    def feed(self, **inputs: torch.Tensor) -> None:
+        """The next step's inputs, by name (``probs``, ``rows``, ``batch``, ``target``)."""
+        for name, value in inputs.items():
+            held = self.inputs.get(name)
+            if self.in_place and held is not None:
+                held.copy_(value)
+            else:
+                self.inputs[name] = value.clone() if self.in_place else value
+
+    def model_step(self) -> None:
+        """Distribution fitting (ENCO §3.2): one Adam step of the conditionals on
+        ``rows``, each row masked by its own graph drawn from ``probs``."""
+        rows = self.inputs["rows"]
+        parents = _sample_graphs(self.inputs["probs"], len(rows), self.draws)
+        self.model_opt.zero_grad()
+        loss = self.nets.nll_per_sample_graph(rows, parents)
+        loss.backward()
+        self.model_opt.step()
+        self.loss = loss.detach()  # kept without its autograd graph, which backward freed
+
+    def graph_step(self) -> None:
+        """Graph fitting (ENCO §3.3): γ and θ move along eqs. (6)-(7) on ``batch``,
+        intervened on the variable whose one-hot vector is ``target``."""
+        cfg, gamma, theta = self.cfg, self.gamma, self.theta_opt.param
+        target = self.inputs["target"]
+        probs = _edge_probs(gamma.detach(), theta)
+        graphs = _sample_graphs(probs, cfg.graphs_per_step, self.draws)
+        nll = self.nets.nll_per_graph(self.inputs["batch"], graphs, chunk=self.chunk)
+        g_gamma, g_theta = edge_gradients(
+            graphs, nll, gamma.detach(), theta, target, cfg.lambda_sparse, self.block
+        )
+        gamma.grad = g_gamma
+        self.gamma_opt.step()
+        self.theta_opt.step(g_theta, theta_update_mask(len(theta), target, self.block))
+        if self.clamp is not None:
+            self.clamp()
 
 
 def _on(array: np.ndarray, device: torch.device) -> torch.Tensor:
