@@ -21,12 +21,13 @@ last, after the method's own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from fedstruct.constraints import Interval, check_fields
 from fedstruct.privacy.central_dp import CentralDP
-from fedstruct.privacy.dp import DPBudget, site_budget
+from fedstruct.privacy.dp import DPBudget, PrivacyLedger, SitePrivacy, site_budget
 
-__all__ = ["CentralDPSettings", "DPSGDSettings"]
+__all__ = ["CentralDPSettings", "DPSGDSettings", "LocalTraining", "site_privacy"]
 
 
 def _next_post_init(settings: object, cls: type) -> None:
@@ -73,6 +74,42 @@ class DPSGDSettings:
         return site_budget(self.dp_epsilon, self.dp_delta, self.dp_clip, n_rows)
 
 
+class LocalTraining(Protocol):
+    """What a site's DP-SGD plan reads from its method's config (FedAvg's, the CAFE
+    harness's): the DP settings and the local training schedule."""
+
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def local_epochs(self) -> int: ...
+    @property
+    def rounds(self) -> int: ...
+    @property
+    def dp_noise_multiplier(self) -> float | None: ...
+    def dp_budget(self, n_rows: int) -> DPBudget | None: ...
+
+
+def site_privacy(
+    config: LocalTraining, site: str, n_rows: int, ledger: PrivacyLedger
+) -> SitePrivacy | None:
+    """With DP-SGD (``config.dp_epsilon``): the site's budget, noise and ``ledger`` for
+    its ``n_rows`` training rows; ``None`` without DP. A fixed noise multiplier that
+    would exceed the budget is refused here, before any training (:class:`SitePrivacy`)."""
+    budget = config.dp_budget(n_rows)
+    if budget is None:
+        return None
+    return SitePrivacy(
+        site,
+        budget,
+        n_rows=n_rows,
+        batch_size=config.batch_size,
+        epochs=config.local_epochs,
+        rounds=config.rounds,
+        noise_multiplier=config.dp_noise_multiplier,
+        ledger=ledger,
+    )
+
+
 _DPSGD_CONSTRAINTS = {
     "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
     "dp_clip": Interval(float, 0, closed="neither"),
@@ -109,12 +146,13 @@ class CentralDPSettings:
         ``δ`` of the site-level ``(ε, δ)`` of central DP (1e-5).
     """
 
+    # the defaults are CentralDP's own (one place holds them)
     central_dp_noise: float | None = None
-    central_dp_clip: float = 1.0
-    central_dp_quantile: float | None = None
-    central_dp_clip_rate: float = 0.2
-    central_dp_count_noise: float | None = None
-    central_dp_delta: float = 1e-5
+    central_dp_clip: float = CentralDP.clip
+    central_dp_quantile: float | None = CentralDP.target_quantile
+    central_dp_clip_rate: float = CentralDP.clip_learning_rate
+    central_dp_count_noise: float | None = CentralDP.count_noise
+    central_dp_delta: float = CentralDP.delta
 
     def __post_init__(self) -> None:
         self.central_dp()  # with central DP: validates every central_dp_* value

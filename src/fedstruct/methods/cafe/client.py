@@ -56,6 +56,7 @@ from fedstruct.methods.cafe.local import (
 from fedstruct.methods.cafe.networks import DriftNet, table_shape
 from fedstruct.privacy.central_dp import CLIP, clipped_reply
 from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
+from fedstruct.privacy.settings import site_privacy
 
 __all__ = [
     "ENCODING",
@@ -166,19 +167,8 @@ class CafeClient(Client):
         self.n_params = sum(p.numel() for p in self.net.parameters())
         if self.config.algorithm == "fedproto" and self.own is None:
             self.own = get_params(self.net)
-        c = self.config
-        budget = c.dp_budget(len(self.labels))
-        if budget is not None:  # DP-SGD: a fixed noise over budget is refused here
-            self.privacy = SitePrivacy(
-                self.name,
-                budget,
-                n_rows=len(self.labels),
-                batch_size=c.batch_size,
-                epochs=c.local_epochs,
-                rounds=c.rounds,
-                noise_multiplier=c.dp_noise_multiplier,
-                ledger=self.ledger,
-            )
+        # DP-SGD: a fixed noise over budget is refused here
+        self.privacy = site_privacy(self.config, self.name, len(self.labels), self.ledger)
 
     def _encode_table(self, msg: Message) -> None:
         """A table client: encode its rows with the message's feature encoding (once

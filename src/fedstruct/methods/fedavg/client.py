@@ -25,6 +25,7 @@ from fedstruct.methods.fedavg.model import (
 )
 from fedstruct.privacy.central_dp import CLIP, clipped_reply
 from fedstruct.privacy.dp import PrivacyLedger, SitePrivacy
+from fedstruct.privacy.settings import site_privacy
 
 __all__ = [
     "DELTA",
@@ -129,26 +130,7 @@ class FedAvgClient(Client):
         model = build_model(self.schema, encoder.width, self.config.hidden, self.seed)
         self.model = model.to(self.device)
         self.n_params = sum(p.numel() for p in self.model.parameters())
-        self.privacy = self._site_privacy(len(self.y))
-
-    def _site_privacy(self, n_rows: int) -> SitePrivacy | None:
-        """With DP-SGD (``config.dp_epsilon``): the site's budget, noise and ledger for
-        its ``n_rows`` training rows; a fixed noise multiplier that would exceed the
-        budget is refused here, before any training."""
-        c = self.config
-        budget = c.dp_budget(n_rows)
-        if budget is None:
-            return None
-        return SitePrivacy(
-            self.data.name,
-            budget,
-            n_rows=n_rows,
-            batch_size=c.batch_size,
-            epochs=c.local_epochs,
-            rounds=c.rounds,
-            noise_multiplier=c.dp_noise_multiplier,
-            ledger=self.ledger,
-        )
+        self.privacy = site_privacy(self.config, self.data.name, len(self.y), self.ledger)
 
     def _weights(self, msg: Message) -> dict[str, Any]:
         """The message's weights, the rows encoded with its encoding first if new."""
