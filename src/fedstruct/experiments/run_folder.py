@@ -44,6 +44,7 @@ __all__ = [
     "record_status",
     "run_state",
     "update_files",
+    "valid_record",
     "write_record",
 ]
 
@@ -181,16 +182,20 @@ def update_files(out: Path) -> None:
         write_record(out, record["status"], **details)
 
 
+def valid_record(out: Path) -> dict[str, Any] | None:
+    """``out``'s ``run.json`` as :func:`read_record` checks it; ``None`` when there is
+    none or it is not a valid record."""
+    try:
+        return read_record(out)
+    except ConfigError:
+        return None
+
+
 def run_state(out: Path) -> str | None:
     """The run's status as ``run.json`` says, ``interrupted`` for a run recorded as
     running that no live process holds; ``None`` without a valid record."""
-    try:
-        record = read_record(out)
-    except ConfigError:
-        return None
-    if record is None:
-        return None
-    return record_status(out, record)
+    record = valid_record(out)
+    return None if record is None else record_status(out, record)
 
 
 def record_status(out: Path, record: dict[str, Any]) -> str:

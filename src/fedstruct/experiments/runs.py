@@ -52,6 +52,7 @@ from fedstruct.experiments.run_folder import (
     record_status,
     run_state,
     update_files,
+    valid_record,
     write_record,
 )
 from fedstruct.experiments.settings import SEED, apply_settings, settings_dict, subset
@@ -557,10 +558,7 @@ def _same_run_state(out: Path, digest: str) -> str | None:
     checkpoint) or ``restartable`` (interrupted or stopped before its first
     checkpoint: only its own files are replaced); ``None`` for anything else (no
     run, another run, a failed one)."""
-    try:
-        record = read_record(out)
-    except ConfigError:
-        return None
+    record = valid_record(out)
     if record is None or record.get("settings_digest") != digest:
         return None
     state = record_status(out, record)

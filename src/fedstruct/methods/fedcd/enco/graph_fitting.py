@@ -77,7 +77,8 @@ def edge_gradients(
     grad_gamma *= 1.0 - is_target  # the target's column (its parents are cut)
     grad_gamma.fill_diagonal_(0.0)
     grad_theta = informative * st * (1.0 - st) * sg * diff
-    rows = torch.maximum(_block_of(unintervened, grad_theta), is_target[:, None])
+    block = _block_of(unintervened, len(gamma), gamma.device)
+    rows = torch.maximum(block, is_target[:, None])
     grad_theta = grad_theta * rows
     return grad_gamma, grad_theta - grad_theta.T
 
@@ -103,11 +104,13 @@ def _one_hot(target: int | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return vector
 
 
-def _block_of(unintervened: Sequence[int] | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """The block of :func:`unintervened_block`, given or built beside ``like``."""
+def _block_of(
+    unintervened: Sequence[int] | torch.Tensor, d: int, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """The block of :func:`unintervened_block`, given or built on ``device``."""
     if isinstance(unintervened, torch.Tensor):
         return unintervened
-    return unintervened_block(like.shape[0], unintervened, like.device)
+    return unintervened_block(d, unintervened, device)
 
 
 def theta_update_mask(
@@ -119,11 +122,7 @@ def theta_update_mask(
     :func:`edge_gradients`). ``unintervened``: the variables without interventions, or
     their :func:`unintervened_block` (the mask is then built on the block's device).
     """
-    block = (
-        unintervened
-        if isinstance(unintervened, torch.Tensor)
-        else unintervened_block(d, unintervened)
-    )
+    block = _block_of(unintervened, d)
     is_target = _one_hot(target, block)
     on_target = torch.maximum(is_target[:, None], is_target[None, :])  # its row and column
     mask = torch.maximum(block * UNINTERVENED_RATE, on_target)

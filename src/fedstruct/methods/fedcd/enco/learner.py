@@ -136,7 +136,6 @@ class ENCO:
             one_hot = torch.eye(d, device=device)
             obs_batches = _batches(len(obs), cfg.batch_size, draws)
             targets = _cycle(list(inter), gen)  # host ints: index the pools, no sync
-            last_loss = None
             for epoch in range(1, epochs + 1):
                 steps.feed(probs=_edge_probs(gamma.detach(), theta))
                 for _ in range(cfg.model_steps):
@@ -148,11 +147,10 @@ class ENCO:
                     take = _randperm(len(pool), draws)[: cfg.batch_size]
                     steps.feed(batch=pool[take], target=one_hot[t])
                     fit_graph()
-                last_loss = steps.loss
                 if progress is not None:
                     progress(epoch, _beliefs(gamma, theta))
-            if last_loss is not None:  # the one copy to the host, after the epochs
-                self.last_loss_ = float(last_loss)
+            if steps.loss is not None:  # the one copy to the host, after the epochs
+                self.last_loss_ = float(steps.loss)
             return _beliefs(gamma, theta)
 
 
