@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.compare import execute_all, write_results
+from fedstruct.experiments.compare import execute_all, seed_count, write_results
 from fedstruct.experiments.runs import runnable
 
 
@@ -41,3 +41,11 @@ def test_a_name_of_several_parts_takes_one_label_column_per_part(tmp_path):
         "| ER-2 | 10k+2k | 0.000 ± 0.000 |",
         "| centralized |  | 1.000 |",
     ]
+
+
+@pytest.mark.parametrize(
+    ("seeds", "text"),
+    [(range(1), "1 seed"), (range(5), "5 seeds"), (10, "10 seeds"), ([], "0 seeds")],
+)
+def test_a_table_title_counts_its_seeds_in_words(seeds, text):
+    assert seed_count(seeds) == text

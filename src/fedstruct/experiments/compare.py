@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -31,6 +31,7 @@ __all__ = [
     "compare_variants",
     "count_done",
     "execute_all",
+    "seed_count",
     "sweep_label",
     "variant_folder",
     "write_results",
@@ -118,6 +119,12 @@ class Comparison:
             xlabel="round",
             ylabel=curve_metric.replace("_", " "),
         )
+
+
+def seed_count(seeds: Sized | int) -> str:
+    """``"1 seed"`` or ``"N seeds"``: the number of seeds a recipe's table reports."""
+    n = seeds if isinstance(seeds, int) else len(seeds)
+    return f"{n} seed{'s' * (n != 1)}"
 
 
 def write_results(

@@ -20,7 +20,12 @@ import numpy as np
 
 from fedstruct.data.datasets.images import IMAGE_DATASETS
 from fedstruct.errors import ConfigError, unknown_choice_message
-from fedstruct.experiments.compare import available_cpus, compare_variants, write_results
+from fedstruct.experiments.compare import (
+    available_cpus,
+    compare_variants,
+    seed_count,
+    write_results,
+)
 from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
@@ -90,7 +95,7 @@ def _sweep(
         for key in [k for k, v in row.items() if v is None]:
             del row[key]
     plot_bars(bars, out / "accuracy.png", title=title, ylabel="test accuracy")
-    table = write_results(out, list(rows.values()), columns, f"{title} ({len(seeds)} seeds)")
+    table = write_results(out, list(rows.values()), columns, f"{title} ({seed_count(seeds)})")
     return RecipeReport(table, out)
 
 
@@ -168,7 +173,7 @@ def curve_figures(
         for row in comparison.rows(["accuracy", "best_accuracy"]):
             kept = {k: v for k, v in row.items() if len(seeds) > 1 or not k.endswith("_std")}
             rows.append({**kept, "name": f"{name} | {row['name']}"})
-    title = f"CAFE Fig. 5: accuracy after {base['rounds']} rounds ({len(seeds)} seeds)"
+    title = f"CAFE Fig. 5: accuracy after {base['rounds']} rounds ({seed_count(seeds)})"
     table = write_results(out, rows, ["accuracy", "best_accuracy"], title)
     return RecipeReport(table, out)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fedstruct.experiments.compare import Comparison, compare_variants, write_results
+from fedstruct.experiments.compare import Comparison, compare_variants, seed_count, write_results
 from fedstruct.experiments.fcm.federation import ConceptSource
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_bars, plot_curves
@@ -78,7 +78,7 @@ def _table1(quick: bool, out: Path, seeds: range) -> RecipeReport:
         ylabel="task accuracy",
     )
     table = write_results(
-        out, comparison.rows(metrics), metrics, f"F-CMs Table 1 ({len(seeds)} seeds)"
+        out, comparison.rows(metrics), metrics, f"F-CMs Table 1 ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -142,7 +142,7 @@ def intervention_curves(
     found = {k for runs in comparison.runs.values() for o in runs for k in o.metrics}
     metrics = sorted((k for k in found if "_level_" in k), key=_by_level)
     table = write_results(
-        out, comparison.rows(metrics), metrics, f"F-CMs interventions ({len(seeds)} seeds)"
+        out, comparison.rows(metrics), metrics, f"F-CMs interventions ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -168,7 +168,7 @@ def _convergence(quick: bool, out: Path, seeds: range) -> RecipeReport:
             )
     metrics = ["params_changed_fraction", "params_growth", "task_accuracy", "rounds_run"]
     table = write_results(
-        out, comparison.rows(metrics), metrics, f"F-CMs convergence ({len(seeds)} seeds)"
+        out, comparison.rows(metrics), metrics, f"F-CMs convergence ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -224,7 +224,7 @@ def freezing_table(
     )
     metrics = ["task_accuracy", "concept_accuracy", "rounds_run"]
     table = write_results(
-        out, comparison.rows(metrics), metrics, f"F-CMs selective freezing ({len(seeds)} seeds)"
+        out, comparison.rows(metrics), metrics, f"F-CMs selective freezing ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -247,7 +247,7 @@ def _dp(quick: bool, out: Path, seeds: range) -> RecipeReport:
     comparison = compare_variants("fcm", variants, seeds, out, common=common, progress=False)
     metrics = ["task_accuracy", "concept_accuracy", "epsilon", "rounds_run"]
     table = write_results(
-        out, comparison.rows(metrics), metrics, f"F-CMs with DP-SGD ({len(seeds)} seeds)"
+        out, comparison.rows(metrics), metrics, f"F-CMs with DP-SGD ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -265,7 +265,7 @@ def _clients(quick: bool, out: Path, seeds: range) -> RecipeReport:
     comparison = compare_variants("fcm", variants, seeds, out, common=common, progress=False)
     metrics = ["task_accuracy", "concept_accuracy"]
     table = write_results(
-        out, comparison.rows(metrics), metrics, f"F-CMs by number of clients ({len(seeds)} seeds)"
+        out, comparison.rows(metrics), metrics, f"F-CMs by number of clients ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -320,7 +320,7 @@ def _robustness(quick: bool, out: Path, seeds: range) -> RecipeReport:
             xlabel="share of clients altered",
             ylabel="DiffPairs",
         )
-    table = write_results(out, rows, ["diff_pairs"], f"F-CMs robustness ({len(seeds)} seeds)")
+    table = write_results(out, rows, ["diff_pairs"], f"F-CMs robustness ({seed_count(seeds)})")
     return RecipeReport(table, out)
 
 

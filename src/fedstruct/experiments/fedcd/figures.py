@@ -21,6 +21,7 @@ from typing import Any
 from fedstruct.experiments.compare import (
     Comparison,
     compare_variants,
+    seed_count,
     sweep_label,
     write_results,
 )
@@ -84,7 +85,7 @@ def _sweep_table(
         )
     seeds = len(next(iter(comparison.runs.values())))
     table = write_results(out, comparison.rows(list(metrics)), list(metrics),
-                          f"{title} ({seeds} seeds)")  # fmt: skip
+                          f"{title} ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
@@ -136,7 +137,7 @@ def vertical_sweep(quick: bool, out: Path, seeds: Sequence[int]) -> RecipeReport
     plot_curves(curves, out / "shd.png", title="FED-CD Figure 2: proximity vs voting",
                 xlabel="interventional rows (total)", ylabel="SHD")  # fmt: skip
     table = write_results(out, comparison.rows(["shd"]), ["shd"],
-                          f"FED-CD Figure 2 ({len(seeds)} seeds)")  # fmt: skip
+                          f"FED-CD Figure 2 ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
@@ -160,7 +161,7 @@ def proximity_sweep(quick: bool, out: Path, seeds: Sequence[int]) -> RecipeRepor
             }
     comparison = compare_variants("fedcd", variants, seeds, out, common=common, progress=False)
     table = write_results(out, comparison.rows(["shd"]), ["shd"],
-                          f"FED-CD proximity's β and distance ({len(seeds)} seeds)")  # fmt: skip
+                          f"FED-CD proximity's β and distance ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
@@ -182,7 +183,7 @@ def rounds_by_size(
     plot_curves(comparison.curves("shd"), out / "shd.png", title=f"{title}: SHD per round",
                 xlabel="round", ylabel="SHD")  # fmt: skip
     table = write_results(out, comparison.rows(list(THREE)), list(THREE),
-                          f"{title} ({len(seeds)} seeds)")  # fmt: skip
+                          f"{title} ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
@@ -220,7 +221,7 @@ def clients_sweep(quick: bool, out: Path, seeds: Sequence[int], grow: bool) -> R
     plot_curves(comparison.sweep_curves(labels, clients, "shd"), out / "shd.png",
                 title=f"FED-CD Figure {name}", xlabel="clients", ylabel="SHD")  # fmt: skip
     table = write_results(out, comparison.rows(["shd"]), ["shd"],
-                          f"FED-CD Figure {name} ({len(seeds)} seeds)")  # fmt: skip
+                          f"FED-CD Figure {name} ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
@@ -237,7 +238,7 @@ def entropy_rounds(quick: bool, out: Path, seeds: Sequence[int]) -> RecipeReport
                 ylabel="average edge entropy (bits)")  # fmt: skip
     metrics = ["shd", "edge_entropy"]
     table = write_results(out, comparison.rows(metrics), metrics,
-                          f"FED-CD Figure 7 ({len(seeds)} seeds)")  # fmt: skip
+                          f"FED-CD Figure 7 ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
@@ -257,7 +258,7 @@ def structured_vertical(quick: bool, out: Path, seeds: Sequence[int]) -> RecipeR
     comparison = compare_variants("fedcd", variants, seeds, out, common=common, progress=False)
     metrics = ["shd", "alone_shd_client-1", "alone_shd_client-2"]
     table = write_results(out, comparison.rows(metrics), metrics,
-                          f"FED-CD Figure 11 ({len(seeds)} seeds)")  # fmt: skip
+                          f"FED-CD Figure 11 ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fedstruct.experiments.compare import compare_variants, write_results
+from fedstruct.experiments.compare import compare_variants, seed_count, write_results
 from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
@@ -68,7 +68,7 @@ def _table1(quick: bool, out: Path, seeds: range) -> RecipeReport:
         title="FED-CD Table 1: SHD",
         ylabel="SHD",
     )
-    table = write_results(out, rows, ["shd"], f"FED-CD Table 1 ({len(seeds)} seeds)")
+    table = write_results(out, rows, ["shd"], f"FED-CD Table 1 ({seed_count(seeds)})")
     return RecipeReport(table, out)
 
 
@@ -115,7 +115,7 @@ def _vertical(quick: bool, out: Path, seeds: range) -> RecipeReport:
         ylabel="SHD",
     )
     rows = comparison.rows(metrics)
-    table = write_results(out, rows, metrics, f"FED-CD vertical splits ({len(seeds)} seeds)")
+    table = write_results(out, rows, metrics, f"FED-CD vertical splits ({seed_count(seeds)})")
     return RecipeReport(table, out)
 
 
@@ -143,7 +143,7 @@ def _rounds(quick: bool, out: Path, seeds: range) -> RecipeReport:
         )
     rows = comparison.rows(["shd", "edge_entropy"])
     table = write_results(
-        out, rows, ["shd", "edge_entropy"], f"FED-CD by round ({len(seeds)} seeds)"
+        out, rows, ["shd", "edge_entropy"], f"FED-CD by round ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 

@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from fedstruct.experiments.compare import Comparison, compare_variants, sweep_label, write_results
+from fedstruct.experiments.compare import (
+    Comparison,
+    compare_variants,
+    seed_count,
+    sweep_label,
+    write_results,
+)
 from fedstruct.experiments.plots import plot_bars, plot_curves
 from fedstruct.experiments.recipes import Recipe, RecipeReport, register_recipe
 
@@ -65,7 +71,7 @@ def _sachs(quick: bool, out: Path, seeds: range) -> RecipeReport:
     metrics = [*EDGE, *ARROW, *ORIENT]
     rows = [*comparison.rows(metrics), _central_row(comparison, "FedCDnv", metrics)]
     table = write_results(
-        out, rows, metrics, f"FedCDnv Table 1: real Sachs data ({len(seeds)} seeds)"
+        out, rows, metrics, f"FedCDnv Table 1: real Sachs data ({seed_count(seeds)})"
     )
     return RecipeReport(table, out)
 
@@ -98,7 +104,7 @@ def _synthetic(quick: bool, out: Path, seeds: range) -> RecipeReport:
             xlabel="|V| (variables of the DAG)",
             ylabel=metric.replace("_", " "),
         )
-    return _f1_report(comparison, out, f"FedCDnv Figure 5: synthetic data ({len(seeds)} seeds)")
+    return _f1_report(comparison, out, f"FedCDnv Figure 5: synthetic data ({seed_count(seeds)})")
 
 
 def _f1_report(comparison: Comparison, out: Path, title: str) -> RecipeReport:
@@ -126,7 +132,9 @@ def _benchmarks(quick: bool, out: Path, seeds: range) -> RecipeReport:
             title=f"FedCDnv Figure 6: {metric}",
             ylabel=metric.replace("_", " "),
         )
-    return _f1_report(comparison, out, f"FedCDnv Figure 6: benchmark networks ({len(seeds)} seeds)")
+    return _f1_report(
+        comparison, out, f"FedCDnv Figure 6: benchmark networks ({seed_count(seeds)})"
+    )
 
 
 def _fdr(quick: bool, out: Path, seeds: range) -> RecipeReport:
@@ -136,7 +144,7 @@ def _fdr(quick: bool, out: Path, seeds: range) -> RecipeReport:
         out, "variables", sizes, seeds, {"network": "synthetic"}, {"FedCDnv": METHODS["FedCDnv"]}
     )
     rows = comparison.rows(FDRS)
-    table = write_results(out, rows, FDRS, f"FedCDnv Table 2: FDR by |V| ({len(seeds)} seeds)")
+    table = write_results(out, rows, FDRS, f"FedCDnv Table 2: FDR by |V| ({seed_count(seeds)})")
     return RecipeReport(table, out)
 
 
@@ -200,7 +208,7 @@ def _clients(quick: bool, out: Path, seeds: range) -> RecipeReport:
     )
     _plot_axis(comparison, list(METHODS), counts, out / "clients", "Figure 9", "clients m")
     return _appendix_report(
-        out, rows, f"FedCDnv Figure 9 (rows 3-4): number of clients ({len(seeds)} seeds)"
+        out, rows, f"FedCDnv Figure 9 (rows 3-4): number of clients ({seed_count(seeds)})"
     )
 
 
@@ -233,7 +241,7 @@ def _identical(quick: bool, out: Path, seeds: range) -> RecipeReport:
     )
     rows += part
     return _appendix_report(
-        out, rows, f"FedCDnv Figure 10: identical variable sets ({len(seeds)} seeds)"
+        out, rows, f"FedCDnv Figure 10: identical variable sets ({seed_count(seeds)})"
     )
 
 
@@ -248,7 +256,7 @@ def _identical_sachs(quick: bool, out: Path, seeds: range) -> RecipeReport:
         out,
         comparison.rows(metrics),
         metrics,
-        f"FedCDnv Table 6: Sachs, identical variable sets ({len(seeds)} seeds)",
+        f"FedCDnv Table 6: Sachs, identical variable sets ({seed_count(seeds)})",
     )
     return RecipeReport(table, out)
 
@@ -282,7 +290,7 @@ def _interval(quick: bool, out: Path, seeds: range) -> RecipeReport:
     )
     _plot_axis(by_upper, list(fedcdnv), upper, out / "alpha+theta2", "Figure 11", "α + θ2")
     return _appendix_report(
-        out, rows + part, f"FedCDnv Figure 11: the interval [α-θ1, α+θ2] ({len(seeds)} seeds)"
+        out, rows + part, f"FedCDnv Figure 11: the interval [α-θ1, α+θ2] ({seed_count(seeds)})"
     )
 
 
@@ -303,7 +311,7 @@ def _parameters(quick: bool, out: Path, seeds: range) -> RecipeReport:
         )
         _plot_axis(comparison, list(fedcdnv), values, out / axis, "Figure 12", xlabel)
         rows += part
-    return _appendix_report(out, rows, f"FedCDnv Figure 12: δ, λ and n_s ({len(seeds)} seeds)")
+    return _appendix_report(out, rows, f"FedCDnv Figure 12: δ, λ and n_s ({seed_count(seeds)})")
 
 
 for _recipe in (
