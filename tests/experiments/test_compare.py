@@ -45,7 +45,7 @@ def test_a_name_of_several_parts_takes_one_label_column_per_part(tmp_path):
 
 @pytest.mark.parametrize(
     ("seeds", "text"),
-    [(range(1), "1 seed"), (range(5), "5 seeds"), (10, "10 seeds"), ([], "0 seeds")],
+    [(range(1), "1 seed"), (range(5), "5 seeds"), ([0, 1, 2], "3 seeds"), ([], "0 seeds")],
 )
 def test_a_table_title_counts_its_seeds_in_words(seeds, text):
     assert seed_count(seeds) == text

@@ -121,9 +121,10 @@ class Comparison:
         )
 
 
-def seed_count(seeds: Sized | int) -> str:
-    """``"1 seed"`` or ``"N seeds"``: the number of seeds a recipe's table reports."""
-    n = seeds if isinstance(seeds, int) else len(seeds)
+def seed_count(seeds: Sized) -> str:
+    """``"1 seed"`` or ``"N seeds"``: how many seeds (or runs, one per seed) a recipe's
+    table reports."""
+    n = len(seeds)
     return f"{n} seed{'s' * (n != 1)}"
 
 

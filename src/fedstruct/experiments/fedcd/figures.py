@@ -83,7 +83,7 @@ def _sweep_table(
             xlabel=xlabel,
             ylabel="SHD",
         )
-    seeds = len(next(iter(comparison.runs.values())))
+    seeds = next(iter(comparison.runs.values()))  # one outcome per seed
     table = write_results(out, comparison.rows(list(metrics)), list(metrics),
                           f"{title} ({seed_count(seeds)})")  # fmt: skip
     return RecipeReport(table, out)
