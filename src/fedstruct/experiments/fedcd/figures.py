@@ -83,9 +83,9 @@ def _sweep_table(
             xlabel=xlabel,
             ylabel="SHD",
         )
-    seeds = next(iter(comparison.runs.values()))  # one outcome per seed
+    runs = next(iter(comparison.runs.values()))  # a variant's runs: one per seed
     table = write_results(out, comparison.rows(list(metrics)), list(metrics),
-                          f"{title} ({seed_count(seeds)})")  # fmt: skip
+                          f"{title} ({seed_count(runs)})")  # fmt: skip
     return RecipeReport(table, out)
 
 
