@@ -43,7 +43,7 @@ from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.errors import DataError
 from fedstruct.graphs.graph import Graph
 
-__all__ = ["bundled_bif_path", "parse_bif", "read_bif", "read_bif_graph"]
+__all__ = ["bundled_bif_path", "parse_bif", "pgmpy_example_file", "read_bif", "read_bif_graph"]
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _VARIABLE = re.compile(
@@ -250,6 +250,18 @@ def read_bif_graph(path: str | Path, name: str | None = None) -> Graph:
 def bundled_bif_path(name: str) -> Path:
     """The bnlearn network file ``name.bif.gz`` shipped in pgmpy 1.0's wheel.
 
+    Raises
+    ------
+    DataError
+        If pgmpy is not installed or its wheel does not carry the file (pgmpy >= 1.1
+        downloads networks instead of shipping them).
+    """
+    return pgmpy_example_file(f"{name}.bif.gz")
+
+
+def pgmpy_example_file(filename: str) -> Path:
+    """The file ``filename`` of pgmpy 1.0's wheel (``pgmpy/utils/example_models``).
+
     pgmpy is located with :func:`importlib.util.find_spec`, which does not import it.
 
     Raises
@@ -261,14 +273,14 @@ def bundled_bif_path(name: str) -> Path:
     spec = importlib.util.find_spec("pgmpy")
     if spec is None or not spec.submodule_search_locations:
         raise DataError(
-            f"network {name!r} is read from pgmpy's wheel, but pgmpy is not installed; "
+            f"{filename} is read from pgmpy's wheel, but pgmpy is not installed; "
             "run: pip install 'pgmpy>=1.0,<1.1'"
         )
     for root in spec.submodule_search_locations:
-        path = Path(root) / "utils" / "example_models" / f"{name}.bif.gz"
+        path = Path(root) / "utils" / "example_models" / filename
         if path.is_file():
             return path
     raise DataError(
-        f"pgmpy's wheel has no file example_models/{name}.bif.gz; "
+        f"pgmpy's wheel has no file example_models/{filename}; "
         "install pgmpy 1.0.x (pip install 'pgmpy>=1.0,<1.1'), which ships the bnlearn networks"
     )

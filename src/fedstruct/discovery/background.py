@@ -110,6 +110,7 @@ def separate_removed_pairs(
                 pools.append(([v for v in pds[s] if pds_pool[v]], pds_top))
         if _search(evidence, x, y, pools) is None:
             missing += 1
+    evidence.ci_test.barrier()
     return missing
 
 
@@ -124,9 +125,12 @@ def _search(
         for size in range(limit + 1):
             sets = [s for s in combinations(cand, size) if s not in seen]
             seen.update(sets)
+            asked = evidence.ci_test.provisional
             found = evidence.first_independent(x, y, sets, cand)
             if found is not None:
                 return found
+            if evidence.ci_test.provisional > asked:
+                return None  # this size's tests are being gathered (CITest.barrier)
     return None
 
 

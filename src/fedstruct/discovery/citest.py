@@ -76,6 +76,13 @@ class CITest(ABC):
     #: before the first test.
     evidence: float = 1.0
 
+    #: Answers given so far for tests not yet computed: a test whose statistics are
+    #: gathered elsewhere (:class:`~fedstruct.discovery.pooled.PooledTest`) answers an
+    #: unknown test "skipped, dependent" for now and asks for it; the searches stop a
+    #: pair's search when this grows during one of its steps, and call :meth:`barrier`
+    #: at the end of each phase. Always 0 for a test that computes what it is asked.
+    provisional: int = 0
+
     def __init__(self, names: Sequence[str], kind: str, n_samples: int | None) -> None:
         self._names = tuple(names)
         self._index = {name: k for k, name in enumerate(self._names)}
@@ -309,6 +316,16 @@ class CITest(ABC):
     def is_skipped(self, i: int, j: int, z: Iterable[int] = ()) -> bool:
         """Whether the (already computed) test was skipped by the small-sample rule."""
         return ci_key(i, j, z) in self._skipped
+
+    def barrier(self) -> None:
+        """A point of a search after which nothing may rest on a provisional answer.
+
+        The searches call it at the end of every level and phase (docs/fedfci.md,
+        "Batches"). A test that computes every test when asked has nothing to do; a
+        test that gathers its statistics in batches raises there when it answered a
+        test provisionally, so that the batch is computed and the search run again.
+        """
+        return
 
     def _check(self, key: CIKey) -> None:
         i, j, z = key

@@ -127,7 +127,14 @@ from fedstruct.discovery.kinds import resolve_kinds
 from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import ConfigError, unknown_choice_message
 
-__all__ = ["COVARIANCE_MODES", "DEFAULT_MIN_CELL_ROWS", "ORDINAL_MODES", "ConditionalGaussianTest"]
+__all__ = [
+    "COVARIANCE_MODES",
+    "DEFAULT_MIN_CELL_ROWS",
+    "LOG_2PI_E",
+    "ORDINAL_MODES",
+    "ConditionalGaussianTest",
+    "covariance_logdets",
+]
 
 #: The continuous variables' covariance in the cells: each cell its own (``"cell"``) or
 #: one shared by every cell (``"pooled"``, the homogeneous CG model).
@@ -137,7 +144,9 @@ COVARIANCE_MODES = ("cell", "pooled")
 ORDINAL_MODES = ("scores", "categories")
 #: Rows a cell needs for a Gaussian to be fitted in it (module docstring).
 DEFAULT_MIN_CELL_ROWS = 5
-_LOG_2PI_E = 1.0 + math.log(2.0 * math.pi)
+#: ``1 + log 2π``: a Gaussian's maximised log-likelihood per row and dimension, less
+#: half its log-determinant, is ``-½ (1 + log 2π)``.
+LOG_2PI_E = 1.0 + math.log(2.0 * math.pi)
 #: Below this a variance, or a determinant relative to the variances' product, is zero.
 _TINY = 1e-10
 _LOG_TINY = math.log(_TINY)
@@ -457,7 +466,7 @@ class _RowSet:
             self._cov = np.atleast_2d(np.cov(self._values, rowvar=False, bias=True))
             self._mean = self._values.mean(axis=0)
         if part.size == 1:
-            logdets = _logdets(self._cov[np.ix_(columns, columns)][None], a)
+            logdets = covariance_logdets(self._cov[np.ix_(columns, columns)][None], a)
         elif self._test._pooled:
             return self._pooled_gaussian(part, columns)
         else:
@@ -472,10 +481,10 @@ class _RowSet:
                     for q in range(p, a):
                         second = sums(values, (columns[p], columns[q])) / counts
                         covs[:, p, q] = covs[:, q, p] = second - means[p] * means[q]
-            logdets = _logdets(covs, a)
+            logdets = covariance_logdets(covs, a)
         if logdets is None:
             return math.nan
-        return -0.5 * float(np.dot(counts, a * _LOG_2PI_E + logdets))
+        return -0.5 * float(np.dot(counts, a * LOG_2PI_E + logdets))
 
     def _pooled_gaussian(self, part: _Partition, columns: list[int]) -> float:
         """``-½ n [a (1 + log 2π) + log det W]``, ``W`` the within-cell covariance pooled
@@ -488,13 +497,13 @@ class _RowSet:
         )  # cell means about the grand mean
         between = (deviations * (counts / self.n)[:, None]).T @ deviations
         within = self._cov[np.ix_(columns, columns)] - between  # type: ignore[index]
-        logdets = _logdets(within[None], a)
+        logdets = covariance_logdets(within[None], a)
         if logdets is None:
             return math.nan
-        return -0.5 * self.n * float(a * _LOG_2PI_E + logdets[0])
+        return -0.5 * self.n * float(a * LOG_2PI_E + logdets[0])
 
 
-def _logdets(covs: NDArray[np.float64], a: int) -> NDArray[np.float64] | None:
+def covariance_logdets(covs: NDArray[np.float64], a: int) -> NDArray[np.float64] | None:
     """Each ``a x a`` covariance's log-determinant; ``None`` if one is singular: a
     variance below ``1e-10`` (the columns are standardised) or, for ``a > 1``, a
     determinant below ``1e-10`` times the product of the variances (one column is a

@@ -71,7 +71,7 @@ from fedstruct.discovery.kinds import resolve_kinds
 from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import DataError
 
-__all__ = ["DegenerateGaussianTest", "category_levels", "embedding"]
+__all__ = ["DegenerateGaussianTest", "category_levels", "embedding", "likelihood_ratio"]
 
 #: Rows expanded at a time when the covariance matrix is accumulated.
 _CHUNK_ROWS = 1 << 15
@@ -280,7 +280,7 @@ class DegenerateGaussianTest(CITest):
         n = self._n_samples
         if n - p_x - p_y - sum(widths[k] for k in z) - 1 < 1:  # type: ignore[operator]
             return 0.0, True
-        return _likelihood_ratio(
+        return likelihood_ratio(
             self.evidence,
             n,  # type: ignore[arg-type]
             p_x * p_y,
@@ -310,7 +310,7 @@ class DegenerateGaussianTest(CITest):
         widths = subset.widths
         if subset.n - widths[x] - widths[y] - sum(widths[k] for k in zs) - 1 < 1:
             return 0.0, True
-        return _likelihood_ratio(
+        return likelihood_ratio(
             self.evidence,
             subset.n,
             widths[x] * widths[y],
@@ -321,7 +321,7 @@ class DegenerateGaussianTest(CITest):
         )
 
 
-def _likelihood_ratio(evidence: float, n: int, df: int, logdets: float) -> tuple[float, bool]:
+def likelihood_ratio(evidence: float, n: int, df: int, logdets: float) -> tuple[float, bool]:
     """``(p, skipped)`` of ``G = n · logdets`` on ``df`` degrees of freedom (module
     docstring), each row counted as ``evidence`` (:attr:`CITest.evidence`); a NaN (a
     singular sub-matrix: the regression cannot be fitted) is skipped as dependent."""

@@ -82,7 +82,9 @@ __all__ = [
     "batch_statistics",
     "contingency_table",
     "resolve_small_sample_rule",
+    "rule_performs",
     "segment_statistics",
+    "skipped_pvalue",
     "sparse_statistics",
     "stratum_codes",
     "table_statistics",
@@ -171,6 +173,28 @@ def resolve_small_sample_rule(rule: str | SmallSampleRule) -> SmallSampleRule:
     if rule not in SMALL_SAMPLE_RULES:
         raise ConfigError(unknown_choice_message("small-sample rule", rule, SMALL_SAMPLE_RULES))
     return SMALL_SAMPLE_RULES[rule]
+
+
+def rule_performs(
+    rule: SmallSampleRule, cards: Sequence[int], i: int, j: int, z: Sequence[int], n: int
+) -> bool:
+    """Whether ``rule`` performs the test of ``X_i ⊥ X_j | X_z`` on ``n`` rows, the
+    variables having ``cards`` levels (:class:`SmallSampleRule`); never on no row."""
+    if n == 0:
+        return False
+    if rule.min_ratio == 0:
+        return True
+    size = (cards[i] - 1) * (cards[j] - 1) if rule.per == "df" else cards[i] * cards[j]
+    for k in z:
+        size *= cards[k]
+    return n >= rule.min_ratio * size
+
+
+def skipped_pvalue(rule: SmallSampleRule, n: int) -> float:
+    """The p-value of a test ``rule`` does not perform on ``n`` rows: its verdict, and
+    "dependent" (0) with no row at all (no evidence either way; a skipped test never
+    removes an edge)."""
+    return 0.0 if n == 0 or rule.verdict == "dependent" else 1.0
 
 
 # ------------------------------------------------------------------ pure maths
@@ -884,16 +908,7 @@ class DiscreteTest(CITest):
     def _performed(self, i: int, j: int, z: tuple[int, ...], n: int | None = None) -> bool:
         """Whether the small-sample rule performs the test on ``n`` rows (default: all)."""
         n = self._n_samples if n is None else n
-        if n == 0:
-            return False
-        rule = self._rule
-        if rule.min_ratio == 0:
-            return True
-        cards = self._cards
-        size = (cards[i] - 1) * (cards[j] - 1) if rule.per == "df" else cards[i] * cards[j]
-        for k in z:
-            size *= cards[k]
-        return n >= rule.min_ratio * size  # type: ignore[operator]
+        return rule_performs(self._rule, self._cards, i, j, z, n)  # type: ignore[arg-type]
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
         rows = None if self._masks is None else self._masks.rows((i, j, *z))
@@ -926,8 +941,7 @@ class DiscreteTest(CITest):
         (there is no evidence either way, and a skipped test never removes an edge)."""
         n = int(np.count_nonzero(rows))
         if not self._performed(i, j, z, n):
-            verdict = 0.0 if n == 0 or self._rule.verdict == "dependent" else 1.0
-            return verdict, True
+            return skipped_pvalue(self._rule, n), True
         cols, cards = self._columns, self._cards
         card_z = [cards[k] for k in z]
         code, strata = self._stratum_codes(z)

@@ -30,7 +30,7 @@ from fedstruct.discovery.dataset import DataLike, as_matrix
 from fedstruct.discovery.missing import RowMasks
 from fedstruct.errors import DataError
 
-__all__ = ["FisherZTest", "partial_correlation"]
+__all__ = ["FisherZTest", "fisher_z_pvalue", "partial_correlation"]
 
 _R_MAX = 1.0 - np.finfo(np.float64).eps
 #: Correlation matrices of variable sets on their complete rows kept (test-wise deletion).
@@ -126,19 +126,40 @@ class FisherZTest(CITest):
         at: tuple[int, int, tuple[int, ...]],
     ) -> tuple[float, bool]:
         """The test ``test`` (named in messages) read at positions ``at`` of ``corr``."""
-        i, j, z = test
-        dof = n - len(z) - 3
-        if dof < 1:
-            return 0.0, True
-        try:
-            r = partial_correlation(corr, *at)
-        except np.linalg.LinAlgError:
-            given = [self._names[k] for k in z]
-            raise DataError(
-                f"{self._where}the correlation matrix of {self._names[i]!r}, {self._names[j]!r} "
-                f"and {given} is singular (collinear variables); drop duplicated or "
-                "deterministic columns"
-            ) from None
-        r = max(-_R_MAX, min(_R_MAX, r))
-        t = math.sqrt(dof if self.evidence == 1.0 else dof * self.evidence) * abs(math.atanh(r))
-        return math.erfc(t / math.sqrt(2.0)), False
+        return fisher_z_pvalue(corr, n, test, at, self._names, self.evidence, self._where)
+
+
+def fisher_z_pvalue(
+    corr: np.ndarray,
+    n: int,
+    test: tuple[int, int, tuple[int, ...]],
+    at: tuple[int, int, tuple[int, ...]],
+    names: Sequence[str],
+    evidence: float = 1.0,
+    where: str = "",
+) -> tuple[float, bool]:
+    """``(p, skipped)`` of the test ``test`` on ``n`` rows whose correlation matrix is
+    ``corr``, read at the positions ``at`` (module docstring): skipped (dependent) when
+    ``n - |Z| - 3 < 1``.
+
+    Raises
+    ------
+    DataError
+        If the sub-matrix is singular (naming the variables of ``test`` by ``names``).
+    """
+    i, j, z = test
+    dof = n - len(z) - 3
+    if dof < 1:
+        return 0.0, True
+    try:
+        r = partial_correlation(corr, *at)
+    except np.linalg.LinAlgError:
+        given = [names[k] for k in z]
+        raise DataError(
+            f"{where}the correlation matrix of {names[i]!r}, {names[j]!r} "
+            f"and {given} is singular (collinear variables); drop duplicated or "
+            "deterministic columns"
+        ) from None
+    r = max(-_R_MAX, min(_R_MAX, r))
+    t = math.sqrt(dof if evidence == 1.0 else dof * evidence) * abs(math.atanh(r))
+    return math.erfc(t / math.sqrt(2.0)), False

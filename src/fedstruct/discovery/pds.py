@@ -257,6 +257,7 @@ def remove_by_possible_dsep(
         for (x, y, _), removed in zip(jobs, separated, strict=True):
             if removed:
                 adj[x, y] = adj[y, x] = False
+    evidence.ci_test.barrier()
     return adj
 
 
@@ -327,9 +328,12 @@ class _PairSearch:
                 continue
             for size in range(1, top + 1):
                 sets = _untried(cand, size, done, adj_x, adj_y, size <= known_depth)
+                asked = evidence.ci_test.provisional
                 found = evidence.first_independent(x, y, sets, cand)
                 if found is not None:
                     return found
+                if evidence.ci_test.provisional > asked:
+                    return None  # this step's tests are being gathered: resume from it
             done = members
         return None
 

@@ -124,6 +124,7 @@ class _RFCI:
                         removed = True
             if not removed:
                 passed.append((x, y, z))
+        self.evidence.ci_test.barrier()  # no orientation from a provisional answer
         for x, y, z in passed:
             if self._unshielded(x, y, z) and not self.evidence.sepset_contains(x, z, y):
                 for end in (x, z):
@@ -198,7 +199,9 @@ class _RFCI:
             if not self._removable(u, v):
                 continue
             sep = tuple(s for s in total if s != u and s != v)
-            if separate_by_subset(self.evidence, u, v, sep) is not None:
+            found = separate_by_subset(self.evidence, u, v, sep)
+            self.evidence.ci_test.barrier()  # R4 reads this answer at once
+            if found is not None:
                 self.check_triples(self._remove_edge(u, v))
                 return True
         return False

@@ -185,10 +185,13 @@ def separate_by_subset(
     tuple of int or None
         The separating subset found, or ``None`` if none is (nothing recorded then).
     """
+    asked = evidence.ci_test.provisional
     for size in range(1, len(candidates) + 1):
         for subset in combinations(candidates, size):
             independent, p = evidence.independent(u, v, subset)
             if independent:
                 evidence.separate(u, v, subset, p)
                 return subset
+        if evidence.ci_test.provisional > asked:
+            return None  # this size's tests are being gathered (CITest.barrier)
     return None

@@ -168,6 +168,7 @@ def _adjacency_search(
                         nbrs[y].discard(x)
                 done += ahead[x]
                 bar.update(done)
+        evidence.ci_test.barrier()  # the level's tests all computed before the next
         level += 1
         if not busy:
             break

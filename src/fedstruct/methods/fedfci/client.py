@@ -1,0 +1,211 @@
+"""The pooled-discovery client: a site's schema, then sums over its rows, on request.
+
+Three kinds of message, each answered from the site's own rows and never with a row:
+
+- ``fedfci.describe`` (in the clear, as any federation's schema handshake): the site's
+  variable names, their kinds, each discrete variable's number of levels (its largest
+  code plus one), which variables have missing values, and its number of rows;
+- ``fedfci.margins`` (summable): per variable of the federation's frame, its observed
+  rows, their sum and their sum of squares, and per pair of variables the rows observed
+  on both (the pooled means and deviations centre the later sums; the pairs' rows let
+  ``ci_test="auto"`` choose as a one-process search does);
+- ``fedfci.stats`` (summable): the sufficient statistics of a batch of CI tests
+  (:mod:`fedstruct.discovery.statistics`), over the rows complete on each test's
+  variables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from fedstruct.data.client import ClientData
+from fedstruct.discovery.kinds import resolve_kinds
+from fedstruct.discovery.statistics import (
+    CELLS,
+    MOMENTS,
+    Frame,
+    Plan,
+    Request,
+    SiteTable,
+    site_statistics,
+)
+from fedstruct.fl import Client, Message, from_json_bytes, handles, json_bytes
+from fedstruct.methods.fedfci.config import FedFCIConfig
+
+__all__ = [
+    "DESCRIBE",
+    "FRAME",
+    "MARGINS",
+    "STATS",
+    "FedFCIClient",
+    "decode_plan",
+    "encode_plan",
+]
+
+DESCRIBE = "fedfci.describe"
+MARGINS = "fedfci.margins"
+STATS = "fedfci.stats"
+#: The config entry naming the federation's variables (``fedfci.margins``) or holding
+#: its frame (``fedfci.stats``).
+FRAME = "frame"
+_FORMS = (CELLS, MOMENTS)
+
+
+def encode_plan(plan: Plan) -> Message:
+    """The ``fedfci.stats`` request of ``plan``: the frame as JSON, the requests as
+    three integer arrays (each request's size, the variables one after the other, and
+    its form: 0 cells, 1 moments)."""
+    frame = plan.frame
+    requests = plan.requests
+    arrays = {
+        "sizes": np.array([len(r.variables) for r in requests], dtype=np.int64),
+        "members": np.array([v for r in requests for v in r.variables], dtype=np.int64),
+        "forms": np.array([_FORMS.index(r.form) for r in requests], dtype=np.int64),
+    }
+    config = {
+        FRAME: json_bytes(
+            {
+                "names": list(frame.names),
+                "discrete": list(frame.discrete),
+                "cards": list(frame.cards),
+                "centre": list(frame.centre),
+                "scale": list(frame.scale),
+            }
+        )
+    }
+    return Message(STATS, arrays=arrays, config=config)
+
+
+def decode_plan(message: Message) -> Plan:
+    """The :class:`~fedstruct.discovery.statistics.Plan` of a ``fedfci.stats`` request."""
+    raw = from_json_bytes(message.config[FRAME])  # type: ignore[arg-type]
+    frame = Frame(
+        tuple(raw["names"]),
+        tuple(bool(v) for v in raw["discrete"]),
+        tuple(int(v) for v in raw["cards"]),
+        tuple(float(v) for v in raw["centre"]),
+        tuple(float(v) for v in raw["scale"]),
+    )
+    sizes = np.asarray(message.arrays["sizes"], dtype=np.int64)
+    members = np.split(np.asarray(message.arrays["members"], dtype=np.int64), np.cumsum(sizes)[:-1])
+    forms = np.asarray(message.arrays["forms"], dtype=np.int64).tolist()
+    requests = [
+        Request(tuple(int(v) for v in m), _FORMS[f])  # type: ignore[arg-type]
+        for m, f in zip(members, forms, strict=True)
+    ]
+    return Plan(frame, requests)
+
+
+def _describe_bound(client: FedFCIClient, _: Message) -> int:
+    d = len(client.data.variables)
+    return client.names_entries + 4 * d + 8
+
+
+def _margins_bound(client: FedFCIClient, message: Message) -> int:
+    d = len(message.config[FRAME])  # type: ignore[arg-type]
+    return 3 * d + d * d + 4
+
+
+def _stats_bound(client: FedFCIClient, message: Message) -> int:
+    plan = decode_plan(message)
+    return plan.n_counts + plan.n_sums + 4
+
+
+class FedFCIClient(Client):
+    """One site: its rows over its own variables.
+
+    Parameters
+    ----------
+    data
+        The site's rows: integer codes for categorical and ordinal variables (``-1``
+        missing), numbers for continuous ones (NaN missing).
+    config
+        The run's hyper-parameters (the client reads ``min_site_rows``).
+    seed
+        The run's seed (the client draws nothing at random).
+    kinds
+        Variable -> kind (``"categorical"``, ``"ordinal"``, ``"continuous"``): the
+        federation schema's on a user's files; the others get their dtype's kind.
+    """
+
+    def __init__(
+        self,
+        data: ClientData,
+        *,
+        config: FedFCIConfig,
+        seed: int = 0,
+        kinds: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(data, seed=seed)
+        self.config = config
+        columns = list(data.rows.columns)
+        given = {v: k for v, k in (kinds or {}).items() if v in columns}
+        self.kinds = resolve_kinds(data.rows, columns, given)
+        self.names_entries = sum(max(1, math.ceil(len(v.encode()) / 8)) for v in columns)
+        self._table: tuple[bytes, SiteTable] | None = None
+
+    def _codes(self, name: str) -> np.ndarray:
+        """A column's observed values as floats (NaN where missing: NaN, or ``-1`` in
+        an integer column)."""
+        column = self.data.rows[name]
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        if column.dtype.kind in "iub":
+            values[values == -1] = np.nan
+        return values
+
+    @handles(DESCRIBE, max_entries=_describe_bound)
+    def describe(self, msg: Message) -> Message:
+        """The site's schema: names, kinds, levels per discrete variable, which
+        variables have missing values, rows."""
+        names = list(self.data.rows.columns)
+        cards, missing = [], []
+        for name, kind in zip(names, self.kinds, strict=True):
+            values = self._codes(name)
+            seen = values[~np.isnan(values)]
+            cards.append(int(seen.max()) + 1 if kind != "continuous" and seen.size else 0)
+            missing.append(int(seen.size < values.size))
+        return Message(
+            DESCRIBE,
+            config={"names": names, "kinds": list(self.kinds), "cards": cards, "missing": missing},
+            metrics={"n": self.data.n_rows, "evidence": float(self.data.evidence)},
+        )
+
+    @handles(MARGINS, max_entries=_margins_bound, summable=True)
+    def margins(self, msg: Message) -> Message:
+        """Over the frame's variables: observed rows, their sum and sum of squares, and
+        the rows observed on each pair (zeros for a variable the site lacks)."""
+        frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        d, n = len(frame), self.data.n_rows
+        observed = np.zeros((n, d), dtype=bool)
+        values = np.zeros((n, d))
+        for v, name in enumerate(frame):
+            if name in self.data.rows.columns:
+                column = self._codes(name)
+                observed[:, v] = ~np.isnan(column)
+                values[observed[:, v], v] = column[observed[:, v]]
+        together = observed.T.astype(np.int64) @ observed.astype(np.int64)
+        return Message(
+            MARGINS,
+            arrays={
+                "observed": observed.sum(axis=0).astype(np.int64),
+                "total": values.sum(axis=0),
+                "square": (values * values).sum(axis=0),
+                "together": together,
+            },
+            metrics={"n": n},
+        )
+
+    @handles(STATS, max_entries=_stats_bound, summable=True)
+    def stats(self, msg: Message) -> Message:
+        """The sufficient statistics of the request's batch on this site's rows
+        (:func:`~fedstruct.discovery.statistics.site_statistics`)."""
+        plan = decode_plan(msg)
+        key = msg.config[FRAME]
+        if self._table is None or self._table[0] != key:
+            table = SiteTable(self.data.rows, plan.frame, self.config.min_site_rows)
+            self._table = (key, table)  # type: ignore[assignment]
+        counts, sums = site_statistics(self._table[1], plan)  # type: ignore[index]
+        return Message(STATS, arrays={"counts": counts, "sums": sums})

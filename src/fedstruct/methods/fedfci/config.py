@@ -1,0 +1,103 @@
+"""Hyper-parameters of pooled federated discovery (``fedstruct run fedfci``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
+from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
+from fedstruct.discovery.kinds import CG_MIN_ROWS
+from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.pds import AUTO
+from fedstruct.privacy.audit import ANONYMITY
+
+__all__ = ["ALGORITHMS", "FedFCIConfig"]
+
+#: The searches a federation can run on pooled statistics.
+ALGORITHMS = ("pc", "fci", "rfci")
+
+
+@dataclass(frozen=True)
+class FedFCIConfig:
+    """Every hyper-parameter of pooled federated discovery (docs/fedfci.md).
+
+    Parameters
+    ----------
+    algorithm
+        ``"fci"`` (default), ``"rfci"`` or ``"pc"``: the search the server runs, each of
+        its CI tests computed from the sites' statistics summed together.
+    ci_test
+        ``"auto"`` (default: from the pooled kinds, as a one-process search chooses:
+        G² when every variable is categorical or ordinal, Fisher-z when none is
+        categorical, else the conditional-Gaussian test when the median over the
+        variable pairs of the pooled rows observed on both reaches ``cg_min_rows``,
+        the degenerate-Gaussian test below), ``"g2"``, ``"chi2"``, ``"fisherz"``,
+        ``"cg"`` or ``"dg"``.
+    cg_min_rows
+        ``ci_test="auto"`` on mixed columns: the conditional-Gaussian test from this
+        median of pooled rows per variable pair (1,500), the degenerate-Gaussian below.
+    alpha
+        Significance level of the CI tests (0.05).
+    depth
+        Largest conditioning set of the adjacency search (``None``: unbounded).
+    pds_depth
+        Largest conditioning set of FCI's possible-D-SEP phase: ``"auto"`` (default),
+        an integer, or ``None`` (unbounded); as a one-process FCI.
+    small_sample
+        The G²/χ² small-sample rule (``"toolbox"``, ``"pcalg"``, ``"none"``), applied to
+        the pooled rows of each test.
+    dof
+        The G²/χ² degrees-of-freedom convention (``"adjusted"`` or ``"plain"``).
+    min_sites
+        The fewest sites whose statistics one test may sum (default 2): a test whose
+        variables fewer sites measure together is never asked of anyone; it is skipped
+        (the edge stays during the search), and a pair never tested is *undecided*
+        and left out of the graph.
+    min_site_rows
+        The fewest rows complete on a test's variables for a site to contribute its
+        statistic to that test (default 10, the message audit's anonymity): a site
+        with fewer sends zeros for it (and the test is then the test on the other
+        sites' rows).
+    constant_columns
+        A variable constant over the pooled rows: ``"error"`` (name it and stop) or
+        ``"exclude"`` (leave it out of the search and report it).
+    knowledge
+        Background knowledge (docs/knowledge.md): a ``Knowledge`` or a file (JSON or
+        YAML) the server's search uses; ``None`` (default): none.
+    max_exchanges
+        The most exchanges of statistics a run may take (a bound, never reached by a
+        search that finishes: a run takes about one per level and phase).
+    """
+
+    algorithm: str = "fci"
+    ci_test: str = "auto"
+    cg_min_rows: int = CG_MIN_ROWS
+    alpha: float = 0.05
+    depth: int | None = None
+    pds_depth: int | str | None = AUTO
+    small_sample: str = "toolbox"
+    dof: str = "adjusted"
+    min_sites: int = 2
+    min_site_rows: int = ANONYMITY
+    constant_columns: str = "error"
+    knowledge: str | Knowledge | None = None
+    max_exchanges: int = 1000
+
+    def __post_init__(self) -> None:
+        check_fields(self, _CONSTRAINTS, "fedfci")
+
+
+_CONSTRAINTS = {
+    "algorithm": OneOf(ALGORITHMS),
+    "ci_test": OneOf(CI_TESTS),
+    "cg_min_rows": Interval(int, 0),
+    "alpha": Interval(float, 0, 1, closed="left"),
+    "depth": Interval(int, 0, allow_none=True),
+    "pds_depth": AnyOf(Interval(int, 0), OneOf((AUTO,)), allow_none=True),
+    "small_sample": OneOf(SMALL_SAMPLE_RULES),
+    "dof": OneOf(DOF_CONVENTIONS),
+    "min_sites": Interval(int, 1),
+    "min_site_rows": Interval(int, 1),
+    "constant_columns": OneOf(("error", "exclude")),
+    "max_exchanges": Interval(int, 1),
+}

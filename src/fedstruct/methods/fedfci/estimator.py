@@ -1,0 +1,179 @@
+"""The pooled-discovery estimator, :class:`FedFCI` (docs/fedfci.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedstruct.data.client import ClientData
+from fedstruct.errors import DataError
+from fedstruct.fl.estimator import GraphLearner
+from fedstruct.fl.participation import Participation
+from fedstruct.graphs.graph import NONE, Graph
+from fedstruct.graphs.io import from_graph_json, to_graph_json
+from fedstruct.methods.fedfci.client import FedFCIClient
+from fedstruct.methods.fedfci.config import FedFCIConfig
+from fedstruct.methods.fedfci.server import FedFCIServer, FedFCIState
+
+__all__ = ["FedFCI"]
+
+
+class FedFCI(
+    GraphLearner,
+    method="fedfci",
+    config=FedFCIConfig,
+    client=FedFCIClient,
+    server=FedFCIServer,
+):
+    """Pooled federated discovery, scikit-learn style: PC, FCI or RFCI whose every CI
+    test is computed from the sites' sufficient statistics summed together, so that
+    the graph is the one the same search gives on the sites' rows pooled.
+
+    Parameters
+    ----------
+    kinds
+        Variable -> kind (``"categorical"``, ``"ordinal"``, ``"continuous"``): the
+        federation schema's on a user's files; the others get their dtype's kind.
+    seed
+        The run's seed (participation draws; the search is deterministic).
+    participation
+        Who takes part (every site must answer every exchange).
+    bootstrap, subsample, correct_duplicates, jobs
+        The site-resampled replicates of :class:`~fedstruct.fl.estimator.GraphLearner`.
+    **params
+        Fields of :class:`FedFCIConfig` (``algorithm``, ``ci_test``, ``alpha``, ...).
+
+    Attributes
+    ----------
+    graph_ : Graph
+        The PAG (FCI, RFCI) or CPDAG (PC) over the federation's variables; the
+        undecided pairs are not in it.
+    undecided_ : list of tuple
+        Pairs of variables no ``min_sites`` sites measure together: never tested, so
+        neither adjacent nor separated.
+    sepsets_ : dict
+        Non-adjacent pair -> its separating set (names).
+    pvalues_ : pandas.DataFrame
+        Per pair, the p-value of its separating test (non-adjacent) or the largest over
+        its tests (adjacent); NaN where none was performed.
+    ci_test_ : str
+        The test the run chose (``ci_test="auto"``) or was given.
+    excluded_ : tuple
+        Variables left out as constant over the pooled rows.
+    n_tests_, exchanges_ : int
+        CI tests computed, exchanges of statistics taken.
+    """
+
+    secure_aggregation_refusal = ""
+
+    def __init__(
+        self,
+        *,
+        kinds: Mapping[str, str] | None = None,
+        seed: int = 0,
+        participation: Participation | None = None,
+        bootstrap: int | None = None,
+        subsample: float | None = None,
+        correct_duplicates: bool = True,
+        jobs: int | None = None,
+        **params: Any,
+    ) -> None:
+        super().__init__(
+            seed=seed,
+            participation=participation,
+            bootstrap=bootstrap,
+            subsample=subsample,
+            correct_duplicates=correct_duplicates,
+            jobs=jobs,
+            **params,
+        )
+        self.kinds = dict(kinds) if kinds is not None else None
+        self._given(kinds=self.kinds)
+
+    def make_client(self, data: ClientData) -> FedFCIClient:
+        """The site holding ``data``."""
+        return FedFCIClient(data, config=self.config, seed=self.seed, kinds=self.kinds)
+
+    def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
+        """At least ``min_sites`` sites.
+
+        Raises
+        ------
+        DataError
+            With fewer sites than ``min_sites``.
+        """
+        if len(clients) < self.config.min_sites:
+            raise DataError(
+                f"fedfci pools statistics over at least min_sites = {self.config.min_sites} "
+                f"sites; {len(clients)} given"
+            )
+
+    def learn(self, state: FedFCIState) -> None:
+        """The graph and what the search recorded (``graph_`` is ``None`` for a run
+        stopped before the search completed)."""
+        self.excluded_ = tuple(state.excluded)
+        self.ci_test_ = state.test
+        self.exchanges_ = int(state.exchanges)
+        result = state.result
+        if result is None:
+            self.graph_ = None  # type: ignore[assignment]
+            return
+        names = result.graph.names
+        marks = result.graph.marks.copy()
+        for a, b in result.undecided:
+            marks[a, b] = marks[b, a] = NONE
+        self.graph_ = Graph(names, marks)
+        self.undecided_ = [(names[a], names[b]) for a, b in result.undecided]
+        self.sepsets_ = {
+            (names[a], names[b]): tuple(names[k] for k in z) for (a, b), z in result.sepsets.items()
+        }
+        self.pvalues_ = pd.DataFrame(result.pvalues, index=names, columns=names)
+        self.n_tests_ = int(result.n_tests)
+        self.rows_ = dict(result.rows)
+
+    def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
+        """The learned graph (``graph``) and, after a bootstrap, the consensus."""
+        return self.with_consensus({"graph": (self.graph_, None)})
+
+    def learned_tables(self) -> dict[str, pd.DataFrame]:
+        """``undecided``: the pairs never tested; and the bootstrap's tables."""
+        tables = super().learned_tables()
+        if self.undecided_:
+            tables["undecided"] = pd.DataFrame(self.undecided_, columns=["from", "to"]).set_index(
+                ["from", "to"]
+            )
+        return tables
+
+    def learned_state(self) -> tuple[dict[str, NDArray[Any]], dict[str, Any]]:
+        """The p-values as an array; the graph, undecided pairs, separating sets and
+        the run's test as JSON."""
+        return {"pvalues": self.pvalues_.to_numpy(dtype=np.float64)}, {
+            "graph": to_graph_json(self.graph_),
+            "undecided": [list(p) for p in self.undecided_],
+            "sepsets": [[a, b, list(z)] for (a, b), z in self.sepsets_.items()],
+            "ci_test": self.ci_test_,
+            "excluded": list(self.excluded_),
+            "n_tests": self.n_tests_,
+            "exchanges": self.exchanges_,
+            **self.bootstrap_state(),
+        }
+
+    def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
+        """Set the learned attributes from :meth:`learned_state`'s output."""
+        self.graph_ = from_graph_json(meta["graph"]).graph
+        names = list(self.graph_.names)
+        self.pvalues_ = pd.DataFrame(
+            np.asarray(arrays["pvalues"], dtype=np.float64), index=names, columns=names
+        )
+        self.undecided_ = [(str(a), str(b)) for a, b in meta["undecided"]]
+        self.sepsets_ = {(str(a), str(b)): tuple(z) for a, b, z in meta["sepsets"]}
+        self.ci_test_ = str(meta["ci_test"])
+        self.excluded_ = tuple(meta["excluded"])
+        self.n_tests_ = int(meta["n_tests"])
+        self.exchanges_ = int(meta["exchanges"])
+        self.rows_ = {}
+        self.restore_bootstrap(meta)
