@@ -242,7 +242,7 @@ def test_register_method_finds_a_method_in_this_process(tmp_path, monkeypatch):
 
 def test_fedstruct_s_own_methods_are_its_run_packages_with_a_method_package():
     found = registry.method_names()
-    assert found == ("cafe", "fcm", "fedavg", "fedcd", "fedcdnv", "fedngm")
+    assert found == ("cafe", "fcm", "fedavg", "fedcd", "fedcdnv", "fedfci", "fedngm")
     for name in found:
         cls = registry.estimator_class(name)
         assert cls.method == name

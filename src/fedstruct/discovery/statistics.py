@@ -216,9 +216,7 @@ class SiteTable:
         return rows if int(rows.sum()) >= self.min_rows else None
 
 
-def site_statistics(
-    table: SiteTable, plan: Plan
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+def site_statistics(table: SiteTable, plan: Plan) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The counts and sums vectors of ``plan`` on one site's rows (module docstring).
 
     The cells of requests over discrete variables only (G², χ²) are counted in

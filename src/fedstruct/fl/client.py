@@ -52,10 +52,16 @@ class _HandlerSpec:
     max_entries: Bound
     graph_arrays: frozenset[str]
     summable: bool = False
+    statistic_arrays: frozenset[str] = frozenset()
 
 
 def handles(
-    kind: str, *, max_entries: Bound, graph_arrays: Collection[str] = (), summable: bool = False
+    kind: str,
+    *,
+    max_entries: Bound,
+    graph_arrays: Collection[str] = (),
+    summable: bool = False,
+    statistic_arrays: Collection[str] = (),
 ) -> Callable[[Callable[[C, Message], Message]], Callable[[C, Message], Message]]:
     """Mark a :class:`Client` method as the handler of messages of ``kind``.
 
@@ -72,10 +78,21 @@ def handles(
         Whether the server needs every array and metric of the reply only as a sum
         over clients (weighted, possibly, by one of its metrics): such a reply may
         go through secure aggregation (module docstring).
+    statistic_arrays
+        Names of reply arrays of sufficient statistics, each entry a sum over many of
+        the client's rows (contingency counts, moments): the audit refuses them only
+        when they copy its rows in bulk (:func:`~fedstruct.privacy.audit.audit_reply`),
+        since a count table's sparse cells look like records by chance.
     """
 
     def mark(fn: Callable[[C, Message], Message]) -> Callable[[C, Message], Message]:
-        fn._fedstruct_handler = (kind, max_entries, frozenset(graph_arrays), summable)  # type: ignore[attr-defined]
+        fn._fedstruct_handler = (  # type: ignore[attr-defined]
+            kind,
+            max_entries,
+            frozenset(graph_arrays),
+            summable,
+            frozenset(statistic_arrays),
+        )
         return fn
 
     return mark
@@ -107,8 +124,8 @@ class Client:
         for attr in vars(cls).values():
             spec = getattr(attr, "_fedstruct_handler", None)
             if spec is not None:
-                kind, bound, graphs, summable = spec
-                handlers[kind] = _HandlerSpec(kind, attr, bound, graphs, summable)
+                kind, bound, graphs, summable, statistics = spec
+                handlers[kind] = _HandlerSpec(kind, attr, bound, graphs, summable, statistics)
         cls._handlers = handlers
 
     def __init__(self, data: ClientData, *, seed: int = 0) -> None:
@@ -198,6 +215,7 @@ class Client:
         limit = PayloadLimit(
             max_entries=bound(self, message) if callable(bound) else int(bound),
             graph_arrays=spec.graph_arrays,
+            statistic_arrays=spec.statistic_arrays,
         )
         audit_reply(reply, self.row_index, limit, self.name)
         return reply

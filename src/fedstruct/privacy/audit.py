@@ -62,11 +62,17 @@ handler that returns its table or a batch of it sends an array made of data rows
 What this lets through: a few rows of common patterns hidden among other rows (fewer
 than half of the array's).
 
-Missing values (NaN) count as 0 on both sides. Two kinds of rows are not counted,
-by design:
+Missing values (NaN) count as 0 on both sides. Some rows are not counted, or counted
+only in bulk, by design:
 
 - constant rows (every value equal, e.g. a zero-initialised weight row): they carry
   a single number, not a record;
+- arrays the protocol declares as sufficient statistics (``statistic_arrays``: counts
+  of contingency tables, moments, each entry a sum over many rows, as pooled
+  discovery sends): only a bulk match refuses them. A table of counts over a site's
+  rows has cells of one or two rows by nature, and a row of such cells (``[0, 1, 0,
+  1, 1]``) can coincide with a rare record; an array that *is* rows still matches in
+  bulk;
 - arrays the protocol declares as graphs (``graph_arrays``): they must be valid
   endpoint-mark matrices (square, values 0-3, zero diagonal, marks at both ends of
   each edge), which is checked instead.
@@ -137,10 +143,15 @@ class PayloadLimit:
     graph_arrays
         Names of arrays that are endpoint-mark matrices (exempt from row matching,
         checked to be valid mark matrices instead).
+    statistic_arrays
+        Names of arrays of sufficient statistics, each entry a sum over many rows
+        (counts of a contingency table, moments): refused only when their rows match
+        the client's in bulk (a copy), not for a few coincidental matches.
     """
 
     max_entries: int
     graph_arrays: frozenset[str] = frozenset()
+    statistic_arrays: frozenset[str] = frozenset()
 
 
 class RowIndex:
@@ -228,27 +239,30 @@ class RowIndex:
             rows[standard] = self._form_rows(rows[standard], 1)
         return rows / self._norms[entries, None]
 
-    def count_matches(self, array: NDArray) -> int:
+    def count_matches(self, array: NDArray, *, bulk_only: bool = False) -> int:
         """Number of rows of ``array`` (seen as rows of this width) that leak data rows.
 
         A row that matches is counted when it singles out records (fewer than
         ``anonymity`` of the client's rows match it), or, whatever it matches, when
         the matching rows are more than half of the rows of their view of ``array``
-        (module docstring).
+        (module docstring); with ``bulk_only`` only the latter (an array of sums).
         """
         if self.width < 2 or self._keys.size == 0:
             return 0
         array = np.asarray(array)
         views = _row_views(array, self.width)
-        count = sum(self._leaks(*self._matches(_as_float_rows(view))) for view in views)
+        count = sum(
+            self._leaks(*self._matches(_as_float_rows(view)), bulk_only=bulk_only) for view in views
+        )
         wide = self.width + 1
         if array.ndim >= 1 and array.shape[-1] == wide and array.size:
             rows = _as_float_rows(array.reshape(-1, wide))
-            count += self._leaks(*self._matches_without_a_column(rows))
+            count += self._leaks(*self._matches_without_a_column(rows), bulk_only=bulk_only)
         return count
 
-    def _leaks(self, records: NDArray[np.int64], n_rows: int) -> int:
-        """How many matching rows leak: all in bulk, else those that single out records.
+    def _leaks(self, records: NDArray[np.int64], n_rows: int, bulk_only: bool = False) -> int:
+        """How many matching rows leak: all in bulk, else those that single out records
+        (none with ``bulk_only``).
 
         ``records`` holds, for each matching reply row, how many client rows it matches;
         ``n_rows`` is the number of the view's rows that could match at all (constant
@@ -256,7 +270,7 @@ class RowIndex:
         """
         if 2 * records.size > n_rows:
             return int(records.size)
-        return int(np.count_nonzero(records < self.anonymity))
+        return 0 if bulk_only else int(np.count_nonzero(records < self.anonymity))
 
     def _matches(self, rows: NDArray[np.float64]) -> tuple[NDArray[np.int64], int]:
         """Records matched by each matching row of ``rows``, and how many of ``rows`` are
@@ -529,7 +543,9 @@ def audit_reply(
         if name in limit.graph_arrays:
             _check_mark_matrix(client, kind, name, array)
             continue
-        _refuse_rows(index.count_matches(array), client, kind, f"array {name!r}")
+        bulk_only = name in limit.statistic_arrays
+        hits = index.count_matches(array, bulk_only=bulk_only)
+        _refuse_rows(hits, client, kind, f"array {name!r}")
     for name, array in _config_arrays(getattr(message, "config", {})):
         _refuse_rows(index.count_matches(array), client, kind, f"config {name!r}")
 

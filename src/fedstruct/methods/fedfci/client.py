@@ -3,12 +3,13 @@
 Three kinds of message, each answered from the site's own rows and never with a row:
 
 - ``fedfci.describe`` (in the clear, as any federation's schema handshake): the site's
-  variable names, their kinds, each discrete variable's number of levels (its largest
-  code plus one), which variables have missing values, and its number of rows;
-- ``fedfci.margins`` (summable): per variable of the federation's frame, its observed
-  rows, their sum and their sum of squares, and per pair of variables the rows observed
-  on both (the pooled means and deviations centre the later sums; the pairs' rows let
-  ``ci_test="auto"`` choose as a one-process search does);
+  variable names, their kinds and its number of rows;
+- ``fedfci.margins`` (summable): per variable of the federation's frame, the rows
+  missing it (all the site's rows for a variable it lacks), the observed values' sum
+  and sum of squares, and per pair of variables the rows missing one of them, and
+  each discrete variable's rows per code (the pooled means and deviations centre the
+  later sums; the pairs' rows let ``ci_test="auto"`` choose as a one-process search
+  does; the codes give each variable's number of levels);
 - ``fedfci.stats`` (summable): the sufficient statistics of a batch of CI tests
   (:mod:`fedstruct.discovery.statistics`), over the rows complete on each test's
   variables.
@@ -32,12 +33,14 @@ from fedstruct.discovery.statistics import (
     SiteTable,
     site_statistics,
 )
+from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, from_json_bytes, handles, json_bytes
 from fedstruct.methods.fedfci.config import FedFCIConfig
 
 __all__ = [
     "DESCRIBE",
     "FRAME",
+    "LEVELS",
     "MARGINS",
     "STATS",
     "FedFCIClient",
@@ -51,6 +54,8 @@ STATS = "fedfci.stats"
 #: The config entry naming the federation's variables (``fedfci.margins``) or holding
 #: its frame (``fedfci.stats``).
 FRAME = "frame"
+#: The config entry of ``fedfci.margins`` bounding a discrete variable's codes.
+LEVELS = "levels"
 _FORMS = (CELLS, MOMENTS)
 
 
@@ -101,12 +106,12 @@ def decode_plan(message: Message) -> Plan:
 
 def _describe_bound(client: FedFCIClient, _: Message) -> int:
     d = len(client.data.variables)
-    return client.names_entries + 4 * d + 8
+    return client.names_entries + 2 * d + 4
 
 
 def _margins_bound(client: FedFCIClient, message: Message) -> int:
     d = len(message.config[FRAME])  # type: ignore[arg-type]
-    return 3 * d + d * d + 4
+    return d * (3 + d + int(message.config[LEVELS])) + 4  # type: ignore[arg-type]
 
 
 def _stats_bound(client: FedFCIClient, message: Message) -> int:
@@ -123,7 +128,7 @@ class FedFCIClient(Client):
         The site's rows: integer codes for categorical and ordinal variables (``-1``
         missing), numbers for continuous ones (NaN missing).
     config
-        The run's hyper-parameters (the client reads ``min_site_rows``).
+        The run's hyper-parameters (the client reads ``min_contribution_rows``).
     seed
         The run's seed (the client draws nothing at random).
     kinds
@@ -158,54 +163,73 @@ class FedFCIClient(Client):
 
     @handles(DESCRIBE, max_entries=_describe_bound)
     def describe(self, msg: Message) -> Message:
-        """The site's schema: names, kinds, levels per discrete variable, which
-        variables have missing values, rows."""
-        names = list(self.data.rows.columns)
-        cards, missing = [], []
-        for name, kind in zip(names, self.kinds, strict=True):
-            values = self._codes(name)
-            seen = values[~np.isnan(values)]
-            cards.append(int(seen.max()) + 1 if kind != "continuous" and seen.size else 0)
-            missing.append(int(seen.size < values.size))
+        """The site's schema: its variables' names and kinds, and its rows."""
         return Message(
             DESCRIBE,
-            config={"names": names, "kinds": list(self.kinds), "cards": cards, "missing": missing},
+            config={"names": list(self.data.rows.columns), "kinds": list(self.kinds)},
             metrics={"n": self.data.n_rows, "evidence": float(self.data.evidence)},
         )
 
-    @handles(MARGINS, max_entries=_margins_bound, summable=True)
+    @handles(
+        MARGINS,
+        max_entries=_margins_bound,
+        summable=True,
+        statistic_arrays=("missing", "total", "square", "apart", "levels"),
+    )
     def margins(self, msg: Message) -> Message:
-        """Over the frame's variables: observed rows, their sum and sum of squares, and
-        the rows observed on each pair (zeros for a variable the site lacks)."""
+        """Over the frame's variables: the rows missing each (all the site's rows for a
+        variable it lacks), the observed values' sum and sum of squares, the rows
+        missing one of each pair, and per categorical or ordinal variable the rows of
+        each code ``0..levels-1`` (the pooled levels follow).
+
+        Raises
+        ------
+        DataError
+            If a variable has a code outside ``0..levels-1``.
+        """
         frame = [str(v) for v in msg.config[FRAME]]  # type: ignore[union-attr]
+        top = int(msg.config[LEVELS])  # type: ignore[arg-type]
         d, n = len(frame), self.data.n_rows
+        kinds = dict(zip(self.data.rows.columns, self.kinds, strict=True))
         observed = np.zeros((n, d), dtype=bool)
         values = np.zeros((n, d))
+        levels = np.zeros((d, top), dtype=np.int64)
         for v, name in enumerate(frame):
-            if name in self.data.rows.columns:
-                column = self._codes(name)
-                observed[:, v] = ~np.isnan(column)
-                values[observed[:, v], v] = column[observed[:, v]]
-        together = observed.T.astype(np.int64) @ observed.astype(np.int64)
+            if name not in kinds:
+                continue
+            column = self._codes(name)
+            observed[:, v] = ~np.isnan(column)
+            seen = column[observed[:, v]]
+            values[observed[:, v], v] = seen
+            if kinds[name] != "continuous" and seen.size:
+                if seen.min() < 0 or seen.max() >= top or (seen != np.round(seen)).any():
+                    raise DataError(
+                        f"site {self.data.name!r}: variable {name!r} ({kinds[name]}) holds a "
+                        f"value outside the codes 0..{top - 1}; recode it, or give its kind as "
+                        "continuous"
+                    )
+                levels[v] = np.bincount(seen.astype(np.int64), minlength=top)
+        seen_rows = observed.astype(np.int64)
         return Message(
             MARGINS,
             arrays={
-                "observed": observed.sum(axis=0).astype(np.int64),
+                "missing": n - seen_rows.sum(axis=0),
                 "total": values.sum(axis=0),
                 "square": (values * values).sum(axis=0),
-                "together": together,
+                "apart": n - seen_rows.T @ seen_rows,
+                "levels": levels,
             },
             metrics={"n": n},
         )
 
-    @handles(STATS, max_entries=_stats_bound, summable=True)
+    @handles(STATS, max_entries=_stats_bound, summable=True, statistic_arrays=("counts", "sums"))
     def stats(self, msg: Message) -> Message:
         """The sufficient statistics of the request's batch on this site's rows
         (:func:`~fedstruct.discovery.statistics.site_statistics`)."""
         plan = decode_plan(msg)
         key = msg.config[FRAME]
         if self._table is None or self._table[0] != key:
-            table = SiteTable(self.data.rows, plan.frame, self.config.min_site_rows)
+            table = SiteTable(self.data.rows, plan.frame, self.config.min_contribution_rows)
             self._table = (key, table)  # type: ignore[assignment]
         counts, sums = site_statistics(self._table[1], plan)  # type: ignore[index]
         return Message(STATS, arrays={"counts": counts, "sums": sums})

@@ -53,7 +53,7 @@ class FedFCIConfig:
         variables fewer sites measure together is never asked of anyone; it is skipped
         (the edge stays during the search), and a pair never tested is *undecided*
         and left out of the graph.
-    min_site_rows
+    min_contribution_rows
         The fewest rows complete on a test's variables for a site to contribute its
         statistic to that test (default 10, the message audit's anonymity): a site
         with fewer sends zeros for it (and the test is then the test on the other
@@ -78,10 +78,10 @@ class FedFCIConfig:
     small_sample: str = "toolbox"
     dof: str = "adjusted"
     min_sites: int = 2
-    min_site_rows: int = ANONYMITY
+    min_contribution_rows: int = ANONYMITY
     constant_columns: str = "error"
     knowledge: str | Knowledge | None = None
-    max_exchanges: int = 1000
+    max_exchanges: int = 200
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedfci")
@@ -97,7 +97,7 @@ _CONSTRAINTS = {
     "small_sample": OneOf(SMALL_SAMPLE_RULES),
     "dof": OneOf(DOF_CONVENTIONS),
     "min_sites": Interval(int, 1),
-    "min_site_rows": Interval(int, 1),
+    "min_contribution_rows": Interval(int, 1),
     "constant_columns": OneOf(("error", "exclude")),
     "max_exchanges": Interval(int, 1),
 }

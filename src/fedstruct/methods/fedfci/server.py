@@ -33,7 +33,7 @@ from fedstruct.errors import DataError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.summation import send_and_sum
 from fedstruct.graphs import Graph
-from fedstruct.methods.fedfci.client import DESCRIBE, FRAME, MARGINS, encode_plan
+from fedstruct.methods.fedfci.client import DESCRIBE, FRAME, LEVELS, MARGINS, encode_plan
 from fedstruct.methods.fedfci.config import FedFCIConfig
 
 __all__ = ["FedFCIResult", "FedFCIServer", "FedFCIState", "choose_pooled_test"]
@@ -73,6 +73,10 @@ class FedFCIState:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
+#: The most codes a categorical or ordinal variable may have (a site's file is refused
+#: above: the data layer's ``max_site_levels`` default).
+MAX_LEVELS = 100
+
 checkpoint.register(FedFCIState)
 checkpoint.register(FedFCIResult)
 checkpoint.register(Frame)
@@ -110,10 +114,11 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
         return state.result is not None or rnd >= self.rounds
 
     def describe(self, state: FedFCIState) -> str:
-        """The tests computed so far."""
+        """The exchanges taken and the tests computed so far."""
         if not state.tests:
-            return ""
-        return f"{len(state.tests['cache_pvalues']):,} tests"
+            return "schema" if not state.test else f"{state.test} test chosen"
+        done = " · search complete" if state.result is not None else ""
+        return f"exchange {state.exchanges}: {len(state.tests['cache_pvalues']):,} tests{done}"
 
     def run_round(self, grid: Grid, state: FedFCIState, rnd: int) -> FedFCIState:
         """Round 1: the sites' schemas; round 2: their margins; then one batch."""
@@ -133,14 +138,11 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
             )
         names: list[str] = []
         kinds: dict[str, str] = {}
-        cards: dict[str, int] = {}
         seen_in: dict[str, str] = {}
         evidence = {float(r.metrics["evidence"]) for r in replies.values()}
         for node, reply in sorted(replies.items()):
             site = grid.node_name(node)
-            for name, kind, card in zip(
-                reply.config["names"], reply.config["kinds"], reply.config["cards"], strict=True
-            ):  # type: ignore[call-overload]
+            for name, kind in zip(reply.config["names"], reply.config["kinds"], strict=True):  # type: ignore[call-overload]
                 if name not in kinds:
                     names.append(name)
                     kinds[name], seen_in[name] = kind, site
@@ -150,29 +152,17 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                         f"at site {site!r}; give it one kind at every site (--set kinds or the "
                         "files' columns)"
                     )
-                cards[name] = max(cards.get(name, 0), int(card))
         sites = tuple(sorted(replies))
         measured = np.zeros((len(sites), len(names)), dtype=bool)
-        missing = np.zeros((len(sites), len(names)), dtype=bool)
         for s, node in enumerate(sites):
-            reply = replies[node]
-            for name, gap in zip(reply.config["names"], reply.config["missing"], strict=True):  # type: ignore[call-overload]
+            for name in replies[node].config["names"]:  # type: ignore[union-attr]
                 measured[s, names.index(name)] = True
-                missing[s, names.index(name)] = bool(gap)
         state.names = tuple(names)
         state.kinds = tuple(kinds[n] for n in names)
         state.sites = sites
         state.measured = measured
         state.rows = np.array([int(replies[n].metrics["n"]) for n in sites], dtype=np.int64)
-        state.complete = measured.all(axis=0) & ~missing.any(axis=0)
         state.evidence = min(evidence)
-        state.frame = Frame(
-            state.names,
-            tuple(k != "continuous" for k in state.kinds),
-            tuple(max(cards[n], 1) for n in names),
-            (0.0,) * len(names),
-            (1.0,) * len(names),
-        )
         state.history.append(
             {"round": 1, "sites": float(len(sites)), "variables": float(len(names))}
         )
@@ -180,13 +170,20 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
 
     # ------------------------------------------------------------------ round 2
     def _margins(self, grid: Grid, state: FedFCIState) -> FedFCIState:
-        request = Message(MARGINS, config={FRAME: list(state.names)})
+        request = Message(MARGINS, config={FRAME: list(state.names), LEVELS: MAX_LEVELS})
         total = send_and_sum(grid, {n: request for n in state.sites})
         self._check_everyone(grid, state, total.nodes, "the margins")
-        observed = np.asarray(total.arrays["observed"], dtype=np.float64)
+        assert state.measured is not None and state.rows is not None
+        rows = float(total.metrics["n"])
+        missing = np.asarray(total.arrays["missing"], dtype=np.float64)
+        observed = rows - missing
         mean = np.asarray(total.arrays["total"]) / np.maximum(observed, 1)
         square = np.asarray(total.arrays["square"]) / np.maximum(observed, 1)
         sd = np.sqrt(np.maximum(square - mean * mean, 0.0))
+        unmeasured = (~state.measured * state.rows[:, None]).sum(axis=0)
+        complete = missing == unmeasured  # no site misses a value of what it measures
+        counts = np.asarray(total.arrays["levels"], dtype=np.int64)
+        cards = [int(np.flatnonzero(row).max()) + 1 if row.any() else 1 for row in counts]
         constant = (observed == 0) | (sd <= 1e-12 * np.maximum(np.abs(mean), 1.0))
         keep = ~constant
         if constant.any():
@@ -203,26 +200,24 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                     "drop the column or set constant_columns=exclude to leave it out"
                 )
             state.excluded = tuple(named)
-        together = np.asarray(total.arrays["together"], dtype=np.int64)[np.ix_(keep, keep)]
+        apart = np.asarray(total.arrays["apart"], dtype=np.int64)[np.ix_(keep, keep)]
+        together = int(rows) - apart
         kinds = [k for k, ok in zip(state.kinds, keep, strict=True) if ok]
         test = self.config.ci_test
         if test == "auto":
             test = choose_pooled_test(kinds, together, self.config.cg_min_rows)
-        frame = state.frame
-        assert frame is not None and state.measured is not None and state.complete is not None
-        discrete = _discrete_for(
-            test, kinds, [n for n, ok in zip(state.names, keep, strict=True) if ok]
-        )
+        kept = tuple(n for n, ok in zip(state.names, keep, strict=True) if ok)
+        discrete = _discrete_for(test, kinds, kept)
         state.frame = Frame(
-            tuple(n for n, ok in zip(state.names, keep, strict=True) if ok),
+            kept,
             discrete,
-            tuple(c for c, ok in zip(frame.cards, keep, strict=True) if ok),
+            tuple(c for c, ok in zip(cards, keep, strict=True) if ok),
             tuple(0.0 if d else float(m) for d, m in zip(discrete, mean[keep], strict=True)),
             tuple(1.0 if d else float(s) for d, s in zip(discrete, sd[keep], strict=True)),
         )
         state.names, state.kinds = state.frame.names, tuple(kinds)
         state.measured = state.measured[:, keep]
-        state.complete = state.complete[keep]
+        state.complete = (state.measured.all(axis=0) & complete[keep]).astype(bool)
         state.test = test
         state.history.append(
             {"round": 2, "sites": float(len(total.nodes)), "excluded": float(len(state.excluded))}
@@ -252,7 +247,7 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
 
     def _search(self, test: PooledTest) -> LocalResult:
         cfg = self.config
-        knowledge = None if self.knowledge is None else self.knowledge.restrict(test.names)
+        knowledge = None if self.knowledge is None else self.knowledge.within(test.names)
         common: dict[str, Any] = {"alpha": cfg.alpha, "depth": cfg.depth, "knowledge": knowledge}
         if cfg.algorithm == "fci":
             return fci(test, pds_depth=cfg.pds_depth, workers=1, **common)

@@ -1,0 +1,90 @@
+"""Settings of ``fedstruct run fedfci`` (pooled federated discovery, docs/fedfci.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.data import network_names
+from fedstruct.data.gaussian import GAUSSIAN_NETWORKS
+from fedstruct.errors import ConfigError
+from fedstruct.experiments.runs import FederationSettings
+from fedstruct.methods.fedfci import FedFCIConfig
+
+__all__ = ["MIXED", "FedFCIRun"]
+
+#: A random conditional-Gaussian model: half its variables categorical.
+MIXED = "mixed"
+
+
+@dataclass(frozen=True)
+class FedFCIRun(FederationSettings, FedFCIConfig):
+    """Settings of ``fedstruct run fedfci``.
+
+    The run has no rounds to set: it takes one exchange of statistics per level and
+    phase of its search (``max_exchanges`` bounds them). On built-in data each site
+    draws its rows from the network, all its variables observed, with
+    ``missing_rate`` of its values missing at random.
+
+    Parameters
+    ----------
+    network
+        A bundled discrete network (G²), a Gaussian network (``ecoli70``,
+        ``magic-niab``, ``magic-irri``, ``arth150``: Fisher-z) or ``mixed`` (a random
+        conditional-Gaussian model of ``variables`` variables, half categorical).
+    variables
+        Number of variables of the ``mixed`` model.
+    min_samples
+        The fewest rows a site draws (its rows are uniform in
+        ``[min_samples, max_samples]``).
+    max_samples
+        The most rows a site draws.
+    missing_rate
+        Share of each site's values missing at random (each test then uses the rows
+        complete on its variables).
+    reference
+        Also run the same search on the sites' rows pooled in one process and record
+        whether the graphs agree (``pooled_agreement``) and its scores
+        (``central_*``): what pooled federated discovery must reproduce.
+    """
+
+    bootstrap_refusal: ClassVar[str] = ""
+    secure_aggregation_refusal: ClassVar[str] = ""
+
+    network: str = "alarm"
+    clients: int = 10
+    rounds: int = 1
+    variables: int = 12
+    min_samples: int = 200
+    max_samples: int = 500
+    missing_rate: float = 0.0
+    reference: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.rounds != 1:
+            raise ConfigError(
+                f"fedfci setting rounds = {self.rounds}: the run takes one exchange per level "
+                "and phase of its search; leave --rounds unset (max_exchanges bounds them)"
+            )
+        check_fields(self, {**_CONSTRAINTS, "network": OneOf(_sources())}, "fedfci")
+        self.check_one_source("network")
+        if self.min_samples > self.max_samples:
+            raise ConfigError(
+                f"fedfci min_samples = {self.min_samples} exceeds max_samples = "
+                f"{self.max_samples}; give min_samples <= max_samples"
+            )
+
+
+_CONSTRAINTS = {
+    "variables": Interval(int, 2),
+    "min_samples": Interval(int, 1),
+    "max_samples": Interval(int, 1),
+    "missing_rate": Interval(float, 0, 1, closed="left"),
+    "reference": Boolean(),
+}
+
+
+def _sources() -> tuple[str, ...]:
+    return (*network_names(), *GAUSSIAN_NETWORKS, MIXED)
