@@ -99,7 +99,7 @@ def test_resume_reaches_the_same_metrics(tmp_path):
         ),
         (
             ["run", "fcm", "--rounds", "1", "--graph", "nowhere.json", "--out", "X"],
-            "graph file 'nowhere.json' does not exist; check the path",
+            "/nowhere.json' does not exist; check the path",  # made absolute (issue 49)
         ),
         (
             ["run", "fcm", "--regime", "local", "--graph", "g.json", "--out", "X"],
