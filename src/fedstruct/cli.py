@@ -415,7 +415,8 @@ def _check_picture(path: Path, overwrite: bool, folder: Path) -> None:
 #: What an edge's marks say, by the marks as ``show`` prints them (``A o-> B``).
 MARK_MEANINGS = {
     "-->": "A causes B",
-    "<->": "neither causes the other: a hidden common cause links them",
+    "<->": "neither is claimed to cause the other; FCI's reading is a hidden common cause "
+    "of both, but a test error on finite samples gives the same mark",
     "o->": "B does not cause A: A causes B, or a hidden common cause links them",
     "o-o": "linked; the data do not tell which causes which",
     "o--": "B causes A (the mark at A is left open)",
@@ -459,7 +460,8 @@ def _print_summary(folder: Path) -> None:
 
     summary = run_summary(folder)
     out_console.print(
-        f"{folder}: a {summary.method} run that learned no graph (a classifier)", highlight=False
+        f"{folder}: a {summary.method} run that learned no graph ({summary.learner})",
+        highlight=False,
     )
     settings = ", ".join(f"{k}={v}" for k, v in summary.settings.items()) or "the defaults"
     for label, text in (

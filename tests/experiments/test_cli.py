@@ -493,3 +493,30 @@ def test_every_picture_format_is_one_matplotlib_writes():
     from fedstruct.experiments.graph_picture import PICTURE_FORMATS
 
     assert set(PICTURE_FORMATS) <= set(Figure().canvas.get_supported_filetypes())
+
+
+def test_the_legend_says_what_fci_can_claim_of_a_bidirected_edge():
+    """issue 49, item 9: `<->` was explained as "neither causes the other" (on ecoli70,
+    with no hidden variable, every such edge was a direct cause in the truth)."""
+    from fedstruct.cli import _mark_legend
+    from fedstruct.graphs import Graph
+
+    pag = Graph.from_edges(["A", "B", "C"], ["A <-> B", "B o-> C"])
+    legend = " ".join(_mark_legend(pag.edges()))
+    assert "A <-> B: neither is claimed to cause the other; FCI's reading is a hidden " in legend
+    assert "a test error on finite samples gives the same mark" in legend
+    assert "neither causes the other" not in legend
+
+
+def test_show_calls_a_regression_model_a_regressor(tmp_path):
+    """issue 49, item 9: `show` called FedAvg's regression "a classifier"."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "diabetes"
+    sites = [a for k in (1, 2, 3, 4) for a in ("--site", str(examples / f"hospital-{k}.csv"))]
+    out = tmp_path / "run"
+    result = invoke("run", "fedavg", *sites, "--set", "target=progression", "--rounds", "1",
+                    "--quiet", "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(invoke("show", str(out)).output.split())
+    assert f"{out}: a fedavg run that learned no graph (a regressor)" in text
