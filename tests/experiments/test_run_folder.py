@@ -85,6 +85,18 @@ def test_files_added_while_a_run_is_stopped_are_not_the_resumed_run_s(tmp_path):
     assert json.loads((out / "run.json").read_text())["kept"] == record["kept"]
 
 
+def test_a_resume_never_writes_over_a_file_the_run_did_not_write(tmp_path):
+    """A stopped run saved no model: a model.json put into its folder since is the
+    user's, and the resumed run, which would write one, is refused."""
+    out = tmp_path / "run"
+    execute("fedavg", [quick("fedavg")], out, stop_after=1)
+    (out / "model.json").write_text("mine")
+    with pytest.raises(ConfigError, match=r"holds model\.json, which the run did not write"):
+        execute("fedavg", [], out, resume=True)
+    assert (out / "model.json").read_text() == "mine"
+    assert json.loads((out / "run.json").read_text())["status"] == "stopped"
+
+
 #: A fedavg run that is killed (SIGKILL, by itself) right after its round 1 is saved.
 KILLED_AFTER_ROUND_1 = """
 import json, os, signal, sys

@@ -224,7 +224,8 @@ def reopen(out: Path) -> None:
     Raises
     ------
     ConfigError
-        If ``out`` holds no valid ``run.json``.
+        If ``out`` holds no valid ``run.json``, or an entry of a name every run writes
+        (``model.json``, ...) that the run did not write.
     """
     record = read_record(out)
     if record is None:
@@ -233,6 +234,12 @@ def reopen(out: Path) -> None:
             "'fedstruct run'"
         )
     kept = _entries(out) - set(record_files(out, record)) - {RUN_FILE}
+    clash = [name for name in _OWN_NAMES if name in kept]
+    if clash:
+        raise ConfigError(
+            f"--resume {out}: the folder holds {clash[0]}, which the run did not write and "
+            "would write over; move it away and resume again"
+        )
     write_record(out, "running", kept=kept)
 
 
