@@ -409,8 +409,8 @@ def folder_lock(out: Path) -> Iterator[None]:
     Raises
     ------
     ConfigError
-        If ``out`` is a file, cannot be created or written, or another live process
-        holds it (naming its pid and host).
+        If ``out`` is a file, cannot be created or written, another live process
+        holds it (naming its pid and host), or its ``run.lock`` is not a regular file.
     """
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the run")
