@@ -83,3 +83,20 @@ def test_only_regular_files_of_bounded_size_are_read(tmp_path) -> None:
     latin.write_bytes("smöke".encode("latin-1"))
     with pytest.raises(ConfigError, match="not UTF-8"):
         read_text(latin, "knowledge file")
+
+
+def test_file_digest_reads_any_size_but_only_a_regular_file(tmp_path) -> None:
+    import hashlib
+
+    from fedstruct.files import TEXT_LIMIT, file_digest
+
+    big = tmp_path / "site.csv"
+    data = os.urandom(1024) * (TEXT_LIMIT // 1024 + 3)  # above the text limit: no matter
+    big.write_bytes(data)
+    assert file_digest(big, "site file") == hashlib.sha256(data).hexdigest()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"site file .*pipe is a named pipe"):
+        file_digest(fifo, "site file")  # would block for ever if opened blocking
+    with pytest.raises(ConfigError, match="is a folder"):
+        file_digest(tmp_path, "site file")

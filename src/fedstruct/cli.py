@@ -341,8 +341,16 @@ def show(
     folder: RunFolder,
     graph: Annotated[str, typer.Option(help="Which saved graph (e.g. definite).")] = "graph",
     picture: Annotated[
-        Path | None, typer.Option(help="Where to draw it [default: FOLDER/GRAPH.png].")
+        Path | None,
+        typer.Option(
+            help="Where to draw it (.png, .pdf, .svg, ...; its folder must exist) "
+            "[default: FOLDER/GRAPH.png, the run's own picture]."
+        ),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace --picture if it exists (never a run's file)."),
+    ] = False,
 ) -> None:
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
     from fedstruct.experiments.artifacts import graph_title
@@ -360,6 +368,10 @@ def show(
         _print_summary(folder)
         return
     learned, weights = saved_graph(model.method, folder, graph)
+    own = folder / f"{graph}.png"  # the run's own picture of it: redrawn in place
+    path = picture or own
+    if not _same_file(path, own):
+        _check_picture(path, overwrite, folder)
     title = graph_title(model.method, graph, learned)
     out_console.print(title)
     table = Table()
@@ -375,16 +387,36 @@ def show(
     for line in _mark_legend(learned.edges()):
         out_console.print(line, highlight=False)
     _print_knowledge(folder)
-    path = draw_graph(
-        learned, picture or folder / f"{graph}.png", title=title, weights=weights or None,
-    )  # fmt: skip
+    draw_graph(learned, path, title=title, weights=weights or None)
     out_console.print(f"picture: [bold]{path}[/]")
+
+
+def _check_picture(path: Path, overwrite: bool, folder: Path) -> None:
+    """Refuse a ``show --picture`` file that is not an image (by its suffix), whose
+    folder does not exist, that is a file of the run in ``folder`` (always), or that
+    exists (unless ``overwrite``)."""
+    from fedstruct.experiments.graph_picture import PICTURE_FORMATS
+
+    suffix = path.suffix.lower().removeprefix(".")
+    if suffix not in PICTURE_FORMATS:
+        what = f"'.{suffix}' is not an image format" if suffix else "has no suffix"
+        raise ConfigError(
+            f"--picture {path}: {what}; name an image file ending in one of "
+            f"{', '.join('.' + s for s in PICTURE_FORMATS)}"
+        )
+    if not path.parent.is_dir():
+        raise ConfigError(
+            f"--picture {path}: the folder {path.parent} does not exist; create it, or "
+            "choose a file in an existing folder"
+        )
+    _check_out(path, overwrite, _run_inputs(folder), option="--picture")
 
 
 #: What an edge's marks say, by the marks as ``show`` prints them (``A o-> B``).
 MARK_MEANINGS = {
     "-->": "A causes B",
-    "<->": "neither causes the other: a hidden common cause links them",
+    "<->": "neither is claimed to cause the other; FCI's reading is a hidden common cause "
+    "of both, but a test error on finite samples gives the same mark",
     "o->": "B does not cause A: A causes B, or a hidden common cause links them",
     "o-o": "linked; the data do not tell which causes which",
     "o--": "B causes A (the mark at A is left open)",
@@ -428,7 +460,8 @@ def _print_summary(folder: Path) -> None:
 
     summary = run_summary(folder)
     out_console.print(
-        f"{folder}: a {summary.method} run that learned no graph (a classifier)", highlight=False
+        f"{folder}: a {summary.method} run that learned no graph ({summary.learner})",
+        highlight=False,
     )
     settings = ", ".join(f"{k}={v}" for k, v in summary.settings.items()) or "the defaults"
     for label, text in (
@@ -547,17 +580,17 @@ def _run_inputs(folder: Path) -> dict[Path, str]:
     return {path: f"a file of the run in {folder}" for path in run_files(folder)}
 
 
-def _check_out(out: Path, overwrite: bool, inputs: dict[Path, str]) -> None:
-    """Refuse an ``--out`` that is one of ``inputs`` (always), a folder, or an existing
-    file (unless ``overwrite``)."""
+def _check_out(out: Path, overwrite: bool, inputs: dict[Path, str], option: str = "--out") -> None:
+    """Refuse an ``--out`` (or ``option``) that is one of ``inputs`` (always), a
+    folder, or an existing file (unless ``overwrite``)."""
     for source, what in inputs.items():
         if _same_file(out, source):
-            raise ConfigError(f"--out {out} is {what}; write to another file")
+            raise ConfigError(f"{option} {out} is {what}; write to another file")
     if out.is_dir():
-        raise ConfigError(f"--out {out} is a folder; give the name of a file")
+        raise ConfigError(f"{option} {out} is a folder; give the name of a file")
     if out.exists() and not overwrite:
         raise ConfigError(
-            f"--out {out} exists; choose another file, or add --overwrite to replace it"
+            f"{option} {out} exists; choose another file, or add --overwrite to replace it"
         )
 
 

@@ -2,8 +2,9 @@
 plain data with bounded nesting.
 
 Every file fedstruct reads on a user's word (a knowledge file, a settings file, a run's
-own JSON records) goes through :func:`read_text` or :func:`read_bytes`, and YAML or JSON
-text through :func:`parse_yaml` or :func:`parse_json`:
+own JSON records) goes through :func:`read_text` or :func:`read_bytes` (a file of any
+size whose content is only digested, such as a run's input: :func:`file_digest`), and
+YAML or JSON text through :func:`parse_yaml` or :func:`parse_json`:
 
 - only a **regular file** is read: a FIFO, a device (``/dev/zero``), a socket or a
   folder is refused in one line before a byte is read. The file is opened without
@@ -23,18 +24,22 @@ text through :func:`parse_yaml` or :func:`parse_json`:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 from fedstruct.errors import ConfigError, FedstructError
 
 __all__ = [
     "MAX_DEPTH",
     "TEXT_LIMIT",
+    "describe_mode",
+    "file_digest",
     "parse_json",
     "parse_yaml",
     "parse_yaml_scalar",
@@ -50,9 +55,11 @@ TEXT_LIMIT = 16 * 1024 * 1024
 MAX_DEPTH = 64
 
 ErrorType = type[FedstructError]
+T = TypeVar("T")
 
 
-def _describe_mode(mode: int) -> str:
+def describe_mode(mode: int) -> str:
+    """What a file of ``os.stat`` mode ``mode`` is, when it is not a regular file."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -74,7 +81,7 @@ def regular_file_error(path: str | Path, what: str) -> str | None:
     except OSError as err:
         return f"{what} {path} cannot be read: {err.strerror}"
     if not stat.S_ISREG(mode):
-        return f"{what} {path} is {_describe_mode(mode)}; give a regular file"
+        return f"{what} {path} is {describe_mode(mode)}; give a regular file"
     return None
 
 
@@ -100,6 +107,36 @@ def read_bytes(
         ``error``: the file is missing, unreadable, not a regular file (a FIFO, a
         device, a folder) or larger than ``limit``.
     """
+    data = _read_regular(path, what, error, lambda handle: handle.read(limit + 1))
+    if len(data) > limit:
+        raise error(
+            f"{what} {path} is larger than {_size(limit)}, the most accepted; is it the right file?"
+        )
+    return data
+
+
+def file_digest(path: str | Path, what: str, *, error: ErrorType = ConfigError) -> str:
+    """The SHA-256 (hex) of the regular file ``path``'s content, read in blocks (a file of
+    any size, never held whole).
+
+    Raises
+    ------
+    FedstructError
+        ``error``: the file is missing, unreadable or not a regular file.
+    """
+
+    def digest(handle: BinaryIO) -> str:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+    return _read_regular(path, what, error, digest)
+
+
+def _read_regular(
+    path: str | Path, what: str, error: ErrorType, read: Callable[[BinaryIO], T]
+) -> T:
+    """``read`` applied to the regular file ``path`` opened for binary reading. The file
+    is opened without blocking and checked on the open descriptor (a FIFO, a device or
+    a folder is refused before a byte is read)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -111,19 +148,14 @@ def read_bytes(
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise error(f"{what} {path} is {_describe_mode(mode)}; give a regular file")
+            raise error(f"{what} {path} is {describe_mode(mode)}; give a regular file")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
+            return read(handle)
     except OSError as err:
         raise error(f"{what} {path} cannot be read: {err.strerror}") from None
     finally:
         os.close(fd)
-    if len(data) > limit:
-        raise error(
-            f"{what} {path} is larger than {_size(limit)}, the most accepted; is it the right file?"
-        )
-    return data
 
 
 def read_text(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from pathlib import Path
@@ -296,3 +297,23 @@ def test_a_history_panel_can_hold_a_training_and_a_held_out_metric(monkeypatch, 
         [1.0 / r for r in range(1, 5)],
         [2.0 / r for r in range(1, 5)],
     ]
+
+
+def test_fedavg_s_plot_has_no_panel_of_one_point(monkeypatch, tmp_path):
+    """issue 49, item 9: on files without held-out rows, the plot's "client rmse" panel
+    held one point (the final federated evaluation, in metrics.json): it is left out;
+    a one-round run still draws its single points."""
+    from fedstruct.experiments import plots
+    from fedstruct.experiments.runs import execute
+
+    kept = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: kept.append(fig) or path)
+    examples = Path(__file__).resolve().parents[2] / "examples" / "diabetes"
+    sites = [str(examples / f"hospital-{k}.csv") for k in (1, 2, 3, 4)]
+    execute("fedavg", [{"sites": sites, "target": "progression", "rounds": 3}], tmp_path / "a")
+    history = json.loads((tmp_path / "a" / "history.json").read_text())
+    assert [("client_rmse" in h) for h in history] == [False, False, True]
+    assert [ax.get_title() for ax in kept[0].axes] == ["train loss", "clients answered"]
+    one = [{"round": 1, "train_loss": 0.5, "client_rmse": 3.0}]
+    plots.plot_history(one, ["train_loss", "client_rmse"], tmp_path / "one.png", "t")
+    assert [ax.get_title() for ax in kept[1].axes] == ["train loss", "client rmse"]

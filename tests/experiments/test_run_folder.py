@@ -4,6 +4,9 @@ and a status that says how the run ended; bad input to the commands that use it.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -51,6 +54,92 @@ def test_run_json_lists_every_file_the_run_wrote(tmp_path):
     written = {"checkpoint.safetensors", "model.json", "model.safetensors", "fedavg_rounds.png",
                "config.json", "metrics.json", "history.json", "run.json"}  # fmt: skip
     assert written <= set(record["files"])
+
+
+def add_users_files(out):
+    """What a user puts into a run's folder: notes and a folder of figures."""
+    (out / "analysis-notes.txt").write_text("mine")
+    (out / "my-figures").mkdir()
+    (out / "my-figures" / "fig.png").write_bytes(b"png")
+
+
+def users_files_are_there(out) -> bool:
+    return (out / "analysis-notes.txt").read_text() == "mine" and (
+        out / "my-figures" / "fig.png"
+    ).read_bytes() == b"png"
+
+
+def test_files_added_while_a_run_is_stopped_are_not_the_resumed_run_s(tmp_path):
+    """issue 49, item 1: the resumed run listed every file then in the folder, so a
+    later --overwrite deleted the user's notes and figures."""
+    out = tmp_path / "run"
+    execute("fedavg", [quick("fedavg")], out, stop_after=1)
+    add_users_files(out)
+    execute("fedavg", [], out, resume=True)
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "finished"
+    assert record["kept"] == ["analysis-notes.txt", "my-figures"]
+    assert not {"analysis-notes.txt", "my-figures"} & set(record["files"])
+    execute("fedavg", [{**quick("fedavg"), "rounds": 1}], out, overwrite=True)
+    assert users_files_are_there(out)
+    assert json.loads((out / "run.json").read_text())["kept"] == record["kept"]
+
+
+def test_a_resume_never_writes_over_a_file_the_run_did_not_write(tmp_path):
+    """A stopped run saved no model: a model.json put into its folder since is the
+    user's, and the resumed run, which would write one, is refused."""
+    out = tmp_path / "run"
+    execute("fedavg", [quick("fedavg")], out, stop_after=1)
+    (out / "model.json").write_text("mine")
+    with pytest.raises(ConfigError, match=r"holds model\.json, which the run did not write"):
+        execute("fedavg", [], out, resume=True)
+    assert (out / "model.json").read_text() == "mine"
+    assert json.loads((out / "run.json").read_text())["status"] == "stopped"
+
+
+#: A fedavg run that is killed (SIGKILL, by itself) right after its round 1 is saved.
+KILLED_AFTER_ROUND_1 = """
+import json, os, signal, sys
+from pathlib import Path
+from fedstruct.experiments.runs import execute
+from fedstruct.fl import federation
+
+save = federation.save_checkpoint
+
+def save_then_die(path, payload):
+    save(path, payload)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+federation.save_checkpoint = save_then_die
+execute("fedavg", [json.loads(sys.argv[1])], Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("resumed", [False, True])
+def test_files_added_after_a_run_was_killed_are_never_deleted(tmp_path, resumed):
+    """issue 49, item 1: after a SIGKILL (run.json says running) every entry not kept
+    counted as the run's; --overwrite deleted files added since, with or without a
+    resume in between."""
+    out = tmp_path / "run"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_ROUND_1, json.dumps(quick("fedavg")), str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "running" and "checkpoint.safetensors" not in record["files"]
+    add_users_files(out)
+    if resumed:
+        execute("fedavg", [], out, resume=True)
+        record = json.loads((out / "run.json").read_text())
+        assert record["status"] == "finished"
+        assert record["kept"] == ["analysis-notes.txt", "my-figures"]
+    execute("fedavg", [{**quick("fedavg"), "rounds": 1}], out, overwrite=True)
+    assert users_files_are_there(out)
+    record = json.loads((out / "run.json").read_text())
+    assert record["kept"] == ["analysis-notes.txt", "my-figures"]
+    assert record["files"] == [n for n in entries(out) if n not in record["kept"]]
 
 
 def test_overwrite_never_empties_a_folder_that_only_holds_a_config_json(tmp_path):

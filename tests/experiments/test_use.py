@@ -282,7 +282,8 @@ def test_show_explains_the_edge_marks_under_its_table(used):
     tokens = {str(edge).split()[1] for edge in model.graph_.edges()}
     text = " ".join(show.stdout.split())
     assert "marks (read 'A mark B'; 'o' is a mark the data leave open):" in text
-    meanings = {"<->": "A <-> B: neither causes the other", "o->": "A o-> B: B does not cause A",
+    meanings = {"<->": "A <-> B: neither is claimed to cause the other",
+                "o->": "A o-> B: B does not cause A",
                 "-->": "A --> B: A causes B", "o-o": "A o-o B: linked"}  # fmt: skip
     assert tokens & set(meanings)
     for token in tokens & set(meanings):

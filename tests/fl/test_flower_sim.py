@@ -20,7 +20,7 @@ from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ConfigError
 from fedstruct.experiments import execute, runnable_names
 from fedstruct.fl import Participation, get_backend
-from fedstruct.fl.federation import CHECKPOINT_FILE
+from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower.loopback import FEDSTRUCT
 from fedstruct.fl.flower.simulation import FlowerSimBackend
 from fedstruct.methods.fedavg import FedAvg
@@ -138,15 +138,21 @@ def _processes_with(marker: str) -> list[str]:
 def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupted_result(
     tmp_path,
 ):
-    """Ctrl-C once: the ServerApp's thread stops within seconds (it used to wait out the
-    600 s reply timeout and then checkpoint the cut round as if no client had answered),
-    no Ray process is left, and --resume reaches the uninterrupted (local) result."""
+    """Ctrl-C once: the ServerApp's thread stops (it used to wait out the 600 s reply
+    timeout and then checkpoint the cut round as if no client had answered), no Ray
+    process is left, and --resume reaches the uninterrupted (local) result.
+
+    Independent of the machine's speed (issue 49, item 8: on a busy machine Ctrl-C
+    landed after a 20-round run had finished): the run has a million rounds, so it is
+    still running whenever Ctrl-C comes after its first checkpoint; the resumed run
+    and the uninterrupted one both stop one round after the checkpoint Ctrl-C left.
+    The waits end on events (a checkpoint, the process's exit, Ray's processes gone);
+    their bounds only catch a hang."""
     marker = uuid.uuid4().hex
     env = {**os.environ, "FEDSTRUCT_TEST_MARKER": marker}
     out = tmp_path / "sim"
-    # enough rounds (~0.15 s each) that the run still goes when Ctrl-C comes after round 1
-    chosen = {"clients": 2, "rounds": 20, "seed": 1, "samples": 1500, "test_samples": 500,
-              "dropout": 0.2}  # fmt: skip
+    chosen = {"clients": 2, "rounds": 1_000_000, "seed": 1, "samples": 1500,
+              "test_samples": 500, "dropout": 0.2}  # fmt: skip
     settings = ["fedavg", *(a for k, v in chosen.items() for a in ("--set", f"{k}={v}")), "--quiet"]
     proc = subprocess.Popen(
         [*FEDSTRUCT, "run", *settings, "--backend", "flower-sim", "--out", str(out)],
@@ -156,34 +162,40 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600
         while not (out / CHECKPOINT_FILE).exists():  # round 1 is done: Ray runs
             assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "no round finished in 120 s"
+            assert time.monotonic() < deadline, "no round finished in 600 s"
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        # seconds, not the 600 s reply timeout (Ray may be slow on a loaded machine)
+        # well before the 600 s reply timeout it used to wait out
         try:
-            proc.wait(timeout=60)
+            proc.wait(timeout=300)
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()
-            pytest.fail(f"the run went on 60 s after Ctrl-C; its stderr ended with:\n{err[-4000:]}")
+            pytest.fail(
+                f"the run went on 300 s after Ctrl-C; its stderr ended with:\n{err[-4000:]}"
+            )
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode != 0
     assert json.loads((out / "run.json").read_text())["status"] == "stopped"
-    # Ray's helpers end with their driver (on a busy machine, up to seconds later)
-    deadline = time.monotonic() + 10
+    # Ray's helpers end with their driver (on a busy machine, seconds later)
+    deadline = time.monotonic() + 120
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(marker) == []
     # resumed in this process as 'fedstruct run fedavg --resume OUT' resumes it (that
-    # option: tests/experiments/test_cli.py), on config.json's backend, flower-sim
-    execute("fedavg", [], out, resume=True)
-    execute("fedavg", [chosen], tmp_path / "local")  # uninterrupted, in this process
-    assert json.loads((out / "metrics.json").read_text()) == json.loads(
-        (tmp_path / "local" / "metrics.json").read_text()
-    )
+    # option: tests/experiments/test_cli.py), on config.json's backend, flower-sim,
+    # for one more round than Ctrl-C left; the uninterrupted run stops there too
+    last = read_checkpoint_header(out / CHECKPOINT_FILE)["round"]
+    execute("fedavg", [], out, resume=True, stop_after=last + 1)
+    execute("fedavg", [chosen], tmp_path / "local", stop_after=last + 1)  # in this process
+    for name in ("metrics.json", "history.json"):
+        assert json.loads((out / name).read_text()) == json.loads(
+            (tmp_path / "local" / name).read_text()
+        )
+    assert json.loads((out / "history.json").read_text())[-1]["round"] == last + 1

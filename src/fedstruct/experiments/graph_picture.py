@@ -48,6 +48,7 @@ from matplotlib.path import Path as MplPath
 
 __all__ = [
     "EDGE_KINDS",
+    "PICTURE_FORMATS",
     "EdgeKind",
     "GraphLayout",
     "draw_graph",
@@ -55,6 +56,10 @@ __all__ = [
     "graph_figure",
     "graph_layout",
 ]
+
+#: The formats :func:`draw_graph` writes, by the file's suffix: matplotlib's image
+#: formats (``pgf`` needs LaTeX, ``raw``/``rgba`` are bare pixel buffers: left out).
+PICTURE_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
 
 _DPI = 120
 _MARGIN = 0.15
@@ -179,7 +184,8 @@ def draw_graph(
     label: str = "confidence",
     limits: tuple[float, float] | None = None,
 ) -> Path:
-    """Draw ``graph`` as a node-link picture (see :func:`graph_figure`) into a PNG file.
+    """Draw ``graph`` as a node-link picture (see :func:`graph_figure`) into an image
+    file, in the format its suffix names (:data:`PICTURE_FORMATS`: PNG, PDF, SVG, ...).
 
     Returns
     -------

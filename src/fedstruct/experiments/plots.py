@@ -36,18 +36,25 @@ def plot_history(
     path: Path,
     title: str,
 ) -> Path | None:
-    """One panel per metric against the round; metrics absent from the history are skipped.
-    An entry that is a tuple of metrics draws them in one panel with a legend (a training
-    loss beside a held-out one). Rounds, and a panel whose values are all whole numbers
-    (a count), get integer ticks.
+    """One panel per metric against the round; metrics absent from the history are
+    skipped, and so is a metric of a longer history reported in one round only (one
+    point is no curve: FedAvg's final federated evaluation on the training rows, which
+    metrics.json holds). An entry that is a tuple of metrics draws them in one panel
+    with a legend (a training loss beside a held-out one). Rounds, and a panel whose
+    values are all whole numbers (a count), get integer ticks.
 
     Returns
     -------
     Path or None
         The file written, or ``None`` if no metric had values.
     """
+    least = max(1, min(2, len(history)))  # the points a metric needs to be drawn
+
+    def drawn(metric: str) -> bool:
+        return sum(metric in h for h in history) >= least
+
     panels = [(m,) if isinstance(m, str) else tuple(m) for m in metrics]
-    panels = [p for p in ([m for m in p if any(m in h for h in history)] for p in panels) if p]
+    panels = [p for p in ([m for m in p if drawn(m)] for p in panels) if p]
     if not panels:
         return None
     fig, axes = _pyplot().subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2), squeeze=False)

@@ -50,11 +50,13 @@ from fedstruct.experiments.run_folder import (
     prepare_out,
     read_record,
     record_status,
+    reopen,
     run_state,
     update_files,
     valid_record,
     write_record,
 )
+from fedstruct.experiments.run_inputs import absolute_paths, changed_input, input_digests
 from fedstruct.experiments.settings import SEED, apply_settings, settings_dict, subset
 from fedstruct.experiments.sites import site_specs
 from fedstruct.experiments.source import SiteFiles, SiteView, Source, checked_clients, site_view
@@ -306,6 +308,7 @@ class RunContext:
         else:
             clients = data
         self.fitted.append(model)
+        update_files(self.out)  # what the run wrote before its rounds (knowledge.json)
         return model.fit(
             clients,
             backend=self.backend,
@@ -445,8 +448,13 @@ def execute(
     throughout. A folder holding another run is refused unless ``overwrite``, which
     deletes only the files ``run.json`` says that run wrote; the folder of a run that
     failed before saving a round is reused.
+    The files the settings name are recorded by absolute paths in ``config.json``
+    and the SHA-256 of their content in ``run.json``
+    (:mod:`~fedstruct.experiments.run_inputs`).
     With ``resume=True`` the settings, backend and launcher options come from
-    ``out/config.json`` and the run continues from its checkpoint. With
+    ``out/config.json`` and the run continues from its checkpoint, if its input files
+    are those it began with; entries added to the folder since it last wrote it are
+    not the run's (:func:`~fedstruct.experiments.run_folder.reopen`). With
     ``stop_after=r`` the run stops after round ``r`` (its checkpoint can be resumed
     later). With ``reuse=True`` (a recipe's runs) a folder that holds this very run
     (the same settings digest) is picked up where it stopped: a finished run's
@@ -459,7 +467,8 @@ def execute(
     ------
     ConfigError
         For an unknown method, setting or backend, a resume folder without a valid
-        ``config.json`` of this method and ``run.json``, an ``out`` holding another run
+        ``config.json`` of this method and ``run.json``, or whose input files changed
+        since it began, an ``out`` holding another run
         (without ``overwrite``) or anything else, an ``out`` another live process is
         writing (its lock), or an ``out`` that cannot be written.
     """
@@ -475,6 +484,8 @@ def execute(
         layers = [saved["settings"]]
         launcher = _resumed_launcher(launcher, saved, out)
     settings = apply_settings(entry.settings(), *layers, method=name)
+    if not resume:
+        settings = absolute_paths(settings)
     config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
@@ -484,8 +495,9 @@ def execute(
     launcher.check(settings)
     config.update(launcher.record())
     digest = _settings_digest(config)
+    inputs = {} if resume else input_digests(settings)  # a resume checks the recorded ones
     if reuse and not resume:
-        earlier = _same_run_state(out, digest)
+        earlier = _same_run_state(out, digest, inputs)
         if earlier == "finished":
             return read_outcome(out)
         if earlier is not None:  # resumable: from its checkpoint; restartable: afresh
@@ -495,10 +507,11 @@ def execute(
             )  # fmt: skip
     with folder_lock(out):
         if resume:
-            _check_resumable(out, digest, checkpoint=launcher.checkpoint_here)
+            _check_resumable(out, digest, settings, checkpoint=launcher.checkpoint_here)
+            reopen(out)
         else:
             kept = prepare_out(out, overwrite=overwrite)
-            write_record(out, "running", kept=kept, settings_digest=digest)
+            write_record(out, "running", kept=kept, settings_digest=digest, inputs=inputs)
         _write_json(out / "config.json", config)
         try:
             return launcher.launch(
@@ -552,14 +565,16 @@ def _settings_digest(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _same_run_state(out: Path, digest: str) -> str | None:
+def _same_run_state(out: Path, digest: str, inputs: Mapping[str, str]) -> str | None:
     """How the run in ``out`` ended if it is the run whose settings digest is
-    ``digest``: ``finished``, ``resumable`` (interrupted or stopped, with a
-    checkpoint) or ``restartable`` (interrupted or stopped before its first
-    checkpoint: only its own files are replaced); ``None`` for anything else (no
-    run, another run, a failed one)."""
+    ``digest`` on the inputs whose digests are ``inputs``: ``finished``, ``resumable``
+    (interrupted or stopped, with a checkpoint) or ``restartable`` (interrupted or
+    stopped before its first checkpoint: only its own files are replaced); ``None`` for
+    anything else (no run, another run, a failed one)."""
     record = valid_record(out)
     if record is None or record.get("settings_digest") != digest:
+        return None
+    if record.get("inputs", {}) != inputs:
         return None
     state = record_status(out, record)
     if state == "finished" and (out / "metrics.json").is_file():
@@ -600,11 +615,13 @@ def _read_json(path: Path, fix: str = "rerun into a new folder") -> Any:
         raise ConfigError(f"{path} is not valid JSON ({exc}); {fix}") from None
 
 
-def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
+def _check_resumable(out: Path, digest: str, settings: Any, *, checkpoint: bool) -> None:
     """``out`` holds a run this fedstruct recorded (``run.json``), started with the
-    settings whose digest is ``digest`` (those of ``config.json`` now), and, with
-    ``checkpoint``, a checkpoint it reads (its header only: the state is read and
-    checked against the run's configuration when the run starts).
+    settings whose digest is ``digest`` (those of ``config.json`` now, resolved as
+    ``settings``) on input files whose content has not changed since
+    (:mod:`~fedstruct.experiments.run_inputs`), and, with ``checkpoint``, a checkpoint
+    it reads (its header only: the state is read and checked against the run's
+    configuration when the run starts).
 
     Raises
     ------
@@ -613,7 +630,8 @@ def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
         checkpoint of a version this fedstruct reads.
     ConfigError
         If ``run.json`` is missing, not a record of this fedstruct, or records other
-        settings than ``config.json`` holds (the file was changed since the run began).
+        settings than ``config.json`` holds (the file was changed since the run began),
+        or an input file changed or cannot be read.
     """
     if checkpoint:
         read_checkpoint_header(out / CHECKPOINT_FILE)
@@ -628,6 +646,11 @@ def _check_resumable(out: Path, digest: str, *, checkpoint: bool) -> None:
         raise ConfigError(
             f"{out / 'config.json'} holds other settings than the run began with, so its "
             "checkpoint does not belong to them; restore the file or start a new run"
+        )
+    changed = changed_input(record.get("inputs", {}), settings)
+    if changed is not None:
+        raise ConfigError(
+            f"--resume {out}: {changed}; restore it, or start a new run in another folder"
         )
 
 
@@ -660,6 +683,7 @@ def run_resolved(
         _check_flat(entry.name, outcome.metrics)
         _write_json(out / "metrics.json", outcome.metrics)
         _write_json(out / "history.json", outcome.history)
+        update_files(out)  # the plots
         artifacts = (
             write_artifacts(ctx.fitted[-1], out, data=source.inputs())
             if ctx.fitted and stop_after is None

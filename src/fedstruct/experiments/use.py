@@ -282,6 +282,9 @@ class RunSummary:
         ``metrics.json``.
     figures
         The pictures the run drew.
+    learner
+        What kind of model it learned: ``"a regressor"`` (a continuous target) or
+        ``"a classifier"``.
     """
 
     method: str
@@ -291,6 +294,7 @@ class RunSummary:
     model: str
     metrics: dict[str, Any]
     figures: list[str]
+    learner: str = "a classifier"
 
 
 def run_summary(folder: str | Path) -> RunSummary:
@@ -324,7 +328,13 @@ def run_summary(folder: str | Path) -> RunSummary:
         model=_model_text(model),
         metrics=metrics,
         figures=[f for f in record.get("figures", []) if isinstance(f, str)],
+        learner="a regressor" if _regression(model) else "a classifier",
     )
+
+
+def _regression(model: FederatedEstimator) -> bool:
+    """Whether ``model`` predicts a continuous target (FedAvg's regression)."""
+    return getattr(getattr(model, "schema", None), "regression", False) is True
 
 
 def _json_object(path: Path) -> dict[str, Any]:
