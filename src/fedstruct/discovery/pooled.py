@@ -404,5 +404,5 @@ def search_step(search: Callable[[PooledTest], T], test: PooledTest) -> T | Plan
         result = search(test)
         test.barrier()
     except PendingTests:
-        return Plan(test.frame, test.pending())
+        return Plan.of(test.frame, test.pending())
     return result

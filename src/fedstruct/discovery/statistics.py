@@ -54,6 +54,8 @@ __all__ = [
 CELLS = "cells"
 MOMENTS = "moments"
 Form = Literal["cells", "moments"]
+#: The forms in the order of their codes in a :class:`Plan`'s ``forms``.
+_FORMS = (CELLS, MOMENTS)
 
 
 @dataclass(frozen=True)
@@ -109,37 +111,84 @@ class Plan:
     counts, then ``m·a`` sums (cell-major) and ``m·a(a+1)/2`` products (each cell's upper
     triangle, row-major). For a ``moments`` request with a design of ``w`` columns: one
     count, ``w`` sums and ``w(w+1)/2`` products.
+
+    A plan is three integer arrays (what a request message carries): each request's
+    number of variables (``sizes``), the variables one request after the other
+    (``members``) and each request's form (``forms``: 0 cells, 1 moments); the offsets
+    are computed from them and the frame at once.
     """
 
-    def __init__(self, frame: Frame, requests: Sequence[Request]) -> None:
+    def __init__(
+        self,
+        frame: Frame,
+        sizes: NDArray[np.int64],
+        members: NDArray[np.int64],
+        forms: NDArray[np.int64],
+        requests: Sequence[Request] | None = None,
+    ) -> None:
         self.frame = frame
-        self.requests = tuple(requests)
-        counts, sums = [0], [0]
-        for request in self.requests:
-            c, s = self._sizes(request)
-            counts.append(counts[-1] + c)
-            sums.append(sums[-1] + s)
-        self.count_offsets = counts
-        self.sum_offsets = sums
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.members = np.asarray(members, dtype=np.int64)
+        self.forms = np.asarray(forms, dtype=np.int64)
+        self._requests = None if requests is None else tuple(requests)
+        self.starts = np.concatenate(([0], np.cumsum(self.sizes)))
+        r = len(self.sizes)
+        if r == 0:
+            self.count_offsets = self.sum_offsets = np.zeros(1, dtype=np.int64)
+            self.counts_only = np.zeros(0, dtype=bool)
+            return
+        discrete = np.asarray(frame.discrete, dtype=bool)[self.members]
+        cards = np.asarray(frame.cards, dtype=np.int64)[self.members]
+        heads = self.starts[:-1]
+        cells = np.multiply.reduceat(np.where(discrete, cards, 1), heads)
+        numeric = np.add.reduceat((~discrete).astype(np.int64), heads)
+        width = np.add.reduceat(np.where(discrete, cards, 1), heads)
+        moments = self.forms == _FORMS.index(MOMENTS)
+        n_counts = np.where(moments, 1, cells)
+        n_sums = np.where(
+            moments,
+            width + width * (width + 1) // 2,
+            cells * (numeric + numeric * (numeric + 1) // 2),
+        )
+        self.count_offsets = np.concatenate(([0], np.cumsum(n_counts)))
+        self.sum_offsets = np.concatenate(([0], np.cumsum(n_sums)))
+        #: Whether each request counts cells of discrete variables only (G², χ²).
+        self.counts_only = ~moments & (numeric == 0)
 
-    def _sizes(self, request: Request) -> tuple[int, int]:
-        frame = self.frame
-        if request.form == CELLS:
-            m = frame.cells(request.variables)
-            a = sum(not frame.discrete[v] for v in request.variables)
-            return m, m * (a + _triangle(a))
-        w = sum(frame.width(v) for v in request.variables)
-        return 1, w + _triangle(w)
+    @classmethod
+    def of(cls, frame: Frame, requests: Sequence[Request]) -> Plan:
+        """The plan of ``requests``."""
+        sizes = np.array([len(r.variables) for r in requests], dtype=np.int64)
+        members = np.array([v for r in requests for v in r.variables], dtype=np.int64)
+        forms = np.array([_FORMS.index(r.form) for r in requests], dtype=np.int64)
+        return cls(frame, sizes, members, forms, requests)
+
+    @property
+    def requests(self) -> tuple[Request, ...]:
+        """The requests, in order."""
+        if self._requests is None:
+            self._requests = tuple(
+                Request(self.variables(k), _FORMS[int(f)])  # type: ignore[arg-type]
+                for k, f in enumerate(self.forms.tolist())
+            )
+        return self._requests
+
+    def variables(self, k: int) -> tuple[int, ...]:
+        """Request ``k``'s variables."""
+        return tuple(self.members[self.starts[k] : self.starts[k + 1]].tolist())
+
+    def __len__(self) -> int:
+        return len(self.sizes)
 
     @property
     def n_counts(self) -> int:
         """Length of the counts vector."""
-        return self.count_offsets[-1]
+        return int(self.count_offsets[-1])
 
     @property
     def n_sums(self) -> int:
         """Length of the sums vector."""
-        return self.sum_offsets[-1]
+        return int(self.sum_offsets[-1])
 
     def counts_of(self, k: int, counts: NDArray[np.int64]) -> NDArray[np.int64]:
         """Request ``k``'s counts in the counts vector."""
@@ -226,24 +275,25 @@ def site_statistics(table: SiteTable, plan: Plan) -> tuple[NDArray[np.int64], ND
     """
     counts = np.zeros(plan.n_counts, dtype=np.int64)
     sums = np.zeros(plan.n_sums, dtype=np.float64)
+    if not len(plan):
+        return counts, sums
     frame = plan.frame
-    by_size: dict[int, list[int]] = {}
-    for k, request in enumerate(plan.requests):
-        if request.form == CELLS and all(frame.discrete[v] for v in request.variables):
-            by_size.setdefault(len(request.variables), []).append(k)
-            continue
-        rows = table.complete(request.variables)
+    batched = plan.counts_only
+    for size in np.unique(plan.sizes[batched]).tolist():
+        ks = np.flatnonzero(batched & (plan.sizes == size))
+        _count_cells(table, plan, ks, int(size), counts)
+    for k in np.flatnonzero(~batched).tolist():
+        variables = plan.variables(k)
+        rows = table.complete(variables)
         if rows is None:
             continue
         c = plan.counts_of(k, counts)
         s = plan.sums_of(k, sums)
         values = table.values[rows]
-        if request.form == CELLS:
-            _cells(values, frame, request.variables, c, s)
+        if plan.forms[k] == _FORMS.index(CELLS):
+            _cells(values, frame, variables, c, s)
         else:
-            _moments(values, frame, request.variables, c, s)
-    for ks in by_size.values():
-        _count_cells(table, plan, ks, counts)
+            _moments(values, frame, variables, c, s)
     return counts, sums
 
 
@@ -251,38 +301,38 @@ def site_statistics(table: SiteTable, plan: Plan) -> tuple[NDArray[np.int64], ND
 _BATCH_CODES = 4_000_000
 
 
-def _count_cells(table: SiteTable, plan: Plan, ks: list[int], counts: NDArray[np.int64]) -> None:
-    """The counts of the requests ``ks`` (cells of discrete variables only, one number of
-    variables), in batches of at most :data:`_BATCH_CODES` row codes."""
+def _count_cells(
+    table: SiteTable, plan: Plan, ks: NDArray[np.intp], size: int, counts: NDArray[np.int64]
+) -> None:
+    """The counts of the requests ``ks`` (cells of ``size`` discrete variables only), in
+    batches of at most :data:`_BATCH_CODES` row codes."""
     n = table.n
-    if n == 0:
+    if n == 0 or n < table.min_rows:
         return
-    members = np.array([plan.requests[k].variables for k in ks], dtype=np.intp)
+    index = plan.starts[ks][:, None] + np.arange(size)
+    members = plan.members[index]  # (requests, size)
     keep = table.present[members].all(axis=1)
-    members, ks_kept = members[keep], [k for k, ok in zip(ks, keep, strict=True) if ok]
-    if not ks_kept:
+    members, ks = members[keep], ks[keep]
+    if not len(ks):
         return
     cards = np.asarray(plan.frame.cards, dtype=np.int64)
-    codes_all = table.values.astype(np.int64)
+    dtype = np.int32 if plan.n_counts < 2**31 else np.int64
+    codes_all = np.ascontiguousarray(table.values.T).astype(dtype)  # (variables, n)
     missing = not table.observed[:, table.present].all()
     step = max(1, _BATCH_CODES // n)
-    for start in range(0, len(ks_kept), step):
+    for start in range(0, len(ks), step):
         part = members[start : start + step]
-        ks_part = ks_kept[start : start + step]
-        codes = codes_all[:, part[:, 0]].T.copy()  # (requests, n)
-        for col in range(1, part.shape[1]):
-            codes *= cards[part[:, col]][:, None]
-            codes += codes_all[:, part[:, col]].T
-        offsets = np.array([plan.count_offsets[k] for k in ks_part], dtype=np.int64)
+        codes = codes_all[part[:, 0]]  # (requests, n), a copy
+        for col in range(1, size):
+            codes *= cards[part[:, col]].astype(dtype)[:, None]
+            codes += codes_all[part[:, col]]
+        codes += np.asarray(plan.count_offsets[ks[start : start + step]], dtype=dtype)[:, None]
         if missing:
-            rows = table.observed[:, part].all(axis=2).T  # (requests, n)
-            enough = rows.sum(axis=1) >= table.min_rows
-            codes = codes + offsets[:, None]
-            flat = codes[rows & enough[:, None]]
+            rows = table.observed.T[part].all(axis=1)  # (requests, n)
+            rows &= (rows.sum(axis=1) >= table.min_rows)[:, None]
+            flat = codes[rows]
         else:
-            if n < table.min_rows:
-                continue
-            flat = (codes + offsets[:, None]).ravel()
+            flat = codes.ravel()
         counts += np.bincount(flat, minlength=counts.shape[0])
 
 

@@ -24,15 +24,7 @@ import numpy as np
 
 from fedstruct.data.client import ClientData
 from fedstruct.discovery.kinds import resolve_kinds
-from fedstruct.discovery.statistics import (
-    CELLS,
-    MOMENTS,
-    Frame,
-    Plan,
-    Request,
-    SiteTable,
-    site_statistics,
-)
+from fedstruct.discovery.statistics import Frame, Plan, SiteTable, site_statistics
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, from_json_bytes, handles, json_bytes
 from fedstruct.methods.fedfci.config import FedFCIConfig
@@ -56,20 +48,13 @@ STATS = "fedfci.stats"
 FRAME = "frame"
 #: The config entry of ``fedfci.margins`` bounding a discrete variable's codes.
 LEVELS = "levels"
-_FORMS = (CELLS, MOMENTS)
 
 
 def encode_plan(plan: Plan) -> Message:
     """The ``fedfci.stats`` request of ``plan``: the frame as JSON, the requests as
-    three integer arrays (each request's size, the variables one after the other, and
-    its form: 0 cells, 1 moments)."""
+    the plan's three integer arrays (sizes, members, forms)."""
     frame = plan.frame
-    requests = plan.requests
-    arrays = {
-        "sizes": np.array([len(r.variables) for r in requests], dtype=np.int64),
-        "members": np.array([v for r in requests for v in r.variables], dtype=np.int64),
-        "forms": np.array([_FORMS.index(r.form) for r in requests], dtype=np.int64),
-    }
+    arrays = {"sizes": plan.sizes, "members": plan.members, "forms": plan.forms}
     config = {
         FRAME: json_bytes(
             {
@@ -94,14 +79,8 @@ def decode_plan(message: Message) -> Plan:
         tuple(float(v) for v in raw["centre"]),
         tuple(float(v) for v in raw["scale"]),
     )
-    sizes = np.asarray(message.arrays["sizes"], dtype=np.int64)
-    members = np.split(np.asarray(message.arrays["members"], dtype=np.int64), np.cumsum(sizes)[:-1])
-    forms = np.asarray(message.arrays["forms"], dtype=np.int64).tolist()
-    requests = [
-        Request(tuple(int(v) for v in m), _FORMS[f])  # type: ignore[arg-type]
-        for m, f in zip(members, forms, strict=True)
-    ]
-    return Plan(frame, requests)
+    arrays = message.arrays
+    return Plan(frame, arrays["sizes"], arrays["members"], arrays["forms"])
 
 
 def _describe_bound(client: FedFCIClient, _: Message) -> int:
