@@ -721,6 +721,25 @@ def test_sites_that_share_no_level_of_a_column_are_warned_about(tmp_path: Path) 
     assert schema.cardinalities()["smoker"] == 4
 
 
+def test_an_ordinal_column_of_numbers_need_not_share_levels(tmp_path: Path) -> None:
+    """Issue 49: scores 1-4 at one site and 6-9 at another are numbers of one scale,
+    not two codings: no "share no level" warning (text levels still get it)."""
+    a = write(
+        tmp_path / "a.csv", "score,g\n" + "".join(f"{1 + i % 4},{i % 2}\n" for i in range(12))
+    )
+    b = write(
+        tmp_path / "b.csv", "score,g\n" + "".join(f"{6 + i % 4},{i % 2}\n" for i in range(12))
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        schema = read_federation([str(a), str(b)]).schema
+    assert schema.kinds["score"] == "ordinal" and len(schema.levels["score"]) == 8
+    c = write(tmp_path / "c.csv", "grade,g\n" + "1-low,0\n2-mid,1\n3-high,0\n" * 4)
+    d = write(tmp_path / "d.csv", "grade,g\n" + "low,0\nmid,1\nhigh,0\n" * 4)
+    with pytest.warns(FedstructWarning, match=r"^column 'grade': sites 'c' .* share no level"):
+        read_federation([str(c), str(d)], kinds={"grade": "ordinal"})
+
+
 def test_damaged_compressed_files_are_one_line_errors(tmp_path: Path) -> None:
     import bz2
     import gzip
