@@ -148,7 +148,8 @@ def _limited_schema(
     table: SiteTable, kinds: Mapping[str, str], limits: SchemaLimits, declared: frozenset[str]
 ) -> SiteSchema:
     """The site's schema, refused if it discloses more than ``limits`` allow (the
-    ``declared`` columns' kinds were given by the site's owner)."""
+    ``declared`` columns' kinds were given, by the site's owner if
+    ``limits.owner_kinds``)."""
     schema = table.schema(kinds)
     counts = {
         c.name: _level_counts(table, c.name)
@@ -156,7 +157,8 @@ def _limited_schema(
         if c.kind in LEVELLED and may_have_notes(c.levels)
     }
     where = f" (file {table.path})" if table.path else ""
-    limits.check_schema(schema, where, counts=counts, declared=declared)
+    owned = declared if limits.owner_kinds else None
+    limits.check_schema(schema, where, counts=counts, declared=owned)
     return schema
 
 

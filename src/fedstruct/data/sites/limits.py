@@ -81,6 +81,10 @@ class SchemaLimits:
         The fewest rows a site's file may hold (default :data:`MIN_SITE_ROWS`).
     max_levels
         The most levels one column may report (default :data:`MAX_SITE_LEVELS`).
+    owner_kinds
+        Whether the kinds given to the reader are the site owner's, so that a kind
+        given to a column declares it (a run on files one holds); False on a deployed
+        node, whose run's kinds are the coordinator's.
 
     Raises
     ------
@@ -90,6 +94,7 @@ class SchemaLimits:
 
     min_rows: int = MIN_SITE_ROWS
     max_levels: int = MAX_SITE_LEVELS
+    owner_kinds: bool = True
 
     def __post_init__(self) -> None:
         for name, key in (("min_rows", "min_site_rows"), ("max_levels", "max_site_levels")):
