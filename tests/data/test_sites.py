@@ -449,6 +449,12 @@ def test_encode_site_rejects_text_in_a_continuous_column_and_unknown_levels() ->
         encode_site("s", pd.DataFrame({"x": ["1", "z"], "y": ["a", "b"]}), schema)
     with pytest.raises(DataError, match=r"has levels \['c'\] that the run's sites never had"):
         encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "c"]}), schema)
+    page = "p" * 100_000  # a new file's cell of text is cut to 64 characters in the message
+    with pytest.raises(DataError, match=rf"has levels \['{'p' * 64}\.\.\.'\] that") as new:
+        encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["a", page]}), schema)
+    assert len(str(new.value)) < 500
+    with pytest.raises(DataError, match=rf"holds text \(e.g. '{'p' * 64}\.\.\.'\)"):
+        encode_site("s", pd.DataFrame({"x": [page, "1"], "y": ["a", "b"]}), schema)
     encoded = encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["b", "b"]}), schema)
     assert encoded.client.rows["y"].tolist() == [1, 1] and encoded.constant == ("y",)
     with pytest.raises(ConfigError, match="missing must be one of error, drop-rows"):
