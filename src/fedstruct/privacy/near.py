@@ -19,12 +19,12 @@ client in one of these ways:
 
 Only the client's rows with at least :data:`MIN_REAL_VALUES` (4) values that are not
 whole numbers take part (measurements; 4 of the values compared when a column is left
-out): rows of codes (categorical and ordinal columns, 0/1 flags) take few patterns that
-any array of 0s and 1s meets by chance (a bootstrap replicate's p-values). A single row or a few is
-never a near copy (exact rows are :class:`RowIndex`'s), so a weight row that falls near
-a data row by chance refuses nothing. Arrays are seen as rows the same ways as by the
-exact check but flattened: last axis ``p`` (or ``p - 1``), or a 2-D array's first
-(transposed).
+out): rows of codes (categorical and ordinal columns, 0/1 flags) take few patterns,
+which any array of 0s and 1s (a bootstrap replicate's p-values) meets by chance. A
+single row, or a few, is never a near copy (exact rows are :class:`RowIndex`'s), so a
+weight row that falls near a data row by chance refuses nothing. Arrays are seen as
+rows of width ``p`` (or ``p - 1``) by their last axis, or by a 2-D array's first (a
+transposed table); a flattened table is not looked at.
 
 Lookup: the index keeps its rows sorted by two of their columns (the two with the most
 distinct values) and by their sums (permutations keep sums); each looked-at reply row
@@ -84,9 +84,9 @@ class NearIndex:
         anonymity: int,
     ) -> None:
         self.width = rows.shape[1]
-        real = np.count_nonzero(rows != np.floor(rows), axis=1)
-        keep = real >= MIN_REAL_VALUES
-        self._rows, self._real = rows[keep], (rows != np.floor(rows))[keep]
+        real = rows != np.floor(rows)  # values that are not whole numbers
+        keep = np.count_nonzero(real, axis=1) >= MIN_REAL_VALUES
+        self._rows, self._real = rows[keep], real[keep]
         self._spread = NEAR_SPREAD * spread
         self.minimum = int(min(anonymity, counts[keep].sum()))
         self._keys = [self._sorted_by(col) for col in self._key_columns()]
@@ -206,25 +206,22 @@ def candidate_pairs(
         start = stop
 
 
-def _views(array: NDArray, width: int) -> Iterator[tuple[NDArray[np.float64], int]]:
+def _views(array: NDArray, width: int) -> Iterator[tuple[NDArray, int]]:
     """``array`` as rows of the client's width or one less (module docstring)."""
     if array.ndim == 0 or array.size == 0 or array.dtype.kind not in "biuf":
         return
     for w in (width, width - 1):
         if array.shape[-1] == w:
-            yield _finite(array.reshape(-1, w)), w
+            yield array.reshape(-1, w), w
         if array.ndim == 2 and array.shape[0] == w and array.shape[1] != w:
-            yield _finite(array.T), w
+            yield array.T, w
 
 
-def _finite(rows: NDArray) -> NDArray[np.float64]:
-    out = np.asarray(rows, dtype=np.float64)
-    return np.where(np.isfinite(out), out, 0.0) if not np.isfinite(out).all() else out
-
-
-def _sample(rows: NDArray[np.float64]) -> NDArray[np.float64]:
-    """At most :data:`SAMPLE_ROWS` of the non-constant ``rows``, evenly spaced."""
-    varied = rows[~np.all(rows == rows[:, :1], axis=1)]
-    if len(varied) <= SAMPLE_ROWS:
-        return varied
-    return varied[np.linspace(0, len(varied) - 1, SAMPLE_ROWS).round().astype(np.intp)]
+def _sample(rows: NDArray) -> NDArray[np.float64]:
+    """At most :data:`SAMPLE_ROWS` of the non-constant ``rows``, evenly spaced, as
+    float64 (missing and infinite values as 0)."""
+    varied = np.flatnonzero(~np.all(rows == rows[:, :1], axis=1))
+    if len(varied) > SAMPLE_ROWS:
+        varied = varied[np.linspace(0, len(varied) - 1, SAMPLE_ROWS).round().astype(np.intp)]
+    out = np.asarray(rows[varied], dtype=np.float64)
+    return out if np.isfinite(out).all() else np.where(np.isfinite(out), out, 0.0)
