@@ -740,7 +740,9 @@ def test_ordinary_categorical_columns_pass_the_rules_on_people(tmp_path: Path) -
     rows = alarm.sample(60, seed=0)
     named = {v: np.array(alarm.states[v])[rows[v].to_numpy()] for v in alarm.names}
     pd.DataFrame(named).to_csv(tmp_path / "alarm.csv", index=False)
-    assert len(read_federation([str(tmp_path / "alarm.csv")]).schema.variables) == 37
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FedstructWarning)  # a level alone in 60 rows
+        assert len(read_federation([str(tmp_path / "alarm.csv")]).schema.variables) == 37
 
 
 def read_refused(path: Path, **options) -> str:
