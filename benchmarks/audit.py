@@ -4,7 +4,9 @@
    ``Runnable.quick``) with ``audit_reply`` and the clients' ``RowIndex`` timed: the
    seconds the audit adds to the run, and the run's total.
 2. One reply of 1 MiB whose rows have the client's width (the audit's worst layout:
-   every row is looked up), against a client of 5,000 rows x 64 columns.
+   every row is looked up), against a client of 5,000 rows x 64 columns of codes, and
+   against one of measurements (whose rows the near-copy check also indexes, on the
+   first reply: ``first``), with rows of the client's width and of one column less.
 
 Run: ``.venv/bin/python benchmarks/audit.py [--methods fedavg fedcdnv ...] [--repeats 3]``
 """
@@ -55,21 +57,26 @@ def audit_share(method: str) -> tuple[float, float, int]:
     return audit.seconds + index.seconds, total, audit.calls
 
 
-def per_mib(repeats: int) -> tuple[float, float]:
-    """(index build ms, audit ms) for a 1 MiB reply of rows of the client's width."""
+def per_mib(
+    repeats: int, measurements: bool = False, width: int = 64
+) -> tuple[float, float, float]:
+    """(index build ms, first audit ms, audit ms) for a 1 MiB reply of rows of
+    ``width`` against a client of 5,000 x 64 codes (or measurements)."""
     rng = np.random.default_rng(0)
-    rows = pd.DataFrame(rng.integers(0, 3, size=(5000, 64)))
-    reply = Message("bench.fit", arrays={"w": rng.normal(size=(2048, 64))})
+    table = rng.normal(size=(5000, 64)) if measurements else rng.integers(0, 3, (5000, 64))
+    rows = pd.DataFrame(table)
+    reply = Message("bench.fit", arrays={"w": rng.normal(size=(2048, width))})
     limit = PayloadLimit(reply.n_entries())
-    builds, audits = [], []
+    builds, firsts, audits = [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
         index = RowIndex(rows)
         builds.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        audit_reply(reply, index, limit, "bench")
-        audits.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(builds), 1e3 * statistics.median(audits)
+        for times in (firsts, audits):
+            start = time.perf_counter()
+            audit_reply(reply, index, limit, "bench")
+            times.append(time.perf_counter() - start)
+    return tuple(1e3 * statistics.median(t) for t in (builds, firsts, audits))
 
 
 def main() -> None:
@@ -77,8 +84,11 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=None)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    build, audit = per_mib(args.repeats)
-    print(f"1 MiB reply, client 5000 x 64: index {build:.1f} ms, audit {audit:.2f} ms")
+    for measurements, width in ((False, 64), (True, 64), (True, 63)):
+        build, first, audit = per_mib(args.repeats, measurements, width)
+        client = "measurements" if measurements else "codes"
+        print(f"1 MiB reply of width {width}, client 5000 x 64 {client}: index {build:.1f} ms, "
+              f"audit {first:.2f} ms first, {audit:.2f} ms after")  # fmt: skip
     for method in args.methods or runnable_names():
         seconds, total, calls = audit_share(method)
         print(f"{method:10s} audit {seconds:7.3f} s of {total:7.2f} s ({calls} replies)")

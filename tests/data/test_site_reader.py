@@ -3,11 +3,15 @@ levels and codes taken from category codes and integer ranges."""
 
 from __future__ import annotations
 
+import gzip
+import re
+import unicodedata
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from fedstruct.data.sites import (
     encode_site,
@@ -17,6 +21,7 @@ from fedstruct.data.sites import (
     read_table,
     site_schema,
 )
+from fedstruct.errors import DataError
 
 
 def test_text_columns_are_categories_holding_pandas_values(tmp_path: Path) -> None:
@@ -105,3 +110,66 @@ def test_integer_columns_at_the_ends_of_int64_and_wide_ones_keep_their_values() 
         assert sorted(column.levels) == sorted({str(v) for v in frame[column.name]})
         decoded = [column.levels[code] for code in rows[column.name]]
         assert decoded == [str(v) for v in frame[column.name]], column.name
+
+
+# ------------------------------------------- rows that do not split, Unicode forms, Parquet
+def test_a_file_mixing_delimiters_is_refused_naming_its_first_bad_line(tmp_path: Path) -> None:
+    """Issue 49: ``no;no;yes`` rows in a ``,`` file were one level of ``asia`` and the
+    other columns missing, without a word."""
+    path = tmp_path / "mixed.csv"
+    path.write_text("asia,tub,smoke\n" + "no,yes,no\n" * 20 + "no;no;yes\n" * 5)
+    message = (
+        f"file {path}: line 22 splits into 1 field(s) with delimiter ',', but the header "
+        "has 3 columns; fix that line (the file may mix delimiters, e.g. ',' and ';' "
+        "rows), or pass --set delimiter=..."
+    )
+    with pytest.raises(DataError, match=f"^{re.escape(message)}$"):
+        read_table(path)
+    with pytest.raises(DataError, match="line 22 splits into 1 field"):
+        read_federation([str(path)])
+    short = tmp_path / "short.csv"  # a row cut short, also in a compressed file
+    with gzip.open(tmp_path / "short.csv.gz", "wt") as stream:
+        stream.write('a,b,c\n1,"x, y",3\n\n4,5,\n6,7\n')
+    with pytest.raises(DataError, match="line 5 splits into 2 field"):
+        read_table(tmp_path / "short.csv.gz")
+    # empty trailing fields, quoted delimiters and blank lines split right
+    short.write_text('a,b,c\n1,"x, y",3\n\n4,5,\n  \n,,\n')
+    frame = read_table(short)
+    assert frame.shape == (3, 3) and frame["c"].isna().tolist() == [False, True, True]
+
+
+def test_names_and_levels_are_read_in_one_unicode_form(tmp_path: Path) -> None:
+    """Issue 49: ``smöke`` composed at one site and decomposed at another made two
+    columns, each imputed at the other site."""
+    composed, decomposed = "smöke", unicodedata.normalize("NFD", "smöke")
+    assert composed != decomposed
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(f"{composed},y\n" + "jä,1\nnein,0\n" * 6, encoding="utf-8")
+    decomposed_yes = unicodedata.normalize("NFD", "jä")
+    b.write_text(f"{decomposed},y\n" + f"{decomposed_yes},1\njä,1\nnein,0\n" * 6)
+    schema = read_federation([str(a), str(b)]).schema
+    assert schema.variables == (composed, "y")
+    assert schema.levels[composed] == ("jä", "nein")
+    parquet = tmp_path / "c.parquet"
+    pd.DataFrame({decomposed: [decomposed_yes, "jä", None] * 4, "y": range(12)}).to_parquet(parquet)
+    frame = read_table(parquet)
+    assert list(frame.columns) == [composed, "y"]
+    assert frame[composed].dropna().unique().tolist() == ["jä"]
+    both = tmp_path / "both.csv"
+    both.write_text(f"{composed},{decomposed}\n1,2\n")
+    with pytest.raises(DataError, match=r"column name 'smöke' appears twice .* rename one$"):
+        read_table(both)
+
+
+def test_a_damaged_parquet_file_is_one_line(tmp_path: Path) -> None:
+    """Issue 49: a Parquet file whose data pages are damaged was pyarrow's traceback."""
+    path = tmp_path / "site.parquet"
+    frame = pd.DataFrame({"a": np.arange(1000.0), "b": ["x", "y"] * 500})
+    frame.to_parquet(path)
+    raw = bytearray(path.read_bytes())
+    raw[4:200] = bytes(b ^ 0x5A for b in raw[4:200])  # the first page; the footer is intact
+    path.write_bytes(bytes(raw))
+    with pytest.raises(
+        DataError, match=rf"^file {re.escape(str(path))} is not a valid Parquet file: .*write"
+    ):
+        read_table(path)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedstruct.data import load_network
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import read_graph_file
 from fedstruct.data.sites import (
@@ -448,6 +449,12 @@ def test_encode_site_rejects_text_in_a_continuous_column_and_unknown_levels() ->
         encode_site("s", pd.DataFrame({"x": ["1", "z"], "y": ["a", "b"]}), schema)
     with pytest.raises(DataError, match=r"has levels \['c'\] that the run's sites never had"):
         encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "c"]}), schema)
+    page = "p" * 100_000  # a new file's cell of text is cut to 64 characters in the message
+    with pytest.raises(DataError, match=rf"has levels \['{'p' * 64}\.\.\.'\] that") as new:
+        encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["a", page]}), schema)
+    assert len(str(new.value)) < 500
+    with pytest.raises(DataError, match=rf"holds text \(e.g. '{'p' * 64}\.\.\.'\)"):
+        encode_site("s", pd.DataFrame({"x": [page, "1"], "y": ["a", "b"]}), schema)
     encoded = encode_site("s", pd.DataFrame({"x": [1.0, 2.0], "y": ["b", "b"]}), schema)
     assert encoded.client.rows["y"].tolist() == [1, 1] and encoded.constant == ("y",)
     with pytest.raises(ConfigError, match="missing must be one of error, drop-rows"):
@@ -627,7 +634,6 @@ def test_infinite_values_name_the_file(tmp_path: Path) -> None:
         "a,b\nTrue,1\n,2\nFalse,3\n",  # booleans with a missing value
         "a,b\n1, 2\n2,3 \n3,NA\n",  # numbers with spaces; NA missing
         "a,b\n1,\n2,NULL\n",  # a column all missing
-        "a,b\n1,2\n3\n",  # a short row: pandas fills NaN
         "a\n1\n  \n2\n",  # pandas skips a line of spaces
         "a,b\n1,x\n\n\n\n\n\n\n2,y\n",  # a piece of blank lines types nothing
         "\ufeffa,b\n1,x\n2,y\n",  # a byte order mark
@@ -684,13 +690,15 @@ def test_an_identifier_column_is_refused_naming_column_and_site(tmp_path: Path) 
     near = write(tmp_path / "h2.csv", site_rows(40, patient=lambda i: f"P{min(i, 35)}"))
     with pytest.raises(DataError, match="'patient' of site 'h2'"):
         read_federation([str(near)])
-    # 35 levels in 40 rows is a column, not an identifier
-    fine = write(tmp_path / "h3.csv", site_rows(40, town=lambda i: f"T{min(i, 34)}"))
-    assert read_federation([str(fine)]).schema.cardinalities()["town"] == 35
+    # 30 levels in 40 rows is a column, not an identifier (31 would be too many levels
+    # for so few rows: test_names_of_people_are_refused_unless_declared)
+    fine = write(tmp_path / "h3.csv", site_rows(40, town=lambda i: f"T{min(i, 29)}"))
+    assert read_federation([str(fine)]).schema.cardinalities()["town"] == 30
 
 
 def test_a_column_with_too_many_levels_is_refused_unless_raised(tmp_path: Path) -> None:
-    path = write(tmp_path / "big.csv", site_rows(400, code=lambda i: f"C{i % 150}"))
+    # 3,000 rows: 20 a level, not too few for 150 levels (names_of_people below)
+    path = write(tmp_path / "big.csv", site_rows(3000, code=lambda i: f"C{i % 150}"))
     with pytest.raises(
         DataError,
         match=r"^column 'code' of site 'big' \(file .*\) has 150 levels, more than the 100 "
@@ -699,6 +707,148 @@ def test_a_column_with_too_many_levels_is_refused_unless_raised(tmp_path: Path) 
         read_federation([str(path)])
     schema = read_federation([str(path)], max_site_levels=150).schema
     assert schema.cardinalities()["code"] == 150
+
+
+def people(n: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """A site's table of ``n`` rows with ordinary categorical columns (text, mixed
+    kinds, missing values) to which a test adds a column of people's data."""
+    rng = np.random.default_rng(seed)
+    countries = ["France", "Bosnia and Herzegovina", "United States", "Korea, Rep.",
+                 "Côte d'Ivoire", *(f"Country {k}" for k in range(20))]  # fmt: skip
+    income = ["Under $25,000", "$25,000 to $49,999", "$50,000 or more", "1 to 2 times a week"]
+    frame = pd.DataFrame({
+        "sex": rng.choice(["Female", "Male"], n),
+        "smoker": rng.choice(["yes", "no"], n),
+        "country": rng.choice(countries, n),
+        "income": rng.choice(income, n),
+        "bp": rng.choice(["LOW", "NORMAL", "HIGH"], n),
+        "age": rng.normal(50, 10, n).round(1),
+        "score": rng.integers(1, 6, n),
+    })  # fmt: skip
+    frame.loc[rng.choice(n, 30, replace=False), "country"] = None
+    return frame
+
+
+def test_ordinary_categorical_columns_pass_the_rules_on_people(tmp_path: Path) -> None:
+    path = tmp_path / "h1.csv"
+    people().to_csv(path, index=False)
+    schema = read_federation([str(path)], missing="keep").schema
+    assert schema.cardinalities() == {
+        "sex": 2, "smoker": 2, "country": 25, "income": 4, "bp": 3, "score": 5
+    }  # fmt: skip
+    alarm = load_network("alarm")  # bnlearn's level names, on a small site
+    rows = alarm.sample(60, seed=0)
+    named = {v: np.array(alarm.states[v])[rows[v].to_numpy()] for v in alarm.names}
+    pd.DataFrame(named).to_csv(tmp_path / "alarm.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FedstructWarning)  # a level alone in 60 rows
+        assert len(read_federation([str(tmp_path / "alarm.csv")]).schema.variables) == 37
+
+
+def read_refused(path: Path, **options) -> str:
+    """The one line refusing ``path``'s site, with no warning on the way."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DataError) as refused:
+            read_federation([str(path)], missing="keep", **options)
+    return str(refused.value)
+
+
+def test_free_text_is_refused_naming_the_column_never_its_values(tmp_path: Path) -> None:
+    """Issue 49: two notes in a free-text column were printed in warnings and saved in
+    model.json's levels."""
+    frame = people()
+    notes = ["Jane Doe, MRN 4471-22, HIV positive", "Bob Roe MRN 1183-09 …"]
+    frame["notes"] = None
+    frame.loc[[3, 7], "notes"] = notes
+    frame.to_csv(tmp_path / "h1.csv", index=False)
+    message = read_refused(tmp_path / "h1.csv")
+    assert message.startswith(
+        f"column 'notes' of site 'h1' (file {tmp_path / 'h1.csv'}) looks like free text (a "
+        "level of 5 words with digits and punctuation), and every level name leaves the "
+        "site; remove it from the file, recode its values into categories, or declare it "
+        "with --set kinds.notes=categorical if its level names may leave the site"
+    )
+    assert not any(word in message for word in ("Jane", "Bob", "MRN", "4471"))
+    # the owner's declaration lets it through (its values then leave the site)
+    schema = read_federation([str(tmp_path / "h1.csv")], missing="keep",
+                             kinds={"notes": "categorical"}).schema  # fmt: skip
+    assert schema.levels["notes"] == tuple(sorted(notes))
+
+
+def test_notes_held_by_single_rows_are_refused(tmp_path: Path) -> None:
+    frame = people()
+    frame["remark"] = None
+    frame.loc[[3, 7, 9], "remark"] = ["seen by the night nurse", "sent home with family", "ok"]
+    frame.loc[100:199, "remark"] = "ok"
+    frame.to_csv(tmp_path / "h1.csv", index=False)
+    assert "'remark' of site 'h1' (file" in read_refused(tmp_path / "h1.csv")
+    assert "(2 of its 3 levels are 3 words or more held by a single row each)" in read_refused(
+        tmp_path / "h1.csv"
+    )
+    frame.loc[200:209, "remark"] = "sent home with family"  # a common answer, not a note
+    frame.to_csv(tmp_path / "h2.csv", index=False)
+    assert (
+        read_federation([str(tmp_path / "h2.csv")], missing="keep").schema.cardinalities()["remark"]
+        == 3
+    )
+
+
+def test_names_of_people_are_refused_unless_declared(tmp_path: Path) -> None:
+    """Issue 49: 60 names over 1,000 rows (6 % distinct) passed the identifier rule."""
+    frame = people()
+    first, last = ("Ann", "Bob", "Eve", "Joe", "Kim", "Sam"), ("Doe", "Roe", "Poe", "Lee", "Fox")
+    names = [f"{a} {b}{k}" for a in first for b in last for k in ("", "-Smith")]
+    frame["patient"] = np.random.default_rng(1).choice(names, len(frame))
+    path = tmp_path / "h1.csv"
+    frame.to_csv(path, index=False)
+    message = read_refused(path)
+    assert message.startswith(
+        f"column 'patient' of site 'h1' (file {path}) looks like names or codes of people "
+        "(60 levels in 1000 rows, 16.7 rows per level; a column of more than 30 levels needs "
+        "20 rows per level on average), and every level name leaves the site;"
+    )
+    assert not any(name in message for name in names)
+    declared = read_federation([str(path)], missing="keep", kinds={"patient": "categorical"})
+    assert declared.schema.cardinalities()["patient"] == 60
+    manifest = write(
+        tmp_path / "fed.yaml", "sites:\n  - {path: h1.csv, kinds: {patient: categorical}}\n"
+    )
+    assert read_federation(manifest, missing="keep").schema.cardinalities()["patient"] == 60
+    frame.iloc[:600].to_csv(path, index=False)  # 10 rows a name
+    assert "60 levels in 600 rows, 10.0 rows per level" in read_refused(path)
+    pd.concat([frame] * 2).to_csv(path, index=False)  # 2,000 rows: 33 a name, a group
+    assert read_federation([str(path)], missing="keep").schema.cardinalities()["patient"] == 60
+
+
+def test_a_long_level_is_refused_even_when_declared(tmp_path: Path) -> None:
+    """Issue 49: a 50 MB cell became a level name."""
+    frame = people(200)
+    frame["comment"] = "none"
+    frame.loc[5, "comment"] = "x" * 100_000
+    path = tmp_path / "h1.csv"
+    frame.to_csv(path, index=False)
+    message = (
+        f"column 'comment' of site 'h1' (file {path}) has a level of 100,000 characters, more "
+        "than the 64 a level name may have (every level name leaves the site): it holds "
+        "text, not categories; remove it from the file, or recode its values as short "
+        "category names"
+    )
+    assert read_refused(path) == message
+    assert read_refused(path, kinds={"comment": "categorical"}) == message
+    frame.loc[5, "comment"] = "y" * 64  # 64 characters are a level name
+    frame.to_csv(path, index=False)
+    assert read_federation([str(path)], missing="keep").schema.cardinalities()["comment"] == 2
+
+
+def test_the_audit_of_a_description_takes_no_declaration() -> None:
+    """A deployed node's audit knows no owner's declaration (the run's kinds are the
+    coordinator's): it applies every rule to the level names, and says so."""
+    names = [f"Name{k}" for k in range(40)]
+    with pytest.raises(DataError, match=r"40 levels in 500 rows.* does not take the run's kinds"):
+        SchemaLimits().check("h1", 500, {"patient": names})
+    SchemaLimits().check("h1", 500, {"patient": names}, declared={"patient"})
+    SchemaLimits().check("h1", 800, {"patient": names})
 
 
 def test_describe_site_applies_the_limits(tmp_path: Path) -> None:
@@ -720,6 +870,25 @@ def test_sites_that_share_no_level_of_a_column_are_warned_about(tmp_path: Path) 
         schema = read_federation([str(a), str(b)]).schema
     assert len(caught) == 1  # y shares its levels
     assert schema.cardinalities()["smoker"] == 4
+
+
+def test_an_ordinal_column_of_numbers_need_not_share_levels(tmp_path: Path) -> None:
+    """Issue 49: scores 1-4 at one site and 6-9 at another are numbers of one scale,
+    not two codings: no "share no level" warning (text levels still get it)."""
+    a = write(
+        tmp_path / "a.csv", "score,g\n" + "".join(f"{1 + i % 4},{i % 2}\n" for i in range(12))
+    )
+    b = write(
+        tmp_path / "b.csv", "score,g\n" + "".join(f"{6 + i % 4},{i % 2}\n" for i in range(12))
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        schema = read_federation([str(a), str(b)]).schema
+    assert schema.kinds["score"] == "ordinal" and len(schema.levels["score"]) == 8
+    c = write(tmp_path / "c.csv", "grade,g\n" + "1-low,0\n2-mid,1\n3-high,0\n" * 4)
+    d = write(tmp_path / "d.csv", "grade,g\n" + "low,0\nmid,1\nhigh,0\n" * 4)
+    with pytest.warns(FedstructWarning, match=r"^column 'grade': sites 'c' .* share no level"):
+        read_federation([str(c), str(d)], kinds={"grade": "ordinal"})
 
 
 def test_damaged_compressed_files_are_one_line_errors(tmp_path: Path) -> None:

@@ -295,6 +295,36 @@ def test_the_handshake_refuses_a_description_that_discloses_too_much(tmp_path):
         describe(entry, few, specs[0])
 
 
+def test_a_node_never_describes_free_text_or_notes(tmp_path):
+    """Issue 49: on a deployment a site's notes and names reached the coordinator's
+    model.json and the codebook sent back to every node. The node refuses them before
+    its description leaves, and the run's kinds (the coordinator's) do not count as
+    the site owner's declaration."""
+    paths = asia_files(tmp_path, rows=400)
+    frame = pd.read_csv(paths[1])
+    frame["notes"] = None
+    frame.loc[[3, 7], "notes"] = ["Jane Doe, MRN 4471-22, HIV positive", "Bob Roe MRN 1183-09 …"]
+    frame["remark"] = None
+    frame.loc[[5, 9], "remark"] = ["seen by the night nurse", "sent home with family"]
+    entry = runnable("fedavg")
+    sites = {"target": "dysp", "node_sites": ["site-1", "site-2", "site-3"]}
+    spec = SiteSpec("site-2", paths[1])
+    for column in ("notes", "remark"):
+        frame.drop(columns=[c for c in ("notes", "remark") if c != column]).to_csv(
+            paths[1], index=False
+        )
+        for kinds in ({}, {column: "categorical"}):
+            settings = apply_settings(entry.settings(), {**sites, "kinds": kinds}, method="fedavg")
+            with pytest.raises(
+                DataError,
+                match=rf"^column '{column}' of site 'site-2' .* free text .* does not take "
+                r"the run's kinds as its owner's declaration\)$",
+            ) as refused:
+                describe(entry, settings, spec)
+            for value in ("Jane", "MRN", "nurse", "family"):
+                assert value not in str(refused.value)
+
+
 def test_the_handshake_audits_what_a_site_format_describes(tmp_path):
     """A site format that would send more than metadata is stopped at the node."""
     paths = asia_files(tmp_path, rows=40)

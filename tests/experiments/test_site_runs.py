@@ -282,6 +282,28 @@ def test_what_a_site_may_disclose_is_one_line_with_exit_2(tmp_path):
     assert code == 0, text
 
 
+def test_free_text_and_mixed_delimiters_are_one_line_with_exit_2(tmp_path):
+    """Issue 49: a notes column was accepted (its values in warnings and model.json), a
+    file of ',' and ';' rows ran with rc 0; each is now one line naming the column or
+    the line, never a value."""
+    _, paths = asia_sites(tmp_path, n_sites=2, rows=200)
+    frame = pd.read_csv(paths[1])
+    frame["notes"] = None
+    frame.loc[[3, 7], "notes"] = ["Jane Doe, MRN 4471-22, HIV positive", "Bob Roe MRN 1183-09 …"]
+    frame.to_csv(paths[1], index=False)
+    code, text = run("fedavg", *sites_args(paths), "--set", "target=dysp", "--rounds", "1",
+                     "--out", str(tmp_path / "a"))  # fmt: skip
+    assert code == 2 and "column 'notes' of site 'site-2'" in text and "free text" in text
+    assert "Jane" not in text and "MRN" not in text
+    assert not (tmp_path / "a" / "model.json").exists()
+    lines = Path(paths[0]).read_text().splitlines()
+    lines[5] = lines[5].replace(",", ";")
+    Path(paths[0]).write_text("\n".join(lines) + "\n")
+    code, text = run("fedavg", "--site", paths[0], "--set", "target=dysp", "--rounds", "1",
+                     "--out", str(tmp_path / "b"))  # fmt: skip
+    assert code == 2 and "line 6 splits into 1 field(s) with delimiter ','" in text
+
+
 def test_a_damaged_gz_site_is_one_line_with_exit_2(tmp_path):
     _, paths = asia_sites(tmp_path, n_sites=2, rows=40)
     damaged = tmp_path / "site-2.csv.gz"

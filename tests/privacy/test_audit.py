@@ -217,3 +217,73 @@ def test_the_asia_bootstrap_that_was_refused_now_runs(tmp_path):
     result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output.strip().splitlines()[-1]
     assert (tmp_path / "run" / "consensus.json").exists()
+
+
+# ------------------------------------- near copies: rounded, noised, a column off, permuted
+@pytest.fixture()
+def measurements():
+    """A mixed table of 400 rows: six measurements of very different scales, a
+    three-level code and a 0/1 flag (as a site's encoded rows)."""
+    rng = np.random.default_rng(0)
+    scale, shift = [1, 2, 5, 10, 100, 0.5], [0, 1, 50, 100, 1000, 0]
+    table = rng.normal(size=(400, 6)) * scale + shift
+    codes = np.column_stack([rng.integers(0, 3, 400), rng.integers(0, 2, 400)])
+    return pd.DataFrame(np.hstack([table, codes]), columns=list("abcdefgh"))
+
+
+def near_copies(data: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Issue 49's tables the audit passed: the site's rows with one column dropped,
+    rounded to 2 decimals, with 0.1 % noise, with the columns permuted."""
+    table, rng = data.to_numpy(), np.random.default_rng(7)
+    return {
+        "one column dropped": np.delete(table, 2, axis=1),
+        "another dropped": np.delete(table, 7, axis=1),
+        "each row without another column": np.stack(
+            [np.delete(row, k % 8) for k, row in enumerate(table)]
+        ),
+        "rounded to 2 decimals": table.round(2),
+        "0.1 % noise": table * (1 + 0.001 * rng.normal(size=table.shape)),
+        "columns permuted": table[:, rng.permutation(8)],
+        "a batch of 20, transposed": table[100:120].round(2).T,
+        "a batch of 30 as float32, permuted": table[:30, ::-1].astype(np.float32),
+    }
+
+
+def test_near_copies_of_a_table_are_refused(measurements):
+    index = RowIndex(measurements)
+    for what, copy in near_copies(measurements).items():
+        assert index.count_matches(copy) == 0, what  # the exact check misses each
+        found = index.near_copy(copy)
+        assert found is not None and found[0] == found[1] >= 10, what
+    with pytest.raises(
+        PrivacyViolationError,
+        match=r"^client 'c1': reply 'm.fit' array 'x' is a copy of the client's rows: 64 of "
+        r"the 64 rows looked at hold each value near the client's, one column left out",
+    ):
+        _audit(Message("m.fit", arrays={"x": near_copies(measurements)["one column dropped"]}),
+               measurements)  # fmt: skip
+    config = {"rows": json.dumps(measurements.to_numpy().round(2)[:40].tolist())}
+    with pytest.raises(PrivacyViolationError, match="config 'rows' is a copy"):
+        _audit(Message("m.fit", config=config), measurements)
+
+
+def test_what_is_not_a_near_copy(measurements, binary):
+    index, rng = RowIndex(measurements), np.random.default_rng(8)
+    table = measurements.to_numpy()
+    spread = table.std(axis=0)
+    replies = {
+        "weights": rng.normal(size=(64, 8)) * 0.1,
+        "weights of one column less": rng.normal(size=(64, 7)),
+        "means and deviations": np.vstack([table.mean(axis=0), spread]),
+        "a bootstrap of the rows with 5 % noise": table[rng.integers(0, 400, 400)]
+        + rng.normal(size=(400, 8)) * spread * 0.05,
+        "rounded to 0 decimals": table.round(0),
+        "a few rows, rounded (beyond a bulk check: the exact one's)": table[:9].round(2),
+        "half of an array": np.vstack([table[:20].round(2), rng.normal(size=(21, 8))]),
+    }
+    for what, reply in replies.items():
+        assert index.near_copy(reply) is None, what
+        _audit(Message("m.fit", arrays={"x": reply}), measurements)
+    # rows of codes coincide by chance: a table of them is not indexed (PVALUES pass)
+    assert RowIndex(binary).near_copy(binary[:, ::-1]) is None
+    _audit(Message("fedcdnv.update", arrays={"pvalues": np.tile(PVALUES, (10, 1))}), binary)

@@ -8,8 +8,9 @@ it over Flower; tests call the steps in one process):
    :class:`~fedstruct.data.formats.SiteFormat` reports of the node's own file
    (names, kinds, level names and row count; or shape, class names and counts),
    refused if it would disclose too much (too few rows, too many levels, an
-   identifier column: ``min_site_rows``, ``max_site_levels``) and audited before it
-   leaves, as every reply is;
+   identifier column, names, free text: ``min_site_rows``, ``max_site_levels``; the
+   run's kinds, the coordinator's, declare no column of the site) and audited before
+   it leaves, as every reply is;
 2. :func:`merge` — on the server: the federation schema from every description;
 3. :func:`build_own` — on each node: the run's source over its own file
    (:func:`~fedstruct.experiments.source.node_view`), its client encoded with that

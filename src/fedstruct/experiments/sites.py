@@ -13,6 +13,7 @@ scores and reports.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -84,8 +85,15 @@ def schema_limits(settings: Any, manifest: Mapping[str, Any] | None = None) -> S
 def describe_file(
     site_format: SiteFormat[Any], spec: SiteSpec, settings: Any, roles: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """What site ``spec`` reports of its file (metadata only, JSON-able), on its node."""
-    return site_format.describe(spec, site_options(settings), roles)
+    """What site ``spec`` reports of its file (metadata only, JSON-able), on its node.
+
+    The run's kinds are the coordinator's, so they declare no column of the site's
+    file (:class:`~fedstruct.data.sites.SchemaLimits`' ``owner_kinds``): a column of
+    names or free text is refused whatever kind they give it.
+    """
+    options = site_options(settings)
+    limits = dataclasses.replace(options.limits, owner_kinds=False)
+    return site_format.describe(spec, dataclasses.replace(options, limits=limits), roles)
 
 
 def merge_descriptions(

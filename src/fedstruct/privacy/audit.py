@@ -5,10 +5,11 @@ on every backend; the schema handshake's replies pass :func:`audit_description`.
 
 **What it is.** A guard against accidents — a handler that returns its data, a
 batch, a copy cast to ``float32``, standardised or rescaled rows, rows with a label
-column added — not a defence against an adversary. A client that wants to send its
+column added, a table rounded, with a little noise, without a column or with its
+columns permuted — not a defence against an adversary. A client that wants to send its
 rows can always encode them so that no check of this kind finds them (one-hot
-codes, rows packed into one number each, a permutation of the columns, noise above
-the tolerance, a compressed string). Protection against a curious or malicious
+codes, rows packed into one number each, noise above the tolerances, a few rows
+among others, a compressed string). Protection against a curious or malicious
 party comes from what the protocols send (aggregates, secure aggregation,
 differential privacy), not from this audit.
 
@@ -17,7 +18,12 @@ It rejects a reply
 1. with more entries (:meth:`Message.n_entries`) than its protocol declared for that
    message kind, or
 2. holding an array, or a list of numbers in its config part (also inside JSON
-   strings and bytes there), whose rows match rows of the client's data.
+   strings and bytes there), whose rows match rows of the client's data, or
+3. holding such an array that is a *near copy* of the client's rows: more than half
+   of its rows (and at least ``anonymity``) hold a row of measurements with every
+   value near (1 % of its column's deviation plus 0.3 % of the value), near with one
+   column left out, or its values in another column order
+   (:mod:`fedstruct.privacy.near` says exactly which rows and arrays).
 
 Row matching looks at each array as rows of the client's width ``p``: arrays whose
 last axis has length ``p`` (any leading shape), 2-D arrays whose *first* axis has
@@ -98,6 +104,7 @@ from numpy.typing import NDArray
 
 from fedstruct.data.sites import SchemaLimits
 from fedstruct.errors import ConfigError, DataError, PrivacyViolationError
+from fedstruct.privacy.near import WAYS, NearIndex, candidate_pairs
 
 __all__ = [
     "ANONYMITY",
@@ -118,8 +125,6 @@ _MIN_NONZERO_FOR_SCALE = 3
 #: its own); rows matching more are k-anonymous and leak only in bulk (module
 #: docstring). The same 10 as the fewest rows a site may hold (``MIN_SITE_ROWS``).
 ANONYMITY = 10
-#: Candidate pairs compared at once (bounds the memory of a lookup).
-_CHUNK = 1 << 18
 
 
 class Payload(Protocol):
@@ -207,7 +212,9 @@ class RowIndex:
         else:
             self._mean, spread = np.zeros(self.width), np.zeros(self.width)
         self._scale = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
+        self._spread = spread
         self._rows, self._counts = _distinct(data[~_constant_rows(data)], self._direction)
+        self._near: NearIndex | None = None
         entries = [self._entries(self._rows, form) for form in (0, 1)]
         keys = np.concatenate([e[0] for e in entries])
         order = np.argsort(keys, kind="stable")
@@ -259,6 +266,17 @@ class RowIndex:
             rows = _as_float_rows(array.reshape(-1, wide))
             count += self._leaks(*self._matches_without_a_column(rows), bulk_only=bulk_only)
         return count
+
+    def near_copy(self, array: NDArray) -> tuple[int, int, str] | None:
+        """Whether ``array`` is a near copy of the client's rows (rounded, noised, a
+        column left out, columns permuted: :mod:`fedstruct.privacy.near`), as
+        ``(matching rows, rows looked at, way)``; None if not. The index of near
+        matches is built on the first call."""
+        if self.width < 2 or len(self._rows) == 0:
+            return None
+        if self._near is None:
+            self._near = NearIndex(self._rows, self._counts, self._spread, self.anonymity)
+        return self._near.copies(array)
 
     def _leaks(self, records: NDArray[np.int64], n_rows: int, bulk_only: bool = False) -> int:
         """How many matching rows leak: all in bulk, else those that single out records
@@ -336,7 +354,7 @@ class RowIndex:
         hits = np.flatnonzero(high > low)
         found: list[NDArray[np.intp]] = []
         rows_found: list[NDArray[np.intp]] = []
-        for q, entry in _candidate_pairs(hits, low[hits], high[hits]):
+        for q, entry in candidate_pairs(hits, low[hits], high[hits]):
             distance = np.linalg.norm(unit_rows(q) - self._data_units(entry), axis=1)
             norms = self._norms[entry]
             same_size = np.abs(length[q] - norms) <= self.tolerance * norms
@@ -346,21 +364,6 @@ class RowIndex:
         if not found:
             return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
         return np.concatenate(found), np.concatenate(rows_found)
-
-
-def _candidate_pairs(
-    queries: NDArray[np.intp], low: NDArray[np.intp], high: NDArray[np.intp]
-) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp]]]:
-    """(reply row, data row) pairs of every query's window, in chunks of ~``_CHUNK``."""
-    counts = high - low
-    start = 0
-    while start < queries.size:
-        stop = start + max(1, int(np.searchsorted(np.cumsum(counts[start:]), _CHUNK)))
-        q = np.repeat(queries[start:stop], counts[start:stop])
-        first = np.repeat(low[start:stop] - np.cumsum(counts[start:stop]) + counts[start:stop],
-                          counts[start:stop])  # fmt: skip
-        yield q, first + np.arange(q.size)
-        start = stop
 
 
 def _distinct(
@@ -544,16 +547,28 @@ def audit_reply(
             _check_mark_matrix(client, kind, name, array)
             continue
         bulk_only = name in limit.statistic_arrays
-        hits = index.count_matches(array, bulk_only=bulk_only)
-        _refuse_rows(hits, client, kind, f"array {name!r}")
+        _refuse_rows(index, array, client, kind, f"array {name!r}", bulk_only=bulk_only)
     for name, array in _config_arrays(getattr(message, "config", {})):
-        _refuse_rows(index.count_matches(array), client, kind, f"config {name!r}")
+        _refuse_rows(index, array, client, kind, f"config {name!r}")
 
 
-def _refuse_rows(hits: int, client: str, kind: str, where: str) -> None:
+def _refuse_rows(
+    index: RowIndex, array: NDArray, client: str, kind: str, where: str, bulk_only: bool = False
+) -> None:
+    """Refuse ``array`` if it holds rows of the client's data or is a near copy of them
+    (``bulk_only``: a statistics array, refused for matches in bulk only)."""
+    hits = index.count_matches(array, bulk_only=bulk_only)
     if hits:
         raise PrivacyViolationError(
             f"client {client!r}: reply {kind!r} {where} contains {hits} row(s) of the "
             "client's data (or rows that match them: rescaled, standardised, nearly equal, "
             "or with a column added); only aggregates may leave a client"
+        )
+    near = index.near_copy(array)
+    if near is not None:
+        found, looked, way = near
+        raise PrivacyViolationError(
+            f"client {client!r}: reply {kind!r} {where} is a copy of the client's rows: "
+            f"{found} of the {looked} rows looked at hold {WAYS[way]} (rounded, with noise, "
+            "a column left out or the columns permuted); only aggregates may leave a client"
         )

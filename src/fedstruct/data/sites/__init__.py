@@ -70,8 +70,17 @@ A site's schema leaves the site (the federation's codebook is the union of the
 sites' level names, saved with a model), so :func:`read_federation` and
 :func:`describe_site` refuse a site with fewer than ``min_site_rows`` rows (default
 10), a categorical or ordinal column with more than ``max_site_levels`` levels
-(default 100), or a column that looks like an identifier (as many distinct values as
-90 % of the rows, on a site of 10 rows or more): :class:`SchemaLimits`.
+(default 100), a level name longer than 64 characters, a column that looks like an
+identifier (as many distinct values as 90 % of the rows, on a site of 10 rows or
+more), and, unless the column's kind is declared (``kinds``), a column that looks like
+names of people (more than 30 levels, fewer than 20 rows per level), free text or
+notes held by single rows: :class:`SchemaLimits` has the rules. The message names the
+column, never a value.
+
+Column names and text values are read in Unicode's normal form C (NFC), so a name
+typed with ``ö`` at one site and with ``o`` plus a combining diaeresis at another is
+one column; a text row that does not split into the header's columns is refused
+naming its line.
 
 Sites that code a categorical column with no level in common (``yes``/``no`` at one,
 ``0``/``1`` at another) get a :class:`~fedstruct.errors.FedstructWarning` naming the

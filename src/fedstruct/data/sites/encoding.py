@@ -23,6 +23,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData
+from fedstruct.data.sites.limits import MAX_LEVEL_CHARS
 from fedstruct.data.sites.schema import LEVELLED, FederationSchema, level_name
 from fedstruct.data.sites.table import SiteTable, factorize, site_table
 from fedstruct.errors import ConfigError, DataError, SampleSizeError, UnknownVariableError
@@ -239,7 +240,7 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
         if absent:
             known = list(book)
             raise DataError(
-                f"column {col!r} of {table.where} has levels {absent[:5]} that the run's "
+                f"column {col!r} of {table.where} has levels {_shown(absent)} that the run's "
                 f"sites never had (its levels: {known[:10]}{' ...' if len(known) > 10 else ''})"
                 "; drop or recode those rows, or train again with sites that have them"
             )
@@ -249,7 +250,7 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
     if pd.api.types.is_bool_dtype(column.dtype) or not pd.api.types.is_numeric_dtype(column.dtype):
         text = column.dropna().iloc[:1].tolist()
         raise DataError(
-            f"column {col!r} of {table.where} holds text (e.g. {text[0]!r}) but is "
+            f"column {col!r} of {table.where} holds text (e.g. {_shown(text)[0]!r}) but is "
             f"continuous; fix the values or set kinds.{col}=categorical"
         )
     if column.dtype == np.float64:
@@ -263,6 +264,14 @@ def _encode_column(table: SiteTable, col: str, schema: FederationSchema) -> NDAr
             "replace them with finite numbers"
         )
     return values
+
+
+def _shown(values: Sequence[Any]) -> list[str]:
+    """The first five of a file's values as a message shows them, each cut to
+    :data:`~fedstruct.data.sites.limits.MAX_LEVEL_CHARS` characters (a cell of a
+    new file may be a page of text)."""
+    cut = MAX_LEVEL_CHARS
+    return [v if len(v) <= cut else f"{v[:cut]}..." for v in map(str, values[:5])]
 
 
 def _is_constant(values: NDArray[Any]) -> bool:

@@ -19,7 +19,7 @@ import pandas as pd
 from fedstruct.data.client import ClientData
 from fedstruct.data.sites.encoding import encode_table
 from fedstruct.data.sites.kinds import column_kinds
-from fedstruct.data.sites.limits import SchemaLimits
+from fedstruct.data.sites.limits import SchemaLimits, may_have_notes
 from fedstruct.data.sites.manifest import (
     ROLE_KEYS,
     Manifest,
@@ -29,7 +29,7 @@ from fedstruct.data.sites.manifest import (
 )
 from fedstruct.data.sites.merge import merge_schemas
 from fedstruct.data.sites.reader import read_table, site_name
-from fedstruct.data.sites.schema import FederationSchema, SiteSchema
+from fedstruct.data.sites.schema import LEVELLED, FederationSchema, SiteSchema
 from fedstruct.data.sites.table import SiteTable, site_table
 from fedstruct.errors import ConfigError, DataError, FedstructWarning, UnknownVariableError
 
@@ -121,17 +121,17 @@ def read_federation(
     limits = SchemaLimits.of(min_site_rows, max_site_levels, opts)
     tables = [_read_spec(spec, manifest, settings) for spec in manifest.sites]
     if schema is None:
-        schemas = [_limited_schema(t, k, limits) for t, k, _, _ in tables]
+        schemas = [_limited_schema(t, k, limits, d) for t, k, _, _, d in tables]
         schema = merge_schemas(schemas, _declared_kinds(manifest, settings["kinds"]))
         check_roles(
             schema,
             regime=settings["regime"],
-            regime_sites=[t.name for t, _, r, _ in tables if r == settings["regime"]],
+            regime_sites=[t.name for t, _, r, _, _ in tables if r == settings["regime"]],
             supervised=settings["supervised"],
         )
     clients, dropped, constant = [], {}, {}
     while tables:
-        table, _, site_regime, site_supervised = tables.pop(0)
+        table, _, site_regime, site_supervised, _ = tables.pop(0)
         encoded = encode_table(
             table, schema, settings["missing"], site_regime, site_supervised, min_rows
         )
@@ -144,11 +144,29 @@ def read_federation(
     return SiteFederation(clients, schema, dropped, constant, _roles(manifest))
 
 
-def _limited_schema(table: SiteTable, kinds: Mapping[str, str], limits: SchemaLimits) -> SiteSchema:
-    """The site's schema, refused if it discloses more than ``limits`` allow."""
+def _limited_schema(
+    table: SiteTable, kinds: Mapping[str, str], limits: SchemaLimits, declared: frozenset[str]
+) -> SiteSchema:
+    """The site's schema, refused if it discloses more than ``limits`` allow (the
+    ``declared`` columns' kinds were given, by the site's owner if
+    ``limits.owner_kinds``)."""
     schema = table.schema(kinds)
-    limits.check_schema(schema, f" (file {table.path})" if table.path else "")
+    counts = {
+        c.name: _level_counts(table, c.name)
+        for c in schema.columns
+        if c.kind in LEVELLED and may_have_notes(c.levels)
+    }
+    where = f" (file {table.path})" if table.path else ""
+    owned = declared if limits.owner_kinds else None
+    limits.check_schema(schema, where, counts=counts, declared=owned)
     return schema
+
+
+def _level_counts(table: SiteTable, column: str) -> dict[str, int]:
+    """Level name -> how many of the site's rows hold it."""
+    codes, names = table.factor(column)
+    found = np.bincount(codes[codes >= 0].astype(np.int64), minlength=len(names))
+    return dict(zip(names, found.tolist(), strict=True))
 
 
 def _as_manifest(source: str | Path | Manifest | Sequence[str | Path | SiteSpec]) -> Manifest:
@@ -173,7 +191,9 @@ def _path_spec(path: str | Path) -> SiteSpec:
 
 def _read_spec(
     spec: SiteSpec, manifest: Manifest, settings: Mapping[str, Any]
-) -> tuple[SiteTable, dict[str, str], str | None, tuple[str, ...]]:
+) -> tuple[SiteTable, dict[str, str], str | None, tuple[str, ...], frozenset[str]]:
+    """The site's table, its columns' kinds, regime column and supervised columns, and
+    the columns whose kinds were declared (``kinds``, the run's or the site's)."""
     if not spec.path.exists():
         where = f" of manifest {manifest.path}" if manifest.path else ""
         raise DataError(f"site {spec.name!r}{where}: file {spec.path} does not exist; fix its path")
@@ -190,7 +210,7 @@ def _read_spec(
     supervised = tuple(
         dict.fromkeys([*wanted, *(v for v in settings["supervised"] if v in columns)])
     )
-    return table, kinds, site_regime, supervised
+    return table, kinds, site_regime, supervised, frozenset(overrides)
 
 
 def _declared_kinds(manifest: Manifest, kinds: Mapping[str, str]) -> dict[str, str]:
@@ -284,8 +304,8 @@ def describe_site(
     """
     settings = {"kinds": dict(kinds or {}), "delimiter": delimiter, "regime": regime,
                 "supervised": ()}  # fmt: skip
-    table, kinds_of, site_regime, _ = _read_spec(spec, Manifest((spec,)), settings)
-    return _limited_schema(table, kinds_of, limits or SchemaLimits()), site_regime
+    table, kinds_of, site_regime, _, declared = _read_spec(spec, Manifest((spec,)), settings)
+    return _limited_schema(table, kinds_of, limits or SchemaLimits(), declared), site_regime
 
 
 def _spec_path(manifest: Manifest, site: str) -> Path | None:

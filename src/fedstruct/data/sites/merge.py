@@ -6,8 +6,10 @@ of numeric levels categorical at some sites (two levels there) and ordinal at ot
 ordinal (the inference's rule, :mod:`~fedstruct.data.sites.kinds`, on the union of the
 levels); any other disagreement is a :class:`~fedstruct.errors.DataError` naming both
 sites and the fix.
-Sites that share no level of a categorical column, and a categorical or ordinal column
-with a single level at every site, get a :class:`~fedstruct.errors.FedstructWarning`.
+Sites that share no level of a categorical column (or of an ordinal column of text
+levels: an ordinal column of numbers may well hold other numbers at each site, ages 20-40
+at one and 60-80 at another), and a categorical or ordinal column with a single level at
+every site, get a :class:`~fedstruct.errors.FedstructWarning`.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def merge_schemas(
         )
     kind_of = {v: _merged_kind(v, by_site, explicit.get(v)) for v, by_site in columns.items()}
     for v, by_site in columns.items():
-        if kind_of[v] in LEVELLED:
+        numbers = all(_all_numeric(c.levels) for c in by_site.values())
+        if kind_of[v] == "categorical" or (kind_of[v] == "ordinal" and not numbers):
             _warn_disjoint_levels(v, by_site)
     levels = {
         v: sorted_levels([lv for c in columns[v].values() for lv in c.levels])

@@ -2,8 +2,12 @@
 
 Delimited text (CSV, TSV, any delimiter; sniffed from the file's head unless given),
 plain or ``.gz``/``.bz2``/``.xz``, is read by pandas' C parser (``pandas.read_csv``),
-so it is typed as pandas types it; Parquet (``.parquet``/``.pq``) by pyarrow. Every
-problem is a one-line :class:`~fedstruct.errors.DataError` naming the file.
+so it is typed as pandas types it; Parquet (``.parquet``/``.pq``) by pyarrow. A text
+row that does not split into the header's columns (a file mixing ``,`` and ``;`` rows)
+is refused naming its line, and column names and text values are put in Unicode's
+normal form C (NFC: ``smöke`` typed as ``o`` plus a combining diaeresis is the same
+column and level as ``smöke`` typed with ``ö``). Every problem is a one-line
+:class:`~fedstruct.errors.DataError` naming the file.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import io
 import lzma
+import sys
+import unicodedata
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -33,6 +40,8 @@ _DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 _DELIMITERS = ",\t;|"
 _DELIMITER_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 _HEAD_BYTES = 1 << 16
+#: Bytes read at a time when rows are checked for their number of fields.
+_CHECK_BYTES = 1 << 24
 _HEAD_LINES = 50
 #: Rows pandas reads first to find the text columns, which the reader turns into
 #: ``category`` (codes and level names) once the whole file is read (:func:`_as_category`).
@@ -67,11 +76,15 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
         a ``category`` (the columns whose first :data:`_HEAD_ROWS` rows hold text:
         the same values in a third less memory than pandas' text columns).
 
+        Column names and text values are in Unicode's normal form C (:func:`as_nfc`).
+
     Raises
     ------
     DataError
         For a missing, unreadable or empty file, a header without rows, a header with
-        duplicate or empty column names, or text that does not parse.
+        duplicate or empty column names (also when they differ only in their Unicode
+        form), text that does not parse or a row that does not split into the header's
+        columns (naming its line), or a damaged Parquet file.
     """
     path = Path(path)
     _check_file(path)
@@ -81,7 +94,7 @@ def read_table(path: str | Path, *, delimiter: str | None = None) -> pd.DataFram
         frame = _read_text(path, delimiter)
     if len(frame) == 0:
         raise DataError(f"file {path} has a header but no rows; add the site's rows")
-    return frame
+    return as_nfc(frame)
 
 
 def _check_file(path: Path) -> None:
@@ -120,6 +133,7 @@ def site_name(path: str | Path) -> str:
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -127,7 +141,13 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise DataError(f"file {path} is not a valid Parquet file: {one_line(exc)}") from exc
     _check_header(names, path)
-    return pd.read_parquet(path)
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:  # damaged pages, bad encodings
+        raise DataError(
+            f"file {path} is not a valid Parquet file: {one_line(exc)}; "
+            "it may be cut short or damaged: write it again"
+        ) from exc
 
 
 def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
@@ -138,7 +158,7 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
     header = next(csv.reader([lines[0]], delimiter=sep))
     _check_header(header, path)
     try:
-        return _read_whole(path, sep, _text_columns(path, sep))
+        frame = _read_whole(path, sep, _text_columns(path, sep))
     except _DECOMPRESS_ERRORS as exc:
         raise _damaged(path, exc) from exc
     except UnicodeDecodeError as exc:
@@ -152,6 +172,9 @@ def _read_text(path: Path, delimiter: str | None) -> pd.DataFrame:
             f"file {path} does not parse with delimiter {sep!r}: {one_line(exc)}; "
             "fix the file or pass --set delimiter=..."
         ) from exc
+    if len(frame.columns) > 1 and frame[frame.columns[-1]].isna().any():
+        _check_fields(path, sep, len(frame.columns))
+    return frame
 
 
 def _read_whole(path: Path, sep: str, text: list[str]) -> pd.DataFrame:
@@ -194,6 +217,137 @@ def _text_columns(path: Path, sep: str) -> list[str]:
     keeps their values and types every other column as pandas would."""
     head = pd.read_csv(path, sep=sep, nrows=_HEAD_ROWS)
     return [col for col in head.columns if pd.api.types.infer_dtype(head[col]) == "string"]
+
+
+def _check_fields(path: Path, sep: str, expected: int) -> None:
+    """Refuse a row that does not split into the header's ``expected`` fields.
+
+    pandas reads a short row (``no;no;yes`` in a file of ``,``) as its first fields
+    followed by missing values, without a word; a short row always misses its last
+    field, so :func:`_read_text` calls this (one more pass over the file) only when the
+    last column misses a value. A file without a quote character is checked by
+    counting delimiters per line (numpy, a few hundred MB/s); one with quotes by
+    Python's ``csv`` reader, which quotes as pandas does (about 70 MB/s). Blank lines
+    are skipped, as pandas skips them.
+    """
+    if sep.isascii() and sep != '"' and _check_unquoted(path, sep.encode(), expected):
+        return
+    limit = csv.field_size_limit(sys.maxsize)  # a long cell is not a bad row
+    try:
+        with _open_binary(path) as raw, io.TextIOWrapper(raw, "utf-8-sig", newline="") as text:
+            reader = csv.reader(text, delimiter=sep)
+            next(reader, None)  # the header
+            for row in reader:
+                if len(row) != expected and (len(row) > 1 or (row and row[0].strip())):
+                    raise _bad_line(path, reader.line_num, len(row), sep, expected)
+    except csv.Error as exc:
+        raise DataError(
+            f"file {path} does not parse with delimiter {sep!r}: {one_line(exc)}; "
+            "fix the file or pass --set delimiter=..."
+        ) from exc
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _check_unquoted(path: Path, sep: bytes, expected: int) -> bool:
+    """:func:`_check_fields` for a file without quotes, line by line by its delimiters;
+    False (nothing checked) as soon as a quote shows up."""
+    line = 0  # lines before the current chunk
+    carry = b""
+    with _open_binary(path) as stream:
+        while True:
+            block = stream.read(_CHECK_BYTES)
+            chunk = carry + block
+            if b'"' in block or block.count(b"\r") != block.count(b"\r\n"):
+                return False  # quotes, or lines ended by a lone CR: the csv reader
+            end = chunk.rfind(b"\n") + 1 if block else len(chunk)
+            if end == 0 and block:
+                carry = chunk  # one line longer than a block
+                continue
+            body, carry = chunk[:end], chunk[end:]
+            if not body:
+                return True
+            codes = np.frombuffer(body, dtype=np.uint8)
+            breaks = np.flatnonzero(codes == 10)
+            if not body.endswith(b"\n"):
+                breaks = np.append(breaks, len(body))
+            before = np.searchsorted(np.flatnonzero(codes == sep[0]), breaks)  # per line end
+            fields = np.diff(before, prepend=0) + 1
+            starts = np.concatenate([[0], breaks[:-1] + 1])
+            for k in np.flatnonzero(fields != expected):
+                number = line + int(k) + 1
+                content = body[starts[k] : breaks[k]]
+                if number > 1 and content.strip():  # the header, and blank lines, aside
+                    raise _bad_line(path, number, int(fields[k]), sep.decode(), expected)
+            line += len(breaks)
+            if not block:
+                return True
+
+
+def _bad_line(path: Path, line: int, fields: int, sep: str, expected: int) -> DataError:
+    return DataError(
+        f"file {path}: line {line} splits into {fields} field(s) with delimiter {sep!r}, "
+        f"but the header has {expected} columns; fix that line (the file may mix "
+        "delimiters, e.g. ',' and ';' rows), or pass --set delimiter=..."
+    )
+
+
+def _open_binary(path: Path) -> Any:
+    """The file's bytes, decompressed (``.gz``/``.bz2``/``.xz``)."""
+    return _COMPRESSED.get(path.suffix.lower(), open)(path, "rb")
+
+
+def as_nfc(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its column names and text values in Unicode's normal form C.
+
+    The same word may be stored composed (``ö``) or decomposed (``o`` and a combining
+    diaeresis), e.g. by two sites' operating systems; in NFC both are one column and
+    one level. Only values outside ASCII are looked at (ASCII text is NFC already).
+    """
+    names = [_nfc(c) if isinstance(c, str) else c for c in frame.columns]
+    if names != list(frame.columns):
+        frame.columns = names
+    for col in frame.columns:
+        column = frame[col]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            normal = _nfc_category(column)
+        elif pd.api.types.is_string_dtype(column.dtype) or column.dtype == object:
+            normal = _nfc_text(column)
+        else:
+            continue
+        if normal is not None:
+            frame[col] = normal
+    return frame
+
+
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def _nfc_category(column: pd.Series) -> pd.Series | None:
+    """A ``category`` column with NFC categories (None if they are already): two
+    categories equal in NFC become one."""
+    categories = column.cat.categories
+    normal = [_nfc(c) if isinstance(c, str) else c for c in categories]
+    if normal == list(categories):
+        return None
+    merged = pd.Index(normal).unique().sort_values()
+    position = np.append(merged.get_indexer(normal), -1)  # code -1 (missing) stays -1
+    codes = position[column.cat.codes.to_numpy()]
+    dtype = pd.CategoricalDtype(merged, ordered=False)
+    return pd.Series(
+        pd.Categorical.from_codes(codes, dtype=dtype), index=column.index, name=column.name
+    )
+
+
+def _nfc_text(column: pd.Series) -> pd.Series | None:
+    """A text column with NFC values (None if they are already)."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    normal = [_nfc(v) if isinstance(v, str) else v for v in uniques]
+    if normal == list(uniques):
+        return None
+    values = np.array([*normal, None], dtype=object)[codes]
+    return pd.Series(values, index=column.index, name=column.name).astype(column.dtype)
 
 
 def _damaged(path: Path, exc: BaseException) -> DataError:
@@ -259,6 +413,7 @@ def _check_header(names: Sequence[Any], path: Path) -> None:
             raise DataError(f"file {path}: column {j + 1} of the header has no name; name it")
     seen: dict[str, int] = {}
     for j, name in enumerate(names):
+        name = _nfc(name) if isinstance(name, str) else name  # one name in two Unicode forms
         if name in seen:
             raise DataError(
                 f"file {path}: column name {name!r} appears twice in the header "
