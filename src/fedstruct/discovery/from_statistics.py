@@ -39,6 +39,7 @@ from fedstruct.discovery.conditional_gaussian import LOG_2PI_E, covariance_logde
 from fedstruct.discovery.degenerate import likelihood_ratio
 from fedstruct.discovery.discrete import (
     SmallSampleRule,
+    batch_statistics,
     rule_performs,
     skipped_pvalue,
     table_statistics,
@@ -54,6 +55,7 @@ __all__ = [
     "fisher_z_test",
     "moments_of",
     "table_test",
+    "table_tests",
 ]
 
 Key = tuple[int, int, tuple[int, ...]]
@@ -93,6 +95,56 @@ def table_test(
     if df <= 0:
         return 1.0, False
     return float(chdtrc(df, stat if evidence == 1.0 else stat * evidence)), False
+
+
+def table_tests(
+    items: Sequence[tuple[Key, NDArray[np.int64], Sequence[int]]],
+    cards: Sequence[int],
+    *,
+    statistic: str,
+    dof: str,
+    rule: SmallSampleRule,
+    evidence: float = 1.0,
+    xlogx: NDArray[np.float64] | None = None,
+) -> list[tuple[float, bool]]:
+    """:func:`table_test` of many tests at once: ``items`` holds each test's key, the
+    counts of its variables' cells and those variables (sorted). The tables of one shape
+    are stacked and their statistics computed together
+    (:func:`~fedstruct.discovery.discrete.batch_statistics`: the same counts, statistic
+    and degrees of freedom, summed in another order)."""
+    out: list[tuple[float, bool] | None] = [None] * len(items)
+    groups: dict[tuple[int, int, int], list[tuple[int, NDArray[np.int64]]]] = {}
+    for k, (key, counts, variables) in enumerate(items):
+        i, j, z = key
+        table = np.asarray(counts, dtype=np.int64).reshape([cards[v] for v in variables])
+        n = int(table.sum())
+        if not rule_performs(rule, cards, i, j, z, n):
+            out[k] = (skipped_pvalue(rule, n), True)
+            continue
+        position = {v: a for a, v in enumerate(variables)}
+        order = [position[v] for v in z] + [position[i], position[j]]
+        strata = table.transpose(order).reshape(-1, cards[i], cards[j])
+        groups.setdefault(strata.shape, []).append((k, strata))
+    top = max((int(np.sum(c)) for _, c, _ in items), default=0)
+    if xlogx is None or len(xlogx) <= top:
+        xlogx = xlogx_table(top)
+    for members in groups.values():
+        stacked = np.stack([t for _, t in members])
+        stat, df = batch_statistics(stacked, statistic, xlogx)
+        if dof == "plain":
+            df = np.array(
+                [
+                    (cards[items[k][0][0]] - 1)
+                    * (cards[items[k][0][1]] - 1)
+                    * math.prod(cards[v] for v in items[k][0][2])
+                    for k, _ in members
+                ]
+            )
+        weighed = stat if evidence == 1.0 else stat * evidence
+        pvalues = np.where(df > 0, chdtrc(np.maximum(df, 1), weighed), 1.0).tolist()
+        for (k, _), p in zip(members, pvalues, strict=True):
+            out[k] = (float(p), False)
+    return out  # type: ignore[return-value]
 
 
 class Moments:

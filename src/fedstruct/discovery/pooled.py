@@ -54,6 +54,7 @@ from fedstruct.discovery.from_statistics import (
     degenerate_test,
     fisher_z_test,
     table_test,
+    table_tests,
 )
 from fedstruct.discovery.statistics import CELLS, MOMENTS, Frame, Plan, Request
 from fedstruct.errors import ConfigError, unknown_choice_message
@@ -161,6 +162,8 @@ class PooledTest(CITest):
         self._complete_columns: dict[int, list[int]] = {}
         #: Rows behind each variable set's statistic (its tests' ``n``).
         self._rows: dict[tuple[int, ...], int] = {}
+        #: Per exchange, the tests computed and the rows of each statistic, as arrays.
+        self._log: list[tuple[tuple[NDArray[Any], ...], tuple[NDArray[Any], ...]]] = []
         #: The variables measured by every site without a missing value.
         self.complete_variables = tuple(int(v) for v in np.flatnonzero(sites.complete))
         self._complete_asked = Request(self.complete_variables, MOMENTS)
@@ -223,27 +226,53 @@ class PooledTest(CITest):
             else:
                 answered[request.variables] = (c, s)
         out = []
-        for key, request in self._options.asked.items():
+        tables = []
+        rows_before = len(self._rows)
+        opts = self._options
+        for key, request in opts.asked.items():
             if key in self._cache:
                 continue
             if request == self._complete_request() and self._complete is not None:
                 value = self._from_complete(key)
             elif request.variables in answered:
-                value = self._from_statistics(key, request, *answered[request.variables])
+                c, s = answered[request.variables]
+                if opts.statistic in ("g2", "chi2"):  # computed together, below
+                    self._rows[request.variables] = int(np.sum(c))
+                    tables.append((key, c, request.variables))
+                    continue
+                value = self._from_statistics(key, request, c, s)
             else:
                 continue
             out.append((key, *value))
+        if tables:
+            values = table_tests(
+                tables,
+                self.frame.cards,
+                statistic=opts.statistic,
+                dof=opts.dof,
+                rule=opts.rule,
+                evidence=self.evidence,
+                xlogx=self._xlogx,
+            )
+            out.extend((key, *v) for (key, _, _), v in zip(tables, values, strict=True))
         self.absorb(out, 0)
+        new_rows = list(self._rows.items())[rows_before:]
+        self._log.append((_pack_entries(out), _pack_sets(new_rows)))
         return len(out)
 
     def state(self) -> dict[str, NDArray[Any]]:
-        """What a checkpoint keeps (:meth:`restore` reads it back): the computed tests,
-        the rows behind each statistic and the complete variables' moments."""
-        out = {f"cache_{k}": v for k, v in self.cache_arrays().items()}
-        keys = list(self._rows)
-        out["rows_sizes"] = np.array([len(k) for k in keys], dtype=np.int64)
-        out["rows_sets"] = np.array([v for k in keys for v in k], dtype=np.int64)
-        out["rows_counts"] = np.array([self._rows[k] for k in keys], dtype=np.int64)
+        """What a checkpoint keeps (:meth:`restore` reads it back): the tests computed
+        from statistics (the others are settled again as the search is replayed), the
+        rows behind each statistic and the complete variables' moments; kept as one
+        batch of arrays per exchange, so the state costs no pass over the cache."""
+        out: dict[str, NDArray[Any]] = {}
+        for k, name in enumerate(("pairs", "set_sizes", "sets", "pvalues", "skipped")):
+            parts = [entries[k] for entries, _ in self._log]
+            out[f"cache_{name}"] = np.concatenate(parts) if parts else _EMPTY[name]
+        out["cache_hits"] = np.array(0, dtype=np.int64)
+        for k, name in enumerate(("sizes", "sets", "counts")):
+            parts = [rows[k] for _, rows in self._log]
+            out[f"rows_{name}"] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         if self._complete_raw is not None:
             out["complete_count"] = np.array(self._complete_raw[0], dtype=np.int64)
             out["complete_sums"] = self._complete_raw[1]
@@ -251,15 +280,21 @@ class PooledTest(CITest):
 
     def restore(self, state: Mapping[str, NDArray[Any]]) -> None:
         """Take back what :meth:`state` gave (on a test with no computed test yet)."""
-        self.absorb_arrays(
-            {k[len("cache_") :]: v for k, v in state.items() if k.startswith("cache_")}
-        )
+        cache = {k[len("cache_") :]: v for k, v in state.items() if k.startswith("cache_")}
+        self.absorb_arrays(cache)
         sizes = np.asarray(state["rows_sizes"], dtype=np.int64)
-        members = np.split(np.asarray(state["rows_sets"], dtype=np.int64), np.cumsum(sizes)[:-1])
+        sets = np.asarray(state["rows_sets"], dtype=np.int64)
+        members = np.split(sets, np.cumsum(sizes)[:-1]) if len(sizes) else []
         counts = np.asarray(state["rows_counts"], dtype=np.int64).tolist()
         self._rows = {
             tuple(int(v) for v in m): int(c) for m, c in zip(members, counts, strict=True)
         }
+        self._log = [
+            (
+                tuple(cache[name] for name in ("pairs", "set_sizes", "sets", "pvalues", "skipped")),
+                (sizes, sets, np.asarray(state["rows_counts"], dtype=np.int64)),
+            )
+        ]
         if "complete_count" in state:
             self._set_complete(int(state["complete_count"]), np.asarray(state["complete_sums"]))
 
@@ -389,6 +424,34 @@ class PooledTest(CITest):
 
 
 T = TypeVar("T")
+
+_EMPTY = {
+    "pairs": np.zeros((0, 2), dtype=np.int64),
+    "set_sizes": np.zeros(0, dtype=np.int64),
+    "sets": np.zeros(0, dtype=np.int64),
+    "pvalues": np.zeros(0, dtype=np.float64),
+    "skipped": np.zeros(0, dtype=bool),
+}
+
+
+def _pack_entries(entries: Sequence[tuple[CIKey, float, bool]]) -> tuple[NDArray[Any], ...]:
+    """Computed tests as the arrays of :meth:`CITest.cache_arrays`."""
+    return (
+        np.array([k[:2] for k, _, _ in entries], dtype=np.int64).reshape(-1, 2),
+        np.array([len(k[2]) for k, _, _ in entries], dtype=np.int64),
+        np.array([v for k, _, _ in entries for v in k[2]], dtype=np.int64),
+        np.array([p for _, p, _ in entries], dtype=np.float64),
+        np.array([skip for _, _, skip in entries], dtype=bool),
+    )
+
+
+def _pack_sets(rows: Sequence[tuple[tuple[int, ...], int]]) -> tuple[NDArray[Any], ...]:
+    """Variable sets and their rows as three arrays (sizes, members, rows)."""
+    return (
+        np.array([len(v) for v, _ in rows], dtype=np.int64),
+        np.array([x for v, _ in rows for x in v], dtype=np.int64),
+        np.array([n for _, n in rows], dtype=np.int64),
+    )
 
 
 def search_step(search: Callable[[PooledTest], T], test: PooledTest) -> T | Plan:

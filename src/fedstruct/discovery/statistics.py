@@ -227,29 +227,31 @@ class SiteTable:
         self.n = n
         values = np.zeros((n, d), dtype=np.float64)
         observed = np.zeros((n, d), dtype=bool)
-        present = np.zeros(d, dtype=bool)
-        for v, name in enumerate(frame.names):
-            if name not in rows.columns:
-                continue
-            present[v] = True
-            column = rows[name].to_numpy(dtype=np.float64, na_value=np.nan)
-            seen = ~np.isnan(column)
-            if rows[name].dtype.kind in "iub":  # -1: the code of a missing level
-                seen &= column != -1
-            if frame.discrete[v]:
-                codes = column[seen]
-                top = frame.cards[v] - 1
-                if codes.size and (
-                    (codes != np.round(codes)).any() or codes.min() < 0 or codes.max() > top
-                ):
-                    raise DataError(
-                        f"variable {name!r} holds a value outside its codes 0..{top}; every "
-                        "site must code it with the federation's levels"
-                    )
-            else:
-                column = (column - frame.centre[v]) / frame.scale[v]
-            values[seen, v] = column[seen]
-            observed[:, v] = seen
+        present = np.array([name in rows.columns for name in frame.names])
+        columns = [name for name in frame.names if name in rows.columns]
+        at = np.flatnonzero(present)
+        if columns:
+            own = rows[columns]
+            raw = own.to_numpy(dtype=np.float64, na_value=np.nan)
+            seen = ~np.isnan(raw)
+            coded = np.array([own[c].dtype.kind in "iub" for c in columns])
+            seen[:, coded] &= raw[:, coded] != -1  # -1: the code of a missing level
+            discrete = np.asarray(frame.discrete, dtype=bool)[at]
+            cards = np.asarray(frame.cards, dtype=np.float64)[at]
+            codes = np.where(seen, raw, 0.0)
+            bad = discrete & (
+                ((codes != np.round(codes)) | (codes < 0) | (codes >= cards)) & seen
+            ).any(axis=0)
+            if bad.any():
+                name, top = columns[int(np.flatnonzero(bad)[0])], int(cards[bad][0]) - 1
+                raise DataError(
+                    f"variable {name!r} holds a value outside its codes 0..{top}; every "
+                    "site must code it with the federation's levels"
+                )
+            centre = np.where(discrete, 0.0, np.asarray(frame.centre)[at])
+            scale = np.where(discrete, 1.0, np.asarray(frame.scale)[at])
+            values[:, at] = np.where(seen, (codes - centre) / scale, 0.0)
+            observed[:, at] = seen
         self.values = values
         self.observed = observed
         #: Whether the site's table has each variable of the frame.

@@ -104,6 +104,9 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
         self.rounds = config.max_exchanges + 2
         self.knowledge = load_knowledge(config.knowledge)
         self._test: PooledTest | None = None
+        #: The search's outcome after the last exchange (the next batch, or its
+        #: result), so that the next round does not run it again.
+        self._next: LocalResult | Plan | None = None
 
     def init_state(self) -> FedFCIState:
         """Nothing known before round 1."""
@@ -257,7 +260,8 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
 
     def _exchange(self, grid: Grid, state: FedFCIState, rnd: int) -> FedFCIState:
         test = self._pooled_test(state)
-        step = search_step(self._search, test)
+        step = self._next if self._next is not None else search_step(self._search, test)
+        self._next = None
         if isinstance(step, Plan):
             message = encode_plan(step)
             total = send_and_sum(grid, {n: message for n in state.sites})
@@ -278,6 +282,7 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                 }
             )
             step = search_step(self._search, test)
+            self._next = step  # the next round starts from this batch
         state.tests = test.state()
         if not isinstance(step, Plan):
             state.result = FedFCIResult(
