@@ -27,6 +27,7 @@ __all__ = [
     "KnowledgeError",
     "NoAnswerError",
     "NonFiniteDataError",
+    "NotFittedError",
     "PartitionError",
     "PrivacyViolationError",
     "ProtocolError",
@@ -118,6 +119,13 @@ class CheckpointError(FedstructError):
 class ArtifactError(FedstructError, ValueError):
     """A run folder's saved model cannot be used: missing, from a newer fedstruct,
     changed or truncated, or given input that does not match its schema."""
+
+
+class NotFittedError(FedstructError, ValueError, AttributeError):
+    """An estimator was asked for what it learns (``predict``, ``score``, a learned
+    attribute such as ``model_``) before ``fit`` or ``fedstruct.load``. Like
+    scikit-learn's ``NotFittedError``, it is a ``ValueError`` and an
+    ``AttributeError`` (so ``hasattr(model, "model_")`` stays false)."""
 
 
 def unknown_choice_message(

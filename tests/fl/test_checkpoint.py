@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -12,11 +13,19 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
-from safetensors.numpy import save_file
+from safetensors.numpy import save
 
 from fedstruct.errors import CheckpointError
 from fedstruct.fl import Message, checkpoint
-from fedstruct.fl.checkpoint import FORMAT, dumps, loads, read_header, read_tree, write_tree
+from fedstruct.fl.checkpoint import (
+    FORMAT,
+    dumps,
+    loads,
+    read_header,
+    read_tree,
+    seal,
+    write_tree,
+)
 from fedstruct.fl.federation import LEGACY_CHECKPOINT_FILE, load_checkpoint
 from fedstruct.graphs import Graph
 
@@ -122,10 +131,11 @@ def test_an_old_pickle_checkpoint_is_named_and_never_opened(tmp_path):
 
 
 def crafted(path: Path, tree: object, **metadata: str) -> Path:
-    """A safetensors file whose header holds ``tree`` as a checkpoint would."""
+    """A safetensors file whose header holds ``tree`` as a checkpoint would, with the
+    checksums of its content (as if whoever crafted it recomputed them)."""
     entries = {"format": FORMAT, "version": "1", "fedstruct": "0.1.0", "header": "{}"}
     entries.update(tree=json.dumps(tree), **metadata)
-    save_file({"a0": np.zeros(1)}, str(path), metadata=entries)
+    path.write_bytes(seal(save({"a0": np.zeros(1)}, metadata=entries)))
     return path
 
 
@@ -191,3 +201,137 @@ def test_no_read_path_in_the_package_unpickles():
         and any(call in path.read_text() for call in ("pickle.load", "pickle.Unpickler"))
     ]
     assert found == []
+
+
+def test_a_checkpoint_without_checksums_is_refused(tmp_path):
+    entries = {"format": FORMAT, "version": "1", "fedstruct": "0.1.0", "header": "{}"}
+    path = tmp_path / "checkpoint.safetensors"
+    path.write_bytes(save({"a0": np.zeros(1)}, metadata={**entries, "tree": "null"}))
+    with pytest.raises(CheckpointError, match="records no checksums of its content"):
+        read_header(path)
+
+
+def test_a_changed_tensor_byte_is_refused(tmp_path):
+    blob = bytearray(dumps({"w": np.arange(4, dtype=np.float32)}, {"round": 1}))
+    blob[-1] ^= 1
+    with pytest.raises(CheckpointError, match="the checksum of its arrays does not match"):
+        loads(bytes(blob))
+
+
+# ------------------------------------ a real run's checkpoint, edited (issue 49)
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory):
+    """A FedAvg run of 3 rounds on asia stopped after round 1, as ``fedstruct run
+    fedavg --stop-after 1`` leaves it."""
+    from fedstruct.experiments.runs import execute
+
+    out = tmp_path_factory.mktemp("stopped") / "run"
+    settings = {"network": "asia", "clients": 2, "rounds": 3, "samples": 600, "test_samples": 200}
+    execute("fedavg", [settings], out, stop_after=1)
+    return out
+
+
+def resume_refused(stopped: Path, tmp_path: Path, edit, message: str) -> None:
+    """``fedstruct run fedavg --resume`` on a copy of ``stopped`` whose checkpoint
+    ``edit(path)`` changed: one line naming ``message``, exit 2, no round run."""
+    from typer.testing import CliRunner
+
+    from fedstruct.cli import app
+
+    out = tmp_path / "run"
+    out.mkdir()
+    for path in stopped.iterdir():
+        (out / path.name).write_bytes(path.read_bytes())
+    edit(out / "checkpoint.safetensors")
+    history = (out / "history.json").read_text()
+    result = CliRunner().invoke(app, ["run", "fedavg", "--resume", str(out), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split()), result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert (out / "history.json").read_text() == history
+
+
+def by_hand(old: bytes, new: bytes):
+    """An edit of the file's bytes, as with a text editor (its checksums unchanged; as
+    long as before, so that the header's length stays right)."""
+    assert len(old) == len(new)
+
+    def edit(path: Path) -> None:
+        blob = path.read_bytes()
+        assert blob.count(old) == 1
+        path.write_bytes(blob.replace(old, new))
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (by_hand(b'\\"round\\": 1, \\"done\\": false', b'\\"round\\": 3, \\"done\\": true '),
+         "the checksums of its done, round do not match"),  # reported finished after 1 round
+        (by_hand(b'\\"round\\": 1', b'\\"round\\":-1'), "the checksum of its round does not"),
+        (by_hand(b'"dtype":"F32","shape":[32,14]', b'"dtype":"I32","shape":[32,14]'),
+         "the checksum of its arrays does not match"),  # resumed to a loss of 1.3e17
+        (by_hand(b'\\"test_accuracy\\":0.', b'\\"test_accuracy\\":1.'),
+         "the checksum of its state does not match"),  # a fake value reached history.json
+    ],
+)  # fmt: skip
+def test_a_checkpoint_edited_by_hand_is_refused_naming_what_changed(
+    stopped, tmp_path, edit, message
+):
+    resume_refused(stopped, tmp_path, edit, message)
+
+
+def resealed(change_header=None, change_state=None):
+    """An edit by someone who recomputes the checksums: the checkpoint read, changed
+    and written again as fedstruct writes it."""
+
+    def edit(path: Path) -> None:
+        header, tree = read_tree(path)
+        if change_state is not None:
+            tree["server_state"] = change_state(tree["server_state"])
+        write_tree(path, tree, change_header(header) if change_header else header)
+
+    return edit
+
+
+def _state(**fields):
+    return lambda state: dataclasses.replace(state, **fields)
+
+
+def _ints(state):
+    params = {k: v.astype(np.int32) for k, v in state.params.items()}
+    return dataclasses.replace(state, params=params)
+
+
+def _history(**record):
+    return lambda state: dataclasses.replace(state, history=[{**state.history[0], **record}])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (resealed(lambda h: {**h, "round": 3, "done": True}),
+         "its history holds 1 records after round 3, not one per round"),
+        (resealed(lambda h: {**h, "done": True}),
+         "says done = true after round 1, but its state says the run had rounds left"),
+        (resealed(lambda h: {**h, "round": -1}), "says round -1, outside this run's rounds 1..3"),
+        (resealed(lambda h: {**h, "round": 0}), "says round 0, outside this run's rounds 1..3"),
+        (resealed(lambda h: {**h, "round": True}), "has no round (a whole number), done"),
+        (resealed(lambda h: {**h, "done": "no"}), "has no round (a whole number), done"),
+        (resealed(change_state=_ints),
+         "its server_state.params['0.weight'] is an array of int32 [32, 14], not of float32"),
+        (resealed(change_state=_state(params="x")),
+         "its server_state.params is a string, not a mapping"),  # was a traceback
+        (resealed(change_state=_state(history={"round": 1})),
+         "its server_state.history is a mapping, not a list"),  # was a traceback
+        (resealed(change_state=_history(train_loss=[0.1])),
+         "its history's record 1 is not an object of numbers and names"),
+        (resealed(change_state=_history(round=2)), "its history's record 1 says round 2"),
+    ],
+)  # fmt: skip
+def test_a_resealed_checkpoint_is_checked_against_the_run(stopped, tmp_path, edit, message):
+    """Bounds and types, besides the checksums: the round in 1..rounds, done as the
+    state says, the state's types and the arrays' dtypes as a new run has them, one
+    history record per round."""
+    resume_refused(stopped, tmp_path, edit, message)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import pkgutil
+import re
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ import fedstruct.methods
 from fedstruct.data import ClientData, horizontal, load_network
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.errors import ConfigError, DataError
+from fedstruct.errors import ConfigError, DataError, NotFittedError
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.cafe.federation import image_clients
 from fedstruct.experiments.fedcd.federation import horizontal_interventions
@@ -142,6 +143,30 @@ def test_every_estimator_clones_with_scikit_learn(cls):
     copy = clone(estimator)
     assert copy is not estimator and type(copy) is type(estimator)
     assert copy.get_params() == estimator.get_params() and copy.config == estimator.config
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS.values(), ids=list(ESTIMATORS))
+def test_an_unfitted_estimator_says_it_is_not_fitted(cls):
+    """predict/score before fit were AttributeErrors on a private attribute (issue 49):
+    now a NotFittedError (a ValueError and an AttributeError, as scikit-learn's)."""
+    model = example(cls)
+    not_fitted = f"this {cls.__name__} is not fitted yet (it has no .*_): call fit(clients)"
+    with pytest.raises(NotFittedError, match=re.escape(not_fitted).replace(r"\.\*", ".*")):
+        model.learned_state()
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+    assert not hasattr(model, "model_") and getattr(model, "graph_", None) is None
+    with pytest.raises(AttributeError, match="has no attribute '_private'"):
+        model._private  # noqa: B018
+    if isinstance(model, GraphLearner):
+        return  # score(truth) says it learned no graph yet (test below)
+    try:
+        rows = pd.DataFrame(0, index=range(3), columns=list(model.input_columns().read))
+    except NotFittedError:
+        rows = pd.DataFrame({"a": [0, 1, 0]})
+    target = {"target": "a"} if cls is FedNGM else {}
+    for call in (lambda: model.prediction(rows), lambda: model.score(rows, **target)):
+        with pytest.raises(NotFittedError, match="is not fitted yet"):
+            call()
 
 
 # --------------------------------------------------------------- score, evaluate

@@ -8,11 +8,11 @@ nothing here imports a method, so exporting a graph imports none (docs/architect
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from fedstruct.errors import ArtifactError, ConfigError
+from fedstruct.errors import ArtifactError, ConfigError, FedstructError
 from fedstruct.experiments.artifacts import graph_files
+from fedstruct.files import parse_json, read_text
 from fedstruct.fl.artifact import read_model
 from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
 
@@ -41,9 +41,11 @@ def run_files(folder: str | Path) -> list[Path]:
 
 def _listed_files(run_json: Path) -> list[str]:
     """The file names ``run.json`` lists (in any list of names; none if unreadable)."""
+    if not run_json.exists():
+        return []
     try:
-        record = json.loads(run_json.read_text())
-    except (OSError, ValueError):
+        record = parse_json(read_text(run_json, "the run's record"), str(run_json))
+    except FedstructError:  # a FIFO, a huge or damaged file: only the other names count
         return []
     if not isinstance(record, dict):
         return []

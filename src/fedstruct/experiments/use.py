@@ -11,6 +11,7 @@ images are (a folder ``CLASS/*.png`` or an ``.npz``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ from fedstruct.experiments.run_graphs import (
     saved_graphs,
 )
 from fedstruct.experiments.settings import SEED
+from fedstruct.files import parse_json, read_text
 from fedstruct.fl import FederatedEstimator
 from fedstruct.fl.artifact import load
 
@@ -304,7 +306,8 @@ def run_summary(folder: str | Path) -> RunSummary:
     Raises
     ------
     ArtifactError
-        If the folder holds no saved model (or an unusable one).
+        If the folder holds no saved model (or an unusable one), or its run.json or
+        metrics.json is damaged (not a JSON object, a metric that is not a number).
     ConfigError
         If its config.json is missing or unreadable.
     """
@@ -320,6 +323,13 @@ def run_summary(folder: str | Path) -> RunSummary:
     changed = {k: v for k, v in saved.items() if k in defaults and defaults[k] != v}
     record = _json_object(folder / "run.json")
     metrics = _json_object(folder / "metrics.json")
+    for name, value in metrics.items():
+        if not _is_number(value) and value is not None:
+            raise ArtifactError(
+                f"{folder / 'metrics.json'}: {name!r} is {json.dumps(value)[:40]}, not a "
+                "number; the file was changed by hand or damaged"
+            )
+    figures = record.get("figures")
     return RunSummary(
         method=model.method,
         status=_status(record),
@@ -327,7 +337,7 @@ def run_summary(folder: str | Path) -> RunSummary:
         data=_data_source(saved, metrics),
         model=_model_text(model),
         metrics=metrics,
-        figures=[f for f in record.get("figures", []) if isinstance(f, str)],
+        figures=[f for f in figures if isinstance(f, str)] if isinstance(figures, list) else [],
         learner="a regressor" if _regression(model) else "a classifier",
     )
 
@@ -338,18 +348,33 @@ def _regression(model: FederatedEstimator) -> bool:
 
 
 def _json_object(path: Path) -> dict[str, Any]:
-    """A JSON object file's content; empty when it is missing or not an object."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    """A JSON object file of the run folder (empty when it is missing).
+
+    Raises
+    ------
+    ArtifactError
+        If it is not a regular file, too large, not JSON or not an object.
+    """
+    if not path.exists():
         return {}
-    return data if isinstance(data, dict) else {}
+    data = parse_json(read_text(path, "the run's file", error=ArtifactError), str(path),
+                      error=ArtifactError)  # fmt: skip
+    if not isinstance(data, dict):
+        raise ArtifactError(
+            f"{path} holds a JSON {type(data).__name__}, not an object; the file was changed "
+            "by hand or damaged"
+        )
+    return data
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _status(record: Mapping[str, Any]) -> str:
     status = str(record.get("status", "unknown (no run.json)"))
     seconds = record.get("seconds")
-    if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+    if _is_number(seconds):
         status += f" in {seconds:.1f} s"
     if record.get("error"):
         status += f" ({record['error']})"
@@ -358,13 +383,14 @@ def _status(record: Mapping[str, Any]) -> str:
 
 def _data_source(settings: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
     """The run's sites and their rows (a run on files), or its built-in data set."""
-    rows = {k.removeprefix("rows_"): v for k, v in metrics.items() if k.startswith("rows_")}
+    counts = {k: v for k, v in metrics.items() if _is_number(v) and math.isfinite(v)}
+    rows = {k.removeprefix("rows_"): v for k, v in counts.items() if k.startswith("rows_")}
     if settings.get("sites") or settings.get("manifest") or settings.get("node_sites"):
         sites = ", ".join(f"{site} ({int(n):,} rows)" for site, n in rows.items())
         kinds = ", ".join(
-            f"{int(metrics[key])} {key.removeprefix('columns_')}"
+            f"{int(counts[key])} {key.removeprefix('columns_')}"
             for key in ("columns_categorical", "columns_ordinal", "columns_continuous")
-            if metrics.get(key)
+            if counts.get(key)
         )
         found = f"{len(rows)} sites' own files: {sites}" if rows else "the sites' own files"
         return f"{found}; columns: {kinds}" if kinds else found

@@ -14,7 +14,16 @@ model someone sent is safe to open. ``model.json`` holds the rest (docs/artifact
 * ``data``: the variables, their kinds and level names when the run read a user's
   files (so new rows are encoded with the same codebook), else ``null``;
 * ``weights``: the weights file's name and SHA-256, checked on every read, so a
-  changed or truncated file is refused.
+  changed or truncated file is refused;
+* ``checksums``: the SHA-256 of every other entry (of each entry's entries, three
+  levels deep: ``data.levels.smoke``, ``params.target``), checked on every read, so an
+  entry changed since the run wrote it is refused, by name, before it is used.
+
+Reading also checks what the checksums cannot vouch for when someone recomputed
+them: the entries' types and versions, ``data``'s codebook (known kinds, level names
+for exactly the categorical and ordinal variables), that it fits the parameters
+(each variable's number of levels, the kind of a column read as continuous) and that
+every weight is finite.
 
 :func:`load` (``fedstruct.load``) reads a run folder back into the fitted estimator,
 whose class it finds by the method's name (:func:`fedstruct.registry.estimator_class`:
@@ -25,6 +34,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +46,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct import __version__
+from fedstruct.data.sites.schema import KINDS, LEVELLED
 from fedstruct.errors import ArtifactError, ConfigError
+from fedstruct.files import TEXT_LIMIT, parse_json, read_text
 from fedstruct.registry import estimator_class
 
 if TYPE_CHECKING:
@@ -49,12 +63,19 @@ __all__ = [
     "read_history",
     "read_model",
     "save_model",
+    "write_model_json",
 ]
 
 FORMAT = "fedstruct.model"
 VERSION = 1
 MODEL_JSON = "model.json"
 MODEL_WEIGHTS = "model.safetensors"
+#: ``model.json``'s entry of checksums, and how deep into the entries they go.
+CHECKSUMS = "checksums"
+_CHECKSUM_DEPTH = 3
+#: The largest ``model.json`` read (a FED-CD model with every round's graphs of many
+#: clients over many variables stays far below).
+MODEL_JSON_LIMIT = 16 * TEXT_LIMIT
 
 
 @dataclass(frozen=True)
@@ -117,8 +138,16 @@ def save_model(model: Any, folder: Path, *, data: Mapping[str, Any] | None = Non
         "data": None if data is None else _plain(dict(data)),
         "weights": {"file": MODEL_WEIGHTS, "sha256": _sha256(weights)},
     }
-    (folder / MODEL_JSON).write_text(json.dumps(document, indent=1) + "\n")
+    write_model_json(folder, document)
     return [MODEL_WEIGHTS, MODEL_JSON]
+
+
+def write_model_json(folder: Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` as ``folder/model.json`` with the checksums of its entries
+    (replacing any it holds), computed on the entries as a reader parses them."""
+    plain = json.loads(json.dumps({k: v for k, v in document.items() if k != CHECKSUMS}))
+    plain[CHECKSUMS] = _checksums(plain)
+    (folder / MODEL_JSON).write_text(json.dumps(plain, indent=1) + "\n")
 
 
 def read_model(folder: str | Path) -> SavedModel:
@@ -127,13 +156,19 @@ def read_model(folder: str | Path) -> SavedModel:
     Raises
     ------
     ArtifactError
-        If ``folder`` holds no saved model, ``model.json`` is not a fedstruct model
-        or was written by a newer fedstruct, or the weights file is missing, changed
-        or truncated (its SHA-256 differs from the one ``model.json`` records).
+        If ``folder`` holds no saved model, ``model.json`` is not a fedstruct model,
+        was written by a newer fedstruct, was changed since the run wrote it (an
+        entry differs from its checksum) or holds a codebook that is not one, or the
+        weights file is missing, changed or truncated (its SHA-256 differs from the
+        one ``model.json`` records) or holds a weight that is not finite.
     """
-    folder = Path(folder)
+    folder = _folder(folder)
+    path = folder / MODEL_JSON
     document = _read_document(folder)
-    _check_version(document, folder / MODEL_JSON)
+    _check_version(document, path)
+    _check_checksums(document, path)
+    if document["data"] is not None:
+        _check_data(document["data"], path)
     record = document["weights"]
     weights = _weights_path(folder, record["file"])
     if not weights.is_file():
@@ -152,6 +187,7 @@ def read_model(folder: str | Path) -> SavedModel:
         arrays = load_file(str(weights))
     except Exception as exc:  # a valid checksum over an invalid file: written that way
         raise ArtifactError(f"{weights} is not a safetensors file ({exc})") from exc
+    _check_finite(arrays, weights)
     return SavedModel(
         method=document["method"],
         params=dict(document["params"]),
@@ -174,10 +210,11 @@ def load(folder: str | Path) -> FederatedEstimator:
     Raises
     ------
     ArtifactError
-        If the folder holds no saved model, one written by a newer fedstruct, a
-        changed or truncated weights file, or a method this fedstruct does not know.
+        If ``folder`` is not a path, holds no saved model, one written by a newer
+        fedstruct, one changed since it was written (:func:`read_model`), one whose
+        codebook does not fit its parameters, or a method this fedstruct does not know.
     """
-    folder = Path(folder)
+    folder = _folder(folder)
     saved = read_model(folder)
     try:
         cls = estimator_class(saved.method)
@@ -191,9 +228,27 @@ def load(folder: str | Path) -> FederatedEstimator:
             f"{folder}: model.json and model.safetensors do not fit together ({exc}); "
             "copy both files again from the run folder that wrote them"
         ) from exc
+    if saved.data is not None:
+        _check_fit(saved.data, saved.params, folder / MODEL_JSON)
     estimator.history_ = read_history(folder)
     estimator.data_ = saved.data
     return estimator  # type: ignore[no-any-return]
+
+
+def _folder(folder: Any) -> Path:
+    """``folder`` as a path.
+
+    Raises
+    ------
+    ArtifactError
+        For anything but a string or a path (``None``, a number, bytes).
+    """
+    if not isinstance(folder, str | os.PathLike) or "\0" in str(folder):
+        raise ArtifactError(
+            "a run folder is a path (a string or pathlib.Path such as 'results/my-run'), "
+            f"not {reprlib.repr(folder)}"
+        )
+    return Path(folder)
 
 
 def read_history(folder: Path) -> list[dict[str, Any]]:
@@ -205,12 +260,10 @@ def read_history(folder: Path) -> list[dict[str, Any]]:
         If it is not JSON or not a list of objects.
     """
     path = folder / "history.json"
-    if not path.is_file():
+    if not path.exists():
         return []
-    try:
-        history = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ArtifactError(f"{path} is not valid JSON ({exc}); the file is damaged") from None
+    text = read_text(path, "the run's history", error=ArtifactError)
+    history = parse_json(text, str(path), error=ArtifactError)
     if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
         raise ArtifactError(
             f"{path} is not a list of per-round records (JSON objects); the file is damaged "
@@ -221,14 +274,17 @@ def read_history(folder: Path) -> list[dict[str, Any]]:
 
 #: ``model.json``'s entries: name -> (the JSON types it may have, what they are).
 _SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
-    "version": ((int,), "an integer"),
-    "fedstruct": ((str,), "a version string"),
+    "version": ((int,), "a format version (a whole number)"),
+    "fedstruct": ((str,), "a fedstruct version (such as 0.1.0)"),
     "method": ((str,), "a method's name"),
     "params": ((dict,), "an object"),
     "learned": ((dict,), "an object"),
     "data": ((dict, type(None)), "an object or null"),
     "weights": ((dict,), 'an object {"file": NAME, "sha256": HEX}'),
+    CHECKSUMS: ((dict,), "an object of checksums"),
 }
+#: A fedstruct version: numbers separated by dots, then any suffix (``0.2.0rc1``).
+_VERSION_TEXT = re.compile(r"\d+(\.\d+)*[0-9A-Za-z.+-]*")
 
 
 def _check_schema(document: Mapping[str, Any], path: Path) -> None:
@@ -239,6 +295,11 @@ def _check_schema(document: Mapping[str, Any], path: Path) -> None:
     ArtifactError
         Naming the first entry that is missing or of another type.
     """
+    if CHECKSUMS not in document:
+        raise ArtifactError(
+            f"{path} records no checksums of its entries: it was written by an older "
+            "fedstruct or changed by hand; run the method again to save a model with them"
+        )
     for key, (types, what) in _SCHEMA.items():
         value = document.get(key)
         if key not in document or isinstance(value, bool) or not isinstance(value, types):
@@ -248,7 +309,16 @@ def _check_schema(document: Mapping[str, Any], path: Path) -> None:
                 "by hand: copy it again from the run folder that wrote it"
             )
     if document["version"] < 1:
-        raise ArtifactError(f"{path}: 'version' is {document['version']}, not a format version")
+        raise ArtifactError(
+            f"{path}: 'version' is {document['version']}, not a format version (1 or more); "
+            "the file was changed by hand: copy it again from the run folder that wrote it"
+        )
+    if not _VERSION_TEXT.fullmatch(document["fedstruct"]):
+        raise ArtifactError(
+            f"{path}: 'fedstruct' is {json.dumps(document['fedstruct'])[:40]}, not a fedstruct "
+            "version (such as 0.1.0); the file was changed by hand: copy it again from the "
+            "run folder that wrote it"
+        )
     record = document["weights"]
     name, digest = record.get("file"), record.get("sha256")
     if not isinstance(name, str) or not isinstance(digest, str) or len(digest) != 64:
@@ -286,10 +356,8 @@ def _read_document(folder: Path) -> dict[str, Any]:
             f"{folder} holds no saved model ({MODEL_JSON}); give the --out folder of a "
             "finished 'fedstruct run'"
         )
-    try:
-        document = json.loads(path.read_text())
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise ArtifactError(f"{path} is not valid JSON ({exc}); the file is damaged") from None
+    text = read_text(path, "the saved model", limit=MODEL_JSON_LIMIT, error=ArtifactError)
+    document = parse_json(text, str(path), error=ArtifactError)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ArtifactError(f'{path} is not a fedstruct model (no "format": "{FORMAT}")')
     _check_schema(document, path)
@@ -297,12 +365,177 @@ def _read_document(folder: Path) -> dict[str, Any]:
 
 
 def _check_version(document: Mapping[str, Any], path: Path) -> None:
-    written, ours = str(document["fedstruct"]), __version__
-    if _version_key(written) > _version_key(ours) or int(document["version"]) > VERSION:
+    """Refuse a model of a newer fedstruct, or of a format version this one does not know.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the version that wrote it, or the unknown format version.
+    """
+    written, ours, version = str(document["fedstruct"]), __version__, int(document["version"])
+    if _version_key(written) > _version_key(ours):
         raise ArtifactError(
             f"{path} was written by fedstruct {written}, newer than this fedstruct {ours}; "
             "upgrade fedstruct to load it"
         )
+    if version > VERSION:
+        raise ArtifactError(
+            f"{path}: 'version' is {version}, a model format version that neither fedstruct "
+            f"{written} (which wrote the file) nor this fedstruct {ours} knows (they know "
+            f"{VERSION}): the file was changed by hand; copy it again from the run folder "
+            "that wrote it"
+        )
+
+
+def _checksums(document: Mapping[str, Any]) -> dict[str, str]:
+    """Entry -> the SHA-256 of its JSON (keys sorted), for every entry of ``document``
+    but the checksums; an object whose keys are plain names (no dot) stands for its
+    entries instead, down to :data:`_CHECKSUM_DEPTH` levels (``data.levels.smoke``)."""
+    sums: dict[str, str] = {}
+
+    def add(value: Any, where: str, depth: int) -> None:
+        named = isinstance(value, dict) and value and all(k and "." not in k for k in value)
+        if named and depth < _CHECKSUM_DEPTH:
+            for key, entry in value.items():
+                add(entry, f"{where}.{key}", depth + 1)
+            return
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        sums[where] = hashlib.sha256(text.encode()).hexdigest()
+
+    for key, value in document.items():
+        if key != CHECKSUMS:
+            add(value, key, 1)
+    return sums
+
+
+def _check_checksums(document: Mapping[str, Any], path: Path) -> None:
+    """Refuse a ``model.json`` whose entries differ from the checksums it records.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the entries that changed (or were added or removed).
+    """
+    recorded, found = document[CHECKSUMS], _checksums(document)
+    changed = sorted(k for k in {*recorded, *found} if recorded.get(k) != found.get(k))
+    if changed:
+        parts = ", ".join(repr(k) for k in changed[:5]) + (", ..." if len(changed) > 5 else "")
+        many = len(changed) > 1
+        raise ArtifactError(
+            f"{path} was changed after the run wrote it: the checksum{'s' * many} of its "
+            f"{parts} {'do' if many else 'does'} not match (edited by hand or damaged); copy "
+            "it again from the run folder that wrote it"
+        )
+
+
+def _check_data(data: Mapping[str, Any], path: Path) -> None:
+    """Refuse a ``data`` entry that is not a codebook :func:`save_model` writes: a
+    table's variables (unique names), their kinds (:data:`KINDS`) and the level names
+    of exactly the categorical and ordinal ones (unique names); or an image run's
+    class names and shape.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the entry of ``data`` that is wrong (``data.kinds.smoke``).
+    """
+
+    def refuse(where: str, value: Any, what: str) -> ArtifactError:
+        return ArtifactError(
+            f"{path}: 'data.{where}' is {json.dumps(value)[:60]}, not {what}; the file was "
+            "changed by hand: copy it again from the run folder that wrote it"
+        )
+
+    if "classes" in data and "variables" not in data:
+        if not _names(data["classes"]):
+            raise refuse("classes", data["classes"], "a list of distinct class names")
+        shape = data.get("shape")
+        if not (isinstance(shape, list) and len(shape) == 3 and all(_count(n) for n in shape)):
+            raise refuse("shape", shape, "an image shape [channels, height, width]")
+        return
+    variables, kinds, levels = data.get("variables"), data.get("kinds"), data.get("levels", {})
+    if not _names(variables):
+        raise refuse("variables", variables, "a list of distinct column names")
+    if not isinstance(kinds, dict) or set(kinds) != set(variables):
+        raise refuse("kinds", kinds, "an object giving each variable's kind")
+    if not isinstance(levels, dict):
+        raise refuse("levels", levels, "an object of each variable's level names")
+    for variable in variables:
+        kind = kinds[variable]
+        if kind not in KINDS:
+            raise refuse(f"kinds.{variable}", kind, f"a kind ({', '.join(KINDS)})")
+        names = levels.get(variable)
+        if kind in LEVELLED and not _names(names):
+            raise refuse(f"levels.{variable}", names, f"the level names of a {kind} variable")
+        if kind not in LEVELLED and names is not None:
+            raise refuse(f"levels.{variable}", names, f"absent: the variable is {kind}")
+    unknown = [v for v in levels if v not in kinds]
+    if unknown:
+        raise refuse(f"levels.{unknown[0]}", levels[unknown[0]], "absent: no such variable")
+
+
+def _names(value: Any) -> bool:
+    """Whether ``value`` is a non-empty list of distinct strings."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, str) for v in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_fit(data: Mapping[str, Any], params: Mapping[str, Any], path: Path) -> None:
+    """Refuse a codebook that does not fit the model's parameters (where they name
+    them: FedAvg's and a CAFE table's ``cardinalities`` and ``continuous``; their
+    constructors refuse a target that is not among them): each categorical or ordinal
+    variable must have as many levels as the model has states for it, and each
+    continuous one be continuous.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the entries of ``model.json`` that disagree.
+    """
+    kinds, levels = data.get("kinds", {}), data.get("levels", {})
+    cardinalities = params.get("cardinalities")
+    for variable, n in (cardinalities if isinstance(cardinalities, dict) else {}).items():
+        if variable in kinds and len(levels.get(variable) or ()) != n:
+            raise ArtifactError(
+                f"{path}: 'data.levels.{variable}' names {len(levels.get(variable) or ())} "
+                f"levels, but the model has {n} states for {variable!r} "
+                f"('params.cardinalities.{variable}'); the file was changed by hand: copy it "
+                "again from the run folder that wrote it"
+            )
+    continuous = params.get("continuous")
+    for variable in continuous if isinstance(continuous, list) else []:
+        if kinds.get(variable, "continuous") != "continuous":
+            raise ArtifactError(
+                f"{path}: 'data.kinds.{variable}' is {kinds[variable]!r}, but the model reads "
+                f"{variable!r} as continuous ('params.continuous'); the file was changed by "
+                "hand: copy it again from the run folder that wrote it"
+            )
+
+
+def _check_finite(arrays: Mapping[str, NDArray[Any]], weights: Path) -> None:
+    """Refuse weights that are not all finite: a model with a NaN weight predicts NaN.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the first array with a NaN or infinite value.
+    """
+    for name, array in arrays.items():
+        if array.dtype.kind in "fc" and not np.isfinite(array).all():
+            bad = int(array.size - np.isfinite(array).sum())
+            raise ArtifactError(
+                f"{weights}: its array {name!r} holds {bad} value(s) that are NaN or infinite, "
+                "so the model cannot predict: the training diverged (run again with a smaller "
+                "learning rate) or the file was written by hand"
+            )
 
 
 def _version_key(version: str) -> tuple[int, ...]:

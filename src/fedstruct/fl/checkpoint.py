@@ -24,12 +24,19 @@ the file is looked up in the registry and never imported, so a file naming any o
 type is refused (:class:`~fedstruct.errors.CheckpointError`). Method modules register
 their state types when they are imported (:func:`register`); :class:`Graph` and
 :class:`Message` are registered here.
+
+Every file records the SHA-256 of each part of its content (:func:`seal`): the format
+entries, each of the caller's header entries (``round``, ``done``, ...), the JSON tree,
+and the arrays (their names, dtypes, shapes and bytes). Reading checks them first, so a
+file changed after it was written (a round or a history value edited, a dtype changed)
+is refused, naming the part that changed, before anything is decoded.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -58,6 +65,7 @@ __all__ = [
     "read_header",
     "read_tree",
     "register",
+    "seal",
     "write_atomically",
     "write_tree",
 ]
@@ -66,10 +74,10 @@ __all__ = [
 FORMAT = "fedstruct.checkpoint"
 #: Version of the layout below; a file of a newer version is refused.
 VERSION = 1
-#: Header metadata keys: the format, its version, the writer's version, the JSON tree
-#: and the caller's own header entries (JSON).
-_FORMAT_KEY, _VERSION_KEY, _WRITER_KEY, _TREE_KEY, _HEADER_KEY = (
-    "format", "version", "fedstruct", "tree", "header",
+#: Header metadata keys: the format, its version, the writer's version, the JSON tree,
+#: the caller's own header entries (JSON) and the checksums of all of them (JSON).
+_FORMAT_KEY, _VERSION_KEY, _WRITER_KEY, _TREE_KEY, _HEADER_KEY, _CHECKSUMS_KEY = (
+    "format", "version", "fedstruct", "tree", "header", "sha256",
 )  # fmt: skip
 #: safetensors' own limit on the size of a file's JSON header.
 _MAX_HEADER = 100_000_000
@@ -350,11 +358,11 @@ def dumps(tree: Any, header: Mapping[str, Any] | None = None) -> bytes:
         _HEADER_KEY: json.dumps(dict(header or {}), allow_nan=False),
         _TREE_KEY: json.dumps(data, allow_nan=False, separators=(",", ":")),
     }
-    return save(arrays, metadata=metadata)
+    return seal(save(arrays, metadata=metadata))
 
 
-def _metadata(blob: bytes, source: str) -> dict[str, str]:
-    """The header metadata of the safetensors bytes ``blob``, checked to be ours."""
+def _split(blob: bytes, source: str) -> tuple[dict[str, Any], bytes]:
+    """The JSON header of the safetensors bytes ``blob`` and the bytes of its tensors."""
     if len(blob) < 8:
         raise CheckpointError(f"{source} is not a fedstruct checkpoint (too short)")
     (size,) = struct.unpack("<Q", blob[:8])
@@ -366,7 +374,61 @@ def _metadata(blob: bytes, source: str) -> dict[str, str]:
         raise CheckpointError(
             f"{source} is not a fedstruct checkpoint (unreadable header)"
         ) from None
-    metadata = header.get("__metadata__") if isinstance(header, dict) else None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{source} is not a fedstruct checkpoint (unreadable header)")
+    return header, blob[8 + size :]
+
+
+def _sha256(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def _checksums(header: Mapping[str, Any], tensors: bytes) -> dict[str, str]:
+    """Part of the file -> the SHA-256 of its content: each metadata entry but the
+    checksums (the caller's header entry by entry, where it is a JSON object), and
+    ``arrays``: every tensor's name, dtype, shape and offsets, and the tensors' bytes."""
+    metadata = header.get("__metadata__")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    sums = {}
+    for key, value in metadata.items():
+        if key == _CHECKSUMS_KEY:
+            continue
+        entries = _json_object(value) if key == _HEADER_KEY else None
+        if entries is None:
+            sums[key] = _sha256(json.dumps(value))
+        else:
+            sums.update({f"{key}.{k}": _sha256(json.dumps(v)) for k, v in entries.items()})
+    layout = {k: v for k, v in header.items() if k != "__metadata__"}
+    arrays = hashlib.sha256(json.dumps(layout, sort_keys=True).encode())
+    arrays.update(tensors)
+    sums["arrays"] = arrays.hexdigest()
+    return sums
+
+
+def _json_object(text: Any) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def seal(blob: bytes) -> bytes:
+    """The safetensors bytes ``blob`` with the checksums of their content recorded in
+    the header's metadata (what :func:`dumps` writes; :func:`loads` checks them)."""
+    header, tensors = _split(blob, "the checkpoint")
+    metadata = dict(header.get("__metadata__") or {})
+    metadata[_CHECKSUMS_KEY] = json.dumps(_checksums(header, tensors), sort_keys=True)
+    text = json.dumps({**header, "__metadata__": metadata}, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the tensors stay 8-byte aligned, as safetensors puts them
+    return struct.pack("<Q", len(text)) + text + tensors
+
+
+def _metadata(blob: bytes, source: str) -> dict[str, str]:
+    """The header metadata of the safetensors bytes ``blob``, checked to be ours and
+    unchanged since it was written (its checksums)."""
+    header, tensors = _split(blob, source)
+    metadata = header.get("__metadata__")
     if not isinstance(metadata, dict) or metadata.get(_FORMAT_KEY) != FORMAT:
         raise CheckpointError(f'{source} is not a fedstruct checkpoint (no "format": "{FORMAT}")')
     version = metadata.get(_VERSION_KEY, "")
@@ -375,7 +437,38 @@ def _metadata(blob: bytes, source: str) -> dict[str, str]:
             f"{source} is a checkpoint of format version {version!r}, newer than this "
             f"fedstruct {__version__} reads ({VERSION}); upgrade fedstruct to resume it"
         )
+    _check_sums(_json_object(metadata.get(_CHECKSUMS_KEY)), _checksums(header, tensors), source)
     return metadata
+
+
+#: How messages name the parts of a file (a caller's header entry by its own name).
+_PART_NAMES = {_TREE_KEY: "state", "arrays": "arrays"}
+
+
+def _check_sums(recorded: dict[str, Any] | None, found: dict[str, str], source: str) -> None:
+    """Refuse a file whose content differs from the checksums it records.
+
+    Raises
+    ------
+    CheckpointError
+        Naming the parts that changed (or saying that it records no checksums).
+    """
+    start_again = "start the run again without --resume"
+    if recorded is None:
+        raise CheckpointError(
+            f"{source} records no checksums of its content: it was written by an older "
+            f"fedstruct or changed by hand; {start_again}"
+        )
+    changed = sorted(k for k in {*recorded, *found} if recorded.get(k) != found.get(k))
+    if changed:
+        named = [_PART_NAMES.get(k, k.removeprefix(f"{_HEADER_KEY}.")) for k in changed]
+        parts = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+        many = len(named) > 1
+        raise CheckpointError(
+            f"{source} was changed after fedstruct wrote it: the checksum{'s' * many} of its "
+            f"{parts} {'do' if many else 'does'} not match (edited by hand or damaged); "
+            f"{start_again}"
+        )
 
 
 def _header_of(metadata: Mapping[str, str], source: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from fedstruct.errors import (
     ArtifactError,
     ConfigError,
     DataError,
+    NotFittedError,
     UnknownVariableError,
     unknown_choice_message,
 )
@@ -261,6 +262,24 @@ class FederatedEstimator(ABC):
             "secure_aggregation": secure,
             **params,
         }
+
+    def __getattr__(self, name: str) -> Any:
+        """A learned attribute (``model_``, ``graph_``: a public name ending in ``_``)
+        that is not set yet: the estimator is not fitted.
+
+        Raises
+        ------
+        NotFittedError
+            For such a name (an ``AttributeError`` too, so ``hasattr`` and
+            ``getattr(model, "graph_", None)`` work as before); ``AttributeError``
+            for any other name.
+        """
+        if name.endswith("_") and not name.startswith("_"):
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet (it has no {name}): call "
+                "fit(clients) first, or fedstruct.load(DIR) a run that saved one"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _secure_aggregation(self, given: bool | SecAggConfig) -> SecAggConfig | None:
         """The run's secure-aggregation settings (``None``: off), refused with the

@@ -11,7 +11,9 @@ and its clients from :meth:`Client.rng`.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -26,6 +28,7 @@ __all__ = [
     "CHECKPOINT_FILE",
     "LEGACY_CHECKPOINT_FILE",
     "ServerAlgorithm",
+    "check_resumed",
     "load_checkpoint",
     "round_rng",
     "run_federation",
@@ -104,8 +107,17 @@ def read_checkpoint_header(path: Path) -> dict[str, Any]:
     """
     _refuse_legacy(path)
     header = read_header(path)
-    if not isinstance(header.get("round"), int) or not isinstance(header.get("fingerprint"), str):
-        raise CheckpointError(f"checkpoint {path} has no round or fingerprint; start a new run")
+    rnd, done = header.get("round"), header.get("done")
+    if (
+        isinstance(rnd, bool)
+        or not isinstance(rnd, int)
+        or not isinstance(done, bool)
+        or not isinstance(header.get("fingerprint"), str)
+    ):
+        raise CheckpointError(
+            f"checkpoint {path} has no round (a whole number), done (true or false) or "
+            "fingerprint; start a new run"
+        )
     return header
 
 
@@ -133,6 +145,122 @@ def load_checkpoint(path: Path, fingerprint: str | None = None) -> dict[str, Any
     if not isinstance(state, dict) or not {"server_state", "grid_state"} <= set(state):
         raise CheckpointError(f"checkpoint {path} holds no server and grid state; start a new run")
     return {**header, **state}
+
+
+def check_resumed(
+    server: ServerAlgorithm[S], saved: Mapping[str, Any], fresh: S, path: Path
+) -> None:
+    """Check a checkpoint's round, ``done`` and state against the run resuming it (the
+    file's checksums catch an edit; these checks catch a file whose checksums were
+    recomputed after the edit, before anything runs on it).
+
+    Parameters
+    ----------
+    server
+        The run's server algorithm (its planned rounds, when it is done).
+    saved
+        :func:`load_checkpoint`'s result.
+    fresh
+        ``server.init_state()``: the saved state must have its types and its arrays'
+        dtypes and shapes.
+
+    Raises
+    ------
+    CheckpointError
+        For a round outside ``1..server.rounds``, a ``done`` the state contradicts
+        (only the last planned round or a recorded early stop ends a run), a state
+        entry of another type, dtype or shape than the run's, or a history that is not
+        one record of plain values per round.
+    """
+    rnd, state = saved["round"], saved["server_state"]
+    start_again = "the file was changed; start the run again without --resume"
+    if not 1 <= rnd <= server.rounds:
+        raise CheckpointError(
+            f"checkpoint {path} says round {rnd}, outside this run's rounds 1..{server.rounds}; "
+            f"{start_again}"
+        )
+    problem = _unlike(state, fresh, "its server_state")
+    problem = problem or _history_problem(getattr(state, "history", None), rnd)
+    if problem:
+        raise CheckpointError(f"checkpoint {path}: {problem}; {start_again}")
+    done = server.is_done(state, rnd)
+    if saved["done"] != done:
+        why = "the run ended" if done else "the run had rounds left"
+        raise CheckpointError(
+            f"checkpoint {path} says done = {str(saved['done']).lower()} after round {rnd}, "
+            f"but its state says {why}; {start_again}"
+        )
+
+
+def _kind(value: Any) -> str:
+    """What ``value`` is, as far as a saved state's shape goes (numbers are one kind,
+    lists and tuples one, mappings one)."""
+    if isinstance(value, bool | np.bool_):
+        return "a boolean"
+    if isinstance(value, int | float | np.integer | np.floating):
+        return "a number"
+    if isinstance(value, np.ndarray):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _unlike(saved: Any, fresh: Any, where: str) -> str:
+    """How ``saved`` differs in kind from ``fresh`` (a new run's value there): another
+    kind, an array of another dtype or shape, or the same in one of its entries,
+    fields or items; ``""`` if it does not. ``None`` on either side is not compared
+    (a value not set yet)."""
+    if saved is None or fresh is None:
+        return ""
+    kind = _kind(fresh)
+    if _kind(saved) != kind:
+        return f"{where} is {_kind(saved)}, not {kind}"
+    if isinstance(fresh, np.ndarray):
+        if saved.dtype != fresh.dtype or saved.shape != fresh.shape:
+            return (
+                f"{where} is an array of {saved.dtype} {list(saved.shape)}, not of "
+                f"{fresh.dtype} {list(fresh.shape)}"
+            )
+        return ""
+    if isinstance(fresh, Mapping):
+        pairs = [(saved[k], fresh[k], f"{where}[{k!r}]") for k in fresh if k in saved]
+    elif isinstance(fresh, list | tuple):
+        items = zip(saved, fresh, strict=False)  # a list may have grown since
+        pairs = [(s, f, f"{where}[{k}]") for k, (s, f) in enumerate(items)]
+    elif dataclasses.is_dataclass(fresh) and not isinstance(fresh, type):
+        fields = [f.name for f in dataclasses.fields(fresh)]
+        pairs = [(getattr(saved, n, None), getattr(fresh, n), f"{where}.{n}") for n in fields]
+    else:
+        return ""
+    return next((p for p in (_unlike(*pair) for pair in pairs) if p), "")
+
+
+#: The values a per-round record holds (numpy's numbers where a method kept them so).
+_PLAIN = (int, float, str, bool, type(None), np.integer, np.floating, np.bool_)
+
+
+def _history_problem(history: Any, rnd: int) -> str:
+    """What is wrong with a saved state's ``history`` after round ``rnd``: it must hold
+    one record per round (an object of plain values, its ``round`` the record's);
+    ``""`` if nothing is (or the state keeps no history)."""
+    if history is None:
+        return ""
+    if not isinstance(history, list) or len(history) != rnd:
+        found = len(history) if isinstance(history, list) else _kind(history)
+        return f"its history holds {found} records after round {rnd}, not one per round"
+    for k, record in enumerate(history, start=1):
+        if not isinstance(record, dict) or not all(
+            isinstance(key, str) and isinstance(value, _PLAIN) for key, value in record.items()
+        ):
+            return f"its history's record {k} is not an object of numbers and names"
+        if record.get("round", k) != k or isinstance(record.get("round"), bool):
+            return f"its history's record {k} says round {record.get('round')!r}"
+    return ""
 
 
 def _refuse_legacy(path: Path) -> None:
@@ -200,6 +328,7 @@ def run_federation(
                 f"checkpoint {checkpoint} holds a {type(saved['server_state']).__name__}, not "
                 f"this method's {type(state).__name__}; start a new run"
             )
+        check_resumed(server, saved, state, checkpoint)
         state = saved["server_state"]
         try:
             grid.set_state(saved["grid_state"])
