@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
-from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeSetting
 from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
@@ -174,6 +174,7 @@ class FCMConfig:
 
 
 _CONSTRAINTS = {
+    "knowledge": KnowledgeSetting(),
     "model": OneOf(ARCHITECTURES),
     "regime": OneOf(REGIMES),
     "graph_memory": OneOf(("all", "round")),
