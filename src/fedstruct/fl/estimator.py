@@ -26,6 +26,7 @@ from fedstruct.errors import (
 from fedstruct.fl.backend import Backend, get_backend, run_on_backend
 from fedstruct.fl.bootstrap import check_clients_here, deployment_refusal, replicate_graphs
 from fedstruct.fl.codebook import Codebook
+from fedstruct.fl.divergence import diverged, non_finite
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
 from fedstruct.fl.secagg import SecAggConfig
@@ -552,7 +553,28 @@ class FederatedEstimator(ABC):
         self.history_ = result.state.history
         self.traffic_ = result.grid.traffic
         self.learn(result.state)
+        if stop_after is None:
+            self._check_converged()
         return self
+
+    def _check_converged(self) -> None:
+        """Refuse a model whose learned weights are not finite, for a method trained
+        with a ``learning_rate`` (its SGD or Adam diverged: every prediction would be
+        NaN or one class).
+
+        Raises
+        ------
+        ConfigError
+            Naming the weight and the learning rate.
+        """
+        rate = getattr(self.config, "learning_rate", None)
+        if rate is None:
+            return
+        arrays, _ = self.learned_state()
+        floats = {k: v for k, v in arrays.items() if np.asarray(v).dtype.kind == "f"}
+        bad = non_finite(floats)
+        if bad is not None:
+            raise diverged(self.method, f"its learned weight {bad!r}", float(rate))
 
     def _run(
         self,
