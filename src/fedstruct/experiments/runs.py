@@ -65,6 +65,7 @@ from fedstruct.fl import (
     LocalBackend,
     Participation,
 )
+from fedstruct.fl.bootstrap import MAX_REPLICATES
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import import_part, method_names
 
@@ -138,7 +139,8 @@ class FederationSettings:
     bootstrap
         Edge confidence: after the run, run the federation this many more times, each
         site resampling its own rows, and save each edge's frequencies and their
-        consensus graph (FedCDnv and FED-CD; 0: none; docs/confidence.md).
+        consensus graph (FedCDnv and FED-CD; 0: none; at most 10,000, each a whole
+        run; docs/confidence.md).
     subsample
         The share of its rows each site draws, without replacement, in each of the
         bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
@@ -264,7 +266,7 @@ _FEDERATION_CONSTRAINTS = {
     "missing": OneOf(MISSING, allow_none=True),
     "min_site_rows": Interval(int, 1, allow_none=True),
     "max_site_levels": Interval(int, 1, allow_none=True),
-    "bootstrap": Interval(int, 0),
+    "bootstrap": Interval(int, 0, MAX_REPLICATES),
     "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
     "correct_duplicates": Boolean(),
     "jobs": Interval(int, 1, allow_none=True),

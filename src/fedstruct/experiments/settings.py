@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fedstruct.constraints import Interval
+from fedstruct.constraints import SEED
 from fedstruct.errors import ConfigError
 from fedstruct.files import parse_yaml, parse_yaml_scalar, read_text
 from fedstruct.fl.participation import Participation
@@ -38,9 +38,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-#: A run's or a sampler's seed: what numpy and torch both take (``--seed``).
-SEED = Interval(int, 0, 2**32 - 1)
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, Any]:

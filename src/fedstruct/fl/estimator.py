@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.constraints import SEED
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import (
@@ -24,7 +26,12 @@ from fedstruct.errors import (
     unknown_choice_message,
 )
 from fedstruct.fl.backend import Backend, get_backend, run_on_backend
-from fedstruct.fl.bootstrap import check_clients_here, deployment_refusal, replicate_graphs
+from fedstruct.fl.bootstrap import (
+    MAX_REPLICATES,
+    check_clients_here,
+    deployment_refusal,
+    replicate_graphs,
+)
 from fedstruct.fl.codebook import Codebook
 from fedstruct.fl.divergence import diverged, non_finite
 from fedstruct.fl.grid import torch_threads
@@ -251,6 +258,7 @@ class FederatedEstimator(ABC):
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
         self._check_parameter_names(params)
+        self._check_run_parameters(seed, participation)
         secure = params.pop("secure_aggregation", False)
         self.config = self.config_class(**params)
         self.seed = int(seed)
@@ -262,6 +270,46 @@ class FederatedEstimator(ABC):
             "secure_aggregation": secure,
             **params,
         }
+
+    def _check_run_parameters(self, seed: Any, participation: Any) -> None:
+        """Refuse a ``seed`` numpy and torch cannot both take (the command line's
+        ``--seed`` range) and a ``participation`` that is not a :class:`Participation`.
+
+        Raises
+        ------
+        ConfigError
+            One line naming the parameter, what it must be and what it got.
+        """
+        if not SEED.accepts(seed):
+            raise ConfigError(SEED.message(f"{self.method} seed", seed))
+        if participation is not None and not isinstance(participation, Participation):
+            raise ConfigError(
+                f"{self.method} participation must be a fedstruct Participation (e.g. "
+                f"fedstruct.fl.Participation(dropout=0.1)) or None, got "
+                f"{type(participation).__name__} {participation!r}"
+            )
+
+    def _check_fit_clients(self, clients: Any) -> None:
+        """Refuse what ``fit`` cannot take as its clients: anything but a list (or tuple)
+        of :class:`~fedstruct.data.ClientData`, or of names on a deployment backend.
+
+        Raises
+        ------
+        DataError
+            One line saying what ``fit`` takes and what it got.
+        """
+        if isinstance(clients, str | bytes) or not isinstance(clients, Sequence):
+            got = type(clients).__name__
+        else:
+            odd = [c for c in clients if not isinstance(c, ClientData | str)]
+            if not odd:
+                return
+            got = f"a {type(clients).__name__} holding {type(odd[0]).__name__}"
+        raise DataError(
+            f"{type(self).__name__}.fit takes the clients: a list of ClientData, one per site "
+            "(e.g. fedstruct.data.read_federation(files).clients), or their names on a "
+            f"deployment; got {got}"
+        )
 
     def _secure_aggregation(self, given: bool | SecAggConfig) -> SecAggConfig | None:
         """The run's secure-aggregation settings (``None``: off), refused with the
@@ -546,7 +594,15 @@ class FederatedEstimator(ABC):
         and client) and the method's own attributes (:meth:`learn`). Torch runs with
         :func:`~fedstruct.fl.threads.default_threads` threads meanwhile (one, unless
         ``FEDSTRUCT_THREADS`` says otherwise).
+
+        Raises
+        ------
+        DataError
+            If ``clients`` is not a list of ClientData (or names on a deployment).
+        ConfigError
+            If the training diverged (weights no longer finite: the learning rate).
         """
+        self._check_fit_clients(clients)
         self.check_clients(clients)
         with torch_threads(default_threads()):
             result = self._run(clients, backend, checkpoint, resume, progress, stop_after)
@@ -683,6 +739,13 @@ class GraphLearner(FederatedEstimator):
                 raise ConfigError(
                     f"{self.method} {name} = {value!r}: give a whole number >= 1, or None"
                 )
+        if bootstrap is not None and bootstrap > MAX_REPLICATES:
+            raise ConfigError(
+                f"{self.method} bootstrap = {bootstrap}: each replicate runs the whole "
+                f"federation again (about {bootstrap} times the fit's own time); give at "
+                f"most {MAX_REPLICATES:,} (an edge's frequency has a standard error of at "
+                "most 0.5/√B; docs/confidence.md)"
+            )
         #: ``B``, the resampled federations run after the fit (``None``: none).
         self.bootstrap = None if bootstrap is None else int(bootstrap)
         #: Processes running them (``None``: the cores this process may use).
@@ -714,15 +777,20 @@ class GraphLearner(FederatedEstimator):
             and not get_backend(run_options.get("backend", "local")).needs_client_data
         ):
             raise deployment_refusal(self.method)
+        started = time.monotonic()
         super().fit(clients, **run_options)
+        seconds = time.monotonic() - started
         self.edge_frequencies_ = self.consensus_graph_ = None
         finished = run_options.get("stop_after") is None
         if self.bootstrap and finished and getattr(self, "graph_", None) is not None:
-            self._fit_bootstrap(check_clients_here(clients, self.method), run_options)
+            self._fit_bootstrap(check_clients_here(clients, self.method), run_options, seconds)
         return self
 
-    def _fit_bootstrap(self, clients: list[ClientData], run_options: Mapping[str, Any]) -> None:
-        """Run the replicates and keep their frequencies and consensus."""
+    def _fit_bootstrap(
+        self, clients: list[ClientData], run_options: Mapping[str, Any], seconds: float
+    ) -> None:
+        """Run the replicates (each about as long as the fit's ``seconds``: the progress
+        says what they will take) and keep their frequencies and consensus."""
         params = {
             **self.get_params(),
             "bootstrap": None,
@@ -742,6 +810,7 @@ class GraphLearner(FederatedEstimator):
             correct_duplicates=self.correct_duplicates,
             jobs=self.jobs,
             progress=bool(run_options.get("progress", False)),
+            fit_seconds=seconds,
         )
         self._keep_frequencies(EdgeFrequencies.of(graphs, self.graph_.names, self.mark_patterns))
 
