@@ -159,6 +159,9 @@ class FederationSettings:
 
     #: Why ``--bootstrap`` makes no sense for the method ("" where it does).
     bootstrap_refusal: ClassVar[str] = "the method learns no graph whose edges could be counted"
+    #: Settings of the built-in data besides :meth:`check_one_source`'s that a run on
+    #: the sites' files leaves unused (config.json's ``unused_settings``).
+    unused_on_files: ClassVar[tuple[str, ...]] = ()
     #: Why the method refuses ``--secure-aggregation`` ("" where it takes it).
     secure_aggregation_refusal: ClassVar[str] = (
         "not supported yet for this method (its exchanges are not wired to the secure sum; "
@@ -230,12 +233,23 @@ class FederationSettings:
         ConfigError
             If one of them is set as well as ``--site``/``--sites``.
         """
+        object.__setattr__(self, "_built_in_data", names)  # for unused_settings
         fields = type(self).__dataclass_fields__
         for name in names:
             if self.from_files and getattr(self, name) != fields[name].default:
                 raise ConfigError(
                     f"--{name.replace('_', '-')} and --site/--sites both name the data; give one"
                 )
+
+    def unused_settings(self) -> list[str]:
+        """The settings that play no part in this run, which config.json names
+        (``unused_settings``) beside their defaults: with the sites' files giving the
+        data, ``clients`` (the sites are the clients) and the built-in data's settings
+        (:meth:`check_one_source`'s names, e.g. ``network``, ``samples``, and
+        :attr:`unused_on_files`)."""
+        if not self.from_files:
+            return []
+        return ["clients", *getattr(self, "_built_in_data", ()), *self.unused_on_files]
 
     @property
     def from_files(self) -> bool:
@@ -477,9 +491,11 @@ def execute(
         layers = [saved["settings"]]
         launcher = _resumed_launcher(launcher, saved, out)
     settings = apply_settings(entry.settings(), *layers, method=name)
+    unused = settings.unused_settings()
     config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
+        **({"unused_settings": unused} if unused else {}),
         "backend": launcher.name,
         "fedstruct_version": __version__,
     }
