@@ -218,7 +218,9 @@ class FederatedEstimator(ABC):
     participation: Participation | None
     #: What the model's inputs are when its run read a user's files (``model.json``'s
     #: ``data``: variables, kinds, level names; or image shape and class names; set
-    #: by :func:`fedstruct.load`), else ``None``: rows are then codes already.
+    #: by :func:`fedstruct.load`, and by :meth:`fit` on clients read from files with
+    #: one codebook, :attr:`~fedstruct.data.ClientData.schema`), else ``None``: rows
+    #: are then codes already.
     data_: Mapping[str, Any] | None = None
     #: The key of :meth:`evaluate`'s result that :meth:`score` returns.
     score_metric: ClassVar[str] = ""
@@ -541,6 +543,33 @@ class FederatedEstimator(ABC):
         coded = self.model_rows(rows, source=source)
         return self.coded_prediction(coded, targets).named(self.codebook())
 
+    def scored_rows(self, X: Any, y: Any, column: str) -> pd.DataFrame:
+        """The rows :meth:`evaluate` scores, coded as the training data were: ``X``
+        with the labels ``y`` as its ``column``, read as :meth:`model_rows` reads a
+        table, or, when ``X`` is a list of clients' data, their rows (coded already):
+        scikit-learn's cross-validation (``GridSearchCV``) splits the list of clients
+        that ``fit`` takes, and scores on the sites left out.
+
+        Raises
+        ------
+        ArtifactError
+            If the columns do not fit the model.
+        """
+        if not _all_clients(X):
+            return self.model_rows(self._with_labels(X, y, column))
+        rows = pd.concat([c.rows for c in X], ignore_index=True)
+        columns = self.input_columns()
+        columns.check(list(rows.columns), "the clients' rows")
+        return self._with_labels(rows.drop(columns=columns.unread(list(rows.columns))), y, column)
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags (its 1.6+ asks every estimator, e.g. ``GridSearchCV``):
+        no declared estimator type, no target needed (``fit`` takes the clients, a list
+        cross-validation splits by site; :meth:`scored_rows`)."""
+        from sklearn.utils import Tags, TargetTags  # scikit-learn >= 1.6, where asked
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
     def coded_prediction(
         self, rows: pd.DataFrame, targets: Sequence[str] | None = None
     ) -> Prediction:
@@ -608,6 +637,7 @@ class FederatedEstimator(ABC):
             result = self._run(clients, backend, checkpoint, resume, progress, stop_after)
         self.history_ = result.state.history
         self.traffic_ = result.grid.traffic
+        self.data_ = _read_from(clients)
         self.learn(result.state)
         if stop_after is None:
             self._check_converged()
@@ -913,6 +943,23 @@ class GraphLearner(FederatedEstimator):
                 "stop_after before the graph is built)"
             )
         return graph
+
+
+def _all_clients(X: Any) -> bool:
+    """Whether ``X`` is a non-empty list (or tuple) of clients' data."""
+    return isinstance(X, list | tuple) and bool(X) and all(isinstance(c, ClientData) for c in X)
+
+
+def _read_from(clients: Sequence[ClientData] | Sequence[str]) -> dict[str, Any] | None:
+    """What the clients' coded rows mean when every one was read from a user's file
+    with one codebook (:attr:`ClientData.schema`): the estimator's ``data_``, so that
+    it reads new rows by their level names, as a model loaded from the run does;
+    ``None`` otherwise (rows given as codes, or names on a deployment)."""
+    schemas = {id(c.schema): c.schema for c in clients if isinstance(c, ClientData)}
+    if len(schemas) != 1 or not all(isinstance(c, ClientData) for c in clients):
+        return None
+    schema = next(iter(schemas.values()))
+    return None if schema is None else schema.inputs()
 
 
 def config_signature(init: Any, config_class: type) -> inspect.Signature:
