@@ -16,7 +16,8 @@ def test_set_reads_exponent_numbers_as_numbers(raw, value):
 
 
 def test_set_dp_delta_in_exponent_form_is_a_float_setting():
-    settings = apply_settings(FedAvgRun(), parse_assignments(["dp_delta=1e-5"]), method="fedavg")
+    given = parse_assignments(["dp_epsilon=3", "dp_delta=1e-5"])
+    settings = apply_settings(FedAvgRun(), given, method="fedavg")
     assert settings.dp_delta == 1e-5
 
 
