@@ -386,7 +386,7 @@ def show(
     out_console.print(table)
     for line in _mark_legend(learned.edges()):
         out_console.print(line, highlight=False)
-    _print_knowledge(folder)
+    _print_knowledge(folder, learned.names)
     draw_graph(learned, path, title=title, weights=weights or None)
     out_console.print(f"picture: [bold]{path}[/]")
 
@@ -444,14 +444,20 @@ def _mark_legend(edges: Sequence[Any]) -> list[str]:
     return lines if seen else []
 
 
-def _print_knowledge(folder: Path) -> None:
-    """The background knowledge the run used (its knowledge.json), if any."""
+def _print_knowledge(folder: Path, names: Sequence[str]) -> None:
+    """The background knowledge the run used (its knowledge.json), if any, and a
+    warning if it does not fit the graph over ``names`` shown."""
     from fedstruct.discovery.knowledge import KNOWLEDGE_FILE, Knowledge
+    from fedstruct.experiments.run_knowledge import saved_knowledge_problem
 
     path = folder / KNOWLEDGE_FILE
     if path.is_file():
-        summary = Knowledge.read(path).summary()
-        out_console.print(f"[bold]knowledge:[/] {summary} ({path})", highlight=False)
+        knowledge = Knowledge.read(path)
+        out_console.print(f"[bold]knowledge:[/] {knowledge.summary()} ({path})", highlight=False)
+        problem = saved_knowledge_problem(knowledge, names)
+        if problem:
+            message = f"{path} does not fit the graph shown: {problem}"
+            warnings.warn(message, FedstructWarning, stacklevel=2)
 
 
 def _print_summary(folder: Path) -> None:

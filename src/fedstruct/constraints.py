@@ -25,7 +25,7 @@ import numpy as np
 
 from fedstruct.errors import ConfigError, FedstructError, unknown_choice_message
 
-__all__ = ["AnyOf", "Boolean", "Constraint", "Interval", "OneOf", "check_fields"]
+__all__ = ["SEED", "AnyOf", "Boolean", "Constraint", "Interval", "OneOf", "check_fields"]
 
 
 class Constraint(ABC):
@@ -104,6 +104,10 @@ class Interval(Constraint):
         if self.high is not None:
             return f"{noun} {'<=' if right_closed else '<'} {high}"
         return f"a finite {'integer' if self.kind is int else 'number'}"
+
+
+#: A run's or a sampler's seed: what numpy and torch both take (``--seed``, ``seed=``).
+SEED = Interval(int, 0, 2**32 - 1)
 
 
 def _bound(value: float | None) -> str:

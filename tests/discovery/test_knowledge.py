@@ -77,7 +77,11 @@ def test_a_missing_file_is_named(tmp_path):
 
 
 CONTRADICTIONS = [
-    ({"forbidden": [["age", "bmi"]]}, UnknownVariableError, "forbidden names 'bmi'"),
+    (
+        {"forbidden": [["age", "bmi"]]},
+        UnknownVariableError,
+        "forbidden names an unknown variable 'bmi'",
+    ),
     ({"tiers": [["age"], ["age"]]}, KnowledgeError, "'age' is in tier 1 and tier 2"),
     (
         {"required": [["age", "sex"], ["sex", "diagnosis"], ["diagnosis", "age"]]},

@@ -15,7 +15,7 @@ RUN = ["run", "fedcdnv", "--network", "asia", "--clients", "2", "--quiet"]
     [
         (
             {"tiers": [["asia"], ["cancer"]]},
-            "knowledge: tiers names 'cancer', which is not a variable",
+            "knowledge: tiers names an unknown variable 'cancer'; valid variables: asia, bronc,",
         ),
         (
             {"tiers": [["asia"], ["dysp"]], "required": [["dysp", "asia"]]},

@@ -40,7 +40,7 @@ def test_fedcd_refuses_knowledge_naming_another_variable_before_fitting(tmp_path
     out = tmp_path / "run"
     result = runner.invoke(app, [*FEDCD, *TINY_FEDCD, "--knowledge", str(path), "--out", str(out)])
     assert result.exit_code != 0
-    assert "tiers names 'age', which is not a variable" in result.output
+    assert "tiers names an unknown variable 'age'; valid variables: X1, X2" in result.output
 
 
 def test_fedngm_refuses_a_given_graph_against_the_knowledge_naming_its_edges(tmp_path):

@@ -55,7 +55,8 @@ def test_the_dp_settings_are_checked_whatever_config_holds_them():
         CafeConfig(algorithm="fedavg", dp_delta=1.5)
     with pytest.raises(ConfigError, match=r"central DP clip must be"):
         apply_settings(FedAvgRun(), {"central_dp_noise": 1, "central_dp_clip": -1}, method="fedavg")
-    assert CafeConfig(central_dp_clip=-1).central_dp() is None  # unchecked without central DP
+    with pytest.raises(ConfigError, match="central_dp_clip = -1 has no effect without"):
+        CafeConfig(central_dp_clip=-1)  # issue 49: was accepted and ignored
 
 
 def test_a_new_config_gains_the_settings_and_their_checks_by_inheriting():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,9 @@ from numpy.typing import NDArray
 
 from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
+
+if TYPE_CHECKING:
+    from fedstruct.data.sites import FederationSchema
 
 __all__ = [
     "OBSERVATIONAL",
@@ -62,6 +65,10 @@ class ClientData:
         How much one row counts as evidence in the client's CI tests, in ``(0, 1]``: 1
         for a sample; a bootstrap resample's rows count :data:`RESAMPLE_EVIDENCE`
         (:meth:`resampled`; :attr:`fedstruct.discovery.CITest.evidence`).
+    schema
+        The federation codebook the rows were coded with when they were read from a
+        user's file (:func:`fedstruct.data.read_federation`); ``None`` for rows given as
+        codes. An estimator fitted on such clients reads new rows by its level names.
 
     Raises
     ------
@@ -83,6 +90,7 @@ class ClientData:
     graph: Graph | None = field(default=None, repr=False)
     missing_values: bool = field(default=False, repr=False)
     evidence: float = field(default=1.0, repr=False)
+    schema: FederationSchema | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

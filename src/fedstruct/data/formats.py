@@ -169,12 +169,7 @@ def _report_table(read: SiteFederation, site: str) -> dict[str, Any]:
 
 def _table_inputs(read: SiteFederation) -> dict[str, Any]:
     """The variables, their kinds and level names."""
-    schema = read.schema
-    return {
-        "variables": list(schema.variables),
-        "kinds": dict(schema.kinds),
-        "levels": {v: list(levels) for v, levels in schema.levels.items()},
-    }
+    return read.schema.inputs()
 
 
 # ------------------------------------------------------------------------ images

@@ -25,8 +25,9 @@ The file form is JSON or YAML with these four keys (each optional)::
      "required": [["diagnosis", "treatment"]],
      "forbidden_adjacent": [["sex", "treatment"]]}
 
-:meth:`Knowledge.read` reads it (YAML with ``yaml.safe_load``: plain data only, no
-object can be built), :meth:`Knowledge.write` writes the JSON form, and
+:meth:`Knowledge.read` reads it (:mod:`fedstruct.files`: a regular file of bounded
+size, plain data only, no object can be built, no key given twice, no YAML alias,
+bounded nesting), :meth:`Knowledge.write` writes the JSON form, and
 :meth:`Knowledge.resolve` checks it against the variables of a data set and returns
 the index form the learners use (:class:`KnowledgeRules`). Every bad input is one
 :class:`~fedstruct.errors.KnowledgeError` (or
@@ -46,7 +47,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedstruct.errors import ConfigError, KnowledgeError, UnknownVariableError
+from fedstruct.constraints import Constraint
+from fedstruct.errors import (
+    ConfigError,
+    KnowledgeError,
+    UnknownVariableError,
+    unknown_choice_message,
+)
+from fedstruct.files import parse_json, parse_yaml, read_text
 from fedstruct.graphs.graph import ARROW, NONE, TAIL, Graph, find_cycle, reachable
 
 __all__ = [
@@ -55,6 +63,7 @@ __all__ = [
     "POSSIBLE_DSEP",
     "Knowledge",
     "KnowledgeRules",
+    "KnowledgeSetting",
     "as_rules",
     "check_graph",
     "load_knowledge",
@@ -63,6 +72,9 @@ __all__ = [
 
 #: The file a run saves its knowledge in (``fedstruct show`` reads it).
 KNOWLEDGE_FILE = "knowledge.json"
+
+#: The suffixes of a knowledge file (JSON or YAML).
+SUFFIXES = (".json", ".yaml", ".yml")
 
 #: The keys of a knowledge file, in the order they are written.
 KEYS: tuple[str, ...] = ("tiers", "forbidden", "required", "forbidden_adjacent")
@@ -129,18 +141,12 @@ class Knowledge:
         """
         path = Path(path)
         suffix = path.suffix.lower()
-        if suffix not in (".json", ".yaml", ".yml"):
-            raise KnowledgeError(
-                f"knowledge file {path}: unknown format {suffix or '(no suffix)'!r}; "
-                "name it .json, .yaml or .yml"
-            )
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise KnowledgeError(f"knowledge file {path} does not exist") from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise KnowledgeError(f"knowledge file {path} cannot be read: {err}") from None
-        return cls.from_dict(_parse(text, suffix, path), where=f"knowledge file {path}")
+        if suffix not in SUFFIXES:
+            raise KnowledgeError(_suffix_problem(path))
+        where = f"knowledge file {path}"
+        text = read_text(path, "knowledge file", error=KnowledgeError)
+        parse = parse_json if suffix == ".json" else parse_yaml
+        return cls.from_dict(parse(text, where, error=KnowledgeError), where=where)
 
     def to_dict(self) -> dict[str, list[list[str]]]:
         """The JSON form: every key of :data:`KEYS`, lists of lists of names."""
@@ -235,12 +241,8 @@ class Knowledge:
             for item in getattr(self, key):
                 for name in item:
                     if name not in index:
-                        shown = list(variables)[:20]
-                        more = "" if len(variables) <= 20 else f" (and {len(variables) - 20} more)"
-                        raise UnknownVariableError(
-                            f"knowledge: {key} names {name!r}, which is not a variable; "
-                            f"the variables are {shown}{more}"
-                        )
+                        unknown = unknown_choice_message("variable", name, variables, suggest=True)
+                        raise UnknownVariableError(f"knowledge: {key} names an {unknown}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -316,6 +318,47 @@ class KnowledgeRules:
             out = np.ones(len(self.names), dtype=bool)
         out[[x, y]] = False
         return out
+
+
+class KnowledgeSetting(Constraint):
+    """A method's ``knowledge`` setting, checked when its config is built
+    (:func:`~fedstruct.constraints.check_fields`): ``None``, a :class:`Knowledge`, its
+    mapping form (valid, :meth:`Knowledge.from_dict`), or the path of a ``.json``,
+    ``.yaml`` or ``.yml`` file. The file itself is read when the method starts to fit
+    (:func:`load_knowledge`: a missing file is one line there, before any round): a
+    fitted model's saved parameters keep the path, and loading the model elsewhere
+    (``fedstruct.load``) must not need the file."""
+
+    allow_none = True
+
+    def accepts(self, value: Any) -> bool:
+        return self.problem(value) is None
+
+    def describe(self) -> str:
+        return "a Knowledge, its mapping form or a knowledge file's path"
+
+    @staticmethod
+    def problem(value: Any) -> str | None:
+        """Why ``value`` is not a knowledge setting (``None``: it is one)."""
+        if isinstance(value, Knowledge):
+            return None
+        if isinstance(value, Mapping):
+            try:
+                Knowledge.from_dict(value, where="its mapping")
+            except KnowledgeError as err:
+                return str(err)
+            return None
+        if isinstance(value, str | Path):
+            suffix = Path(value).suffix.lower()
+            return None if suffix in SUFFIXES else _suffix_problem(Path(value))
+        return (
+            f"must be a Knowledge (Knowledge.read(path)), its mapping form, a knowledge "
+            f"file's path or None, got {type(value).__name__} {value!r}"
+        )
+
+    def message(self, what: str, value: Any) -> str:
+        problem = self.problem(value) or ""
+        return f"{what} {problem}" if problem.startswith("must") else f"{what}: {problem}"
 
 
 def as_rules(
@@ -439,24 +482,11 @@ def _why(knowledge: Knowledge, rules: KnowledgeRules, x: int, y: int) -> str:
 
 
 # --------------------------------------------------------------------- helpers
-def _parse(text: str, suffix: str, path: Path) -> object:
-    if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as err:
-            raise KnowledgeError(
-                f"knowledge file {path} is not valid JSON: {err.msg} at line {err.lineno}, "
-                f"column {err.colno}"
-            ) from None
-    import yaml  # here: only a YAML file needs it
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
-        problem = getattr(err, "problem", None) or "cannot be parsed"
-        raise KnowledgeError(f"knowledge file {path} is not valid YAML: {problem}{where}") from None
+def _suffix_problem(path: Path) -> str:
+    return (
+        f"knowledge file {path}: unknown format {path.suffix.lower() or '(no suffix)'!r}; "
+        "name it .json, .yaml or .yml"
+    )
 
 
 def _name(value: object, where: str) -> str:
@@ -475,6 +505,10 @@ def _tiers(value: object) -> tuple[tuple[str, ...], ...]:
     out = []
     for t, tier in enumerate(_list(value, "tiers")):
         members = _list(tier, f"tiers[{t}]")
+        if not members:
+            raise KnowledgeError(
+                f"tiers[{t}] is empty; list at least one variable in each tier, or drop it"
+            )
         out.append(tuple(_name(v, f"tiers[{t}][{k}]") for k, v in enumerate(members)))
     return tuple(out)
 

@@ -67,6 +67,7 @@ from fedstruct.fl import (
     LocalBackend,
     Participation,
 )
+from fedstruct.fl.bootstrap import MAX_REPLICATES
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import import_part, method_names
 
@@ -140,7 +141,8 @@ class FederationSettings:
     bootstrap
         Edge confidence: after the run, run the federation this many more times, each
         site resampling its own rows, and save each edge's frequencies and their
-        consensus graph (FedCDnv and FED-CD; 0: none; docs/confidence.md).
+        consensus graph (FedCDnv and FED-CD; 0: none; at most 10,000, each a whole
+        run; docs/confidence.md).
     subsample
         The share of its rows each site draws, without replacement, in each of the
         bootstrap's runs; empty: a bootstrap sample (as many rows, with replacement).
@@ -159,6 +161,9 @@ class FederationSettings:
 
     #: Why ``--bootstrap`` makes no sense for the method ("" where it does).
     bootstrap_refusal: ClassVar[str] = "the method learns no graph whose edges could be counted"
+    #: Settings of the built-in data besides :meth:`check_one_source`'s that a run on
+    #: the sites' files leaves unused (config.json's ``unused_settings``).
+    unused_on_files: ClassVar[tuple[str, ...]] = ()
     #: Why the method refuses ``--secure-aggregation`` ("" where it takes it).
     secure_aggregation_refusal: ClassVar[str] = (
         "not supported yet for this method (its exchanges are not wired to the secure sum; "
@@ -230,12 +235,23 @@ class FederationSettings:
         ConfigError
             If one of them is set as well as ``--site``/``--sites``.
         """
+        object.__setattr__(self, "_built_in_data", names)  # for unused_settings
         fields = type(self).__dataclass_fields__
         for name in names:
             if self.from_files and getattr(self, name) != fields[name].default:
                 raise ConfigError(
                     f"--{name.replace('_', '-')} and --site/--sites both name the data; give one"
                 )
+
+    def unused_settings(self) -> list[str]:
+        """The settings that play no part in this run, which config.json names
+        (``unused_settings``) beside their defaults: with the sites' files giving the
+        data, ``clients`` (the sites are the clients) and the built-in data's settings
+        (:meth:`check_one_source`'s names, e.g. ``network``, ``samples``, and
+        :attr:`unused_on_files`)."""
+        if not self.from_files:
+            return []
+        return ["clients", *getattr(self, "_built_in_data", ()), *self.unused_on_files]
 
     @property
     def from_files(self) -> bool:
@@ -266,7 +282,7 @@ _FEDERATION_CONSTRAINTS = {
     "missing": OneOf(MISSING, allow_none=True),
     "min_site_rows": Interval(int, 1, allow_none=True),
     "max_site_levels": Interval(int, 1, allow_none=True),
-    "bootstrap": Interval(int, 0),
+    "bootstrap": Interval(int, 0, MAX_REPLICATES),
     "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
     "correct_duplicates": Boolean(),
     "jobs": Interval(int, 1, allow_none=True),
@@ -486,9 +502,11 @@ def execute(
     settings = apply_settings(entry.settings(), *layers, method=name)
     if not resume:
         settings = absolute_paths(settings)
+    unused = settings.unused_settings()
     config: dict[str, Any] = {
         "method": name,
         "settings": settings_dict(settings),
+        **({"unused_settings": unused} if unused else {}),
         "backend": launcher.name,
         "fedstruct_version": __version__,
     }

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
-from fedstruct.constraints import Interval
+from fedstruct.constraints import SEED
 from fedstruct.errors import ConfigError
+from fedstruct.files import parse_yaml, parse_yaml_scalar, read_text
 from fedstruct.fl.participation import Participation
 from fedstruct.privacy.settings import CentralDPSettings, DPSGDSettings
 
@@ -40,12 +39,10 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: A run's or a sampler's seed: what numpy and torch both take (``--seed``).
-SEED = Interval(int, 0, 2**32 - 1)
-
 
 def parse_assignments(items: Iterable[str]) -> dict[str, Any]:
-    """Parse ``key=value`` strings; values are read as YAML scalars (``3``, ``0.5``, ``true``).
+    """Parse ``key=value`` strings; values are read as YAML 1.2 plain data (``3``,
+    ``0.5``, ``1e-5``, ``true``; :func:`~fedstruct.files.parse_yaml_scalar`).
 
     Raises
     ------
@@ -57,29 +54,22 @@ def parse_assignments(items: Iterable[str]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--set {item!r} is not key=value; write e.g. --set rounds=10")
-        try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            out[key.strip()] = raw
+        out[key.strip()] = parse_yaml_scalar(raw)
     return out
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
-    """Read a YAML or JSON mapping of settings.
+    """Read a YAML or JSON mapping of settings (:func:`~fedstruct.files.read_text` and
+    :func:`~fedstruct.files.parse_yaml`: a regular file of bounded size, YAML 1.2
+    numbers, no aliases, no key given twice, bounded nesting).
 
     Raises
     ------
     ConfigError
-        If the file is missing, unreadable, or not a mapping.
+        If the file is missing, not a regular file, too large, not valid YAML/JSON by
+        those rules, or not a mapping.
     """
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist; check the path given to --config")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(
-            f"config file {path} is not valid YAML/JSON: {exc}".splitlines()[0]
-        ) from exc
+    data = parse_yaml(read_text(path, "config file"), f"config file {path}")
     if data is None:
         return {}
     if not isinstance(data, dict):

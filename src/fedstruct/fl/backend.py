@@ -219,8 +219,11 @@ def run_on_backend(
             label=label,
         )
         cut_short = stop_after is not None and last >= stop_after
-        if not grid.answers and not (cut_short and not server.is_done(state, last)):
-            raise _no_answer(grid, last)
+        if not (cut_short and not server.is_done(state, last)):
+            if not grid.answers:
+                raise _no_answer(grid, last)
+            if grid.sums_withheld and not grid.sums_released:
+                raise _nothing_released(grid, last)
         return RunResult(state, grid, last)
 
     return chosen.run(server_fn, method, clients, participation, seed)
@@ -233,4 +236,20 @@ def _no_answer(grid: Grid, last: int) -> NoAnswerError:
         f"no client answered in any of the {last} rounds, so nothing was learned "
         f"(dropout={p.dropout:g}, deadline={p.deadline}, {grid.lost_answers} answers lost): "
         "lower --set dropout, raise --set deadline, or check that the sites' nodes are running"
+    )
+
+
+def _nothing_released(grid: Grid, last: int) -> NoAnswerError:
+    """The error of a secure run none of whose ``last`` rounds released a sum: each
+    had fewer than ``min_clients`` clients left to sum (one client alone, dropouts), so
+    every sum was withheld and nothing was learned from the clients."""
+    config = grid.secure_aggregation
+    least = config.min_clients if config is not None else 2
+    p = grid.participation
+    return NoAnswerError(
+        f"secure aggregation released no sum in any of the {last} rounds, so nothing was "
+        f"learned: each round had fewer than min_clients = {least} clients left to sum "
+        f"({grid.n_nodes} in the federation, dropout={p.dropout:g}, {grid.sums_withheld} "
+        "sums withheld); run with more clients, lower --set dropout, or check that the "
+        "sites' nodes are running"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedstruct.constraints import SEED
 from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import (
@@ -25,8 +27,14 @@ from fedstruct.errors import (
     unknown_choice_message,
 )
 from fedstruct.fl.backend import Backend, get_backend, run_on_backend
-from fedstruct.fl.bootstrap import check_clients_here, deployment_refusal, replicate_graphs
+from fedstruct.fl.bootstrap import (
+    MAX_REPLICATES,
+    check_clients_here,
+    deployment_refusal,
+    replicate_graphs,
+)
 from fedstruct.fl.codebook import Codebook
+from fedstruct.fl.divergence import diverged, non_finite
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
 from fedstruct.fl.secagg import SecAggConfig
@@ -211,7 +219,9 @@ class FederatedEstimator(ABC):
     participation: Participation | None
     #: What the model's inputs are when its run read a user's files (``model.json``'s
     #: ``data``: variables, kinds, level names; or image shape and class names; set
-    #: by :func:`fedstruct.load`), else ``None``: rows are then codes already.
+    #: by :func:`fedstruct.load`, and by :meth:`fit` on clients read from files with
+    #: one codebook, :attr:`~fedstruct.data.ClientData.schema`), else ``None``: rows
+    #: are then codes already.
     data_: Mapping[str, Any] | None = None
     #: The key of :meth:`evaluate`'s result that :meth:`score` returns.
     score_metric: ClassVar[str] = ""
@@ -251,6 +261,7 @@ class FederatedEstimator(ABC):
         self, *, seed: int = 0, participation: Participation | None = None, **params: Any
     ) -> None:
         self._check_parameter_names(params)
+        self._check_run_parameters(seed, participation)
         secure = params.pop("secure_aggregation", False)
         self.config = self.config_class(**params)
         self.seed = int(seed)
@@ -280,6 +291,46 @@ class FederatedEstimator(ABC):
                 "fit(clients) first, or fedstruct.load(DIR) a run that saved one"
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _check_run_parameters(self, seed: Any, participation: Any) -> None:
+        """Refuse a ``seed`` numpy and torch cannot both take (the command line's
+        ``--seed`` range) and a ``participation`` that is not a :class:`Participation`.
+
+        Raises
+        ------
+        ConfigError
+            One line naming the parameter, what it must be and what it got.
+        """
+        if not SEED.accepts(seed):
+            raise ConfigError(SEED.message(f"{self.method} seed", seed))
+        if participation is not None and not isinstance(participation, Participation):
+            raise ConfigError(
+                f"{self.method} participation must be a fedstruct Participation (e.g. "
+                f"fedstruct.fl.Participation(dropout=0.1)) or None, got "
+                f"{type(participation).__name__} {participation!r}"
+            )
+
+    def _check_fit_clients(self, clients: Any) -> None:
+        """Refuse what ``fit`` cannot take as its clients: anything but a list (or tuple)
+        of :class:`~fedstruct.data.ClientData`, or of names on a deployment backend.
+
+        Raises
+        ------
+        DataError
+            One line saying what ``fit`` takes and what it got.
+        """
+        if isinstance(clients, str | bytes) or not isinstance(clients, Sequence):
+            got = type(clients).__name__
+        else:
+            odd = [c for c in clients if not isinstance(c, ClientData | str)]
+            if not odd:
+                return
+            got = f"a {type(clients).__name__} holding {type(odd[0]).__name__}"
+        raise DataError(
+            f"{type(self).__name__}.fit takes the clients: a list of ClientData, one per site "
+            "(e.g. fedstruct.data.read_federation(files).clients), or their names on a "
+            f"deployment; got {got}"
+        )
 
     def _secure_aggregation(self, given: bool | SecAggConfig) -> SecAggConfig | None:
         """The run's secure-aggregation settings (``None``: off), refused with the
@@ -511,6 +562,33 @@ class FederatedEstimator(ABC):
         coded = self.model_rows(rows, source=source)
         return self.coded_prediction(coded, targets).named(self.codebook())
 
+    def scored_rows(self, X: Any, y: Any, column: str) -> pd.DataFrame:
+        """The rows :meth:`evaluate` scores, coded as the training data were: ``X``
+        with the labels ``y`` as its ``column``, read as :meth:`model_rows` reads a
+        table, or, when ``X`` is a list of clients' data, their rows (coded already):
+        scikit-learn's cross-validation (``GridSearchCV``) splits the list of clients
+        that ``fit`` takes, and scores on the sites left out.
+
+        Raises
+        ------
+        ArtifactError
+            If the columns do not fit the model.
+        """
+        if not _all_clients(X):
+            return self.model_rows(self._with_labels(X, y, column))
+        rows = pd.concat([c.rows for c in X], ignore_index=True)
+        columns = self.input_columns()
+        columns.check(list(rows.columns), "the clients' rows")
+        return self._with_labels(rows.drop(columns=columns.unread(list(rows.columns))), y, column)
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags (its 1.6+ asks every estimator, e.g. ``GridSearchCV``):
+        no declared estimator type, no target needed (``fit`` takes the clients, a list
+        cross-validation splits by site; :meth:`scored_rows`)."""
+        from sklearn.utils import Tags, TargetTags  # scikit-learn >= 1.6, where asked
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
     def coded_prediction(
         self, rows: pd.DataFrame, targets: Sequence[str] | None = None
     ) -> Prediction:
@@ -564,14 +642,44 @@ class FederatedEstimator(ABC):
         and client) and the method's own attributes (:meth:`learn`). Torch runs with
         :func:`~fedstruct.fl.threads.default_threads` threads meanwhile (one, unless
         ``FEDSTRUCT_THREADS`` says otherwise).
+
+        Raises
+        ------
+        DataError
+            If ``clients`` is not a list of ClientData (or names on a deployment).
+        ConfigError
+            If the training diverged (weights no longer finite: the learning rate).
         """
+        self._check_fit_clients(clients)
         self.check_clients(clients)
         with torch_threads(default_threads()):
             result = self._run(clients, backend, checkpoint, resume, progress, stop_after)
         self.history_ = result.state.history
         self.traffic_ = result.grid.traffic
+        self.data_ = _read_from(clients)
         self.learn(result.state)
+        if stop_after is None:
+            self._check_converged()
         return self
+
+    def _check_converged(self) -> None:
+        """Refuse a model whose learned weights are not finite, for a method trained
+        with a ``learning_rate`` (its SGD or Adam diverged: every prediction would be
+        NaN or one class).
+
+        Raises
+        ------
+        ConfigError
+            Naming the weight and the learning rate.
+        """
+        rate = getattr(self.config, "learning_rate", None)
+        if rate is None:
+            return
+        arrays, _ = self.learned_state()
+        floats = {k: v for k, v in arrays.items() if np.asarray(v).dtype.kind == "f"}
+        bad = non_finite(floats)
+        if bad is not None:
+            raise diverged(self.method, f"its learned weight {bad!r}", float(rate))
 
     def _run(
         self,
@@ -680,6 +788,13 @@ class GraphLearner(FederatedEstimator):
                 raise ConfigError(
                     f"{self.method} {name} = {value!r}: give a whole number >= 1, or None"
                 )
+        if bootstrap is not None and bootstrap > MAX_REPLICATES:
+            raise ConfigError(
+                f"{self.method} bootstrap = {bootstrap}: each replicate runs the whole "
+                f"federation again (about {bootstrap} times the fit's own time); give at "
+                f"most {MAX_REPLICATES:,} (an edge's frequency has a standard error of at "
+                "most 0.5/√B; docs/confidence.md)"
+            )
         #: ``B``, the resampled federations run after the fit (``None``: none).
         self.bootstrap = None if bootstrap is None else int(bootstrap)
         #: Processes running them (``None``: the cores this process may use).
@@ -711,15 +826,20 @@ class GraphLearner(FederatedEstimator):
             and not get_backend(run_options.get("backend", "local")).needs_client_data
         ):
             raise deployment_refusal(self.method)
+        started = time.monotonic()
         super().fit(clients, **run_options)
+        seconds = time.monotonic() - started
         self.edge_frequencies_ = self.consensus_graph_ = None
         finished = run_options.get("stop_after") is None
         if self.bootstrap and finished and getattr(self, "graph_", None) is not None:
-            self._fit_bootstrap(check_clients_here(clients, self.method), run_options)
+            self._fit_bootstrap(check_clients_here(clients, self.method), run_options, seconds)
         return self
 
-    def _fit_bootstrap(self, clients: list[ClientData], run_options: Mapping[str, Any]) -> None:
-        """Run the replicates and keep their frequencies and consensus."""
+    def _fit_bootstrap(
+        self, clients: list[ClientData], run_options: Mapping[str, Any], seconds: float
+    ) -> None:
+        """Run the replicates (each about as long as the fit's ``seconds``: the progress
+        says what they will take) and keep their frequencies and consensus."""
         params = {
             **self.get_params(),
             "bootstrap": None,
@@ -739,6 +859,7 @@ class GraphLearner(FederatedEstimator):
             correct_duplicates=self.correct_duplicates,
             jobs=self.jobs,
             progress=bool(run_options.get("progress", False)),
+            fit_seconds=seconds,
         )
         self._keep_frequencies(EdgeFrequencies.of(graphs, self.graph_.names, self.mark_patterns))
 
@@ -841,6 +962,23 @@ class GraphLearner(FederatedEstimator):
                 "stop_after before the graph is built)"
             )
         return graph
+
+
+def _all_clients(X: Any) -> bool:
+    """Whether ``X`` is a non-empty list (or tuple) of clients' data."""
+    return isinstance(X, list | tuple) and bool(X) and all(isinstance(c, ClientData) for c in X)
+
+
+def _read_from(clients: Sequence[ClientData] | Sequence[str]) -> dict[str, Any] | None:
+    """What the clients' coded rows mean when every one was read from a user's file
+    with one codebook (:attr:`ClientData.schema`): the estimator's ``data_``, so that
+    it reads new rows by their level names, as a model loaded from the run does;
+    ``None`` otherwise (rows given as codes, or names on a deployment)."""
+    schemas = {id(c.schema): c.schema for c in clients if isinstance(c, ClientData)}
+    if len(schemas) != 1 or not all(isinstance(c, ClientData) for c in clients):
+        return None
+    schema = next(iter(schemas.values()))
+    return None if schema is None else schema.inputs()
 
 
 def config_signature(init: Any, config_class: type) -> inspect.Signature:

@@ -75,6 +75,10 @@ class Grid(ABC):
         self.lost_answers = 0
         #: Answers received in rounds (on time or to be delivered late), over the run.
         self.answers = 0
+        #: Secure sums within rounds that were released, and that were withheld (fewer
+        #: than ``min_clients`` left: :func:`fedstruct.fl.summation.send_and_sum`).
+        self.sums_released = 0
+        self.sums_withheld = 0
         #: How summable replies are summed (:func:`fedstruct.fl.summation.send_and_sum`):
         #: ``None`` in the clear, a :class:`~fedstruct.fl.secagg.SecAggConfig` securely;
         #: set by the run (:func:`~fedstruct.fl.backend.run_on_backend`).
@@ -206,6 +210,8 @@ class Grid(ABC):
             "pending": list(self._pending),
             "lost_answers": self.lost_answers,
             "answers": self.answers,
+            "sums_released": self.sums_released,
+            "sums_withheld": self.sums_withheld,
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
@@ -215,6 +221,8 @@ class Grid(ABC):
         self._pending = list(state["pending"])
         self.lost_answers = int(state["lost_answers"])
         self.answers = int(state.get("answers", 0))
+        self.sums_released = int(state.get("sums_released", 0))
+        self.sums_withheld = int(state.get("sums_withheld", 0))
 
 
 @contextmanager

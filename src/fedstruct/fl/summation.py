@@ -66,7 +66,13 @@ def send_and_sum(
         return plain_sum(exchange(messages), weight)
     from fedstruct.fl.secagg.server import secure_sum  # the cryptography, when used
 
-    return secure_sum(exchange, messages, config, weight=weight, where=f"round {grid.round}")
+    total = secure_sum(exchange, messages, config, weight=weight, where=f"round {grid.round}")
+    if not outside_rounds:  # a run none of whose rounds released a sum learned nothing
+        if total.nodes:
+            grid.sums_released += 1
+        else:
+            grid.sums_withheld += 1
+    return total
 
 
 def plain_sum(replies: Mapping[int, Message], weight: str | None = None) -> SumResult:

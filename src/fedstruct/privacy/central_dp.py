@@ -38,6 +38,8 @@ noised mean update and the round's record.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.constraints import Interval, check_fields
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, FedstructWarning
 from fedstruct.privacy.dp import PrivacyLedger
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "clipped_reply",
     "current_clip",
     "next_clip",
+    "noise_to_signal",
     "noised_fraction_below",
     "noised_mean",
     "round_config",
@@ -201,6 +204,45 @@ def noised_mean(
     }
 
 
+def noise_to_signal(settings: CentralDP, asked: int, dimension: int) -> float:
+    """The expected ratio of the noise's norm to the largest norm the sites' mean
+    update can have, in a round of ``asked`` sites over ``dimension`` weights:
+    ``z_Δ √d / m``.
+
+    McMahan et al. (2018), Algorithm 1 and §3: the server's estimator with uniform
+    weights, ``f̃_f = Σ_k Δ_k / (qW)``, has ``qW = m`` (the sites asked) and
+    sensitivity ``C / m`` (one site's clipped update, ``‖Δ_k‖ ≤ C``, divided by
+    ``m``), and the Gaussian mechanism adds noise of standard deviation
+    ``σ = z_Δ C / m`` to each of its ``d`` coordinates (:func:`noised_mean`). The
+    noise vector's norm is then about ``σ √d = z_Δ C √d / m``, while the sites' mean
+    update, an average of vectors of norm at most ``C``, has norm at most ``C``: the
+    ratio is ``z_Δ √d / m``, at least, since agreeing sites give a mean near ``C`` and
+    disagreeing ones less. Above 1 the noise outweighs any update the sites can
+    agree on; the paper's language models used thousands of users per round for
+    this reason. (Per coordinate the same ratio: noise ``z_Δ C / m`` against an
+    update spread evenly, ``C / √d``.)
+    """
+    return update_noise_multiplier(settings, asked) * math.sqrt(dimension) / max(asked, 1)
+
+
+def _warn_if_noise_dominates(settings: CentralDP, asked: int, dimension: int) -> None:
+    """One :class:`FedstructWarning` line when :func:`noise_to_signal` exceeds 1."""
+    ratio = noise_to_signal(settings, asked, dimension)
+    if ratio <= 1:
+        return
+    z = update_noise_multiplier(settings, asked)
+    needed = math.ceil(z * math.sqrt(dimension))
+    warnings.warn(
+        f"central DP: with {asked} sites asked per round the noise dominates the averaged "
+        f"update: its norm is about z√d/m = {z:.3g}·√{dimension}/{asked} ≈ {ratio:.3g} times "
+        "the clipping bound C, the largest norm the sites' mean update can have; expect a "
+        f"poor model: ask about {needed} sites per round for a ratio of 1, or lower "
+        "central_dp_noise (a larger ε)",
+        FedstructWarning,
+        stacklevel=3,
+    )
+
+
 def noised_fraction_below(
     below: float, *, denominator: int, count_noise: float, rng: np.random.Generator
 ) -> float:
@@ -287,7 +329,8 @@ def central_step(
     -------
     mean, record
         The noised mean update ``(Σ_k Δ_k + N(0, (z_Δ C)² I)) / m`` (:func:`noised_mean`;
-        ``None`` when no site answered), and the round's ``central_dp_clip``,
+        ``None`` when no site answered; in the run's first round, a warning when the
+        noise will dominate it, :func:`noise_to_signal`), and the round's ``central_dp_clip``,
         ``central_dp_next_clip`` (adaptive clipping's :func:`next_clip`),
         ``central_dp_sample_rate`` and ``central_dp_epsilon`` (the site-level ε of
         every round so far, :func:`central_epsilon`). The noise is drawn from the
@@ -300,6 +343,8 @@ def central_step(
     following = clip
     if answered:
         deltas = {k[len(prefix) :]: v for k, v in total.items() if k.startswith(prefix)}
+        if not any("central_dp_epsilon" in h for h in history):  # the run's first round
+            _warn_if_noise_dominates(settings, asked, sum(np.size(v) for v in deltas.values()))
         z_update = update_noise_multiplier(settings, asked)
         mean = noised_mean(deltas, clip=clip, noise_multiplier=z_update, denominator=asked, rng=rng)
         if settings.adaptive:

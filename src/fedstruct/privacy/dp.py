@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedstruct.constraints import Interval, check_fields
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, FedstructWarning
 
 if TYPE_CHECKING:
     import torch
@@ -64,24 +65,87 @@ def _rdp_per_step(noise_multiplier: float, sample_rate: float) -> tuple[float, .
     return tuple(float(v) for v in np.atleast_1d(rdp))
 
 
+#: What the accountant's bound at the edge of its Rényi orders means, by the edge
+#: Opacus names ("Optimal order is the smallest alpha"): one line each, said once per
+#: process (:data:`_SAID`; every site and round of a run would repeat it).
+LOOSE_BOUND = {
+    "smallest": (
+        "DP accounting: the ε reported is a loose upper bound (the Rényi accountant's best "
+        "order is its smallest): the noise is so small, or the steps so many, that the run "
+        "is barely private"
+    ),
+    "largest": (
+        "DP accounting: the ε reported is a loose upper bound (the Rényi accountant's best "
+        "order is its largest): the noise is so large that the true ε is smaller still"
+    ),
+}
+
+
+#: The edges of :data:`LOOSE_BOUND` already said in this process.
+_SAID: set[str] = set()
+
+
+@contextmanager
+def _accountant_warnings() -> Iterator[None]:
+    """Opacus' two-line warnings that its Rényi bound is loose (the best order at the
+    edge of its range, at an extreme noise or budget) as one :class:`FedstructWarning`
+    line (:data:`LOOSE_BOUND`), once per process; other warnings pass as they are."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    edges = []
+    for warning in caught:
+        text = str(warning.message)
+        edge = next((e for e in LOOSE_BOUND if f"Optimal order is the {e} alpha" in text), None)
+        if edge is None:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+        elif edge not in edges and edge not in _SAID:
+            edges.append(edge)
+    for edge in edges:
+        _SAID.add(edge)
+        warnings.warn(LOOSE_BOUND[edge], FedstructWarning, stacklevel=3)
+
+
+#: The largest noise multiplier Opacus' calibration tries (``MAX_SIGMA``).
+MAX_NOISE_MULTIPLIER = 1e6
+
+
 @lru_cache(maxsize=256)
 def _calibrate(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
-    """Opacus' search for the noise multiplier; its probes of very large noise, whose
-    best Rényi order is the largest, warn about a loose bound that concerns the probe
-    only (the ledger's ε of the noise found warns on its own if it is loose)."""
+    """Opacus' search for the noise multiplier; its probes of very large or small
+    noise, whose best Rényi order is at the edge of the range, warn about a loose
+    bound that concerns the probe only (the ledger's ε of the noise found warns on its
+    own if it is loose: :func:`_accountant_warnings`).
+
+    Raises
+    ------
+    ConfigError
+        If no noise multiplier up to :data:`MAX_NOISE_MULTIPLIER` spends as little as
+        ``epsilon`` (Opacus: "The privacy budget is too low.").
+    """
     from opacus.accountants.utils import get_noise_multiplier
 
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
-        return float(
-            get_noise_multiplier(
-                target_epsilon=epsilon,
-                target_delta=delta,
-                sample_rate=sample_rate,
-                steps=steps,
-                accountant="rdp",
+        warnings.filterwarnings("ignore", message="Optimal order is the")
+        try:
+            return float(
+                get_noise_multiplier(
+                    target_epsilon=epsilon,
+                    target_delta=delta,
+                    sample_rate=sample_rate,
+                    steps=steps,
+                    accountant="rdp",
+                )
             )
-        )
+        except ValueError:
+            raise ConfigError(
+                f"DP-SGD: dp_epsilon = {epsilon:g} (δ = {delta:.3g}) is too small a budget for "
+                f"{steps} steps at sampling rate {sample_rate:.3g}: even a noise multiplier of "
+                f"{MAX_NOISE_MULTIPLIER:g} would spend more; raise dp_epsilon, or train fewer "
+                "rounds or local epochs"
+            ) from None
 
 
 _BUDGET_CONSTRAINTS = {
@@ -160,7 +224,8 @@ class PrivacyLedger:
         from opacus.accountants.analysis.rdp import get_privacy_spent
 
         rdp = sum(n * np.asarray(_rdp_per_step(s, q)) for s, q, n in entries)
-        eps, _ = get_privacy_spent(orders=list(_orders()), rdp=rdp, delta=delta)
+        with _accountant_warnings():
+            eps, _ = get_privacy_spent(orders=list(_orders()), rdp=rdp, delta=delta)
         return float(eps)
 
     def allows(

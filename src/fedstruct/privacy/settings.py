@@ -20,14 +20,45 @@ last, after the method's own.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from fedstruct.constraints import Interval, check_fields
+from fedstruct.errors import ConfigError
 from fedstruct.privacy.central_dp import CentralDP
 from fedstruct.privacy.dp import DPBudget, PrivacyLedger, SitePrivacy, site_budget
 
-__all__ = ["CentralDPSettings", "DPSGDSettings", "LocalTraining", "site_privacy"]
+__all__ = [
+    "CentralDPSettings",
+    "DPSGDSettings",
+    "LocalTraining",
+    "refuse_unused",
+    "site_privacy",
+]
+
+
+def refuse_unused(settings: Any, names: Iterable[str], switch: str, why: str) -> None:
+    """Refuse a setting of ``names`` changed from its default while ``switch`` is
+    ``None``: it would have no effect (``--set dp_noise_multiplier=1`` without
+    ``dp_epsilon`` trained without DP, its metrics those of a plain run).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first such setting, ``switch`` and ``why`` it needs it.
+    """
+    if getattr(settings, switch) is not None:
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(settings)}
+    for name in names:
+        value = getattr(settings, name)
+        if value != defaults[name]:
+            raise ConfigError(
+                f"{name} = {value!r} has no effect without {switch}: {why}; set {switch} "
+                f"too, or drop {name}"
+            )
 
 
 def _next_post_init(settings: object, cls: type) -> None:
@@ -65,6 +96,7 @@ class DPSGDSettings:
 
     def __post_init__(self) -> None:
         check_fields(self, _DPSGD_CONSTRAINTS, "DP-SGD")
+        refuse_unused(self, ("dp_delta", "dp_clip", "dp_noise_multiplier"), "dp_epsilon", _SGD_WHY)
         self.dp_budget(n_rows=2)  # with DP: validates ε, δ and C
         _next_post_init(self, DPSGDSettings)
 
@@ -109,6 +141,12 @@ def site_privacy(
         ledger=ledger,
     )
 
+
+#: Why the DP-SGD settings need ``dp_epsilon`` (:func:`refuse_unused`).
+_SGD_WHY = (
+    "DP-SGD runs only within a site's budget (a noise multiplier whose rounds would spend "
+    "more than dp_epsilon is refused; docs/privacy.md)"
+)
 
 _DPSGD_CONSTRAINTS = {
     "dp_delta": Interval(float, 0, 1, closed="neither", allow_none=True),
@@ -156,6 +194,11 @@ class CentralDPSettings:
 
     def __post_init__(self) -> None:
         self.central_dp()  # with central DP: validates every central_dp_* value
+        others = [f.name for f in dataclasses.fields(CentralDPSettings)]
+        others.remove("central_dp_noise")
+        refuse_unused(
+            self, others, "central_dp_noise", "central DP is on only with its noise multiplier"
+        )
         _next_post_init(self, CentralDPSettings)
 
     def central_dp(self) -> CentralDP | None:

@@ -39,4 +39,4 @@ def test_a_knowledge_file_naming_another_variable_stops_the_run(tmp_path):
     out = tmp_path / "run"
     result = runner.invoke(app, [*ARGS, *SETS, "--knowledge", str(path), "--out", str(out)])
     assert result.exit_code != 0
-    assert "forbidden names 'cancer', which is not a variable" in result.output
+    assert "forbidden names an unknown variable 'cancer'" in result.output

@@ -32,6 +32,7 @@ def clients():
         {"aggregation": "vote"},
         {"aggregation": "proximity"},
         {"aggregation": "proximity", "weighting": "normalize", "belief_space": "logit"},
+        {"aggregation": "proximity", "distance": "undirected"},  # issue 49: was ignored
     ],
 )
 def test_secure_aggregation_gives_the_plain_beliefs(clients, options, recording_backend):
@@ -90,3 +91,19 @@ def test_proximity_keeps_the_fits_beliefs_through_the_clients_state(clients):
     fresh = FedCD(secure_aggregation=True, **options).fit(clients, backend=_FreshClients())
     same = FedCD(secure_aggregation=True, **options).fit(clients)
     np.testing.assert_allclose(fresh.beliefs_.gamma, same.beliefs_.gamma, atol=1e-12)
+
+
+def test_each_client_weighs_by_the_distance_setting():
+    """Issue 49: a client's factor of eq. (1) counted ``outgoing`` distances whatever
+    ``distance`` said, so a secure run ignored ``distance="undirected"``."""
+    from fedstruct.methods.fedcd.aggregate import proximity_factor, proximity_scores
+
+    dag = np.zeros((3, 3), dtype=bool)
+    dag[0, 1] = dag[1, 2] = True  # 0 -> 1 -> 2; the client intervened on 1
+    for distance in ("outgoing", "undirected"):
+        factor = proximity_factor(dag, [1], 16.0, 0.2, 0.1, 0.3, "softmax", distance)
+        scores = proximity_scores(dag, [[1]], 16.0, 0.2, 0.1, distance)[0]
+        np.testing.assert_allclose(factor, np.exp(0.3 * (scores - 0.1)))
+    outgoing = proximity_factor(dag, [1], 16.0, 0.2, 0.1, 0.3, "normalize", "outgoing")
+    undirected = proximity_factor(dag, [1], 16.0, 0.2, 0.1, 0.3, "normalize", "undirected")
+    assert outgoing[0, 1] == 0.1 and undirected[0, 1] == 16.0  # the edge into the target

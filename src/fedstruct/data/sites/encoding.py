@@ -124,12 +124,19 @@ class Encoded:
     constant: tuple[str, ...]
     #: Whether the rows keep missing values (``missing="keep"``).
     missing: bool = False
+    #: The codebook the columns were coded with (the client keeps it).
+    schema: FederationSchema | None = None
 
     def build(self) -> EncodedSite:
         rows = pd.DataFrame(self.columns, copy=False)
         self.columns = {}
         client = ClientData(
-            self.site, rows, self.supervised, self.intervention, missing_values=self.missing
+            self.site,
+            rows,
+            self.supervised,
+            self.intervention,
+            missing_values=self.missing,
+            schema=self.schema,
         )
         return EncodedSite(client, self.dropped_rows, self.constant)
 
@@ -184,6 +191,7 @@ def encode_table(
         len(frame) - n_kept,
         tuple(constant),
         missing=missing == "keep",
+        schema=schema,
     )
 
 

@@ -145,6 +145,15 @@ class FederationSchema:
         """Categorical and ordinal variable -> number of levels."""
         return {v: len(levels) for v, levels in self.levels.items()}
 
+    def inputs(self) -> dict[str, Any]:
+        """What a model learned from these sites reads, as ``model.json``'s ``data``
+        saves it: the variables, their kinds and level names (in code order)."""
+        return {
+            "variables": list(self.variables),
+            "kinds": dict(self.kinds),
+            "levels": {v: list(levels) for v, levels in self.levels.items()},
+        }
+
     def codebook(self, variable: str) -> dict[str, int]:
         """Level name -> code of a categorical or ordinal variable."""
         return {level: code for code, level in enumerate(self.levels[variable])}

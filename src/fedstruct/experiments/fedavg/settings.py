@@ -70,6 +70,7 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
         "count; --bootstrap is for the discovery methods fedcdnv and fedcd"
     )
     secure_aggregation_refusal: ClassVar[str] = ""  # weights, statistics, scores: sums
+    unused_on_files: ClassVar[tuple[str, ...]] = ("skew_alpha", "min_per_client")
 
     network: str = "asia"
     target: str = ""

@@ -58,6 +58,10 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
     """
 
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
+    unused_on_files: ClassVar[tuple[str, ...]] = (
+        "variables", "edges_per_node", "cardinality", "cpt_alpha", "latent_ratio",
+        "overlap", "min_samples", "max_samples", "discretize",
+    )  # fmt: skip
     #: FedCDnv-vote takes --secure-aggregation; the other strategies refuse it
     #: (``SECURE_REFUSALS``, checked in ``__post_init__``).
     secure_aggregation_refusal: ClassVar[str] = ""

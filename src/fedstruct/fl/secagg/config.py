@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedstruct.constraints import Interval, check_fields
 from fedstruct.errors import ConfigError
 
 __all__ = ["SecAggConfig", "neighbour_graph"]
@@ -36,7 +37,8 @@ class SecAggConfig:
         (plus float64 rounding), so an element of the sum of ``N`` clients by at most
         ``N * 2**-(s+1)``; the sum must stay within ``±2**(63 - s)`` (a client whose
         value exceeds ``2**(63 - s) / N`` in magnitude refuses, naming the array).
-        Default 24: error ``N * 3.0e-8``, range ``±5.5e11``.
+        Default 24: error ``N * 3.0e-8``, range ``±5.5e11``. Valid: 8 to 48 (fewer bits
+        would round every weight to a coarse grid; 0 to integers).
     neighbours
         ``k``: how many neighbours each client masks with and shares its secrets
         among; default ``2 * ceil(log2 n)`` for ``n`` clients (SecAgg+'s ``O(log n)``),
@@ -46,7 +48,10 @@ class SecAggConfig:
     threshold
         ``t``: how many of a client's ``k`` neighbours must answer the last stage to
         remove its masks; default ``floor(k / 2) + 1`` (a majority, so the server
-        can never gather both a client's self-mask seed and its mask key). A round
+        can never gather both a client's self-mask seed and its mask key). Valid: 1
+        to ``neighbours`` when both are given (a larger threshold is refused); with
+        fewer clients than ``threshold + 1`` in a session, every client neighbours
+        every other and all ``n - 1`` of them are needed. A round
         survives any number of dropouts as long as every client that sent its
         shares keeps ``t`` neighbours to the end; otherwise it fails with a
         :class:`~fedstruct.errors.SecureAggregationError`.
@@ -61,18 +66,21 @@ class SecAggConfig:
     min_clients: int = 2
 
     def __post_init__(self) -> None:
-        if not 0 <= self.fractional_bits <= 48:
-            raise ConfigError(
-                f"secure aggregation: fractional_bits must be in 0..48, got {self.fractional_bits}"
-            )
-        if self.neighbours is not None and self.neighbours < 1:
-            raise ConfigError(f"secure aggregation: neighbours must be >= 1, got {self.neighbours}")
-        if self.threshold is not None and self.threshold < 1:
-            raise ConfigError(f"secure aggregation: threshold must be >= 1, got {self.threshold}")
+        check_fields(self, _CONSTRAINTS, "secure aggregation")
         if self.min_clients < 2:
             raise ConfigError(
                 f"secure aggregation: min_clients must be >= 2 (a sum of one client is its "
                 f"value), got {self.min_clients}"
+            )
+        if (
+            self.threshold is not None
+            and self.neighbours is not None
+            and self.threshold > self.neighbours
+        ):
+            raise ConfigError(
+                f"secure aggregation: threshold must be in 1..neighbours = 1..{self.neighbours} "
+                f"(t of a client's k neighbours rebuild its masks), got {self.threshold}; "
+                "lower threshold or raise neighbours"
             )
 
     def degree(self, n: int) -> int:
@@ -84,6 +92,18 @@ class SecAggConfig:
         """``t`` for ``n`` clients (see the class docstring)."""
         k = self.degree(n)
         return min(k, self.threshold if self.threshold is not None else k // 2 + 1)
+
+
+#: The fewest fractional bits: below, a weight is rounded to a coarse grid (at 0 bits,
+#: to an integer); 8 bits round each element to 2**-9 ≈ 0.002.
+MIN_FRACTIONAL_BITS = 8
+
+_CONSTRAINTS = {
+    "fractional_bits": Interval(int, MIN_FRACTIONAL_BITS, 48),
+    "neighbours": Interval(int, 1, allow_none=True),
+    "threshold": Interval(int, 1, allow_none=True),
+    "min_clients": Interval(int),
+}
 
 
 def neighbour_graph(

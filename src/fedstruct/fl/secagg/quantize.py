@@ -130,6 +130,12 @@ def quantise(
             scaled = np.rint(v.astype(np.float64) * 2.0**bits)
             big = ~np.isfinite(scaled) | (np.abs(scaled) >= limit)
             scaled = scaled.astype(np.int64) if not big.any() else None
+        if scaled is None and not np.isfinite(v.astype(np.float64)).all():
+            raise SecureAggregationError(
+                f"secure aggregation at {where}: {name!r} holds "
+                f"{v[~np.isfinite(v.astype(np.float64))][0]}, not a number a sum can carry "
+                "(the client's computation diverged: e.g. a learning rate too large)"
+            )
         if scaled is None:
             raise SecureAggregationError(
                 f"secure aggregation at {where}: {name!r} holds {v[big][0]:.6g}, beyond the "

@@ -396,7 +396,7 @@ class CAFE(
         UnknownVariableError
             If neither ``X`` nor ``y`` gives a table's class.
         """
-        coded = self.model_rows(self._with_labels(X, y, self.label))
+        coded = self.scored_rows(X, y, self.label)
         if self.table is None:
             _, labels = from_rows(coded, self._input_shape())
             return {"accuracy": float(np.mean(self._scores(coded).argmax(axis=1) == labels))}

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Interval, OneOf, check_fields
-from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeSetting
 from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
+from fedstruct.privacy.settings import refuse_unused
 
 __all__ = ["ARCHITECTURES", "FEDERATED_REGIMES", "GRAPH_BASED", "REGIMES", "FCMConfig"]
 
@@ -148,6 +149,12 @@ class FCMConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fcm")
+        refuse_unused(
+            self,
+            ("dp_delta", "dp_clip", "dp_rounds"),
+            "dp_epsilon",
+            "clients train with DP-SGD only within a budget",
+        )
         self.dp_budget()  # with DP: validates ε, δ and C
 
     def dp_budget(self) -> DPBudget | None:
@@ -174,6 +181,7 @@ class FCMConfig:
 
 
 _CONSTRAINTS = {
+    "knowledge": KnowledgeSetting(),
     "model": OneOf(ARCHITECTURES),
     "regime": OneOf(REGIMES),
     "graph_memory": OneOf(("all", "round")),

@@ -258,5 +258,5 @@ class FCM(
         truth
             The true graph: adds concept coverage.
         """
-        coded = self.model_rows(self._with_labels(X, y, self.task))
+        coded = self.scored_rows(X, y, self.task)
         return accuracy_metrics(self.model_, self._inputs(coded), coded, truth, self.cardinalities)

@@ -222,7 +222,7 @@ class FedAvg(
         else its code), or the predicted value of a continuous target."""
         return self.prediction(rows).states[self.schema.target].to_numpy()
 
-    def evaluate(self, X: pd.DataFrame, y: Any = None) -> dict[str, float]:
+    def evaluate(self, X: pd.DataFrame | Sequence[ClientData], y: Any = None) -> dict[str, float]:
         """``accuracy`` (a regression: ``rmse`` and ``r2``) on the rows of ``X`` that
         give the target (:meth:`score`: accuracy, or R²).
 
@@ -231,7 +231,8 @@ class FedAvg(
         X
             Rows with the features and, unless ``y`` gives them, the target's column
             (by level name for a run on a user's files; a missing label is not
-            counted).
+            counted), or a list of held-out clients' data (``GridSearchCV`` over the
+            clients: :meth:`~fedstruct.fl.FederatedEstimator.scored_rows`).
         y
             The target's labels, one per row (then ``X`` needs no target column).
 
@@ -240,7 +241,7 @@ class FedAvg(
         UnknownVariableError
             If neither ``X`` nor ``y`` gives the target.
         """
-        coded = self.model_rows(self._with_labels(X, y, self.schema.target))
+        coded = self.scored_rows(X, y, self.schema.target)
         if self.schema.target not in coded.columns:
             raise UnknownVariableError(
                 f"score needs the target column {self.schema.target!r} in the rows, or "

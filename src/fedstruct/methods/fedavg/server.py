@@ -4,6 +4,7 @@ them), then broadcast, collect, average weighted by sample counts."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from numpy.typing import NDArray
 
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
 from fedstruct.fl.aggregate import answers_with_late, weighted_average
+from fedstruct.fl.divergence import diverged, non_finite
 from fedstruct.fl.features import FeatureEncoder, FeatureStatistics, gather_statistics
 from fedstruct.fl.params import get_params, set_params
 from fedstruct.fl.privacy_report import ask_spent_epsilons
@@ -222,6 +224,7 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
                 train["train_loss"] = loss / n
             pairs = [*sorted(replies.items()), *((lr.node, lr.message) for lr in late)]
             train.update(spent_epsilons((grid.node_name(n), m.metrics) for n, m in pairs))
+        self._check_converging(params, train.get("train_loss", 0.0), rnd)
         record: dict[str, float] = {
             "round": rnd,
             "clients_asked": len(asked),
@@ -242,6 +245,23 @@ class FedAvgServer(ServerAlgorithm[FedAvgState]):
         return FedAvgState(
             params=params, history=[*state.history, record], statistics=state.statistics
         )
+
+    def _check_converging(
+        self, params: dict[str, NDArray[np.float32]], loss: float, rnd: int
+    ) -> None:
+        """Refuse to go on with a model whose weights or training loss are no longer
+        finite: the sites' SGD diverged, and every later round and score would be NaN.
+
+        Raises
+        ------
+        ConfigError
+            Naming the round and the learning rate (the usual cause).
+        """
+        bad = non_finite(params)
+        if bad is None and math.isfinite(loss):
+            return
+        what = f"the global model's weight {bad!r}" if bad is not None else "the training loss"
+        raise diverged("fedavg", f"in round {rnd} {what}", self.config.learning_rate)
 
     def _central_step(
         self, grid: Grid, state: FedAvgState, total: SumResult, central: CentralDP

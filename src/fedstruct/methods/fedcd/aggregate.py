@@ -227,14 +227,18 @@ def proximity_factor(
     min_mass: float,
     temperature: float,
     weighting: str,
+    distance: str = "outgoing",
 ) -> NDArray[np.float64]:
     """One client's unnormalised weight of eq. (1), ``(d, d)``, from its own
     intervention targets: ``exp(β (r_ij - min_mass))`` (softmax; shifting every
     client's exponent by the same public constant leaves the softmax unchanged and
-    keeps the factor at least 1) or ``r_ij`` (normalize). Eq. (1)-(2) are then the
+    keeps the factor at least 1) or ``r_ij`` (normalize), with ``r_ij`` its
+    reliability of :func:`proximity_scores` for ``distance``. Eq. (1)-(2) are then the
     ratio of two sums over the clients, ``Σ_k f_k σ_k / Σ_k f_k``, which secure
-    aggregation computes without the server seeing one client's targets."""
-    scores = proximity_scores(reference, [targets], mass, discount, min_mass)[0]
+    aggregation computes without the server seeing one client's targets: ``r_ij``
+    depends only on the client's own targets and the public reference graph, whatever
+    ``distance`` counts."""
+    scores = proximity_scores(reference, [targets], mass, discount, min_mass, distance)[0]
     if weighting == "softmax":
         return np.exp(temperature * (scores - min_mass))
     if weighting == "normalize":

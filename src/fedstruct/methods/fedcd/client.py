@@ -225,7 +225,7 @@ class FedCDClient(Client):
         c = self.config
         reference = np.asarray(msg.arrays[REFERENCE], dtype=bool)
         factor = proximity_factor(reference, self.local.targets, c.mass, c.discount,
-                                  c.min_mass, c.temperature, c.weighting)  # fmt: skip
+                                  c.min_mass, c.temperature, c.weighting, c.distance)  # fmt: skip
         gamma, theta = averaged_values(beliefs, c.belief_space)
         arrays = {"gamma": factor * gamma, "theta": factor * theta, "factor": factor}
         if c.weighting == "normalize":

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fedstruct.constraints import AnyOf, Interval, OneOf, check_fields
 from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.kinds import CG_MIN_ROWS
-from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeSetting
 from fedstruct.discovery.pds import AUTO
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES, WEIGHT_COUNTS
 from fedstruct.methods.fedcdnv.pvalues import check_interval
@@ -145,6 +145,7 @@ class FedCDnvConfig:
 
 
 _CONSTRAINTS = {
+    "knowledge": KnowledgeSetting(),
     "strategy": OneOf(STRATEGIES),
     "learner": OneOf(LEARNERS),
     "ci_test": OneOf(CI_TESTS),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
-from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeSetting
 from fedstruct.fl.device import AUTO, DeviceName
 from fedstruct.graphs.undirected import DEPENDENCY_RULES
 
@@ -279,6 +279,7 @@ class FedNGMConfig:
 
 
 _CONSTRAINTS = {
+    "knowledge": KnowledgeSetting(),
     "variant": OneOf(VARIANTS),
     "constraint": OneOf(CONSTRAINTS),
     "graph_method": OneOf(GRAPH_METHODS),

@@ -253,7 +253,7 @@ class FedNGM(
         chosen = _scored_target(y, target)
         model = self.released()
         check_targets([chosen], model.names)
-        rows = self.model_rows(self._with_labels(X, y, chosen))
+        rows = self.scored_rows(X, y, chosen)
         if chosen not in rows.columns:
             raise UnknownVariableError(
                 f"the rows lack the values of {chosen!r} to score against; add its column "

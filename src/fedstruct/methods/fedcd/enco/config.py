@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fedstruct.constraints import Boolean, Interval, check_fields
-from fedstruct.discovery.knowledge import Knowledge
+from fedstruct.discovery.knowledge import Knowledge, KnowledgeSetting
 from fedstruct.fl.device import AUTO, DeviceName
 
 __all__ = ["ENCOConfig"]
@@ -87,6 +87,7 @@ class ENCOConfig:
 
 
 _ENCO_CONSTRAINTS = {
+    "knowledge": KnowledgeSetting(),
     **dict.fromkeys(
         ("hidden", "model_steps", "graph_steps", "batch_size", "graph_chunk"), Interval(int, 1)
     ),
