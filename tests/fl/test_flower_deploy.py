@@ -366,7 +366,8 @@ def at_once(
 def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreign_app):
     """With TLS, node keys and control keys: a node with an unregistered key, a node
     registration or run submitted without a control key, and an app that is not
-    fedstruct's are all refused; the coordinator's signed run goes through."""
+    fedstruct's are all refused; the coordinator's signed run goes through, and its
+    commands leave no token on disk."""
     c = LoopbackCluster(tmp_path, poll_interval=POLL)
     certs, keys = tmp_path / "certs", tmp_path / "keys"
     made = at_once(
@@ -428,6 +429,10 @@ def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreig
         assert metrics["rounds"] == 1 and metrics["mean_clients_answered"] == 1
     finally:
         c.close()
+    # the signed commands left no token behind (they used to keep the last one in
+    # $FLWR_HOME/credentials.yaml, good for any call for 5 minutes)
+    assert not list(tmp_path.rglob("credentials.yaml"))
+    assert not [f for f in tmp_path.rglob("*") if f.is_file() and b"fsc2." in f.read_bytes()]
 
 
 def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreign_app):

@@ -32,9 +32,9 @@ A guarded SuperNode also takes the seconds between its polls of the SuperLink fr
 :data:`POLL_INTERVAL_ENV` (Flower's own wait, 3 s, when unset): a loopback cluster polls
 faster, so its rounds do not wait out the interval (:mod:`fedstruct.fl.flower.loopback`).
 
-The guards replace two functions of Flower 1.41 (the Control API's ``start_run``
-and the SuperNode's ``_pull_and_store_message``) and its authentication-plugin
-loader; :func:`main` refuses to start on another Flower version.
+The guards wrap functions of Flower 1.41 (the Control API's handlers, ``start_run``
+among them, and the SuperNode's ``_pull_and_store_message``) and replace its
+authentication-plugin loader; :func:`main` refuses to start on another Flower version.
 """
 
 from __future__ import annotations
