@@ -113,7 +113,7 @@ def report_probe(folder: Path, timing: Timing, r1: int, r2: int) -> None:
 
 def time_flower(args: argparse.Namespace, root: Path) -> tuple[Timing, float]:
     """Time the ``flower`` backend on a fresh loopback cluster; also its start-up."""
-    with LoopbackCluster(root / "cluster") as cluster:
+    with LoopbackCluster(root / "cluster", runs=root) as cluster:
         if args.probe_clientapps:
             folder = root / "clientapp-probe"
             folder.mkdir()

@@ -1,5 +1,5 @@
 """CPU cost of one status poll of a deployed run: a ``flwr ls`` process against
-:func:`fedstruct.fl.flower.cluster.run_status` (the same question, in this process).
+:func:`fedstruct.fl.flower.control.run_status` (the same question, in this process).
 
 Usage: ``python benchmarks/run_status.py [--repeats R]``
 
@@ -22,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fedstruct.errors import DeploymentError
-from fedstruct.fl.flower.cluster import CONNECTION, Link, flwr_json, run_status, write_connection
+from fedstruct.fl.flower.cluster import CONNECTION, Link, flwr_json, write_connection
+from fedstruct.fl.flower.control import run_status
 from fedstruct.fl.flower.loopback import LoopbackCluster
 
 
@@ -55,7 +56,7 @@ def main() -> None:
                 resource.RUSAGE_CHILDREN,
             ),
             "run_status (in-process)": (
-                lambda: run_status(1, cluster.home),
+                lambda: run_status(Link(cluster.address), None, 1),
                 resource.RUSAGE_SELF,
             ),
         }

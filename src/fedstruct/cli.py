@@ -732,19 +732,24 @@ Insecure = Annotated[
 ]
 
 
-def _exec(cmd: list[str], home: Path, control_keys: Path | None = None) -> None:
+def _exec(
+    cmd: list[str], home: Path, control_keys: Path | None = None, runs: Path | None = None
+) -> None:
     """Replace this process by a Flower daemon under fedstruct's guards (its PID stays
-    ours; ``control_keys``: the SuperLink's file of control public keys)."""
+    ours; ``control_keys``: the SuperLink's file of control public keys; ``runs``: the
+    folder its runs keep their results in)."""
     import os
 
+    from fedstruct.experiments.flower.contract import RUNS_ENV
     from fedstruct.fl.flower.cluster import flower_env, guarded
     from fedstruct.fl.flower.guard import CONTROL_KEYS_ENV
 
     home.mkdir(parents=True, exist_ok=True)
     env = flower_env(home)
-    env.pop(CONTROL_KEYS_ENV, None)
-    if control_keys is not None:
-        env[CONTROL_KEYS_ENV] = str(control_keys.resolve())
+    for name, value in ((CONTROL_KEYS_ENV, control_keys), (RUNS_ENV, runs)):
+        env.pop(name, None)
+        if value is not None:
+            env[name] = str(value.resolve())
     err_console.print(" ".join(cmd), highlight=False, soft_wrap=True)
     cmd = guarded(cmd)
     os.execvpe(cmd[0], cmd, env)
@@ -775,12 +780,22 @@ def flower_superlink(
             "submit runs or register nodes. Required with --certificates."
         ),
     ] = None,
+    runs: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder submitted runs keep their results in (default: the current "
+            "folder); a run whose --out is not inside it is refused."
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
     """Start the SuperLink: the coordinator every SuperNode and submitted run talks to."""
     from fedstruct.fl.flower.cluster import Link, default_home, superlink_command, write_connection
     from fedstruct.fl.flower.credentials import load_control_keys
 
+    runs = Path.cwd() if runs is None else runs
+    if not runs.is_dir():
+        raise ConfigError(f"--runs {runs} is not a folder; give the folder runs keep results in")
     if certificates is None and not insecure:
         raise ConfigError("give --certificates DIR for TLS, or --insecure for loopback tests")
     cmd = superlink_command(
@@ -798,7 +813,7 @@ def flower_superlink(
     write_connection(
         home, Link(f"{local}:{port}", certificates / "ca.crt" if certificates else None)
     )
-    _exec(cmd, home, control_keys)
+    _exec(cmd, home, control_keys, runs)
 
 
 @flower_app.command("supernode")
@@ -849,7 +864,9 @@ def flower_supernode(
     home: Home = None,
 ) -> None:
     """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
+    from fedstruct.errors import DeploymentError
     from fedstruct.fl.flower.cluster import Link, default_home, supernode_command, wait_reachable
+    from fedstruct.fl.flower.control import tls_problem
 
     if root_certificates is None and not insecure:
         raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
@@ -867,11 +884,14 @@ def flower_supernode(
     cmd = supernode_command(
         partition,
         link,
-        port=port or 9094 + (partition or 0),
+        port=9094 + (partition or 0) if port is None else port,
         auth_key=auth_key,
         node_config=node_config,
     )
     wait_reachable(link, wait)
+    problem = tls_problem(link)
+    if problem is not None:
+        raise DeploymentError(problem)
     _exec(cmd, home or default_home())
 
 
@@ -899,6 +919,25 @@ def _site_node_config(
     return config
 
 
+Overwrite = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Replace files that exist (see docs/deploy.md first)."),
+]
+ControlKey = Annotated[Path | None, typer.Option(help="Private control key the SuperLink accepts.")]
+
+
+def _control_link(
+    superlink: str, root_certificates: Path | None, control_key: Path | None
+) -> tuple[Any, Path | None]:
+    """The SuperLink to call and the control key that signs (checked: one-line errors)."""
+    from fedstruct.fl.flower.cluster import Link
+    from fedstruct.fl.flower.credentials import load_control_key
+
+    if control_key is not None:
+        load_control_key(control_key)
+    return Link(superlink, root_certificates), control_key
+
+
 @flower_app.command("register")
 @_bad_input_exits_2
 def flower_register(
@@ -907,32 +946,46 @@ def flower_register(
     root_certificates: Annotated[
         Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")
     ] = None,
-    control_key: Annotated[
-        Path | None, typer.Option(help="Private control key the SuperLink accepts.")
-    ] = None,
-    home: Home = None,
+    control_key: ControlKey = None,
 ) -> None:
     """Admit a SuperNode: register its public key at a SuperLink started with --node-auth."""
-    from fedstruct.fl.flower.cluster import (
-        CONNECTION,
-        ControlAuth,
-        Link,
-        default_home,
-        flwr_json,
-        write_connection,
-    )
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
 
-    if not public_key.is_file():
-        raise ConfigError(f"public key {public_key} does not exist")
-    if control_key is not None and not control_key.is_file():
-        raise ConfigError(f"--control-key {control_key} does not exist; give the private key")
-    home = home or default_home()
-    write_connection(home, Link(superlink, root_certificates))
-    control = ControlAuth(superlink, control_key)
-    answer = flwr_json(
-        ["supernode", "register", str(public_key), CONNECTION], home, control=control
-    )
-    out_console.print(f"registered {public_key.name}: SuperNode id {answer.get('node-id')}")
+    from fedstruct.files import read_bytes
+    from fedstruct.fl.flower.control import register_node
+
+    data = read_bytes(public_key, "public key", limit=1024 * 1024)
+    try:
+        loaded = serialization.load_ssh_public_key(data.strip())
+    except (ValueError, TypeError):
+        loaded = None
+    if not isinstance(loaded, ec.EllipticCurvePublicKey):
+        raise ConfigError(
+            f"public key {public_key} is not a SuperNode's public key (an OpenSSH ECDSA "
+            "line, e.g. NAME.pub from 'fedstruct flower node-key NAME')"
+        )
+    link, key = _control_link(superlink, root_certificates, control_key)
+    node_id = register_node(link, key, data.strip())
+    out_console.print(f"registered {public_key.name}: SuperNode id {node_id}")
+
+
+@flower_app.command("unregister")
+@_bad_input_exits_2
+def flower_unregister(
+    node_id: Annotated[int, typer.Argument(help="The SuperNode id 'register' printed.")],
+    superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
+    root_certificates: Annotated[
+        Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")
+    ] = None,
+    control_key: ControlKey = None,
+) -> None:
+    """Revoke a SuperNode's key: the SuperLink refuses the node from now on."""
+    from fedstruct.fl.flower.control import unregister_node
+
+    link, key = _control_link(superlink, root_certificates, control_key)
+    unregister_node(link, key, node_id)
+    out_console.print(f"unregistered SuperNode {node_id}")
 
 
 @flower_app.command("certificates")
@@ -943,12 +996,15 @@ def flower_certificates(
         list[str] | None,
         typer.Option(help="Host name or IP of the SuperLink (repeatable; 127.0.0.1 is added)."),
     ] = None,
+    overwrite: Overwrite = False,
 ) -> None:
-    """Make a CA and the SuperLink's TLS certificate (give ca.crt to every institution)."""
+    """Make a CA and the SuperLink's TLS certificate (give ca.crt to every institution).
+    Existing files are kept unless --overwrite: a new CA invalidates every ca.crt handed
+    out."""
     from fedstruct.fl.flower.credentials import make_certificates
 
     hosts = ["127.0.0.1", *[h for h in host or [] if h != "127.0.0.1"]]
-    made = make_certificates(folder, hosts)
+    made = make_certificates(folder, hosts, overwrite=overwrite)
     out_console.print(f"wrote {made.ca_cert}, {made.server_cert} and their keys for {hosts}")
 
 
@@ -956,12 +1012,13 @@ def flower_certificates(
 @_bad_input_exits_2
 def flower_control_key(
     path: Annotated[Path, typer.Argument(help="Private key file to write (PATH.pub is added).")],
+    overwrite: Overwrite = False,
 ) -> None:
     """Make a control key pair: PATH signs runs and registrations; PATH.pub goes into the
-    SuperLink's --control-keys file."""
+    SuperLink's --control-keys file. An existing pair is kept unless --overwrite."""
     from fedstruct.fl.flower.credentials import make_control_key
 
-    private, public = make_control_key(path)
+    private, public = make_control_key(path, overwrite=overwrite)
     out_console.print(f"wrote {private} (keep it secret) and {public} (for --control-keys)")
 
 
@@ -969,11 +1026,13 @@ def flower_control_key(
 @_bad_input_exits_2
 def flower_node_key(
     path: Annotated[Path, typer.Argument(help="Private key file to write (PATH.pub is added).")],
+    overwrite: Overwrite = False,
 ) -> None:
-    """Make a SuperNode key pair; send only PATH.pub to the SuperLink's operator."""
+    """Make a SuperNode key pair; send only PATH.pub to the SuperLink's operator. An
+    existing pair is kept unless --overwrite (the new one must be registered again)."""
     from fedstruct.fl.flower.credentials import make_node_key
 
-    private, public = make_node_key(path)
+    private, public = make_node_key(path, overwrite=overwrite)
     out_console.print(f"wrote {private} (keep it) and {public} (register it)")
 
 

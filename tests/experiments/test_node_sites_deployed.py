@@ -61,10 +61,11 @@ def test_three_nodes_each_read_only_their_own_file(tmp_path):
 
     settings = [*(a for k, v in SETTINGS.items() for a in ("--set", f"{k}={v}")), "--quiet"]
     # nodes and SuperExecs poll every 0.25 s, not Flower's 3 s and 1 s: shorter exchanges
-    with LoopbackCluster(tmp_path / "cluster", poll_interval=0.25) as cluster:
+    with LoopbackCluster(tmp_path / "cluster", poll_interval=0.25, runs=tmp_path) as cluster:
         cluster.superlink("--insecure", env=audited("superlink"))
-        for path in paths:
-            cluster.site_node(path, "--insecure", name=path.stem, env=audited(path.stem))
+        cluster.wait_connected(
+            *(cluster.site_node(p, "--insecure", name=p.stem, env=audited(p.stem)) for p in paths)
+        )
         out = tmp_path / "deployed"
         sites = [a for p in paths for a in ("--node-site", p.stem)]
         result = cluster.fedstruct("run", "fedavg", *sites, *settings, "--backend", "flower",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from pathlib import Path
 
 import pytest
 
@@ -113,7 +114,7 @@ def test_unreachable_superlink_is_one_line(tmp_path, monkeypatch):
             str(tmp_path / "run"),
         ]
     )
-    assert f"error: cannot submit to the SuperLink at {address}" in text
+    assert f"error: cannot submit a run: the SuperLink at {address} does not answer" in text
     # recorded as failed, not as running: the same command works once a SuperLink is up
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"
     assert prepare_out(tmp_path / "run") == []  # reused, not "holds another run (running)"
@@ -193,34 +194,50 @@ def test_only_fedstruct_own_app_passes_the_guard(tmp_path, write_foreign_app):
 
 
 def test_control_tokens_are_checked_by_key_signature_and_age(tmp_path):
+    from flwr.proto.control_pb2 import ListRunsRequest
+
     from fedstruct.fl.flower.credentials import (
         TOKEN_LIFETIME,
+        ControlTokenError,
+        call_binding,
         control_token,
         load_control_keys,
         make_control_key,
         verify_control_token,
     )
-    from fedstruct.fl.flower.guard import ControlKeyAuthn
+    from fedstruct.fl.flower.guard import BoundAccount, ControlKeyAuthn
 
     key, pub = make_control_key(tmp_path / "coordinator")
     other, other_pub = make_control_key(tmp_path / "other")
     assert key.stat().st_mode & 0o777 == 0o600 and pub.read_text().startswith("ssh-ed25519 ")
     keys = load_control_keys(pub)
-    token = control_token(key)
-    assert verify_control_token(token, keys) is None
-    assert "not among the SuperLink's --control-keys" in verify_control_token(
-        control_token(other), keys
-    )
-    old = control_token(key, now=1e9)
-    assert "expired" in verify_control_token(old, keys)
-    assert verify_control_token(old, keys, now=1e9 + TOKEN_LIFETIME - 1) is None
+    binding = call_binding(ListRunsRequest(run_id=5))
+    token = control_token(key, binding)
+    claims = verify_control_token(token, keys)
+    assert claims.binding == binding
+    with pytest.raises(ControlTokenError, match="not among the SuperLink's --control-keys"):
+        verify_control_token(control_token(other, binding), keys)
+    old = control_token(key, binding, now=1e9)
+    with pytest.raises(ControlTokenError, match="expired"):
+        verify_control_token(old, keys)
+    assert verify_control_token(old, keys, now=1e9 + TOKEN_LIFETIME - 1).issued == int(1e9)
     body, _, signature = token.rpartition(".")
-    forged = body.replace(body.split(".")[2], str(int(body.split(".")[2]) + 1))
-    assert "signature" in verify_control_token(f"{forged}.{signature}", keys)
-    assert "not a fedstruct control token" in verify_control_token("abc", keys)
+    issued = body.split(".")[2]
+    forged = body.replace(issued, str(int(issued) + 1))
+    with pytest.raises(ControlTokenError, match="signature"):
+        verify_control_token(f"{forged}.{signature}", keys)
+    # the call a token names is signed: naming another one breaks the signature
+    rebound = body.replace(binding, call_binding(ListRunsRequest(run_id=6)))
+    with pytest.raises(ControlTokenError, match="signature"):
+        verify_control_token(f"{rebound}.{signature}", keys)
+    with pytest.raises(ControlTokenError, match="not a fedstruct control token"):
+        verify_control_token("abc", keys)
     plugin = ControlKeyAuthn(keys)
     assert plugin.validate_tokens_in_metadata([])[0] is False
-    assert plugin.validate_tokens_in_metadata([("flwr-oidc-access-token", token)])[0] is True
+    accepted, account = plugin.validate_tokens_in_metadata([("flwr-oidc-access-token", token)])
+    assert accepted and isinstance(account, BoundAccount) and account.binding == binding
+    # accepted once: the same token again is a replay
+    assert plugin.validate_tokens_in_metadata([("flwr-oidc-access-token", token)])[0] is False
     # a file of several keys; a bad line is named
     (tmp_path / "keys").write_text(f"# coordinators\n{pub.read_text()}\n{other_pub.read_text()}")
     assert len(load_control_keys(tmp_path / "keys")) == 2
@@ -228,7 +245,53 @@ def test_control_tokens_are_checked_by_key_signature_and_age(tmp_path):
     with pytest.raises(ConfigError, match=r"line 1 of --control-keys .* is not an Ed25519"):
         load_control_keys(tmp_path / "bad")
     with pytest.raises(ConfigError, match="is not an Ed25519 private key"):
-        control_token(pub)
+        control_token(pub, binding)
+    with pytest.raises(ConfigError, match=f"--control-key {tmp_path} is a folder"):
+        control_token(tmp_path, binding)
+
+
+def test_a_token_is_answered_only_for_the_call_and_arguments_it_names():
+    """The guard's handlers (Flower's control handlers, wrapped) answer a call only with
+    the account of a token bound to that call's request: a token made for one run's
+    status neither lists another run nor registers a node."""
+    import types
+
+    from flwr.common.constant import NOOP_ACCOUNT_NAME, NOOP_FLWR_AID
+    from flwr.proto.control_pb2 import ListRunsRequest, RegisterNodeRequest
+    from flwr.supercore.auth.typing import AccountInfo
+    from flwr.supercore.error import FlowerError
+
+    from fedstruct.fl.flower.credentials import call_binding
+    from fedstruct.fl.flower.guard import WRONG_CALL, BoundAccount, bind_control_handlers
+
+    handlers = types.ModuleType("handlers")
+
+    def list_runs(request, account, state):
+        return ("listed", request.run_id)
+
+    def register_node(request, account, state):
+        return ("registered", request.public_key)
+
+    def get_login_details(request, authn_plugin):
+        return "no account needed"
+
+    for fn in (list_runs, register_node, get_login_details):
+        fn.__module__ = handlers.__name__
+        setattr(handlers, fn.__name__, fn)
+    assert sorted(bind_control_handlers(handlers)) == ["list_runs", "register_node"]
+    status = ListRunsRequest(run_id=5)
+    account = BoundAccount(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME, binding=call_binding(status))
+    assert handlers.list_runs(status, account, None) == ("listed", 5)
+    assert handlers.list_runs(request=status, account=account, state=None) == ("listed", 5)
+    refused = [
+        (ListRunsRequest(run_id=6), handlers.list_runs, account),  # other arguments
+        (RegisterNodeRequest(public_key=b"rogue"), handlers.register_node, account),  # call
+        (status, handlers.list_runs, AccountInfo(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME)),  # none
+    ]
+    for request, handler, who in refused:
+        with pytest.raises(FlowerError, match=WRONG_CALL):
+            handler(request, who, None)
+    assert handlers.get_login_details(None, None) == "no account needed"
 
 
 def test_a_tls_superlink_needs_control_keys(tmp_path):
@@ -280,9 +343,128 @@ def test_a_loopback_cluster_sets_the_poll_intervals_it_is_given(tmp_path, monkey
 
 def test_a_run_status_without_a_superlink_is_one_line(tmp_path, capsys):
     from fedstruct.errors import DeploymentError
-    from fedstruct.fl.flower.cluster import run_status, write_connection
+    from fedstruct.fl.flower.control import run_status
 
-    write_connection(tmp_path, Link(f"127.0.0.1:{free_port()}"))
-    with pytest.raises(DeploymentError, match=r"^'flwr ls' failed: Connection to the SuperLink"):
-        run_status(5, tmp_path)
+    address = f"127.0.0.1:{free_port()}"
+    with pytest.raises(
+        DeploymentError,
+        match=rf"^cannot tell a run's status: the SuperLink at {address} does not answer",
+    ):
+        run_status(Link(address), None, 5)
     assert capsys.readouterr().out == ""  # the CLI's own lines stay out of our output
+
+
+@pytest.mark.parametrize("command", ["certificates", "control-key", "node-key"])
+def test_keys_and_certificates_are_not_replaced_without_overwrite(tmp_path, command):
+    """Making keys or certificates where they exist is refused (a new CA invalidates
+    every ca.crt handed out), and leaves the files as they were; --overwrite replaces
+    them; a folder where the key file goes is named as a folder."""
+    target = tmp_path / ("certs" if command == "certificates" else "keys" / Path("coord"))
+    assert runner.invoke(app, ["flower", command, str(target)]).exit_code == 0
+    written = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    before = {p: p.read_bytes() for p in written}
+    text = one_line_error(["flower", command, str(target)])
+    assert "already exist" in text and "pass --overwrite to replace them" in text
+    if command == "certificates":
+        assert "replacing the CA invalidates every ca.crt handed out" in text
+    assert {p: p.read_bytes() for p in written} == before  # untouched
+    assert runner.invoke(app, ["flower", command, str(target), "--overwrite"]).exit_code == 0
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == written
+    assert all(p.read_bytes() != before[p] for p in written)  # new keys, new CA
+    if command != "certificates":
+        (tmp_path / "folder").mkdir()
+        text = one_line_error(["flower", command, str(tmp_path / "folder"), "--overwrite"])
+        assert f"{tmp_path / 'folder'} is a folder" in text
+
+
+def test_a_control_key_that_is_a_folder_and_bad_ports_are_one_line(tmp_path):
+    text = one_line_error(["flower", "register", str(tmp_path), "--control-key", str(tmp_path)])
+    assert f"public key {tmp_path} is a folder" in text
+    make_node_key(tmp_path / "node")
+    text = one_line_error(
+        ["flower", "register", str(tmp_path / "node.pub"), "--control-key", str(tmp_path)]
+    )
+    assert f"--control-key {tmp_path} is a folder; give a regular file" in text
+    text = one_line_error(
+        ["run", "fedavg", "--backend", "flower", "--control-key", str(tmp_path),
+         "--out", str(tmp_path / "run")]
+    )  # fmt: skip
+    assert f"--control-key {tmp_path} is a folder" in text
+    text = one_line_error(["flower", "superlink", "--insecure", "--port", "99999"])
+    assert "--port 99999 is not a port number; give one from 1 to 65535" in text
+    text = one_line_error(["flower", "supernode", "--partition", "0", "--insecure", "--port", "0"])
+    assert "--port 0 is not a port number" in text
+    text = one_line_error(
+        ["flower", "supernode", "--partition", "0", "--insecure", "--superlink", "h:70000"]
+    )
+    assert "SuperLink address 'h:70000' has port 70000, which is not a port number" in text
+
+
+def test_a_run_writes_only_inside_the_superlinks_runs_folder(tmp_path):
+    from fedstruct.errors import DeploymentError
+    from fedstruct.experiments.flower.contract import RUNS_ENV, results_folder
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    env = {RUNS_ENV: str(runs)}
+    assert results_folder(str(runs / "a" / "b"), env) == runs / "a" / "b"
+    assert results_folder("relative", env) == runs / "relative"
+    (runs / "link").symlink_to(tmp_path)
+    for out in (str(tmp_path / "elsewhere"), str(runs / ".." / "x"), str(runs / "link" / "x"),
+                str(runs), "", "/etc"):  # fmt: skip
+        with pytest.raises(DeploymentError, match="is not inside the SuperLink's runs folder"):
+            results_folder(out, env)
+    with pytest.raises(DeploymentError, match="keeps no runs folder"):
+        results_folder(str(runs / "a"), {})
+
+
+def test_a_wrong_ca_is_named_as_such(tmp_path):
+    """A SuperLink whose certificate does not verify against the CA given is reported
+    as that, not as a SuperLink that does not run (a TLS server with the SuperLink's
+    certificate, in a thread)."""
+    import socket
+    import ssl
+    import threading
+
+    from fedstruct.errors import DeploymentError
+    from fedstruct.fl.flower.control import run_status, tls_problem
+
+    right = make_certificates(tmp_path / "right")
+    wrong = make_certificates(tmp_path / "wrong")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(right.server_cert, right.server_key)
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            try:
+                with context.wrap_socket(conn, server_side=True):
+                    pass
+            except (ssl.SSLError, OSError):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert tls_problem(Link(address, right.ca_cert)) is None
+        problem = tls_problem(Link(address, wrong.ca_cert))
+        assert problem is not None
+        expected = "presented a certificate that does not verify against the CA in"
+        assert f"{expected} --root-certificates {wrong.ca_cert}" in problem
+        with pytest.raises(DeploymentError, match="does not verify against the CA") as caught:
+            run_status(Link(address, wrong.ca_cert), None, 1)
+        assert "running" not in str(caught.value)
+        (tmp_path / "not-a-cert").write_text("hello\n")
+        with pytest.raises(ConfigError, match="is not a PEM certificate"):
+            tls_problem(Link(address, tmp_path / "not-a-cert"))
+    finally:
+        stop.set()
+        thread.join()
+        server.close()

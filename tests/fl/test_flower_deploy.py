@@ -5,7 +5,12 @@ here even though the clusters poll every :data:`POLL` s instead of Flower's 3 s;
 the runs are short and each test proves several things: a plain deployment's
 result equals the local backend's in tests/experiments/test_node_sites_deployed.py
 and, after a stop and a resume, here; nodes that require secure aggregation give the
-local secure run's result, and the survivors' sum when one of them is killed mid-round.
+local secure run's result, and the survivors' sum when one of them is stopped
+mid-round; a control token is good for one call, once, and is never stored.
+
+Every wait is on an event (a log line, a checkpoint, a process's end) bounded by
+:data:`~fedstruct.fl.flower.loopback.PATIENCE`, far above what a busy machine needs;
+no test depends on how fast the machine is.
 """
 
 from __future__ import annotations
@@ -23,24 +28,20 @@ import pytest
 pytest.importorskip("flwr")
 
 from flwr.common.constant import ErrorCode
+from flwr.proto.control_pb2 import ListRunsRequest
 
 from fedstruct.errors import CheckpointError, DeploymentError
 from fedstruct.experiments import execute
 from fedstruct.experiments.launch import LocalLauncher
 from fedstruct.fl import LocalBackend, LocalGrid, Message
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
+from fedstruct.fl.flower import control
 from fedstruct.fl.flower.client_app import LOG_PREFIX
-from fedstruct.fl.flower.cluster import (
-    CONNECTION,
-    ControlAuth,
-    Link,
-    flower_env,
-    flwr_json,
-    wait_reachable,
-    write_connection,
-)
+from fedstruct.fl.flower.cluster import Link, flower_env, wait_reachable
+from fedstruct.fl.flower.control import register_node, run_status, start_run
+from fedstruct.fl.flower.credentials import call_binding
 from fedstruct.fl.flower.grid import HELLO
-from fedstruct.fl.flower.loopback import FEDSTRUCT, LoopbackCluster
+from fedstruct.fl.flower.loopback import FEDSTRUCT, PATIENCE, LoopbackCluster
 from fedstruct.fl.secagg import protocol as p
 
 pytestmark = pytest.mark.slow
@@ -52,11 +53,13 @@ POLL = 0.25
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LoopbackCluster(tmp_path_factory.mktemp("insecure"), poll_interval=POLL)
+    """Two SuperNodes; runs write under the session's temporary folder (each test's
+    ``tmp_path``)."""
+    runs = tmp_path_factory.getbasetemp()
+    c = LoopbackCluster(tmp_path_factory.mktemp("insecure"), poll_interval=POLL, runs=runs)
     try:
         c.superlink("--insecure")
-        c.supernode(0, "--insecure")
-        c.supernode(1, "--insecure")
+        c.wait_connected(c.supernode(0, "--insecure"), c.supernode(1, "--insecure"))
         yield c
     finally:
         c.close()
@@ -96,7 +99,7 @@ def checkpoint_round(out: Path) -> int:
         return 0
 
 
-def wait_for_round(out: Path, rnd: int, proc: subprocess.Popen, timeout: float = 180) -> None:
+def wait_for_round(out: Path, rnd: int, proc: subprocess.Popen, timeout: float = PATIENCE) -> None:
     deadline = time.monotonic() + timeout
     while checkpoint_round(out) < rnd:
         assert proc.poll() is None, f"the run ended before round {rnd}"
@@ -114,22 +117,19 @@ def local_metrics(out: Path, clients: int, rounds: int) -> dict:
 
 #: The secure runs' data: four nodes of 100 training rows each, one round.
 SECURE_SIZES = {"samples": 400, "test_samples": 100}
-#: Seconds the server waits for one exchange in the run with a killed node: each
-#: exchange the dead node is asked in (its masked answer, the final evaluation's keys)
-#: waits this long, and a survivor's masked answer (a fresh process that imports torch
-#: and trains) must come within it.
-KILLED_REPLY_TIMEOUT = 20
 
 
 @pytest.fixture(scope="class")
 def secure_cluster(tmp_path_factory):
     """Four SuperNodes started with --require-secure-aggregation (4 nodes: k = 3
     neighbours, t = 2, so one node may drop out after sending its shares)."""
-    c = LoopbackCluster(tmp_path_factory.mktemp("secure"), poll_interval=POLL)
+    runs = tmp_path_factory.getbasetemp()
+    c = LoopbackCluster(tmp_path_factory.mktemp("secure"), poll_interval=POLL, runs=runs)
     try:
         c.superlink("--insecure")
-        for k in range(4):
-            c.supernode(k, "--insecure", "--require-secure-aggregation")
+        c.wait_connected(
+            *(c.supernode(k, "--insecure", "--require-secure-aggregation") for k in range(4))
+        )
         yield c
     finally:
         c.close()
@@ -222,20 +222,22 @@ class TestNodesThatRequireSecureAggregation:
         masked = next(line for line in lines if f"answered {p.MASK}" in line)
         assert f"arrays {p.MASKED} uint64[" in masked and "config secagg.layout;" in masked
 
-    def test_a_node_killed_mid_round_leaves_the_survivors_sum(
+    def test_a_node_stopped_mid_round_leaves_the_survivors_sum(
         self, secure_cluster, local_secure, tmp_path
     ):
-        """Node 3 is killed (SIGKILL to its process group) once it has sent its shares
-        and started its masked answer to the training request: the server waits out
-        the reply timeout, removes its pairwise masks with its neighbours' shares, and
-        the round completes with the three survivors' sum, as a local run in which
-        node 3 dies at the same stage. Runs last in its class: it kills node 3."""
+        """Node 3 is stopped (SIGTERM to its process group, its ClientApp included)
+        once it has sent its shares and started its masked answer to the training
+        request: it leaves the SuperLink, so the server stops waiting for it at once
+        (no reply timeout to outlast: the run's default, 600 s, lets the survivors
+        take what a busy machine needs), removes its pairwise masks with its
+        neighbours' shares, and the round completes with the three survivors' sum, as
+        a local run in which node 3 dies at the same stage. Runs last in its class: it
+        stops node 3."""
         c = secure_cluster
         before = {k: len(node_lines(c, f"node{k}")) for k in (0, 3)}
         out = tmp_path / "run"
-        timeout = ("--reply-timeout", str(KILLED_REPLY_TIMEOUT))
         proc = subprocess.Popen(
-            [*FEDSTRUCT, *secure_args(c, out, "--secure-aggregation", *timeout)],
+            [*FEDSTRUCT, *secure_args(c, out, "--secure-aggregation")],
             env=c.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -243,29 +245,26 @@ class TestNodesThatRequireSecureAggregation:
         )
         started = f"received {p.MASK} (round 1; inner fedavg.fit)"
         try:
-            deadline = time.monotonic() + 240
+            deadline = time.monotonic() + PATIENCE
             while not any(started in line for line in node_lines(c, "node3")[before[3] :]):
                 assert proc.poll() is None, proc.communicate()[1]
                 assert time.monotonic() < deadline, "node 3 got no masked-answer stage"
                 time.sleep(0.05)
-            c.stop("node3", signal.SIGKILL)
+            c.stop("node3", signal.SIGTERM)  # returns once node 3 has ended
             if p.MASK in answered(node_lines(c, "node3")[before[3] :]):
                 pytest.fail(
-                    "race lost: node 3 answered its masked stage before the kill landed, "
+                    "race lost: node 3 answered its masked stage before the stop landed, "
                     "so this run tests no dropout; rerun (a training message should "
                     "outlast the log poll by seconds)"
                 )
-            _, stderr = proc.communicate(timeout=300)
+            _, stderr = proc.communicate(timeout=PATIENCE)
         finally:
             if proc.poll() is None:
                 proc.kill()
         assert proc.returncode == 0, stderr
         history = json.loads((out / "history.json").read_text())
         answers = [(h["clients_asked"], h["clients_answered"]) for h in history]
-        assert answers == [(4, 3)], (
-            f"{answers}: survivors missed the {KILLED_REPLY_TIMEOUT} s reply timeout too "
-            "(a machine too busy for it?)"
-        )
+        assert answers == [(4, 3)]
         deployed = json.loads((out / "metrics.json").read_text())
         # the survivors' sum: a local run whose node 3 dies at the same stage
         assert deployed == local_secure_metrics(tmp_path / "dies", DiesAtItsFirstMask(dead=3))
@@ -288,7 +287,7 @@ def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_pat
     try:
         wait_for_round(out, 1, proc)
         cluster.supernode(5, "--insecure", name="bad")  # the federation has partitions 0..1
-        _, stderr = proc.communicate(timeout=180)
+        _, stderr = proc.communicate(timeout=PATIENCE)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -323,7 +322,7 @@ def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
         cluster.supernode(2, "--insecure")  # joins: takes part from a later round
         wait_for_round(out, 3, proc)
         cluster.stop("node0", signal.SIGTERM)  # leaves: a dropout, not a crash
-        _, stderr = proc.communicate(timeout=240)
+        _, stderr = proc.communicate(timeout=PATIENCE)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -337,7 +336,7 @@ def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
 
 
 def at_once(
-    cluster: LoopbackCluster, *commands: list[str], timeout: float = 300
+    cluster: LoopbackCluster, *commands: list[str], timeout: float = PATIENCE
 ) -> list[subprocess.CompletedProcess]:
     """Run independent ``fedstruct`` commands (each writing its own files) at the same
     time with the cluster's environment; their results, in order."""
@@ -367,7 +366,8 @@ def at_once(
 def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreign_app):
     """With TLS, node keys and control keys: a node with an unregistered key, a node
     registration or run submitted without a control key, and an app that is not
-    fedstruct's are all refused; the coordinator's signed run goes through."""
+    fedstruct's are all refused; the coordinator's signed run goes through, and its
+    commands leave no token on disk."""
     c = LoopbackCluster(tmp_path, poll_interval=POLL)
     certs, keys = tmp_path / "certs", tmp_path / "keys"
     made = at_once(
@@ -385,43 +385,41 @@ def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreig
             "--control-keys", str(keys / "coordinator.pub"),
         )  # fmt: skip
         register = ["flower", "register", "--superlink", c.address, *tls]
-        # the stranger registers from a home of its own, at the same time
+        # the stranger registers at the same time
         stranger, reg = at_once(
             c,
-            [*register, str(keys / "intruder.pub"), "--home", str(tmp_path / "stranger")],
+            [*register, str(keys / "intruder.pub")],
             [*register, str(keys / "hospital.pub"), *signed],
         )
         assert stranger.returncode == 2
-        assert "refused 'flwr supernode': it answers only holders of a control key" in (
+        assert "refused to register a node: it answers only holders of a control key" in (
             stranger.stderr
         )
         assert reg.returncode == 0, reg.stdout + reg.stderr
-        c.supernode(0, *tls, "--auth-key", str(keys / "hospital"))
+        c.wait_connected(c.supernode(0, *tls, "--auth-key", str(keys / "hospital")))
         intruder = c.supernode(1, *tls, "--auth-key", str(keys / "intruder"), name="intruder")
-        # the coordinator's signed run, from a home of its own, while the refusals below
-        # go on in the cluster's home (where the unsigned run finds the token the
-        # registration stored, and must not use it)
+        # the coordinator's signed run, while the refusals below go on
         run = subprocess.Popen(
             [*FEDSTRUCT, *run_args(c, tmp_path / "run", 1, 1, *tls, *signed)],
-            env={**c.env, "FLWR_HOME": str(tmp_path / "coordinator")},
+            env=c.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         try:
-            assert c.procs[intruder].wait(timeout=60) != 0  # refused: the process exits
+            assert c.procs[intruder].wait(timeout=PATIENCE) != 0  # refused: the process exits
             assert "Failed to activate SuperNode" in c.log(intruder)
             # a run submitted with the public ca.crt only
             unsigned = c.fedstruct(*run_args(c, tmp_path / "unsigned", 1, 1, *tls))
             assert unsigned.returncode == 2
-            assert "error: the SuperLink refused 'flwr run'" in unsigned.stderr
+            assert "error: the SuperLink refused to submit a run" in unsigned.stderr
             assert not (tmp_path / "unsigned" / "metrics.json").exists()
             # a foreign app, even signed, is refused by the SuperLink itself
             foreign = write_foreign_app(tmp_path / "foreign")
+            link = Link(c.address, certs / "ca.crt")
             with pytest.raises(DeploymentError, match="fedstruct's app only"):
-                flwr_json(["run", str(foreign), CONNECTION], c.home,
-                          control=ControlAuth(c.address, keys / "coordinator"))  # fmt: skip
-            _, stderr = run.communicate(timeout=300)
+                start_run(link, keys / "coordinator", foreign, {})
+            _, stderr = run.communicate(timeout=PATIENCE)
         finally:
             if run.poll() is None:
                 run.kill()
@@ -431,6 +429,10 @@ def test_tls_with_node_and_control_keys_refuses_strangers(tmp_path, write_foreig
         assert metrics["rounds"] == 1 and metrics["mean_clients_answered"] == 1
     finally:
         c.close()
+    # the signed commands left no token behind (they used to keep the last one in
+    # $FLWR_HOME/credentials.yaml, good for any call for 5 minutes)
+    assert not list(tmp_path.rglob("credentials.yaml"))
+    assert not [f for f in tmp_path.rglob("*") if f.is_file() and b"fsc2." in f.read_bytes()]
 
 
 def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreign_app):
@@ -444,15 +446,12 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
             "--disable-runtime-dependency-installation",
             env=flower_env(c.home), program=["flower-superlink"],
         )  # fmt: skip
-        wait_reachable(Link(c.address), 60)
-        write_connection(c.home, Link(c.address))
+        wait_reachable(Link(c.address), PATIENCE)
         c.supernode(0, "--insecure")
         app = write_foreign_app(tmp_path / "foreign")
         marker, report = tmp_path / "node-ran-foreign-code", tmp_path / "report.json"
-        config = tmp_path / "run-config.toml"
-        config.write_text(f'marker = "{marker}"\nreport = "{report}"\n')
-        flwr_json(["run", str(app), CONNECTION, "--run-config", str(config)], c.home)
-        deadline = time.monotonic() + 150
+        start_run(Link(c.address), None, app, {"marker": str(marker), "report": str(report)})
+        deadline = time.monotonic() + PATIENCE
         while not report.exists():
             assert time.monotonic() < deadline, c.log("superlink")[-2000:]
             time.sleep(0.5)
@@ -461,3 +460,78 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
         assert "fedstruct guard: refused run" in c.log("node0")
     finally:
         c.close()
+
+
+def test_a_control_token_is_good_for_one_call_once_and_never_stored(tmp_path, monkeypatch):
+    """The attacks of issue 49 on a TLS SuperLink with control keys and node keys: a
+    token is never on disk (nothing to steal after signed calls); a captured token
+    replayed is refused; a token made for one call (a run's status), sent with another
+    (registering a rogue node key) or with other arguments (another run's status), is
+    refused, and the rogue key stays unregistered; a signed run whose results folder
+    is outside the SuperLink's runs folder fails in one line and writes nothing there."""
+    from fedstruct.experiments.flower.deploy import write_app
+    from fedstruct.fl.flower.cluster import ControlKeyRefused
+    from fedstruct.fl.flower.credentials import (
+        make_certificates,
+        make_control_key,
+        make_node_key,
+    )
+    from fedstruct.fl.flower.guard import WRONG_CALL
+
+    (tmp_path / "runs").mkdir()
+    c = LoopbackCluster(tmp_path / "cluster", runs=tmp_path / "runs")
+    certs, keys = tmp_path / "certs", tmp_path / "keys"
+    make_certificates(certs)
+    key = make_control_key(keys / "coordinator")[0]
+    hospital, rogue = (make_node_key(keys / n)[1].read_bytes() for n in ("hospital", "rogue"))
+    monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))  # this process's: stays empty
+    sent: list[str] = []
+    made = control.control_token
+
+    def keep(path: Path, binding: str) -> str:
+        sent.append(made(path, binding))
+        return sent[-1]
+
+    monkeypatch.setattr(control, "control_token", keep)
+    try:
+        c.superlink(
+            "--certificates", str(certs), "--node-auth",
+            "--control-keys", str(keys / "coordinator.pub"),
+        )  # fmt: skip
+        link = Link(c.address, certs / "ca.crt")
+        register_node(link, key, hospital)
+        # replayed: the registration's token, captured, for the rogue key
+        monkeypatch.setattr(control, "control_token", lambda path, binding: sent[0])
+        with pytest.raises(ControlKeyRefused, match="refused to register a node"):
+            register_node(link, key, rogue)
+        assert "the control token was used before (a replay)" in c.log("superlink")
+        # fresh tokens made for one run's status: for another call, for other arguments
+        status = made(key, call_binding(ListRunsRequest(run_id=1)))
+        monkeypatch.setattr(control, "control_token", lambda path, binding: status)
+        with pytest.raises(DeploymentError, match=f"refused to register a node: {WRONG_CALL}"):
+            register_node(link, key, rogue)
+        other = made(key, call_binding(ListRunsRequest(run_id=1)))
+        monkeypatch.setattr(control, "control_token", lambda path, binding: other)
+        with pytest.raises(DeploymentError, match=f"refused to tell a run's status: {WRONG_CALL}"):
+            run_status(link, key, 2)
+        monkeypatch.setattr(control, "control_token", keep)
+        register_node(link, key, rogue)  # the rogue key was never registered before
+        # a run writing outside the runs folder
+        outside = tmp_path / "outside"
+        run_id = start_run(
+            link, key, write_app(tmp_path / "app"), {"method": "fedavg", "out": str(outside)}
+        )
+        deadline = time.monotonic() + PATIENCE
+        while not (answer := run_status(link, key, run_id))[0].startswith("finished"):
+            assert time.monotonic() < deadline, c.log("superlink")[-3000:]
+            time.sleep(0.5)
+        assert answer[0] == "finished:failed"
+        assert f"results folder {outside} is not inside the SuperLink's runs folder" in answer[1]
+        assert not outside.exists()
+    finally:
+        c.close()
+    # stolen from disk: no file holds a token, whoever reads it
+    assert len(sent) >= 4
+    for path in (f for f in tmp_path.rglob("*") if f.is_file()):
+        content = path.read_bytes()
+        assert b"fsc2." not in content and not any(t.encode() in content for t in sent), path

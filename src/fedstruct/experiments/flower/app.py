@@ -38,6 +38,7 @@ does; what it sends is the same CPU arrays (:mod:`fedstruct.fl.device`).
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
-from fedstruct.experiments.flower.contract import ERROR_FILE
+from fedstruct.experiments.flower.contract import ERROR_FILE, results_folder
 from fedstruct.fl.flower.client_app import make_client_app, partition_of
 from fedstruct.fl.message import Message
 
@@ -75,13 +76,14 @@ server_app = ServerApp()
 
 @server_app.main()
 def _serve(grid: FlowerGridAPI, context: Context) -> None:
-    """Run the submitted method on the connected SuperNodes; results go to ``out``."""
+    """Run the submitted method on the connected SuperNodes; results go to ``out``,
+    which must lie inside the SuperLink's runs folder (:func:`results_folder`)."""
     from fedstruct.experiments.runs import run_resolved, runnable
     from fedstruct.experiments.settings import apply_settings
     from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
 
     cfg = context.run_config
-    out = Path(str(cfg["out"]))
+    out = results_folder(str(cfg["out"]), os.environ)  # before anything is written
     backend = FlowerDeploymentBackend(
         grid,
         min_nodes=int(cfg["min-nodes"]) or None,

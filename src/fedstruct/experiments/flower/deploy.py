@@ -1,11 +1,13 @@
 """Submitting a run to a SuperLink: ``fedstruct run METHOD --backend flower``.
 
 The run's folder gets a tiny Flower App (``flower-app/pyproject.toml``, whose
-components are :mod:`fedstruct.experiments.flower.app`) and a run-config file with
-the method, its resolved settings and the folder itself. ``flwr run`` submits it;
-the SuperLink's ServerApp writes ``config.json``, ``metrics.json``, plots and the
-per-round checkpoint into the folder (a path on the SuperLink's machine), and this
-module polls the run's status until it ends and reads the results back.
+components are :mod:`fedstruct.experiments.flower.app`); it is submitted with a run
+config naming the method, its resolved settings and the folder itself, each call to
+the SuperLink signed for itself (:mod:`fedstruct.fl.flower.control`). The SuperLink's
+ServerApp writes ``config.json``, ``metrics.json``, plots and the per-round checkpoint
+into the folder (a path on the SuperLink's machine, inside the folder the SuperLink
+keeps runs in: :func:`~fedstruct.experiments.flower.contract.results_folder`), and
+this module polls the run's status until it ends and reads the results back.
 """
 
 from __future__ import annotations
@@ -22,17 +24,8 @@ from fedstruct import __version__, errors
 from fedstruct.errors import DeploymentError, FedstructError
 from fedstruct.experiments.flower.contract import ERROR_FILE, RUN_CONFIG_DEFAULTS
 from fedstruct.experiments.outcome import RunOutcome
-from fedstruct.fl.flower.cluster import (
-    CONNECTION,
-    ControlAuth,
-    ControlKeyRefused,
-    DeploymentOptions,
-    Link,
-    default_home,
-    flwr_json,
-    run_status,
-    write_connection,
-)
+from fedstruct.fl.flower.cluster import ControlKeyRefused, DeploymentOptions, Link
+from fedstruct.fl.flower.control import run_status, start_run
 
 __all__ = ["submit", "write_app"]
 
@@ -100,11 +93,9 @@ def submit(
         SuperNode hosting a partition that does not exist.
     """
     out = out.resolve()
-    home = Path(options.home) if options.home else default_home()
     link = options.link()
     app = write_app(out / "flower-app")
-    run_config = out / "run-config.toml"
-    values = {
+    values: dict[str, str | int | float | bool] = {
         "method": name,
         "settings": json.dumps(settings, sort_keys=True),
         "out": str(out),
@@ -114,18 +105,9 @@ def submit(
         "join-timeout": options.join_timeout,
         "reply-timeout": options.reply_timeout,
     }
-    run_config.write_text("\n".join(f"{k} = {_toml(v)}" for k, v in values.items()) + "\n")
-    write_connection(home, link)
-    control = options.control()
     (out / ERROR_FILE).unlink(missing_ok=True)
-    try:
-        answer = flwr_json(
-            ["run", str(app), CONNECTION, "--run-config", str(run_config)], home, control=control
-        )
-    except DeploymentError as exc:
-        raise _refused(exc, link) from None
-    run_id = str(answer["run-id"])
-    status, details = _wait(run_id, home, link, control, name, out, progress)
+    run_id = str(start_run(link, options.key, app, values))
+    status, details = _wait(run_id, link, options.key, name, out, progress)
     if status == "finished:completed":
         return _read_outcome(out)
     error = out / ERROR_FILE
@@ -135,24 +117,19 @@ def submit(
         if isinstance(cls, type) and issubclass(cls, FedstructError):
             raise cls(saved["message"])
     first = details.splitlines()[0] if details else "no details"
+    if first.startswith(_SERVERAPP_FAILED):  # Flower's words around the ServerApp's error
+        raise DeploymentError(f"run {run_id} failed: {first.removeprefix(_SERVERAPP_FAILED)}")
     raise DeploymentError(f"run {run_id} ended {status}: {first}")
 
 
-def _refused(exc: DeploymentError, link: Link) -> DeploymentError:
-    """The one-line error of a submission the SuperLink did not take."""
-    if isinstance(exc, ControlKeyRefused):
-        return exc
-    return DeploymentError(
-        f"cannot submit to the SuperLink at {link.address}: {exc}; "
-        "is 'fedstruct flower superlink' running there?"
-    )
+#: How Flower's run status details begin when the ServerApp raised.
+_SERVERAPP_FAILED = "ServerApp failed with exception: "
 
 
 def _wait(
     run_id: str,
-    home: Path,
     link: Link,
-    control: ControlAuth,
+    key: Path | None,
     name: str,
     out: Path,
     progress: bool,
@@ -165,8 +142,7 @@ def _wait(
     try:
         while True:
             try:
-                answer = run_status(int(run_id), home, control=control)
-                runs = answer["runs"]
+                status, details = run_status(link, key, int(run_id))
             except ControlKeyRefused:
                 raise
             except DeploymentError:
@@ -175,9 +151,8 @@ def _wait(
                     f"in {out} holds the finished rounds: resume with "
                     f"'fedstruct run {name} --resume {out}'"
                 ) from None
-            status = str(runs[0].get("status", "")) if runs else ""
             if status.startswith("finished"):
-                return status, str(runs[0].get("status-details", ""))
+                return status, details
             if view is not None:
                 elapsed = time.monotonic() - started
                 view.update(

@@ -15,9 +15,12 @@ deployment backend (:mod:`~fedstruct.fl.flower.deployment`) around the real grid
 - :mod:`~fedstruct.fl.flower.simulation`: the ``flower-sim`` backend;
 - :mod:`~fedstruct.fl.flower.deployment`: the backend of a deployment ServerApp;
 - :mod:`~fedstruct.fl.flower.cluster`: SuperLink/SuperNode commands, ``flwr`` calls;
-- :mod:`~fedstruct.fl.flower.credentials`: TLS certificates, node keys, control keys;
+- :mod:`~fedstruct.fl.flower.control`: fedstruct's own Control API calls (submit a
+  run, register a node, a run's status), each signed for itself, in this process;
+- :mod:`~fedstruct.fl.flower.credentials`: TLS certificates, node keys, control keys
+  and tokens;
 - :mod:`~fedstruct.fl.flower.guard`: fedstruct's checks inside the SuperLink and
-  SuperNode processes (control-key authentication, fedstruct's app only).
+  SuperNode processes (control tokens for one call, once; fedstruct's app only).
 """
 
 from fedstruct.fl.backend import Backend, register_backend, register_elsewhere

@@ -11,14 +11,12 @@
 - Both daemons run under fedstruct's guards (:func:`guarded`,
   :mod:`fedstruct.fl.flower.guard`): the SuperLink answers its Control API only to
   holders of a control key, and both run fedstruct's app only.
-- The ``flwr`` CLI finds the SuperLink through a named connection in
-  ``$FLWR_HOME/config.toml`` (:func:`write_connection`); its exit codes are not
-  reliable, so :func:`flwr_json` parses its JSON output. With a control key,
-  :func:`flwr_json` first stores a fresh control token where the CLI reads its
-  access token (``$FLWR_HOME/credentials.yaml``).
-- A run's status, asked every second while a run is watched, is read in this
-  process with the CLI's own code (:func:`run_status`): a ``flwr ls`` process
-  costs about a second of CPU, which the run's own processes need.
+- fedstruct's own calls to the SuperLink's Control API (submit a run, register a
+  node, a run's status) are made in this process and signed one by one
+  (:mod:`fedstruct.fl.flower.control`); nothing is stored in ``$FLWR_HOME``. The
+  ``flwr`` CLI, for an operator's own use, finds the SuperLink through a named
+  connection in ``$FLWR_HOME/config.toml`` (:func:`write_connection`); its exit codes
+  are not reliable, so :func:`flwr_json` parses its JSON output.
 
 Every function here only builds commands or talks to the given address; nothing is
 sent anywhere else.
@@ -26,34 +24,31 @@ sent anywhere else.
 
 from __future__ import annotations
 
-import io
 import json
-import logging
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, redirect_stdout
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fedstruct.errors import ConfigError, DeploymentError
+from fedstruct.files import regular_file_error
 
 __all__ = [
     "CONNECTION",
     "DEFAULT_SUPERLINK",
-    "ControlAuth",
     "ControlKeyRefused",
     "DeploymentOptions",
     "Link",
+    "check_port",
     "default_home",
     "flower_env",
     "flwr_json",
     "guarded",
-    "run_status",
     "superlink_command",
     "supernode_command",
     "wait_reachable",
@@ -82,8 +77,23 @@ def flower_env(home: Path) -> dict[str, str]:
 
 
 def _require_file(path: Path | None, flag: str) -> None:
-    if path is not None and not Path(path).is_file():
-        raise ConfigError(f"{flag} {path} does not exist; give the path of an existing file")
+    """Refuse a ``path`` that is missing or not a regular file (one line naming ``flag``)."""
+    problem = None if path is None else regular_file_error(path, flag)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def check_port(port: int, flag: str) -> int:
+    """``port`` if it is a TCP port number (1 to 65535).
+
+    Raises
+    ------
+    ConfigError
+        Otherwise, one line naming ``flag``.
+    """
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"{flag} {port} is not a port number; give one from 1 to 65535")
+    return port
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,11 @@ class Link:
         if not sep or not host or not port.isdigit():
             raise ConfigError(
                 f"SuperLink address {self.address!r} is not host:port (e.g. 127.0.0.1:9091)"
+            )
+        if not 1 <= int(port) <= 65535:
+            raise ConfigError(
+                f"SuperLink address {self.address!r} has port {port}, which is not a port "
+                "number; give one from 1 to 65535"
             )
         _require_file(self.root_certificates, "--root-certificates")
 
@@ -128,7 +143,8 @@ class DeploymentOptions:
     join_timeout, reply_timeout
         Seconds to wait for the nodes to connect, and for one exchange's answers.
     home
-        ``FLWR_HOME`` of the ``flwr`` CLI (default: :func:`default_home`).
+        ``FLWR_HOME`` the ``flwr`` CLI used; read from older ``config.json`` files,
+        unused since fedstruct calls the SuperLink in its own process.
     control_key
         Private control key that signs every call to the SuperLink's Control API
         (``None``: unsigned calls, which a SuperLink with ``--control-keys`` refuses).
@@ -146,45 +162,13 @@ class DeploymentOptions:
     def link(self) -> Link:
         """The SuperLink to talk to (checks the address and the certificate file)."""
         cert = Path(self.root_certificates) if self.root_certificates else None
-        _require_file(Path(self.control_key) if self.control_key else None, "--control-key")
+        _require_file(self.key, "--control-key")
         return Link(self.superlink, cert)
 
-    def control(self) -> ControlAuth:
-        """How ``flwr`` calls to this SuperLink authenticate."""
-        return ControlAuth(self.superlink, Path(self.control_key) if self.control_key else None)
-
-
-@dataclass(frozen=True)
-class ControlAuth:
-    """The control key that signs ``flwr`` calls to the SuperLink at ``address``
-    (``key = None``: unsigned calls)."""
-
-    address: str
-    key: Path | None = None
-
-    def store(self, home: Path) -> None:
-        """Put a fresh token for ``address`` where the ``flwr`` CLI reads its access
-        token; without a key, remove a token fedstruct stored there before."""
-        from flwr.cli.constant import (
-            ACCESS_TOKEN_STORE_KEY,
-            AUTHN_TYPE_STORE_KEY,
-            REFRESH_TOKEN_STORE_KEY,
-        )
-        from flwr.common.constant import AuthnType
-        from flwr.supercore.credential_store.file_credential_store import FileCredentialStore
-
-        from fedstruct.fl.flower.credentials import control_token
-
-        store = FileCredentialStore(home / "credentials.yaml")
-        keys = [k % self.address for k in (AUTHN_TYPE_STORE_KEY, ACCESS_TOKEN_STORE_KEY,
-                                           REFRESH_TOKEN_STORE_KEY)]  # fmt: skip
-        if self.key is not None:
-            values = [AuthnType.OIDC, control_token(self.key), "none"]
-            for key, value in zip(keys, values, strict=True):
-                store.set(key, value.encode())
-        elif (store.get(keys[1]) or b"").startswith(b"fsc1."):
-            for key in keys:
-                store.delete(key)
+    @property
+    def key(self) -> Path | None:
+        """The private control key that signs each call (``None``: unsigned calls)."""
+        return Path(self.control_key) if self.control_key else None
 
 
 def guarded(cmd: Sequence[str]) -> list[str]:
@@ -217,9 +201,10 @@ def superlink_command(
     Raises
     ------
     ConfigError
-        If a certificate file is missing, or node authentication is asked without TLS.
+        If ``port`` is not a port number, a certificate file is missing, or node
+        authentication is asked without TLS.
     """
-    cmd = ["flower-superlink", "--host", host, "--port", str(port)]
+    cmd = ["flower-superlink", "--host", host, "--port", str(check_port(port, "--port"))]
     cmd.append("--disable-runtime-dependency-installation")
     if certificates is None:
         if node_auth:
@@ -255,7 +240,8 @@ def supernode_command(
     Raises
     ------
     ConfigError
-        For a negative partition, a missing key file, or a key without TLS.
+        For a negative partition, a port that is not one, a missing key file, or a key
+        without TLS.
     """
     if partition is not None and partition < 0:
         raise ConfigError(f"--partition {partition} must be 0 or more")
@@ -268,7 +254,7 @@ def supernode_command(
         "--host",
         "127.0.0.1",
         "--port",
-        str(port),
+        str(check_port(port, "--port")),
         "--node-config",
         " ".join(f"{k}={json.dumps(v)}" for k, v in config.items()),
     ]
@@ -326,15 +312,9 @@ def write_connection(home: Path, link: Link) -> Path:
     return path
 
 
-def flwr_json(
-    args: Sequence[str],
-    home: Path,
-    *,
-    timeout: float = 120.0,
-    control: ControlAuth | None = None,
-) -> dict[str, Any]:
-    """Run ``flwr ARGS --format json`` and return its parsed answer (``control``: sign
-    the call with a control key, see :class:`ControlAuth`).
+def flwr_json(args: Sequence[str], home: Path, *, timeout: float = 120.0) -> dict[str, Any]:
+    """Run ``flwr ARGS --format json`` (unsigned: for a SuperLink without control keys,
+    e.g. a benchmark's loopback one) and return its parsed answer.
 
     Raises
     ------
@@ -343,8 +323,6 @@ def flwr_json(
         reason).
     """
     cmd = ["flwr", *args, "--format", "json"]
-    if control is not None:
-        control.store(home)
     try:
         proc = subprocess.run(
             cmd,
@@ -364,82 +342,10 @@ def flwr_json(
         answer = {}
     if not answer.get("success", False):
         reason = answer.get("error-message") or proc.stderr.strip() or text or "no output"
-        if any(sign in str(reason) for sign in _AUTH_FAILED):
-            raise ControlKeyRefused(_refusal(args[0], control))
         raise DeploymentError(f"'flwr {args[0]}' failed: {' '.join(str(reason).split())}")
     return answer
 
 
-#: How Flower's CLI reports a Control API call refused for want of authentication.
-_AUTH_FAILED = ("Authentication failed", "Not authenticated")
-
-
-def run_status(run_id: int, home: Path, *, control: ControlAuth | None = None) -> dict[str, Any]:
-    """What ``flwr ls CONNECTION --run-id RUN_ID --format json`` answers (its
-    ``runs``, without ``success``), asked in this process with the CLI's own code.
-
-    Raises
-    ------
-    DeploymentError
-        If the SuperLink does not answer (:class:`ControlKeyRefused` if it refuses
-        the call for want of a control key), one line with Flower's reason.
-    """
-    from flwr.cli.flower_config import read_superlink_connection
-    from flwr.cli.ls import _display_one_run, _to_json
-    from flwr.cli.utils import init_http_client_from_connection
-
-    if control is not None:
-        control.store(home)
-    with _flower_home(home):
-        try:
-            client = init_http_client_from_connection(read_superlink_connection(CONNECTION))
-            try:
-                rows = _display_one_run(client, int(run_id))
-            finally:
-                client.close()
-        except Exception as exc:  # the CLI's errors (click, HTTP, protobuf) name no class of ours
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            if any(sign in reason for sign in _AUTH_FAILED):
-                raise ControlKeyRefused(_refusal("ls", control)) from None
-            raise DeploymentError(f"'flwr ls' failed: {reason}") from None
-    return {"runs": json.loads(_to_json(rows))["runs"]}
-
-
-@contextmanager
-def _flower_home(home: Path) -> Iterator[None]:
-    """``$FLWR_HOME`` set to ``home`` in this process, and the CLI's chatter (INFO
-    lines, "Using SuperLink ..." on stdout) kept out of this process's output."""
-    before = os.environ.get("FLWR_HOME")
-    logger = logging.getLogger("flwr")
-    level = logger.level
-    os.environ["FLWR_HOME"] = str(home)
-    logger.setLevel(logging.ERROR)
-    try:
-        with redirect_stdout(io.StringIO()):
-            yield
-    finally:
-        logger.setLevel(level)
-        if before is None:
-            os.environ.pop("FLWR_HOME", None)
-        else:
-            os.environ["FLWR_HOME"] = before
-
-
 class ControlKeyRefused(DeploymentError):
-    """The SuperLink refused a ``flwr`` call: no control key, or one it does not list."""
-
-
-def _refusal(command: str, control: ControlAuth | None) -> str:
-    if control is None or control.key is None:
-        fix = (
-            "give --control-key KEY, the private key whose KEY.pub is in the SuperLink's "
-            "--control-keys file"
-        )
-    else:
-        fix = (
-            f"its --control-keys file does not list {control.key}.pub, or the clocks "
-            "differ by over 5 minutes"
-        )
-    return (
-        f"the SuperLink refused 'flwr {command}': it answers only holders of a control key; {fix}"
-    )
+    """The SuperLink refused a Control API call for its token: none, a key it does not
+    list, an expired token or a replayed one."""

@@ -16,7 +16,10 @@ flower-superlink ARGS``), which adds, in the same process and before Flower star
   must carry a control token signed by one of the public keys in the file named by
   :data:`CONTROL_KEYS_ENV` (:class:`ControlKeyAuthn`, a Flower Control-API
   authentication plugin; see :func:`~fedstruct.fl.flower.credentials.control_token`).
-  Without that file (``--insecure`` loopback tests) the Control API stays open.
+  A token is accepted once (its nonce is remembered until it expires) and for the
+  one call it names, with the arguments it names (:func:`bind_control_handlers`):
+  a captured token can neither be replayed nor used for another call. Without that
+  file (``--insecure`` loopback tests) the Control API stays open.
 - **SuperLink, runs**: a run is accepted only if its app is fedstruct's deployment
   app (:func:`app_problem`): a bundle holding nothing but its ``pyproject.toml``,
   whose components are :mod:`fedstruct.experiments.flower.app`'s and which asks for
@@ -29,23 +32,28 @@ A guarded SuperNode also takes the seconds between its polls of the SuperLink fr
 :data:`POLL_INTERVAL_ENV` (Flower's own wait, 3 s, when unset): a loopback cluster polls
 faster, so its rounds do not wait out the interval (:mod:`fedstruct.fl.flower.loopback`).
 
-The guards replace two functions of Flower 1.41 (the Control API's ``start_run``
-and the SuperNode's ``_pull_and_store_message``) and its authentication-plugin
-loader; :func:`main` refuses to start on another Flower version.
+The guards wrap functions of Flower 1.41 (the Control API's handlers, ``start_run``
+among them, and the SuperNode's ``_pull_and_store_message``) and replace its
+authentication-plugin loader; :func:`main` refuses to start on another Flower version.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import io
 import os
 import sys
+import threading
 import time
 import tomllib
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from logging import ERROR, WARNING
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import flwr
@@ -59,14 +67,23 @@ from flwr.supercore.error import ApiErrorCode, FlowerError
 from flwr.superlink.auth_plugin import ControlAuthnPlugin
 
 from fedstruct.errors import ConfigError
-from fedstruct.fl.flower.credentials import load_control_keys, verify_control_token
+from fedstruct.fl.flower.credentials import (
+    TOKEN_LIFETIME,
+    ControlClaims,
+    ControlTokenError,
+    call_binding,
+    load_control_keys,
+    verify_control_token,
+)
 
 __all__ = [
     "CONTROL_KEYS_ENV",
     "FEDSTRUCT_COMPONENTS",
     "POLL_INTERVAL_ENV",
+    "BoundAccount",
     "ControlKeyAuthn",
     "app_problem",
+    "bind_control_handlers",
     "guard_superlink",
     "guard_supernode",
     "main",
@@ -131,16 +148,45 @@ def app_problem(fab: bytes) -> str | None:
 
 
 # ------------------------------------------------------------- the SuperLink
-class ControlKeyAuthn(ControlAuthnPlugin):
-    """Control-API authentication: a call is answered only with a valid control token.
+@dataclass
+class BoundAccount(AccountInfo):
+    """Flower's account of a Control API call made with a valid control token, with the
+    :func:`~fedstruct.fl.flower.credentials.call_binding` of the one call the token
+    allows (checked by :func:`bind_control_handlers`)."""
 
-    The ``flwr`` CLI sends the token as its OIDC access token (``Authorization:
-    Bearer``); fedstruct writes a fresh one into the CLI's credential store before
-    each call (:func:`~fedstruct.fl.flower.cluster.flwr_json`).
+    binding: str = ""
+
+
+class _Nonces:
+    """The nonces of the tokens accepted, each remembered until its token expires."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def first_use(self, claims: ControlClaims, now: float | None = None) -> bool:
+        """Whether ``claims``' nonce is new (it is remembered from now on)."""
+        now = time.time() if now is None else now
+        with self._lock:
+            self._until = {n: t for n, t in self._until.items() if t >= now}
+            if claims.nonce in self._until:
+                return False
+            self._until[claims.nonce] = claims.issued + TOKEN_LIFETIME + 1
+            return True
+
+
+class ControlKeyAuthn(ControlAuthnPlugin):
+    """Control-API authentication: a call is answered only with a valid control token,
+    each token once.
+
+    The caller sends the token as its OIDC access token (``Authorization: Bearer``,
+    :mod:`fedstruct.fl.flower.control`); the account Flower hands to the call's handler
+    is a :class:`BoundAccount` naming the call the token allows.
     """
 
     def __init__(self, keys: dict[str, Any] | None = None) -> None:
         self.keys = keys or {}
+        self._nonces = _Nonces()
 
     def get_login_details(self) -> AccountAuthLoginDetails | None:
         """No interactive login: tokens are signed with a control key."""
@@ -149,15 +195,21 @@ class ControlKeyAuthn(ControlAuthnPlugin):
     def validate_tokens_in_metadata(
         self, metadata: Sequence[tuple[str, str | bytes]]
     ) -> tuple[bool, AccountInfo | None]:
-        """Accept a call whose access token one of the control keys signed recently."""
+        """Accept a call whose access token one of the control keys signed recently and
+        that was not used before."""
         token = next((v for k, v in metadata if k == ACCESS_TOKEN_KEY), None)
         if isinstance(token, bytes):
             token = token.decode(errors="replace")
-        reason = "no control token" if not token else verify_control_token(token, self.keys)
-        if reason is not None:
-            _log(WARNING, f"refused a Control API call: {reason}")
+        try:
+            if not token:
+                raise ControlTokenError("no control token")
+            claims = verify_control_token(token, self.keys)
+            if not self._nonces.first_use(claims):
+                raise ControlTokenError("the control token was used before (a replay)")
+        except ControlTokenError as refused:
+            _log(WARNING, f"refused a Control API call: {refused}")
             return False, None
-        return True, AccountInfo(flwr_aid=NOOP_FLWR_AID, account_name=NOOP_ACCOUNT_NAME)
+        return True, BoundAccount(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME, binding=claims.binding)
 
     def get_auth_tokens(self, device_code: str) -> AccountAuthCredentials | None:
         """No token exchange: tokens are made by the key holder."""
@@ -171,6 +223,45 @@ class ControlKeyAuthn(ControlAuthnPlugin):
     ) -> tuple[Sequence[tuple[str, str | bytes]] | None, AccountInfo | None]:
         """No refresh: the key holder signs a new token."""
         return [], None
+
+
+#: The words a call refused for its token's binding starts with (the caller names them).
+WRONG_CALL = "the control token was made for another call or other arguments"
+
+
+def _bound(name: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` answering only an account whose token names this call and request."""
+    signature = inspect.signature(handler)
+
+    @functools.wraps(handler)
+    def answer_the_call_the_token_names(*args: Any, **kwargs: Any) -> Any:
+        given = signature.bind_partial(*args, **kwargs).arguments
+        account, request = given.get("account"), given.get("request")
+        if not isinstance(account, BoundAccount) or account.binding != call_binding(request):
+            _log(WARNING, f"refused a Control API call ({name}): {WRONG_CALL}")
+            raise FlowerError(
+                ApiErrorCode.NO_PERMISSIONS,
+                WRONG_CALL,
+                public_details=f"{WRONG_CALL}; sign each call for itself",
+            )
+        return handler(*args, **kwargs)
+
+    return answer_the_call_the_token_names
+
+
+def bind_control_handlers(handlers: ModuleType) -> list[str]:
+    """Make every Control API handler of ``handlers`` (Flower's ``control_handlers``: the
+    functions taking ``request, account``, which both its gRPC servicer and its HTTP
+    router call by module attribute) answer only a :class:`BoundAccount` whose token
+    was made for that call with that request; the names of the handlers bound."""
+    bound = []
+    for name, handler in vars(handlers).items():
+        if not inspect.isfunction(handler) or handler.__module__ != handlers.__name__:
+            continue
+        if list(inspect.signature(handler).parameters)[:2] == ["request", "account"]:
+            setattr(handlers, name, _bound(name, handler))
+            bound.append(name)
+    return bound
 
 
 def _checked_start_run(start_run: Callable[..., Any]) -> Callable[..., Any]:
@@ -196,10 +287,11 @@ def guard_superlink(control_keys: Path | None) -> None:
     # by module path: the package ``flwr.superlink.cli`` exports a function of that name
     superlink_cli = importlib.import_module("flwr.superlink.cli.flower_superlink")
     control_handlers = importlib.import_module("flwr.superlink.servicer.control.control_handlers")
-    control_handlers.start_run = _checked_start_run(control_handlers.start_run)
     if control_keys is not None:
         plugin = ControlKeyAuthn(load_control_keys(control_keys))
         superlink_cli.load_control_authn_plugin = lambda: plugin
+        bind_control_handlers(control_handlers)
+    control_handlers.start_run = _checked_start_run(control_handlers.start_run)
 
 
 # ------------------------------------------------------------- the SuperNode

@@ -36,8 +36,12 @@ SUPEREXEC_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
 
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
 
+#: Seconds any wait of a loopback cluster may last before it is a failure: far above
+#: what a loaded machine needs, so that only a broken process reaches it.
+PATIENCE = 600.0
 
-__all__ = ["FEDSTRUCT", "LoopbackCluster", "free_port"]
+
+__all__ = ["FEDSTRUCT", "PATIENCE", "LoopbackCluster", "free_port"]
 
 
 def free_port() -> int:
@@ -57,10 +61,16 @@ class LoopbackCluster:
     poll_interval
         Seconds between the polls of every SuperNode (for messages) and SuperExec (for
         app processes to start); ``None``: Flower's own intervals.
+    runs
+        The SuperLink's runs folder (``--runs``): submitted runs must write their
+        results inside it (default: ``root``).
     """
 
-    def __init__(self, root: Path, *, poll_interval: float | None = None) -> None:
+    def __init__(
+        self, root: Path, *, poll_interval: float | None = None, runs: Path | None = None
+    ) -> None:
         self.root = root
+        self.runs = root if runs is None else runs
         self.home = root / "flwr-home"
         self.home.mkdir(parents=True, exist_ok=True)
         self.env = dict(os.environ)
@@ -110,14 +120,20 @@ class LoopbackCluster:
         return (self.root / f"{name}.log").read_text()
 
     def superlink(self, *extra: str, env: dict[str, str] | None = None) -> None:
-        """Start the SuperLink on :attr:`port` and wait until it accepts connections."""
-        self.start("superlink", "flower", "superlink", "--port", str(self.port), *extra, env=env)
-        deadline = time.monotonic() + 60
+        """Start the SuperLink on :attr:`port` (runs folder :attr:`runs`) and wait until it
+        accepts connections (or its process ends)."""
+        self.start(
+            "superlink", "flower", "superlink", "--port", str(self.port),
+            "--runs", str(self.runs), *extra, env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + PATIENCE
         while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return
             except OSError:
+                if self.procs["superlink"].poll() is not None:
+                    break
                 time.sleep(0.3)
         raise RuntimeError(f"SuperLink did not come up:\n{self.log('superlink')}")
 
@@ -160,25 +176,44 @@ class LoopbackCluster:
         )
         return name
 
-    def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
-        """Signal process ``name``'s group; kill it if it has not ended after 10 s."""
-        self._stop_together([name], sig)
+    def wait_connected(self, *names: str) -> None:
+        """Wait until the SuperNodes ``names`` have joined the SuperLink (each log names
+        its SuperNode id): a run submitted then finds them, however slowly the machine
+        started them (a run waits only ``join_timeout`` seconds for its nodes).
+
+        Raises
+        ------
+        RuntimeError
+            If a node's process ends first, or :data:`PATIENCE` passes.
+        """
+        deadline = time.monotonic() + PATIENCE
+        for name in names:
+            while "SuperNode ID:" not in self.log(name):
+                if self.procs[name].poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"SuperNode {name} did not join:\n{self.log(name)}")
+                time.sleep(0.2)
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, grace: float = PATIENCE) -> None:
+        """Signal process ``name``'s group and wait until it has ended (a SuperNode
+        stopped by SIGTERM has then left the SuperLink); kill it if it has not ended
+        after ``grace`` seconds."""
+        self._stop_together([name], sig, grace)
 
     def close(self) -> None:
         """Stop every process: the SuperNodes first (signalled together: each takes
-        about 2 s to shut down), then the SuperLink."""
-        self._stop_together([n for n in self.procs if n != "superlink"], signal.SIGTERM)
+        about 2 s to shut down), then the SuperLink; any left 10 s later is killed."""
+        self._stop_together([n for n in self.procs if n != "superlink"], signal.SIGTERM, 10)
         if "superlink" in self.procs:
-            self.stop("superlink")
+            self.stop("superlink", grace=10)
 
-    def _stop_together(self, names: Sequence[str], sig: int) -> None:
+    def _stop_together(self, names: Sequence[str], sig: int, grace: float) -> None:
         """Signal the groups of processes ``names`` at once; kill those that have not
-        ended 10 s later."""
+        ended ``grace`` seconds later."""
         procs = [self.procs.pop(name) for name in names]
         for proc in procs:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + grace
         for proc in procs:
             try:
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -187,7 +222,7 @@ class LoopbackCluster:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
 
-    def fedstruct(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    def fedstruct(self, *args: str, timeout: float = PATIENCE) -> subprocess.CompletedProcess:
         """Run ``fedstruct ARGS`` with the cluster's environment; capture its output."""
         return subprocess.run(
             [*FEDSTRUCT, *args],

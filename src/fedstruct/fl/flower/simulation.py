@@ -8,7 +8,19 @@ An interrupt (Ctrl-C, i.e. SIGINT, or SIGTERM) sets a stop event before Flower
 sees it: the ServerApp's thread stops at its next poll instead of waiting out the
 reply timeout, the round in progress is dropped (the checkpoint keeps the last
 complete round, so ``--resume`` gives the uninterrupted result), and Flower shuts
-Ray down before the ``KeyboardInterrupt`` leaves :meth:`FlowerSimBackend.run`.
+Ray down before the ``KeyboardInterrupt`` leaves :meth:`FlowerSimBackend.run`: the
+run is recorded as stopped, as an interrupted local run is. SIGTERM takes that path
+too: Ray's start replaces this process's SIGTERM handler with one that exits at once
+(and its C++ core prints a stack dump), so the backend starts Ray itself, then takes
+the signal back (:func:`_ray_environment`, :func:`_stop_on_interrupt`).
+
+Before round 1 the backend waits until Ray has started a worker process that runs a
+task (:func:`_check_workers_start`), as every client's actor needs one: a run whose
+workers die at start (seen under a memory limit) fails in one line after
+``start_timeout`` seconds, where it used to wait for ever. For that wait to be
+possible at all, Ray's raylet must not hold the first connection (and with it this
+process's interpreter) until its prestarted workers register, which it would do for
+ever if they die (:func:`_ray_environment`).
 """
 
 from __future__ import annotations
@@ -17,8 +29,10 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from flwr.app import Context
@@ -26,7 +40,7 @@ from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
 from fedstruct.data.client import ClientData
-from fedstruct.errors import ConfigError
+from fedstruct.errors import ConfigError, DeploymentError
 from fedstruct.fl.backend import Backend, Federated
 from fedstruct.fl.client import Client
 from fedstruct.fl.flower.client_app import make_client_app, partition_of
@@ -54,15 +68,31 @@ def quiet_flower(level: int = logging.ERROR) -> Iterator[None]:
         logger.setLevel(before)
 
 
+def _ray_environment() -> None:
+    """Settings Ray reads from the environment when it starts (a user's own win):
+
+    - ``RAY_prestart_worker_first_driver=0``: the raylet answers this process's first
+      connection at once, instead of when the workers it prestarts have registered
+      (which never happens if they die at start; ``ray.init`` then holds the
+      interpreter, so nothing in this process could report it).
+    - ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER=1``: Ray's C++ handler of fatal signals,
+      which also takes SIGTERM and prints a stack dump for it, is not installed.
+    """
+    os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+
+
 @contextmanager
-def _stop_on_interrupt(stop: threading.Event) -> Iterator[None]:
+def _stop_on_interrupt(stop: threading.Event) -> Iterator[Callable[[], None]]:
     """Set ``stop`` on SIGINT or SIGTERM; a second one raises ``KeyboardInterrupt`` here.
+    Yields a function that installs the handlers again (after Ray's start replaced the
+    one of SIGTERM).
 
     Only the main thread can own signal handlers; elsewhere this does nothing (the
     caller's ``finally`` still sets ``stop``).
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda: None
         return
 
     def interrupt(signum: int, frame: object) -> None:
@@ -75,12 +105,89 @@ def _stop_on_interrupt(stop: threading.Event) -> Iterator[None]:
         # joining it (or Ray's core worker ends the process before run.json is written).
         stop.set()
 
-    before = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    def install() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, interrupt)
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    install()
     try:
-        yield
+        yield install
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def _start_ray(backend_config: dict[str, Any]) -> bool:
+    """Start Ray as Flower's simulation would (its own ``RayBackend``, which calls
+    ``ray.init`` only if Ray is not running); whether this call started it.
+
+    Raises
+    ------
+    DeploymentError
+        One line, if Ray does not start.
+    """
+    import ray
+    from flwr.server.superlink.fleet.vce.backend.raybackend import RayBackend
+
+    if ray.is_initialized():
+        return False
+    try:
+        RayBackend(backend_config)
+    except Exception as exc:  # Ray's own errors (RuntimeError, ConnectionError...)
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DeploymentError(f"Ray did not start on this machine: {reason}") from None
+    return True
+
+
+def _check_workers_start(cpus: float, timeout: float, stop: threading.Event) -> None:
+    """Wait until Ray runs a task in a worker process of its own (every client's actor
+    needs one), at most ``timeout`` seconds; Ray gives a starting worker 60 s to
+    register before it declares it dead and starts another.
+
+    Raises
+    ------
+    DeploymentError
+        One line, if the task's worker died, or none ran it within ``timeout``
+        seconds (workers that die at start, e.g. for want of memory).
+    KeyboardInterrupt
+        If ``stop`` is set meanwhile.
+    """
+    import ray
+
+    def alive() -> bool:
+        return True
+
+    task = ray.remote(num_cpus=cpus, num_gpus=0, max_retries=0)(alive).remote()
+    deadline = time.monotonic() + timeout
+    while not ray.wait([task], timeout=0.5)[0]:
+        if stop.is_set() or time.monotonic() > deadline:
+            ray.cancel(task, force=True)
+            if stop.is_set():
+                raise KeyboardInterrupt("the run was interrupted before round 1")
+            raise DeploymentError(
+                f"Ray started no worker process that runs within {timeout:.0f} s: its "
+                f"workers die at start (too little memory?) or the machine is overloaded; "
+                f"Ray's log: {_ray_logs()}"
+            )
+    try:
+        ray.get(task)
+    except ray.exceptions.RayError as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DeploymentError(
+            f"Ray's worker process died at start ({reason}); Ray's log: {_ray_logs()}"
+        ) from None
+
+
+def _ray_logs() -> str:
+    """Where this process's Ray writes its logs (``raylet.out`` names dead workers)."""
+    try:
+        import ray
+
+        node = ray._private.worker._global_node
+        return str(Path(node.get_logs_dir_path()) / "raylet.out")
+    except Exception:  # a private API: if it moved, say where Ray's logs usually are
+        return "/tmp/ray/session_latest/logs/raylet.out"
 
 
 class FlowerSimBackend(Backend):
@@ -97,6 +204,9 @@ class FlowerSimBackend(Backend):
         Seconds the server waits for the answers of one exchange.
     stop_grace
         Seconds to wait, after an interrupt, for the ServerApp's thread to end.
+    start_timeout
+        Seconds Ray may take, before round 1, to start a worker process that runs
+        (:func:`_check_workers_start`); a run whose workers die at start fails then.
     """
 
     def __init__(
@@ -105,11 +215,13 @@ class FlowerSimBackend(Backend):
         cpus_per_client: float = 1.0,
         reply_timeout: float = 600.0,
         stop_grace: float = 30.0,
+        start_timeout: float = 300.0,
     ) -> None:
         self.num_cpus = num_cpus or os.cpu_count() or 1
         self.cpus_per_client = cpus_per_client
         self.reply_timeout = reply_timeout
         self.stop_grace = stop_grace
+        self.start_timeout = start_timeout
 
     def run(
         self,
@@ -161,8 +273,19 @@ class FlowerSimBackend(Backend):
                 "log_to_driver": False,
             },
         }
+        _ray_environment()
         try:
-            with quiet_flower(), _stop_on_interrupt(stop):
+            with quiet_flower(), _stop_on_interrupt(stop) as take_signals_back:
+                started = _start_ray(backend_config)
+                take_signals_back()  # ray.init made SIGTERM exit the process at once
+                try:
+                    _check_workers_start(self.cpus_per_client, self.start_timeout, stop)
+                except BaseException:
+                    if started:
+                        import ray
+
+                        ray.shutdown()
+                    raise
                 run_simulation(
                     server_app,
                     make_client_app(factory),
