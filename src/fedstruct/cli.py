@@ -519,12 +519,19 @@ def query(
     given: Annotated[
         list[str] | None, typer.Option(help="Evidence COL=VALUE (repeatable).")
     ] = None,
+    inference: Annotated[
+        str | None,
+        typer.Option(
+            help="gradient or message: how the unknown variables are completed "
+            "[default: the run's inference setting]."
+        ),
+    ] = None,
 ) -> None:
     """The posterior of a variable given evidence, from a FedNGM run's model."""
     from fedstruct.experiments.use import query as posterior
 
     evidence = _evidence(given or ())
-    table = posterior(folder, evidence, target)
+    table = posterior(folder, evidence, target, inference)
     conditions = ", ".join(f"{k}={v}" for k, v in evidence.items()) or "no evidence"
     out_console.print(f"posterior of {target} given {conditions}")
     shown = Table()
