@@ -199,7 +199,7 @@ def test_continuous_columns_are_announced_before_round_one_and_ctrl_c_says_what_
     assert "The run: 1 round of 1 ENCO epoch at every site, each epoch 20 distribution" in text
     stopped = text.index(
         f"stopped: {out}: a fedcd run, stopped before any round was saved; nothing to "
-        "resume: run the same command again with --overwrite"
+        "resume: start the run again with --overwrite"
     )
     assert warned < stopped
     assert json.loads((out / "run.json").read_text())["status"] == "stopped"
