@@ -7,9 +7,10 @@ one-line reason; ``--help`` works everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -276,9 +277,10 @@ def _run_method(
             raise ConfigError(
                 "--resume takes every setting from the run's config.json; give no other settings"
             )
-        outcome = execute(
-            method, [], resume, resume=True, progress=not quiet, stop_after=stop_after
-        )
+        with _stop_message(resume):
+            outcome = execute(
+                method, [], resume, resume=True, progress=not quiet, stop_after=stop_after
+            )
         _print_metrics(method, outcome.metrics, resume)
         _print_kinds(outcome.kinds)
         return
@@ -299,17 +301,38 @@ def _run_method(
             "control_key": control_key,
         },
     )
-    outcome = execute(
-        method,
-        layers,
-        out,
-        progress=not quiet,
-        backend=launcher,
-        stop_after=stop_after,
-        overwrite=overwrite,
-    )
+    with _stop_message(out):
+        outcome = execute(
+            method,
+            layers,
+            out,
+            progress=not quiet,
+            backend=launcher,
+            stop_after=stop_after,
+            overwrite=overwrite,
+        )
     _print_metrics(method, outcome.metrics, out)
     _print_kinds(outcome.kinds)
+
+
+@contextlib.contextmanager
+def _stop_message(out: Path) -> Iterator[None]:
+    """On Ctrl-C (SIGINT) during a run: one line saying what the folder holds and how
+    to go on (:func:`~fedstruct.experiments.runs.unfinished_run`), exit status 130 (as
+    a shell reports an interrupted command). Before, the run stopped without a word."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        from fedstruct.experiments.runs import unfinished_run
+
+        try:
+            line = unfinished_run(out)
+        except FedstructError:
+            line = None
+        line = line or f"{out}: the run stopped before it wrote its record"
+        err_console.print(f"[bold yellow]stopped:[/] {escape(line)}", highlight=False,
+                          soft_wrap=True)  # fmt: skip
+        raise typer.Exit(code=130) from None
 
 
 def _print_kinds(kinds: dict[str, str]) -> None:
@@ -535,12 +558,19 @@ def query(
     given: Annotated[
         list[str] | None, typer.Option(help="Evidence COL=VALUE (repeatable).")
     ] = None,
+    inference: Annotated[
+        str | None,
+        typer.Option(
+            help="gradient or message: how the unknown variables are completed "
+            "[default: the run's inference setting]."
+        ),
+    ] = None,
 ) -> None:
     """The posterior of a variable given evidence, from a FedNGM run's model."""
     from fedstruct.experiments.use import query as posterior
 
     evidence = _evidence(given or ())
-    table = posterior(folder, evidence, target)
+    table = posterior(folder, evidence, target, inference)
     conditions = ", ".join(f"{k}={v}" for k, v in evidence.items()) or "no evidence"
     out_console.print(f"posterior of {target} given {conditions}")
     shown = Table()

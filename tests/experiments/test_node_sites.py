@@ -186,7 +186,9 @@ def test_fedcd_continuous_columns_are_binned_across_the_nodes(tmp_path):
                 "graph_steps": 2, "graphs_per_step": 5, "bins": 3}  # fmt: skip
     mine = deployed("fedcd", settings, paths, tmp_path / "node")
     compare(local("fedcd", settings, paths, tmp_path / "local"), mine)
-    assert mine["bins_level"] == 3 and mine["dropped_rows_lab-0"] == 2
+    assert mine["bins_max"] == 3 and mine["dropped_rows_lab-0"] == 2
+    cuts = [(tmp_path / run / "bins.csv").read_text() for run in ("node", "local")]
+    assert cuts[0] == cuts[1] and cuts[0].startswith("column,bins,cut_1,cut_2\nlevel,3,")
 
 
 def test_fcm_concepts_and_task(tmp_path):

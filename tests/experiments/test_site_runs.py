@@ -77,6 +77,16 @@ def test_fedcdnv_on_sites_without_and_with_a_truth(tmp_path):
     assert code == 0, text
     metrics = json.loads((scored / "metrics.json").read_text())
     assert metrics["f1_edge"] > 0.5  # asia's PAG from 6,000 rows (skeleton F1 ~0.8)
+    # issue 49: each site alone beside the federation, on the site's own pairs
+    for site in ("site-1", "site-2", "site-3"):
+        assert 0.0 <= metrics[f"alone_f1_edge_{site}"] <= 1.0
+        assert 0.0 <= metrics[f"federated_f1_edge_{site}"] <= 1.0
+    ahead = sum(
+        metrics[f"alone_f1_edge_{s}"] > metrics[f"federated_f1_edge_{s}"]
+        for s in ("site-1", "site-2", "site-3")
+    )
+    assert metrics["sites_ahead_of_federation"] == ahead
+    assert text.count("alone scores adjacency F1") == ahead
 
 
 def test_fedcd_needs_a_regime_column_and_reads_it(tmp_path):

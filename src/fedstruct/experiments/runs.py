@@ -764,6 +764,7 @@ def unfinished_run(out: Path) -> str | None:
         done = f" after round {read_checkpoint_header(out / CHECKPOINT_FILE)['round']}"
     except CheckpointError:
         done = " before any round was saved"
+        resume = "nothing to resume: start the run again with --overwrite"
     if state == "running":
         owner = lock_owner(out) or {}
         who = f"process {owner.get('pid')} on {owner.get('host')}"

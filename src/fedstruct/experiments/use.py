@@ -194,18 +194,26 @@ def _check_memory(n: int, per_row: int) -> None:
     )
 
 
-def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataFrame:
+def query(
+    folder: str | Path, given: Mapping[str, str], target: str, inference: str | None = None
+) -> pd.DataFrame:
     """The posterior of ``target`` given evidence ``VAR=VALUE`` (FedNGM's conditional
     inference, §2.3): a categorical target's probability per state, a continuous
-    one's predictive mean and median. When ``target`` has no neighbour in the
-    model's graph (the answer is its marginal, whatever the evidence) the table's
-    ``attrs["warnings"]`` says so and a :class:`~fedstruct.errors.FedstructWarning`
-    is issued.
+    one's predictive mean and median. ``inference`` is ``"gradient"`` or
+    ``"message"`` (default: the run's ``inference`` setting; docs/fedngm.md,
+    "Queries"). The table's ``attrs["warnings"]`` holds, each also issued as a
+    :class:`~fedstruct.errors.FedstructWarning`, a line when ``target`` has no
+    neighbour in the model's graph (the answer is its marginal, whatever the
+    evidence) and one when a continuous answer barely follows numeric evidence that
+    the sites' pooled correlations say moves it
+    (:func:`~fedstruct.methods.fedngm.moments.unfollowed_message`).
 
     Raises
     ------
     ArtifactError
         If the folder holds no FedNGM model.
+    ConfigError
+        For an ``inference`` that is not one of the two.
     UnknownVariableError
         For a target or evidence variable the model does not have.
     DataError
@@ -213,9 +221,11 @@ def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataF
         continuous variable.
     """
     from fedstruct.methods.fedngm.model import isolated_message
+    from fedstruct.methods.fedngm.moments import unfollowed_message
 
     model = _fedngm(folder, "query")
     ngm = model.released()
+    how = model.inference_options(inference)
     for variable in (*given, target):
         if variable not in ngm.names:
             raise ArtifactError(
@@ -223,23 +233,27 @@ def query(folder: str | Path, given: Mapping[str, str], target: str) -> pd.DataF
             )
     if target in given:
         raise ConfigError(f"{target!r} is both the target and given; drop --given {target}=...")
-    row = pd.DataFrame({v: [_evidence_value(model, v, value)] for v, value in given.items()})
+    values = {v: _evidence_value(model, v, value) for v, value in given.items()}
+    row = pd.DataFrame({v: [value] for v, value in values.items()})
     spec = ngm.schema.spec(target)
+    notes = [isolated_message(ngm, target)]
     if spec.is_categorical:
-        p = ngm.predict_proba(row, target)[0]
+        p = ngm.predict_proba(row, target, **how)[0]
         names = _level_names(model, target)
         table = pd.DataFrame({target: [_name(names, c) for c in spec.categories], "probability": p})
     else:
+        mean = ngm.predict(row, target, point="mean", **how)
         table = pd.DataFrame(
             {
                 "target": [target],
-                "mean": ngm.predict(row, target, point="mean"),
-                "median": ngm.predict(row, target, point="median"),
+                "mean": mean,
+                "median": ngm.predict(row, target, point="median", **how),
             }
         )
-    note = isolated_message(ngm, target)
-    table.attrs["warnings"] = [note] if note else []
-    if note:
+        correlation = getattr(model, "correlation_", None)
+        notes.append(unfollowed_message(ngm, correlation, values, target, float(mean[0]), **how))
+    table.attrs["warnings"] = [note for note in notes if note]
+    for note in table.attrs["warnings"]:
         warnings.warn(note, FedstructWarning, stacklevel=2)
     return table
 

@@ -3,6 +3,7 @@ each resolved once per run (the run reads the truth and the data from them)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -122,13 +123,8 @@ def test_a_files_source_names_the_site_that_lacks_a_variable(tmp_path):
         files.clients()
 
 
-def test_a_continuous_column_runs_in_federated_quantile_bins(tmp_path):
-    """Before issue 31 (item 7) FED-CD refused a continuous column; now the method's
-    exchange cuts it into federated quantile bins, reported, saved with the model and
-    read back by ``fedstruct.load``; a row missing a value leaves its regime (counted)."""
-    import fedstruct
-
-    paths = _regime_sites(tmp_path)
+def _with_level(paths: list[str]) -> None:
+    """Add a continuous column ``level`` (3 values missing at each site)."""
     rng = np.random.default_rng(0)
     for k, path in enumerate(paths):
         frame = pd.read_csv(path)
@@ -136,19 +132,74 @@ def test_a_continuous_column_runs_in_federated_quantile_bins(tmp_path):
         level[:3] = np.nan
         frame.insert(0, "level", level)
         frame.to_csv(path, index=False)
+
+
+def test_a_continuous_column_runs_in_federated_quantile_bins(tmp_path):
+    """Before issue 31 (item 7) FED-CD refused a continuous column; now the method's
+    exchange cuts it into federated quantile bins, reported, saved with the model and
+    read back by ``fedstruct.load``; a row missing a value leaves its regime (counted)."""
+    import fedstruct
+
+    paths = _regime_sites(tmp_path)
+    _with_level(paths)
     settings = {"sites": paths, "regime": "regime", **TINY}
     run = execute("fedcd", [settings], tmp_path / "run")
     metrics = run.metrics
-    assert metrics["bins_level"] == 4
+    assert metrics["binned_columns"] == 1 and metrics["bins_min"] == metrics["bins_max"] == 4
+    assert not any(key.startswith("bin_cut") for key in metrics)  # in bins.csv (issue 49)
     assert metrics["rows_lab-0"] == 150 + 4 * 20 - 3 and metrics["dropped_rows_lab-0"] == 3
     pooled = np.concatenate([pd.read_csv(p)["level"].dropna().to_numpy() for p in paths])
-    cuts = np.array([metrics[f"bin_cut_level_{j}"] for j in range(3)])
+    saved = pd.read_csv(tmp_path / "run" / "bins.csv")
+    assert saved.columns.tolist() == ["column", "bins", "cut_1", "cut_2", "cut_3"]
+    assert saved.column.tolist() == ["level"] and saved.bins.tolist() == [4]
+    cuts = saved.iloc[0, 2:].to_numpy(dtype=float)
     expected = np.quantile(pooled, [0.25, 0.5, 0.75], method="inverted_cdf")
     assert np.all(np.abs(cuts - expected) <= 8 * pooled.std() / 256 + 1e-9)
-    assert run.model.bins_.cuts["level"] == tuple(cuts)
+    np.testing.assert_allclose(run.model.bins_.cuts["level"], cuts, rtol=1e-15, atol=0)
     assert fedstruct.load(tmp_path / "run").bins_ == run.model.bins_
     files = runnable("fedcd").resolve(
         apply_settings(FedCDRun(), {"sites": paths, "regime": "regime"}, method="fedcd")
     )
     assert files.continuous == ("level",)  # the source hands the method numbers
     assert not files.clients()[0].rows["level"].isin(range(4)).all()
+
+
+def test_continuous_columns_are_announced_before_round_one_and_ctrl_c_says_what_next(
+    tmp_path, monkeypatch
+):
+    """Issue 49: 3 labs x 46 continuous columns ran 15 minutes without a word, and
+    Ctrl-C printed nothing. Before round 1 a warning says that ENCO bins them and what
+    each round costs; Ctrl-C stops with one line on what the folder holds (exit 130)."""
+    from typer.testing import CliRunner
+
+    from fedstruct.cli import app
+    from fedstruct.methods.fedcd.enco.learner import ENCO
+
+    paths = _regime_sites(tmp_path)
+    _with_level(paths)
+    seen: list[str] = []
+
+    def interrupted(*args, **kwargs):
+        seen.append("enco")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ENCO, "fit", interrupted)
+    out = tmp_path / "run"
+    sites = [a for p in paths for a in ("--site", p)]
+    tiny = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
+    result = CliRunner().invoke(
+        app, ["run", "fedcd", *sites, "--set", "regime=regime", *tiny, "--quiet", "--out", str(out)]
+    )
+    assert result.exit_code == 130 and seen == ["enco"]
+    text = " ".join(result.output.split())
+    warned = text.index(
+        "warning: FED-CD's ENCO learns categories: 1 continuous column is cut "
+        f"into 4 pooled quantile bins (--set bins=K; cut points in {out / 'bins.csv'})"
+    )
+    assert "The run: 1 round of 1 ENCO epoch at every site, each epoch 20 distribution" in text
+    stopped = text.index(
+        f"stopped: {out}: a fedcd run, stopped before any round was saved; nothing to "
+        "resume: start the run again with --overwrite"
+    )
+    assert warned < stopped
+    assert json.loads((out / "run.json").read_text())["status"] == "stopped"

@@ -50,6 +50,10 @@ def test_run_fedcdnv_writes_the_metrics_the_issue_asks_for(tmp_path):
     # 4 clients over child with 15% latent: a good skeleton, far from a guess
     assert metrics["f1_edge"] > 0.6
     assert metrics["n_variables"] == 17  # 20 variables, 3 latent
+    for client in ("client-1", "client-4"):  # each site alone beside the federation
+        assert 0.0 <= metrics[f"alone_f1_edge_{client}"] <= 1.0
+        assert 0.0 <= metrics[f"federated_f1_edge_{client}"] <= 1.0
+    assert 0 <= metrics["sites_ahead_of_federation"] <= 4
     assert (out / "fedcdnv_graph.png").stat().st_size > 20_000
     history = json.loads((out / "history.json").read_text())
     assert [h["round"] for h in history] == [1, 2]
@@ -206,3 +210,28 @@ def test_site_test_reports_become_metrics_and_a_warning_when_all_were_skipped():
     with pytest.warns(FedstructWarning, match=r"site 'h2': all 6 CI tests were skipped") as seen:
         warn_skipped(tests)
     assert len(seen) == 1
+
+
+def test_a_site_that_beats_the_federation_is_scored_and_named():
+    """Issue 49: a federation scored below its largest site alone (the merge dropped true
+    edges that site had found); each site's own adjacency F1 now stands beside the
+    federation's on the same variables, and the site ahead is named in a warning."""
+    from fedstruct.errors import FedstructWarning
+    from fedstruct.experiments.fedcdnv.run import site_scores, warn_sites_ahead
+    from fedstruct.graphs import Graph
+
+    names = ("a", "b", "c", "d")
+    truth = Graph.from_edges(names, [("a", "b"), ("b", "c"), ("c", "d")])
+    fed = Graph.from_edges(names, [("a", "b"), ("c", "d")])  # b - c dropped by the merge
+    local = {
+        "big": Graph.from_edges(("a", "b", "c"), [("a", "b"), ("b", "c")]),  # right
+        "small": Graph.from_edges(("c", "d"), [("c", "d")]),
+    }
+    scores = site_scores(truth, fed, local)
+    assert scores["alone_f1_edge_big"] == 1.0
+    assert scores["federated_f1_edge_big"] == pytest.approx(2 / 3)  # 1 of 2 true edges
+    assert scores["alone_f1_edge_small"] == scores["federated_f1_edge_small"] == 1.0
+    assert scores["sites_ahead_of_federation"] == 1.0
+    with pytest.warns(FedstructWarning, match=r"site 'big' alone scores adjacency F1 1\.000") as w:
+        warn_sites_ahead(scores)
+    assert len(w) == 1  # 'small' ties the federation: no warning

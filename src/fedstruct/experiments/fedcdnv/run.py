@@ -39,10 +39,18 @@ from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.experiments.source import SiteFiles, Source
 from fedstruct.graphs import Graph
-from fedstruct.graphs.metrics import edge_type_counts, site_agreement
+from fedstruct.graphs.metrics import edge_scores, edge_type_counts, site_agreement
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
 
-__all__ = ["central_reference", "method", "run_fedcdnv", "score", "test_metrics"]
+__all__ = [
+    "central_reference",
+    "method",
+    "run_fedcdnv",
+    "score",
+    "site_scores",
+    "test_metrics",
+    "warn_sites_ahead",
+]
 
 
 def method(s: FedCDnvRun, source: Source) -> FedCDnv:
@@ -108,6 +116,7 @@ def run_fedcdnv(
     metrics["n_definite"] = float(len(causal) + len(noncausal))
     metrics["n_variables"] = float(len(model.names_))
     metrics["tests"] = float(sum(h.get("tests", 0.0) for h in model.history_))
+    metrics.update(_site_metrics(model, truth, fed, warn=False))
     metrics.update(_bootstrap_metrics(model, truth))
     if s.reference and ctx.backend.needs_client_data:  # a deployment's server has none
         central = central_reference(s, source.clients(), source)
@@ -201,6 +210,7 @@ def _on_files(
     if truth is not None:
         truth, fed = aligned(truth, model.graph_)
         metrics.update(score(truth, fed, definite))
+        metrics.update(_site_metrics(model, truth, fed))
         figures.append(
             plot_graph_comparison(
                 truth, fed, ctx.out / "fedcdnv_graph.png", title=f"{s.strategy} on your sites"
@@ -208,6 +218,66 @@ def _on_files(
         )
     metrics.update(_bootstrap_metrics(model, truth))
     return RunOutcome(metrics, [dict(h) for h in model.history_], figures)
+
+
+def site_scores(truth: Graph, fed: Graph, local: Mapping[str, Graph]) -> dict[str, float]:
+    """Each site's own PAG beside the federation's, on that site's variables: the
+    adjacency F1 against ``truth`` of the site's PAG (``alone_f1_edge_<site>``) and of
+    FedG restricted to the same variables (``federated_f1_edge_<site>``), and how many
+    sites the federation trails there (``sites_ahead_of_federation``). The truth is
+    restricted to the site's variables for both (variables the truth lacks are left
+    out), so the two numbers compare the same pairs."""
+    out: dict[str, float] = {}
+    ahead = 0
+    for site, own in local.items():
+        names = [v for v in own.names if v in truth.names and v in fed.names]
+        if len(names) < 2:
+            continue
+        reference = truth.restrict(names)
+        alone = edge_scores(reference, own.restrict(names)).f1
+        federated = edge_scores(reference, fed.restrict(names)).f1
+        out[f"alone_f1_edge_{site}"] = alone
+        out[f"federated_f1_edge_{site}"] = federated
+        ahead += alone > federated
+    if out:
+        out["sites_ahead_of_federation"] = float(ahead)
+    return out
+
+
+def warn_sites_ahead(scores: Mapping[str, float]) -> None:
+    """A :class:`~fedstruct.errors.FedstructWarning` for each site whose own PAG scores
+    a higher adjacency F1 than the federation on its variables (:func:`site_scores`):
+    on those pairs the merge kept the wrong side of a disagreement (docs/fedcdnv.md,
+    "When a site alone beats the federation")."""
+    for key, alone in scores.items():
+        if not key.startswith("alone_f1_edge_"):
+            continue
+        site = key.removeprefix("alone_f1_edge_")
+        federated = scores[f"federated_f1_edge_{site}"]
+        if alone > federated:
+            warnings.warn(
+                f"site {site!r} alone scores adjacency F1 {alone:.3f} on its variables, the "
+                f"federation {federated:.3f} on the same pairs: where the sites disagreed, "
+                "the merge kept the wrong side there (other sites outvoted it, or its edges "
+                "were put down to variables it lacks; docs/fedcdnv.md, 'When a site alone "
+                "beats the federation')",
+                FedstructWarning,
+                stacklevel=2,
+            )
+
+
+def _site_metrics(
+    model: FedCDnv, truth: Graph, fed: Graph, *, warn: bool = True
+) -> dict[str, float]:
+    """:func:`site_scores` (none under secure aggregation, which never shows the server
+    a site's own PAG), and with ``warn`` (a run on a user's files; the paper's
+    settings and their sweeps report the metrics only) :func:`warn_sites_ahead`."""
+    if model.secure_aggregation is not None or not model.local_graphs_:
+        return {}
+    scores = site_scores(truth, fed, model.local_graphs_)
+    if warn:
+        warn_sites_ahead(scores)
+    return scores
 
 
 def _bootstrap_metrics(model: FedCDnv, truth: Graph | None) -> dict[str, float]:

@@ -11,10 +11,12 @@ from fedstruct.fl import Client, Message, handles
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.fl.features import CENTER
 from fedstruct.fl.message import config_entries
+from fedstruct.fl.progress import show_progress
 from fedstruct.methods.fedcd.aggregate import averaged_values, proximity_factor
 from fedstruct.methods.fedcd.config import FedCDConfig
-from fedstruct.methods.fedcd.enco.learner import ENCO
+from fedstruct.methods.fedcd.enco.learner import ENCO, GRAPH_STAGE, MODEL_STAGE
 from fedstruct.methods.fedcd.learner import Beliefs, InterventionalData, final_graph
+from fedstruct.methods.fedcd.progress import EVERY, EncoPace
 
 __all__ = [
     "BIN_COUNTS",
@@ -76,6 +78,11 @@ class FedCDClient(Client):
     binning
         The continuous columns and how they are binned; ``None``: every column is
         categorical or ordinal already.
+    progress
+        Show each fit's ENCO steps on stderr, with the time left
+        (:class:`~fedstruct.methods.fedcd.progress.EncoPace`); a positive number: the
+        fits the run makes in this process (rounds times its sites), for the run's
+        time at this pace. ``0`` (default): silent.
     """
 
     def __init__(
@@ -85,9 +92,11 @@ class FedCDClient(Client):
         config: FedCDConfig,
         seed: int,
         binning: QuantileBinning | None = None,
+        progress: int = 0,
     ) -> None:
         super().__init__(data, seed=seed)
         self.config = config
+        self.progress = progress
         self.learner = ENCO(config.enco())
         self.binning = binning if binning is not None and binning.columns else None
         self._cuts: bytes | None = None
@@ -171,7 +180,7 @@ class FedCDClient(Client):
         else:
             prior = Beliefs.uniform(d)
         seed = int(self.rng(msg).integers(2**62))
-        beliefs = self.learner.fit(local, prior, self.config.epochs_per_round, seed)
+        beliefs = self._learn(local, prior, seed, msg.config.get("round"))
         if msg.config.get(SUMS):
             return self._summable(beliefs)
         return Message(
@@ -187,6 +196,18 @@ class FedCDClient(Client):
                 "loss": self.learner.last_loss_,
             },
         )
+
+    def _learn(self, local: InterventionalData, prior: Beliefs, seed: int, rnd: object) -> Beliefs:
+        """ENCO's epochs of this round, showing its steps when asked (``progress``)."""
+        epochs = self.config.epochs_per_round
+        if not self.progress:
+            return self.learner.fit(local, prior, epochs, seed)
+        enco = self.config.enco()
+        total = epochs * (enco.model_steps + enco.graph_steps)
+        label = f"{self.name}: ENCO" + (f", round {rnd}" if isinstance(rnd, int) else "")
+        with show_progress(label, total, unit="steps", every=EVERY) as bar:
+            pace = EncoPace(bar, enco, epochs, (MODEL_STAGE, GRAPH_STAGE), self.progress)
+            return self.learner.fit(local, prior, epochs, seed, tick=pace.tick)
 
     def _summable(self, beliefs: Beliefs) -> Message:
         """The FIT reply of a secure sum: ``n σ(γ)``, ``n σ(θ)`` (the vote's summands,

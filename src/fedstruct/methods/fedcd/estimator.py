@@ -127,9 +127,22 @@ class FedCD(
         self.binning = binning if binning.columns else None
         self._given(continuous=tuple(continuous), bins=bins, bin_grid=bin_grid)
 
+    def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCD:
+        """Run the federation (:meth:`~fedstruct.fl.estimator.FederatedEstimator.fit`);
+        with ``progress=True`` each in-process client also shows its ENCO steps and the
+        time left of its round (:class:`~fedstruct.methods.fedcd.progress.EncoPace`):
+        a round's first epoch can run for many minutes."""
+        shown = bool(run_options.get("progress", False))
+        self._progress = len(clients) * self.config.rounds if shown else 0
+        return super().fit(clients, **run_options)
+
     def make_client(self, data: ClientData) -> FedCDClient:
-        """The client holding ``data`` (with the bins' steps for continuous columns)."""
-        return FedCDClient(data, config=self.config, seed=self.seed, binning=self.binning)
+        """The client holding ``data`` (with the bins' steps for continuous columns;
+        showing its ENCO steps when the run shows progress)."""
+        progress = getattr(self, "_progress", 0)
+        return FedCDClient(
+            data, config=self.config, seed=self.seed, binning=self.binning, progress=progress
+        )
 
     def make_server(self) -> FedCDServer:
         """A fresh server (with the bins' exchange for continuous columns)."""

@@ -4,8 +4,10 @@ receives the released global model and personalises it (stitching, §2.4). With
 released model against its own on them when the release arrives.
 
 Nothing it sends is a row: variable names and kinds, per-variable aggregates (count,
-mean, squared deviations; category codes and counts; ordinal levels), a graph over
-the common variables, and model weights with per-column residual deviations.
+mean, squared deviations; category codes and counts; ordinal levels), its numeric
+columns' pairwise counts and sums of products of deviations (what a covariance matrix
+is made of: :mod:`~fedstruct.methods.fedngm.moments`), a graph over the common
+variables, and model weights with per-column residual deviations.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.metrics import global_own_ratio
 from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
+from fedstruct.methods.fedngm.moments import NAMES, PAIRS, PRODUCTS, site_comoments
 from fedstruct.methods.fedngm.schema import (
     KINDS,
     Schema,
@@ -150,6 +153,10 @@ class FedNGMClient(Client):
         self.held_out_incomplete = len(held_rows) - len(self.held_out)
         summary = summarise(self.train.rows, self.kinds)
         self._describe_arrays, self._describe_config = summary_arrays(summary)
+        numeric, pairs, products = site_comoments(self.train.rows, self.kinds)
+        if len(numeric) >= 2:  # the sites' pooled correlations (a check on queries)
+            self._describe_arrays.update({PAIRS: pairs, PRODUCTS: products})
+            self._describe_config[NAMES] = numeric
         self.describe_bound = (
             sum(a.size for a in self._describe_arrays.values())
             + sum(config_entries(v) for v in self._describe_config.values())

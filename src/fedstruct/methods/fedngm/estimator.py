@@ -20,6 +20,7 @@ from fedstruct.errors import (
     KnowledgeError,
     PrivacyViolationError,
     UnknownVariableError,
+    unknown_choice_message,
 )
 from fedstruct.fl import FederatedEstimator, Participation
 from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
@@ -27,9 +28,10 @@ from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.undirected import dependency_graph
 from fedstruct.methods.fedngm.client import FedNGMClient
-from fedstruct.methods.fedngm.config import FedNGMConfig
+from fedstruct.methods.fedngm.config import INFERENCE_METHODS, FedNGMConfig
 from fedstruct.methods.fedngm.metrics import prediction_metrics
 from fedstruct.methods.fedngm.model import NGM, isolated_message
+from fedstruct.methods.fedngm.moments import PooledCorrelation
 from fedstruct.methods.fedngm.schema import KINDS, Schema
 from fedstruct.methods.fedngm.server import FedNGMServer, FedNGMState
 
@@ -77,6 +79,10 @@ class FedNGM(
         The common variables and their shared encoding.
     client_models_ : dict
         Client name -> the NGM it trained and sent.
+    correlation_ : PooledCorrelation or None
+        The sites' pooled correlations of the common numeric variables (their
+        co-moments, sent in round 1: :mod:`~fedstruct.methods.fedngm.moments`), the
+        check ``fedstruct query`` holds an answer against; ``None`` with fewer than two.
     site_scores_ : dict
         Client name -> what it answered with the release when ``test_fraction > 0``:
         ``held_out`` (rows kept out) and ``global_own_ratio`` (the global model's
@@ -163,6 +169,7 @@ class FedNGM(
         self.client_models_ = state.client_models
         self.site_scores_ = state.site_scores
         self.schema_ = state.schema
+        self.correlation_ = state.correlation
         if state.refused:
             raise PrivacyViolationError(state.refused)
         self.model_ = state.global_model
@@ -211,18 +218,33 @@ class FedNGM(
             )
         chosen = check_targets(targets or absent, model.names)
         states, probabilities = {}, {}
+        how = self.inference_options()
         for target in chosen:
             spec = model.schema.spec(target)
             if spec.is_categorical:
-                p = model.predict_proba(rows, target)
+                p = model.predict_proba(rows, target, **how)
                 probabilities[target] = pd.DataFrame(p, index=rows.index, columns=spec.categories)
                 states[target] = np.asarray(spec.categories)[p.argmax(axis=1)]
             else:
-                states[target] = model.predict(rows, target)
+                states[target] = model.predict(rows, target, **how)
         notes = tuple(m for m in (isolated_message(model, t) for t in chosen) if m)
         for note in notes:
             warnings.warn(note, FedstructWarning, stacklevel=2)
         return Prediction(pd.DataFrame(states, index=rows.index), probabilities, notes)
+
+    def inference_options(self, method: str | None = None) -> dict[str, Any]:
+        """The inference options of :meth:`NGM.predict` for this run: ``method``
+        (default: the ``inference`` setting) and the ``inference_steps`` setting.
+
+        Raises
+        ------
+        ConfigError
+            For a method that is not one of ``"message"``, ``"gradient"``.
+        """
+        chosen = self.config.inference if method is None else method
+        if chosen not in INFERENCE_METHODS:
+            raise ConfigError(unknown_choice_message("inference", chosen, INFERENCE_METHODS))
+        return {"method": chosen, "steps": self.config.inference_steps}
 
     def evaluate(
         self, X: pd.DataFrame, y: Any = None, *, target: str | None = None
@@ -301,6 +323,7 @@ class FedNGM(
                 key: {"schema": m.schema.to_json(), "n_rows": m.n_rows} for key, m in models.items()
             },
             "site_scores": self.site_scores_,
+            "correlation": None if self.correlation_ is None else self.correlation_.to_json(),
         }
 
     def restore(self, arrays: Mapping[str, NDArray[Any]], meta: Mapping[str, Any]) -> None:
@@ -314,6 +337,8 @@ class FedNGM(
 
         self.schema_ = None if meta["schema"] is None else Schema.from_json(meta["schema"])
         self.site_scores_ = dict(meta.get("site_scores", {}))
+        saved = meta.get("correlation")  # absent from a model saved before issue 49
+        self.correlation_ = None if saved is None else PooledCorrelation.from_json(saved)
         self.client_models_ = {
             key.removeprefix("client."): model(key)
             for key in meta["models"]

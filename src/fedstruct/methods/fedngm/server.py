@@ -9,7 +9,9 @@ global model goes to the clients (with ``test_fraction``, each client also gets 
 own model back and answers with its held-out score of the global model against it:
 ``site_scores``). With background knowledge (``knowledge``) the merged graph also
 holds every required pair among the common variables (:func:`merge_graphs`).
-NGR variant (§2.5): no graph round; clients and
+The describe round also pools the clients' co-moments of their numeric columns into
+correlations (:mod:`~fedstruct.methods.fedngm.moments`), saved with the model as a
+check on its queries. NGR variant (§2.5): no graph round; clients and
 master train NGRs (eq. 5). Release threshold (§2.6): the merged graph and the global
 model are released only when built from at least ``T`` clients; otherwise the run
 ends without a global model.
@@ -36,8 +38,20 @@ from fedstruct.methods.fedngm.client import (
 )
 from fedstruct.methods.fedngm.config import FedNGMConfig
 from fedstruct.methods.fedngm.model import NGM, fit_ngm
+from fedstruct.methods.fedngm.moments import (
+    NAMES,
+    PAIRS,
+    PRODUCTS,
+    PooledCorrelation,
+    pool_comoments,
+)
 from fedstruct.methods.fedngm.sampling import colour_classes
-from fedstruct.methods.fedngm.schema import Schema, VariableSpec, pool_summaries
+from fedstruct.methods.fedngm.schema import (
+    CONTINUOUS_KINDS,
+    Schema,
+    VariableSpec,
+    pool_summaries,
+)
 from fedstruct.methods.fedngm.structure import merge_graphs
 from fedstruct.methods.fedngm.train import conditional_targets
 from fedstruct.privacy.release import ReleaseThreshold
@@ -64,9 +78,11 @@ class FedNGMState:
     refused: str = ""
     site_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     history: list[dict] = field(default_factory=list)
+    correlation: PooledCorrelation | None = None
 
 
 checkpoint.register(FedNGMState)
+checkpoint.register(PooledCorrelation)
 checkpoint.register(Schema)
 checkpoint.register(VariableSpec)
 checkpoint.register(
@@ -195,6 +211,14 @@ class FedNGMServer(ServerAlgorithm[FedNGMState]):
             [summaries[k] for k in sorted(summaries)], common, log_skew=self.config.log_skew
         )
         state.schema = schema
+        state.correlation = pool_comoments(
+            [
+                (summaries[grid.node_name(k)], r.config.get(NAMES, ()), r.arrays.get(PAIRS),
+                 r.arrays.get(PRODUCTS))
+                for k, r in sorted(replies.items())
+            ],
+            [v for v in common if schema.spec(v).kind in CONTINUOUS_KINDS],
+        )  # fmt: skip
         state.history.append({"round": rnd, "phase": "describe", "clients": len(replies),
                               "common": len(common)})  # fmt: skip
         state.phase = "graph" if self.config.variant == "ngm" else "train"

@@ -44,7 +44,11 @@ from fedstruct.methods.fedcd.enco.networks import ConditionalNetworks
 from fedstruct.methods.fedcd.knowledge import FixedEdges
 from fedstruct.methods.fedcd.learner import NO_SELF_LOOP, Beliefs, InterventionalData
 
-__all__ = ["ENCO", "ENCOConfig"]
+__all__ = ["ENCO", "GRAPH_STAGE", "MODEL_STAGE", "ENCOConfig"]
+
+#: The two stages of an epoch, as :meth:`ENCO.fit`'s ``tick`` names them.
+MODEL_STAGE = "distribution fitting"
+GRAPH_STAGE = "graph fitting"
 
 
 class ENCO:
@@ -67,6 +71,7 @@ class ENCO:
         epochs: int,
         seed: int,
         progress: Callable[[int, Beliefs], None] | None = None,
+        tick: Callable[[str], None] | None = None,
     ) -> Beliefs:
         """Run ``epochs`` of ENCO from ``prior``; return the learned ``(γ, θ)``.
 
@@ -74,6 +79,10 @@ class ENCO:
         ----------
         progress
             Called after each epoch with its number and the current beliefs.
+        tick
+            Called after each step with its stage, :data:`MODEL_STAGE` or
+            :data:`GRAPH_STAGE` (a progress line:
+            :class:`~fedstruct.methods.fedcd.progress.EncoPace`).
         """
         cfg = self.config
         d = len(data.names)
@@ -141,12 +150,16 @@ class ENCO:
                 for _ in range(cfg.model_steps):
                     steps.feed(rows=obs[next(obs_batches)])
                     fit_model()
+                    if tick is not None:
+                        tick(MODEL_STAGE)
                 for _ in range(cfg.graph_steps):
                     t = next(targets)
                     pool = inter[t]
                     take = _randperm(len(pool), draws)[: cfg.batch_size]
                     steps.feed(batch=pool[take], target=one_hot[t])
                     fit_graph()
+                    if tick is not None:
+                        tick(GRAPH_STAGE)
                 if progress is not None:
                     progress(epoch, _beliefs(gamma, theta))
             if steps.loss is not None:  # the one copy to the host, after the epochs
