@@ -343,6 +343,16 @@ def show(
     picture: Annotated[
         Path | None, typer.Option(help="Where to draw it [default: FOLDER/GRAPH.png].")
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write instead one self-contained HTML page to explore the graph: search, "
+            "neighbourhoods, filters (docs/cli.md)."
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the --html page if it exists.")
+    ] = False,
 ) -> None:
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
     from fedstruct.experiments.artifacts import graph_title
@@ -354,6 +364,12 @@ def show(
     unfinished = unfinished_run(folder)
     if unfinished is not None:
         out_console.print(unfinished, highlight=False, soft_wrap=True)
+        return
+    if html is not None:
+        from fedstruct.experiments.graph_page import write_run_page
+
+        page = write_run_page(folder, graph, html, overwrite=overwrite)
+        out_console.print(f"page: [bold]{page}[/]")
         return
     model = load(folder)
     if not saved_graphs(folder):
