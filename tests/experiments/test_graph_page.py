@@ -216,6 +216,7 @@ def page_state(page: Path, fragment: str, scratch: Path) -> dict:
     assert found is not None, done.stderr[-2000:]
     state = json.loads(html.unescape(found.group(1)))
     assert state["ready"] is True and state["errors"] == state["warnings"] == [], state
+    state["dom"] = done.stdout
     return state
 
 
@@ -258,6 +259,10 @@ def test_a_run_s_page_loads_and_a_search_draws_the_neighbourhood(run, tmp_path):
     overview = page_state(page, "", tmp_path)
     assert overview["view"] == "whole" and overview["nodes"] == len(data["names"])
     assert overview["edges"] == len(data["edges"])
+    legend = re.search(r'<dl class="marks" id="meanings">(.*?)</dl>', overview["dom"], re.S)
+    assert legend is not None
+    for kind in data["kinds"]:  # each mark present, with what it claims
+        assert html.escape(kind["meaning"], quote=False) in legend.group(1)
     degree = np.bincount([i for e in data["edges"] for i in (e["a"], e["b"])])
     centre = data["names"][int(np.argmax(degree))]
     state = page_state(page, f"search={quote(centre)}&depth=1", tmp_path)

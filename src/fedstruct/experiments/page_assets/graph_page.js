@@ -350,8 +350,10 @@
     var kind = kindOf[e.m];
     var A = names[e.a];
     var B = names[e.b];
-    var meaning = kind.meaning.replace(/\bA\b/g, "\u0000A").replace(/\bB\b/g, "\u0000B")
-      .replace(/\u0000A/g, A).replace(/\u0000B/g, B);
+    // "A" and "B" of the meaning become the names (a function: a name is taken as it is).
+    var meaning = kind.meaning.replace(/\b[AB]\b/g, function (end) {
+      return end === "A" ? A : B;
+    });
     var parts = [el("p", {}, [el("span", { "class": "swatch" + (kind.dashed ? " dashed" : ""),
       style: "border-color:" + kind.color }), kind.name]), el("p", { text: meaning })];
     if (e.f !== null) {
