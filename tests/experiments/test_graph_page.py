@@ -33,7 +33,7 @@ from fedstruct.experiments.graph_page import (
     write_graph_page,
 )
 from fedstruct.experiments.runs import execute
-from fedstruct.graphs import Graph, dag_to_pag, random_dag
+from fedstruct.graphs import ARROW, Edge, Graph, dag_to_pag, random_dag
 from fedstruct.graphs.frequencies import EdgeFrequencies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +88,12 @@ def test_each_edge_is_read_as_the_picture_reads_it_with_its_numbers():
     assert [k["token"] for k in data["kinds"]] == ["<->", "o->", "o-o"]
     assert data["kinds"][0]["meaning"] == MARK_MEANINGS["<->"]
     assert data["replicates"] == 4 and data["sites"] == 2 and data["clusters"] == []
+
+
+def test_names_with_spaces_and_marks_in_them_keep_their_edges_marks():
+    graph = Graph.from_edges(["a b", "c o-> d"], [Edge("a b", "c o-> d", ARROW, ARROW)])
+    (edge,) = page_data(graph, title="t")["edges"]
+    assert edge["m"] == "<->"
 
 
 def test_without_frequencies_the_method_s_weights_are_offered():

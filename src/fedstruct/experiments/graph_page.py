@@ -81,8 +81,8 @@ _PLACEHOLDER = re.compile(r"\{\{(TITLE|CYTOSCAPE_VERSION|CYTOSCAPE|PAGE_SCRIPT|D
 
 
 def _token(edge: Edge) -> str:
-    """The edge's three-character marks, e.g. ``"o->"``."""
-    return str(edge).split(" ")[-2]
+    """The edge's three-character marks, e.g. ``"o->"`` (whatever its variables' names)."""
+    return str(Edge("A", "B", edge.mark_a, edge.mark_b)).split()[1]
 
 
 def page_data(
