@@ -54,6 +54,7 @@
     return node;
   }
   function fmt(x) { return (Math.round(x * 1000) / 1000).toString(); }
+  function runs(share) { return String(Math.round(share * D.replicates)); }
 
   // --------------------------------------------------------------------- filters
   var filter = { marks: {}, minFreq: 0, minAgree: 0, minWeight: 0 };
@@ -133,6 +134,15 @@
     });
     return elements;
   }
+  function fitView() {
+    // The variables fill the view (edges lie between them), a small graph at most at 1.5x.
+    cy.fit(cy.nodes(), 30);
+    if (cy.zoom() > 1.5) {
+      cy.zoom(1.5);
+      cy.center(cy.nodes());
+    }
+  }
+
   function draw(elements, layout) {
     clock.draw = Math.round(performance.now());
     cy.batch(function () {
@@ -142,7 +152,7 @@
     clock.added = Math.round(performance.now());
     cy.layout(layout).run();
     clock.laid = Math.round(performance.now());
-    cy.fit(cy.nodes(), 30);
+    fitView();
     clock.fit = Math.round(performance.now());
     state.nodes = cy.nodes().length;
     state.edges = cy.edges().length;
@@ -206,7 +216,7 @@
     var deepest = 0;
     dist.forEach(function (d) { deepest = Math.max(deepest, d); });
     draw(elements, { name: "concentric", animate: false, fit: false, avoidOverlap: true,
-      minNodeSpacing: 14, levelWidth: function () { return 1; },
+      minNodeSpacing: 60, levelWidth: function () { return 1; },
       concentric: function (n) { return deepest + 1 - n.data("dist"); } });
     Object.assign(state, { view: "neighbourhood", selected: names[centre], cluster: null,
       depth: depth, hidden: induced.hidden });
@@ -320,7 +330,7 @@
   }
   function edgeNumbers(e) {
     var parts = [];
-    if (e.f !== null) { parts.push("in " + fmt(e.f) + " of " + D.replicates + " runs"); }
+    if (e.f !== null) { parts.push("in " + runs(e.f) + " of " + D.replicates + " runs"); }
     if (e.s !== null) { parts.push(e.s[0] + "/" + e.s[1] + " sites"); }
     if (e.w !== null) { parts.push("confidence " + fmt(e.w)); }
     return parts.length ? " (" + parts.join(", ") + ")" : "";
@@ -358,7 +368,7 @@
       style: "border-color:" + kind.color }), kind.name]), el("p", { text: meaning })];
     if (e.f !== null) {
       var shares = Object.keys(e.p || {}).map(function (p) { return p + " " + fmt(e.p[p]); });
-      parts.push(el("p", { text: "Adjacent in " + fmt(e.f) + " of " + D.replicates +
+      parts.push(el("p", { text: "Adjacent in " + runs(e.f) + " of the " + D.replicates +
         " resampled runs" + (shares.length ? "; marks " + shares.join(", ") : "") + "." }));
     }
     if (e.s !== null) {
@@ -582,7 +592,7 @@
 
   function refit() {
     cy.resize();
-    cy.fit(cy.nodes(), 30);
+    fitView();
   }
   window.addEventListener("load", refit);
   window.addEventListener("resize", refit);
