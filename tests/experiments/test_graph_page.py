@@ -226,9 +226,17 @@ def page_state(page: Path, fragment: str, scratch: Path) -> dict:
     return state
 
 
-def expected(data: dict, centre: str, depth: int, **least) -> tuple[set[str], int]:
+#: More passing edges than this within the rings of a neighbourhood are left out.
+RING_EDGES = 400
+
+
+def expected(
+    data: dict, centre: str, depth: int, rings: bool = False, **least
+) -> tuple[set[str], int]:
     """The variables within ``depth`` of ``centre`` over the edges that pass the filters,
-    and the passing edges among them: a breadth-first search in Python."""
+    and the passing edges drawn among them (all, or without those between variables at
+    the same distance when there are more than RING_EDGES and ``rings`` is not asked
+    for): a breadth-first search in Python."""
     marks = least.get("marks")
     names = data["names"]
     kept = nx.Graph()
@@ -242,7 +250,10 @@ def expected(data: dict, centre: str, depth: int, **least) -> tuple[set[str], in
             continue
         kept.add_edge(e["a"], e["b"])
     reached = nx.single_source_shortest_path_length(kept, names.index(centre), cutoff=depth)
-    return {names[i] for i in reached}, kept.subgraph(reached).number_of_edges()
+    among = list(kept.subgraph(reached).edges())
+    chords = [(a, b) for a, b in among if reached[a] == reached[b]]
+    drawn = len(among) - (len(chords) if len(chords) > RING_EDGES and not rings else 0)
+    return {names[i] for i in reached}, drawn
 
 
 def _rich_pag() -> tuple[Graph, EdgeFrequencies, dict[str, Graph]]:
@@ -306,3 +317,21 @@ def test_filters_clusters_and_partial_names_on_a_large_page(tmp_path):
     several = page_state(page, "search=9", tmp_path)  # part of X9, X19, X90, ...
     assert several["selected"] is None and "X9" in several["matches"]
     assert len(several["matches"]) > 1 and several["view"] == "clusters"
+
+
+@needs_browser
+def test_a_dense_ring_of_neighbours_is_drawn_on_request(tmp_path):
+    """A hub whose 40 neighbours are all adjacent: the 780 edges among them are left out
+    (the 40 from the hub drawn) until asked for (``rings=1``, or the status line's button)."""
+    ring = [f"n{i}" for i in range(40)]
+    edges = [f"hub o-> {n}" for n in ring]
+    edges += [f"{a} <-> {b}" for i, a in enumerate(ring) for b in ring[i + 1 :]]
+    page = write_graph_page(Graph.from_edges(["hub", *ring], edges), tmp_path / "d.html",
+                            title="dense")  # fmt: skip
+    data = _embedded(page.read_text(encoding="utf-8"))
+    state = page_state(page, "search=hub&depth=1", tmp_path)
+    assert (state["nodes"], state["edges"], state["left_out"]) == (41, 40, 780)
+    assert expected(data, "hub", 1) == ({"hub", *ring}, 40)
+    asked = page_state(page, "search=hub&depth=1&rings=1", tmp_path)
+    assert (asked["edges"], asked["left_out"]) == (820, 0)
+    assert expected(data, "hub", 1, rings=True)[1] == 820

@@ -20,9 +20,11 @@ can
   2008, AIJ 172).
 
 The page reads an optional fragment ``#search=NAME&depth=2&marks=-->,o->&minfreq=0.5
-&minagree=0.5&minweight=0.5&cluster=C3`` and writes what it shows into
+&minagree=0.5&minweight=0.5&rings=1&cluster=C3`` and writes what it shows into
 ``<pre id="page-state">`` as JSON (``ready``, ``view``, ``selected``, ``cluster``,
-``depth``, ``nodes``, ``edges``, ``hidden``, ``matches``; ``errors`` and ``warnings``:
+``depth``, ``nodes``, ``edges``, ``hidden`` by the filters, ``left_out``: the edges
+within the rings of a neighbourhood left out, more than 400 and ``rings`` not asked
+for, ``matches``; ``errors`` and ``warnings``:
 uncaught errors and what the scripts wrote to the console; ``ms``: when the first view
 was laid out, and ``clock``: when each step ended, ``painted`` the first frame drawn,
 in ms since the navigation began): a headless browser's ``--dump-dom`` reads it back

@@ -29,7 +29,8 @@
   // ------------------------------------------------------------------ page state
   var state = {
     ready: false, view: null, selected: null, cluster: null, depth: 1,
-    nodes: 0, edges: 0, hidden: 0, matches: [], errors: [], warnings: [], ms: null,
+    nodes: 0, edges: 0, hidden: 0, left_out: 0, matches: [], errors: [], warnings: [],
+    ms: null,
     clock: clock
   };
   var stateEl = document.getElementById("page-state");
@@ -203,26 +204,43 @@
     return dist;
   }
 
+  // More passing edges than this between variables at the same distance from the centre
+  // (a ring's chords, e.g. neighbours that are all adjacent) are left out unless asked
+  // for: the edges from ring to ring, which the search followed, are always drawn.
+  var RING_EDGES = 400;
+  var ringsAsked = false;
+
   function showNeighbourhood(centre, depth) {
     current = function () { showNeighbourhood(centre, depth); };
     var dist = neighbourhood(centre, depth);
     var members = Array.from(dist.keys());
     var induced = inducedEdges(members);
+    var chord = function (k) { return dist.get(edges[k].a) === dist.get(edges[k].b); };
+    var chords = induced.shown.filter(chord).length;
+    var leftOut = chords > RING_EDGES && !ringsAsked ? chords : 0;
+    var drawn = leftOut ? induced.shown.filter(function (k) { return !chord(k); }) :
+      induced.shown;
     var elements = members.map(function (i) {
       var node = variableNode(i, { dist: dist.get(i) });
       if (i === centre) { node.classes = "centre"; }
       return node;
-    }).concat(induced.shown.map(edgeElement));
+    }).concat(drawn.map(edgeElement));
     var deepest = 0;
     dist.forEach(function (d) { deepest = Math.max(deepest, d); });
     draw(elements, { name: "concentric", animate: false, fit: false, avoidOverlap: true,
       minNodeSpacing: 60, levelWidth: function () { return 1; },
       concentric: function (n) { return deepest + 1 - n.data("dist"); } });
     Object.assign(state, { view: "neighbourhood", selected: names[centre], cluster: null,
-      depth: depth, hidden: induced.hidden });
+      depth: depth, hidden: induced.hidden, left_out: leftOut });
     status("Neighbourhood of " + names[centre] + " to depth " + depth + ": " +
       state.nodes + " variables, " + state.edges + " edges" + hiddenNote(induced.hidden) +
-      ". Click a variable to centre on it, an edge to read it.");
+      ". Click a variable to centre on it, an edge to read it.", leftOut ? [
+      " The " + leftOut + " edges between variables at the same distance are not drawn " +
+      "(too many to read; their variables' lists have them): ",
+      el("button", { "class": "link", text: "draw them", onclick: function () {
+        ringsAsked = true;
+        redraw();
+      } })] : []);
     variableDetails(centre);
     cy.$("#v" + centre).select();
   }
@@ -235,7 +253,7 @@
       .concat(induced.shown.map(edgeElement));
     draw(onCircle(elements), FORCE);
     Object.assign(state, { view: "cluster", selected: null, cluster: D.clusters[k].label,
-      hidden: induced.hidden });
+      hidden: induced.hidden, left_out: 0 });
     status("Cluster " + D.clusters[k].title + ": " + state.nodes + " variables, " +
       state.edges + " edges inside" + hiddenNote(induced.hidden) + " (" +
       linkedCount(k) + " edges to other clusters, listed on the right).");
@@ -250,7 +268,7 @@
       .concat(induced.shown.map(edgeElement));
     draw(onCircle(elements), FORCE);
     Object.assign(state, { view: "whole", selected: null, cluster: null,
-      hidden: induced.hidden });
+      hidden: induced.hidden, left_out: 0 });
     status("The whole graph: " + state.nodes + " variables, " + state.edges + " edges" +
       hiddenNote(induced.hidden) + ". Find a variable to see its neighbourhood.");
     summaryDetails();
@@ -289,7 +307,8 @@
         tf: "filled", width: 1 + Math.log2(count) } });
     });
     draw(onCircle(elements), FORCE_MAP);
-    Object.assign(state, { view: "clusters", selected: null, cluster: null, hidden: 0 });
+    Object.assign(state, { view: "clusters", selected: null, cluster: null, hidden: 0,
+      left_out: 0 });
     status("Map of " + D.clusters.length + " clusters (" + N + " variables" +
       (D.isolated && D.isolated.length ? ", " + D.isolated.length + " without edges" : "") +
       "); a link's number counts the edges between two clusters (" + links +
@@ -307,7 +326,13 @@
     D.links.forEach(function (l) { if (l[0] === k || l[1] === k) { total += l[2]; } });
     return total;
   }
-  function status(text) { $("status").textContent = text; }
+  function status(text, more) {
+    var line = $("status");
+    line.textContent = text;
+    (more || []).forEach(function (part) {
+      line.appendChild(typeof part === "string" ? document.createTextNode(part) : part);
+    });
+  }
 
   // --------------------------------------------------------------- detail panel
   function nameButton(i) {
@@ -570,6 +595,7 @@
         $(f[2] + "-out").textContent = fields[f[0]];
       }
     });
+    if (fields.rings !== undefined) { ringsAsked = fields.rings === "1"; }
     var depth = Math.max(1, Math.min(5, Math.floor(Number(fields.depth || 1)) || 1));
     state.depth = depth;
     $("depth").value = String(depth);
