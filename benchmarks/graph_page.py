@@ -13,7 +13,8 @@ medians of
   (``performance.now()``: from the start of the navigation, so parsing the page,
   Cytoscape.js and the graph's JSON, the search, the layout), and
 - ``browser s``: the wall time of the whole chromium process, its start-up and exit
-  included (an upper bound on what a reader waits for);
+  included (an upper bound on what a reader waits for), and ``CPU s``: the CPU time
+  of all its processes (less sensitive to a busy machine than the wall times);
 
 and the size of the page and what it drew.
 """
@@ -24,6 +25,7 @@ import argparse
 import html
 import json
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,8 +42,9 @@ from fedstruct.experiments.graph_page import write_graph_page
 from fedstruct.graphs import Graph, dag_to_pag
 
 
-def open_page(chromium: str, url: str, scratch: Path) -> tuple[dict, float]:
-    """The page's state and the browser's wall seconds for one visit of ``url``."""
+def open_page(chromium: str, url: str, scratch: Path) -> tuple[dict, float, float]:
+    """The page's state, the browser's wall and CPU seconds for one visit of ``url``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     env = {"HOME": str(scratch), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
@@ -50,13 +53,15 @@ def open_page(chromium: str, url: str, scratch: Path) -> tuple[dict, float]:
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     found = re.search(r'<pre id="page-state">(.*?)</pre>', done.stdout, re.S)
     if found is None:
         sys.exit(f"no page state in chromium's output: {done.stderr[-500:]}")
     state = json.loads(html.unescape(found.group(1)))
     if state["errors"] or state["warnings"] or not state["ready"]:
         sys.exit(f"the page failed: {state}")
-    return state, seconds
+    return state, seconds, cpu
 
 
 def measure(chromium: str, graph: Graph, label: str, repeats: int, scratch: Path) -> None:
@@ -75,8 +80,9 @@ def measure(chromium: str, graph: Graph, label: str, repeats: int, scratch: Path
         laid = statistics.median(v[0]["ms"] for v in visits)
         painted = statistics.median(v[0]["clock"].get("painted", float("nan")) for v in visits)
         wall = statistics.median(v[1] for v in visits)
-        print(f"  {view:38s} {laid:8.0f} {painted:11.0f} {wall:10.2f} "
-              f"{state['nodes']:6d} {state['edges']:6d}")  # fmt: skip
+        cpu = statistics.median(v[2] for v in visits)
+        print(f"  {view:38s} {laid:8.0f} {painted:11.0f} {wall:10.2f} {cpu:6.2f} "
+              f"{state['nodes']:6d} {state['edges']:6d} {state['left_out']:8d}")  # fmt: skip
 
 
 def main() -> None:
@@ -95,7 +101,7 @@ def main() -> None:
     pag = dag_to_pag(dag, hidden)
     print(f"(the PAG took {time.perf_counter() - start:.1f} s)")
     print(f"  {'view':38s} {'laid ms':>8s} {'painted ms':>11s} {'browser s':>10s} "
-          f"{'nodes':>6s} {'edges':>6s}")  # fmt: skip
+          f"{'CPU s':>6s} {'nodes':>6s} {'edges':>6s} {'left out':>8s}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fedstruct-page-") as folder:
         measure(chromium, dag, f"{args.network} DAG", args.repeats, Path(folder))
         label = f"{args.network} PAG, {args.latent} variables hidden"
