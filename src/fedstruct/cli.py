@@ -370,9 +370,19 @@ def show(
             "[default: FOLDER/GRAPH.png, the run's own picture]."
         ),
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write instead one self-contained HTML page to explore the graph: search, "
+            "neighbourhoods, filters (docs/cli.md)."
+        ),
+    ] = None,
     overwrite: Annotated[
         bool,
-        typer.Option("--overwrite", help="Replace --picture if it exists (never a run's file)."),
+        typer.Option(
+            "--overwrite",
+            help="Replace the --picture or --html file if it exists (never a run's file).",
+        ),
     ] = False,
 ) -> None:
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
@@ -385,6 +395,12 @@ def show(
     unfinished = unfinished_run(folder)
     if unfinished is not None:
         out_console.print(unfinished, highlight=False, soft_wrap=True)
+        return
+    if html is not None:
+        from fedstruct.experiments.graph_page import write_run_page
+
+        page = write_run_page(folder, graph, html, overwrite=overwrite)
+        out_console.print(f"page: [bold]{page}[/]")
         return
     model = load(folder)
     if not saved_graphs(folder):

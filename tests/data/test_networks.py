@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import pickle
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 from fedstruct.data.bif import bundled_bif_path, parse_bif, read_bif
-from fedstruct.data.discrete import DiscreteNetwork
+from fedstruct.data.discrete import DiscreteNetwork, inverse_cdf, mixed_radix_strides
 from fedstruct.data.networks import list_networks, load_network, network_names
 from fedstruct.data.tiling import tile_network
 from fedstruct.errors import (
@@ -40,6 +41,10 @@ KNOWN = {
     "pathfinder": (109, 195),
     "andes": (223, 338),
     "alarm3": (111, 149),
+    "diabetes": (413, 602),
+    "pigs": (441, 592),
+    "link": (724, 1125),
+    "munin": (1041, 1397),
 }
 
 
@@ -215,7 +220,7 @@ def test_bundled_path_points_into_pgmpy() -> None:
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("name", ["asia", "alarm", "hailfinder"])
+@pytest.mark.parametrize("name", ["asia", "alarm", "hailfinder", "pigs"])
 def test_tables_match_pgmpy_reader(name: str) -> None:
     """Independent oracle: pgmpy's own BIF reader gives the same CPTs."""
     pgmpy_utils = pytest.importorskip("pgmpy.utils")
@@ -241,6 +246,52 @@ def test_sample_frame_layout_and_determinism() -> None:
     assert (a.max() < pd.Series(net.cardinalities)).all() and (a.min() >= 0).all()
     pd.testing.assert_frame_equal(a, net.sample(500, seed=3))
     assert not a.equals(net.sample(500, seed=4))
+
+
+def _digest(frame: pd.DataFrame) -> str:
+    return hashlib.sha256(np.ascontiguousarray(frame.to_numpy(np.int64)).tobytes()).hexdigest()
+
+
+# First 16 hex digits of each sample's codes, pinned before the sampler was made
+# column-major (issue 51): a faster sampler must draw the very same rows for a seed.
+PINNED_SAMPLES = [
+    ("alarm", None, "9b9efd6ff78b2b73"),
+    ("pathfinder", None, "a21670a6f18233e3"),
+    ("child3", None, "4e78fc229624dc46"),
+    ("asia", {"lung": "uniform", "smoke": "yes"}, "3bdb65936f6187d6"),
+]
+
+
+@pytest.mark.parametrize(("name", "interventions", "digest"), PINNED_SAMPLES)
+def test_samples_for_a_seed_never_change(name: str, interventions, digest: str) -> None:
+    data = load_network(name).sample(2000, seed=7, interventions=interventions)
+    assert _digest(data)[:16] == digest
+
+
+def _row_by_row_sample(net: DiscreteNetwork, n: int, seed: int) -> np.ndarray:
+    """The textbook ancestral sampler (Koller & Friedman Alg. 12.1): each variable's CDF
+    row gathered per sample and inverted by :func:`inverse_cdf`, in row-major layout."""
+    u = np.random.default_rng(seed).random((n, net.n_nodes))
+    pos = {v: j for j, v in enumerate(net.names)}
+    codes = np.zeros((n, net.n_nodes), dtype=np.int64)
+    for var in net.graph.topological_order():
+        cpt = net.cpt(var)
+        k = cpt.table.shape[-1]
+        cum = np.cumsum(cpt.table.reshape(-1, k), axis=1)
+        cum[:, -1] = 1.0
+        rows = codes[:, [pos[p] for p in cpt.parents]] @ mixed_radix_strides(cpt.table.shape[:-1])
+        codes[:, pos[var]] = inverse_cdf(cum[rows], u[:, pos[var]])
+    return codes
+
+
+@pytest.mark.parametrize("name", ["munin", "diabetes"])
+def test_large_networks_sample_as_the_row_by_row_sampler(name: str) -> None:
+    """munin and diabetes have variables with up to 21 states and 600-7,056-entry tables."""
+    net = load_network(name)
+    assert max(net.cardinalities.values()) == 21
+    data = net.sample(300, seed=5)
+    assert list(data.columns) == list(net.names)
+    np.testing.assert_array_equal(data.to_numpy(), _row_by_row_sample(net, 300, seed=5))
 
 
 def test_asia_marginals_match_exact_inference() -> None:

@@ -238,6 +238,8 @@ def test_datasets_lists_every_network():
     assert result.exit_code == 0
     for name in ("asia", "sachs", "child3", "alarm3", "hailfinder", "water"):
         assert name in result.output
+    rows = {line.split("│")[1].strip() for line in result.output.splitlines() if "│" in line}
+    assert {"diabetes", "pigs", "link", "munin"} <= rows  # issue 51: the large networks
 
 
 def test_console_script_runs_as_a_subprocess(tmp_path):

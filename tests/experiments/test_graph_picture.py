@@ -15,6 +15,7 @@ from matplotlib.patches import ArrowStyle, FancyArrowPatch
 
 from fedstruct.data import load_network
 from fedstruct.errors import GraphError
+from fedstruct.experiments.graph_clusters import CLUSTER_FROM, graph_clusters
 from fedstruct.experiments.graph_picture import (
     EDGE_KINDS,
     draw_graph,
@@ -317,3 +318,62 @@ def test_fedavg_s_plot_has_no_panel_of_one_point(monkeypatch, tmp_path):
     one = [{"round": 1, "train_loss": 0.5, "client_rmse": 3.0}]
     plots.plot_history(one, ["train_loss", "client_rmse"], tmp_path / "one.png", "t")
     assert [ax.get_title() for ax in kept[1].axes] == ["train loss", "client rmse"]
+
+
+# ------------------------------------------------------------- large graphs
+def _pag120() -> Graph:
+    dag = random_dag("random", 130, seed=5, edges_per_node=1.3)
+    rng = np.random.default_rng(1)
+    return dag_to_pag(dag, [dag.names[i] for i in rng.choice(130, 10, replace=False)])
+
+
+def test_a_large_graph_is_drawn_as_clusters_under_a_map_of_them():
+    """Issue 51: above CLUSTER_FROM variables, one frame per cluster with the edges
+    inside it; the edges between clusters are counted on the map's lines, not drawn."""
+    graph = _pag120()
+    assert graph.n_nodes > CLUSTER_FROM
+    clustering = graph_clusters(graph)
+    where = clustering.cluster_of()
+    inside = {str(edge_kind(e)[1]) for e in graph.edges() if where[e.a] == where[e.b]}
+    assert 0 < len(inside) < graph.n_edges
+    fig = graph_figure(graph, title="PAG")
+    ax = fig.axes[0]
+    assert set(_edge_patches(fig)) == inside
+    frames = [p.get_gid() for p in ax.patches if (p.get_gid() or "").startswith("frame ")]
+    assert frames == [f"frame {c.label}" for c in clustering.clusters]
+    links = {ln.get_gid() for ln in ax.lines if (ln.get_gid() or "").startswith("link ")}
+    labels = [c.label for c in clustering.clusters]
+    assert links == {f"link {labels[i]} {labels[j]}" for i, j in clustering.links}
+    counts = {t.get_text() for t in ax.texts}
+    assert {str(n) for n in clustering.links.values()} <= counts
+    bold = {
+        p.get_gid()[5:]
+        for p in ax.patches
+        if (p.get_gid() or "").startswith("node ") and p.get_linewidth() > 1.5
+    }
+    crossing = {v for e in graph.edges() if where[e.a] != where[e.b] for v in (e.a, e.b)}
+    assert bold == crossing
+    assert "clusters" in ax.get_title() and "bold box" in " ".join(_legend_labels(fig))
+
+
+def test_each_cluster_sits_in_its_own_frame():
+    graph = _pag120()
+    clustering = graph_clusters(graph)
+    groups = [c.names for c in clustering.clusters]
+    layout = graph_layout(graph, groups, [c.title for c in clustering.clusters])
+    assert _boxes_overlap(layout) == []
+    boxes = [f.box for f in layout.frames]
+    for k, (x0, y0, x1, y1) in enumerate(boxes):
+        for name in groups[k]:
+            (x, y), (w, h) = layout.positions[name], layout.sizes[name]
+            assert x0 < x - w / 2 and x + w / 2 < x1 and y0 < y - h / 2 and y + h / 2 < y1
+        for a0, b0, a1, b1 in boxes[k + 1 :]:
+            assert a1 <= x0 or x1 <= a0 or b1 <= y0 or y1 <= b0  # frames do not overlap
+
+
+def test_a_graph_at_the_threshold_is_drawn_whole():
+    graph = _pag60()
+    assert graph.n_nodes <= CLUSTER_FROM
+    fig = graph_figure(graph, title="60")
+    assert not [p for p in fig.axes[0].patches if (p.get_gid() or "").startswith("frame ")]
+    assert len(_edge_patches(fig)) == graph.n_edges

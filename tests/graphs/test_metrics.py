@@ -11,12 +11,14 @@ from fedstruct.graphs.metrics import (
     Scores,
     ancestral_pairs,
     edge_scores,
+    edge_site_votes,
     fdr,
     graph_metrics,
     orientation_scores,
     pair_disagreement,
     relation_fdr,
     shd,
+    site_agreement,
 )
 
 NAMES = ["A", "B", "C", "D"]
@@ -182,3 +184,15 @@ def test_against_causallearn_on_random_graphs():
         assert a.n_correct == arrows.get_arrows_tp()
         assert a.n_pred - a.n_correct == arrows.get_arrows_fp()
         assert a.n_true - a.n_correct == arrows.get_arrows_fn()
+
+
+def test_each_edge_s_site_vote_and_their_mean_agreement():
+    graph = Graph.from_edges(list("abcd"), ["a --> b", "b o-> c", "c <-> d"])
+    one = Graph.from_edges(list("abc"), ["a --> b", "b --> c"])
+    two = Graph.from_edges(list("abc"), ["a o-o b"])  # marks are not compared
+    three = Graph.from_edges(list("cd"), [])
+    votes = edge_site_votes(graph, [one, two, three])
+    assert votes == {("a", "b"): (2, 2), ("b", "c"): (1, 2), ("c", "d"): (0, 1)}
+    assert site_agreement(graph, [one, two, three]) == pytest.approx((1 + 0.5 + 0) / 3)
+    assert edge_site_votes(graph, []) == {e: (0, 0) for e in votes}
+    assert site_agreement(graph, []) == 1.0

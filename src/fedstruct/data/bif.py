@@ -46,17 +46,19 @@ from fedstruct.graphs.graph import Graph
 __all__ = ["bundled_bif_path", "parse_bif", "pgmpy_example_file", "read_bif", "read_bif_graph"]
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+# ``variable(?<=\bvariable)`` is ``\bvariable`` that lets the regex engine look for the literal
+# first: a leading ``\b`` makes it try every position of a many-megabyte file.
 _VARIABLE = re.compile(
-    r"\bvariable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}\s*;[^}]*\}"
+    r"variable(?<=\bvariable)\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}\s*;[^}]*\}"
 )
 _PROBABILITY = re.compile(r"\bprobability\s*\(([^)]*)\)\s*\{([^}]*)\}")
 _CONFIG = re.compile(r"\(([^)]*)\)(.*)", re.DOTALL)
-_SPLIT = re.compile(r"[\s,]+")
+_DECLARATION = re.compile(r"variable(?<=\bvariable)\s")
 
 
 def _words(text: str) -> list[str]:
     """Names separated by commas and/or white space."""
-    return [w for w in _SPLIT.split(text.strip()) if w]
+    return text.replace(",", " ").split()
 
 
 def _numbers(text: str, where: str) -> NDArray[np.float64]:
@@ -64,6 +66,19 @@ def _numbers(text: str, where: str) -> NDArray[np.float64]:
         return np.array(_words(text), dtype=np.float64)
     except ValueError:
         raise DataError(f"{where}: cannot read probabilities from {text.strip()[:60]!r}") from None
+
+
+def _number_rows(texts: list[str], words: list[str], k: int, where: str) -> NDArray[np.float64]:
+    """The ``k`` numbers of each text (``words``: theirs, in order) as a ``(len(texts), k)`` array.
+
+    One conversion for a whole block: a big network lists thousands of configurations.
+    """
+    try:
+        return np.array(words, dtype=np.float64).reshape(len(texts), k)
+    except ValueError:
+        for text in texts:
+            _numbers(text, where)  # raises, naming the first text that is not numbers
+        raise
 
 
 def parse_bif(text: str, name: str = "network") -> DiscreteNetwork:
@@ -96,7 +111,7 @@ def parse_bif(text: str, name: str = "network") -> DiscreteNetwork:
             raise DataError(f"{name}: variable {var!r} is declared twice")
         names.append(var)
         states[var] = tuple(body)
-    declared = len(re.findall(r"\bvariable\s", text))
+    declared = len(_DECLARATION.findall(text))
     if declared != len(names):
         raise DataError(
             f"{name}: {declared - len(names)} variable blocks are not 'type discrete [k] {{...}}'; "
@@ -142,6 +157,20 @@ def _read_block(
     lookup = [{s: i for i, s in enumerate(states[p])} for p in pars]
     table = np.full((n_cfg, k), np.nan)
     default: NDArray[np.float64] | None = None
+    # Configuration rows are converted to numbers together, at the end or before a table.
+    pending_rows: list[int] = []
+    pending_set: set[int] = set()
+    pending_texts: list[str] = []
+    pending_words: list[str] = []
+
+    def flush() -> None:
+        if pending_rows:
+            table[pending_rows] = _number_rows(pending_texts, pending_words, k, where)
+            pending_rows.clear()
+            pending_set.clear()
+            pending_texts.clear()
+            pending_words.clear()
+
     strides = [int(np.prod(pcards[i + 1 :])) for i in range(len(pars))]
     for entry in body.split(";"):
         entry = entry.strip()
@@ -151,6 +180,7 @@ def _read_block(
             values = _numbers(entry[5:], where)
             if values.size != n_cfg * k:
                 raise DataError(f"{where}: table has {values.size} values, expected {n_cfg * k}")
+            flush()
             # C order over (variable, parents...) -> rows per parent configuration.
             table[:] = values.reshape(k, n_cfg).T
         elif entry.startswith("default"):
@@ -173,17 +203,21 @@ def _read_block(
                         f"(states: {list(states[pars[i]])})"
                     )
                 row += lookup[i][s] * strides[i]
-            values = _numbers(m.group(2), where)
-            if values.size != k:
+            words = _words(m.group(2))
+            if len(words) != k:
                 raise DataError(
                     f"{where}: configuration ({', '.join(cfg)}) has "
-                    f"{values.size} values, expected {k}"
+                    f"{len(words)} values, expected {k}"
                 )
-            if not np.isnan(table[row, 0]):
+            if row in pending_set or not np.isnan(table[row, 0]):
                 raise DataError(f"{where}: configuration ({', '.join(cfg)}) is given twice")
-            table[row] = values
+            pending_rows.append(row)
+            pending_set.add(row)
+            pending_texts.append(m.group(2))
+            pending_words.extend(words)
         else:
             raise DataError(f"{where}: cannot read the entry {entry[:40]!r}")
+    flush()
     unset = np.isnan(table[:, 0])
     if unset.any():
         if default is None:

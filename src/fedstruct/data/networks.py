@@ -88,6 +88,26 @@ _REGISTRY: tuple[NetworkInfo, ...] = (
         "Three tiles of Alarm joined by 11 random edges; variables V_1, V_2, V_3",
     ),
     NetworkInfo("andes", 223, 338, _BNLEARN, "Physics problem solving (Conati et al. 1997)"),
+    NetworkInfo(
+        "diabetes",
+        413,
+        602,
+        _BNLEARN,
+        "Insulin dose adjustment, DIAS; up to 21 states (Andreassen et al. 1991)",
+    ),
+    NetworkInfo(
+        "pigs", 441, 592, _BNLEARN, "Pig breeding pedigree, disease genotypes (Jensen 1997)"
+    ),
+    NetworkInfo(
+        "link", 724, 1125, _BNLEARN, "Genetic linkage in a large pedigree (Jensen & Kong 1999)"
+    ),
+    NetworkInfo(
+        "munin",
+        1041,
+        1397,
+        _BNLEARN,
+        "Electromyography diagnosis, MUNIN; up to 21 states (Andreassen et al. 1989)",
+    ),
 )
 
 #: Tiled networks: name -> (base network, number of tiles, number of connecting edges).
@@ -114,7 +134,7 @@ def load_network(name: str) -> DiscreteNetwork:
     name
         One of :func:`network_names`: asia, cancer, earthquake, survey, sachs, child,
         insurance, alarm, hailfinder, barley, water, hepar2, win95pts, pathfinder, andes,
-        child3, alarm3.
+        diabetes, pigs, link, munin, child3, alarm3.
 
     Returns
     -------

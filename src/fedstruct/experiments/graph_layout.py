@@ -18,10 +18,18 @@ Layout (deterministic, no Graphviz)
     Coordinates are inches, so font, boxes and marks keep their size and the
     figure grows with the graph. Labels are measured with matplotlib's font
     metrics (no figure is made).
+
+Groups (a large graph, drawn as clusters)
+    Given groups of variables (the clusters of
+    :mod:`fedstruct.experiments.graph_clusters`), each group is laid out as above
+    from the edges inside it alone, in a frame headed by its caption; the frames
+    are packed in rows, largest first, like components. Edges between groups are
+    not laid out: the picture counts them instead of drawing them.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +44,7 @@ from fedstruct.graphs import ARROW, Edge, Graph
 
 __all__ = [
     "POINTS",
+    "Frame",
     "GraphLayout",
     "Pen",
     "Point",
@@ -59,6 +68,8 @@ _SWEEPS = 24
 _PLACEMENT_PASSES = 18
 _SLOT_WEIGHT = 6.0
 _CLEARANCE = 0.06  # inches a pulled-taut edge keeps from other boxes
+_FRAME_PAD = 0.16  # inches between a frame and what it holds
+_LINE = 1.3  # a caption's line height, in font sizes
 
 
 # ==================================================================== sizes
@@ -69,14 +80,23 @@ def _font_size(n_nodes: int) -> float:
 
 def _box_sizes(names: Sequence[str], fontsize: float) -> dict[str, Point]:
     """Width and height (inches) of the box around each label."""
-    measure = TextToPath()
-    prop = FontProperties(size=fontsize)
     height = (fontsize * 1.25 + 2 * fontsize * 0.35) / POINTS
-    sizes = {}
-    for name in names:
-        width, _, _ = measure.get_text_width_height_descent(name, prop, ismath=False)
-        sizes[name] = ((width + 2 * fontsize * 0.55) / POINTS, height)
-    return sizes
+    return {
+        name: (text_width(name, fontsize) + 2 * fontsize * 0.55 / POINTS, height) for name in names
+    }
+
+
+def text_width(text: str, fontsize: float) -> float:
+    """The width (inches) of one line of ``text`` at ``fontsize`` points."""
+    width, _, _ = _measure().get_text_width_height_descent(
+        text, FontProperties(size=fontsize), ismath=False
+    )
+    return width / POINTS
+
+
+@functools.cache
+def _measure() -> TextToPath:
+    return TextToPath()
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,15 @@ class Pen:
 
 # =================================================================== layout
 @dataclass(frozen=True)
+class Frame:
+    """A group's frame: its caption (one or more lines, drawn inside its top) and its
+    corners ``(x0, y0, x1, y1)`` in inches."""
+
+    caption: str
+    box: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
 class GraphLayout:
     """Where a graph's pieces go, in inches.
 
@@ -125,6 +154,8 @@ class GraphLayout:
     layered
         The variables drawn in layers; their edges leave and enter at the top and
         bottom of their boxes.
+    frames
+        With groups: each group's frame, in the groups' order.
     """
 
     positions: dict[str, Point]
@@ -133,6 +164,7 @@ class GraphLayout:
     isolated: tuple[str, ...]
     fontsize: float
     layered: frozenset[str] = frozenset()
+    frames: tuple[Frame, ...] = ()
 
     def route(self, a: str, b: str) -> list[Point]:
         """The points an edge from ``a`` to ``b`` passes between its ends."""
@@ -172,14 +204,44 @@ def bounds(
     return min(xs), min(ys), max(xs), max(ys)
 
 
-def graph_layout(graph: Graph) -> GraphLayout:
+def graph_layout(
+    graph: Graph,
+    groups: Sequence[Sequence[str]] | None = None,
+    captions: Sequence[str] = (),
+) -> GraphLayout:
     """Lay ``graph`` out for :func:`~fedstruct.experiments.graph_picture.graph_figure`.
 
     Deterministic; see the module notes.
+
+    Parameters
+    ----------
+    graph
+        The graph.
+    groups
+        Disjoint groups of variables with edges, each laid out on its own in a frame
+        (edges between groups are left out); ``None``: the whole graph.
+    captions
+        Each group's caption (lines separated by newlines).
     """
-    fontsize = _font_size(graph.n_nodes)
+    sized = graph.n_nodes if groups is None else max((len(g) for g in groups), default=1)
+    fontsize = _font_size(sized)
     sizes = _box_sizes(graph.names, fontsize)
     spacing = Pen.for_nodes(graph.n_nodes).port_spacing
+    frames: tuple[Frame, ...] = ()
+    if groups is None:
+        packed = _components(graph, sizes, spacing)
+    else:
+        packed, frames = _framed(graph, groups, captions, sizes, spacing, fontsize)
+    degree = graph.adjacency().sum(axis=0)
+    isolated = tuple(n for n, d in zip(graph.names, degree, strict=True) if d == 0)
+    positions = dict(packed.positions)
+    positions.update(_isolated_row(isolated, sizes, packed, bool(packed.positions)))
+    return GraphLayout(positions, sizes, packed.routes, isolated, fontsize, packed.layered, frames)
+
+
+def _components(graph: Graph, sizes: dict[str, Point], spacing: float) -> _Block:
+    """Every connected component of two or more variables laid out, packed in rows
+    (largest first); ``sizes`` is updated with the widened boxes."""
     skeleton = nx.Graph()
     skeleton.add_nodes_from(graph.names)
     skeleton.add_edges_from((e.a, e.b) for e in graph.edges())
@@ -193,11 +255,32 @@ def graph_layout(graph: Graph) -> GraphLayout:
         block, widened = _component_block(graph, nodes, sizes, spacing)
         blocks.append(block)
         sizes.update(widened)
-    packed = _pack(blocks, sizes)
-    isolated = tuple(n for n in graph.names if skeleton.degree(n) == 0)
-    positions = dict(packed.positions)
-    positions.update(_isolated_row(isolated, sizes, packed, bool(blocks)))
-    return GraphLayout(positions, sizes, packed.routes, isolated, fontsize, packed.layered)
+    return _pack(blocks, sizes)[0]
+
+
+def _framed(
+    graph: Graph,
+    groups: Sequence[Sequence[str]],
+    captions: Sequence[str],
+    sizes: dict[str, Point],
+    spacing: float,
+    fontsize: float,
+) -> tuple[_Block, tuple[Frame, ...]]:
+    """Each group laid out from its own edges, framed under its caption; frames packed."""
+    captions = [*captions, *([""] * (len(groups) - len(captions)))]
+    blocks, margins = [], []
+    for names, caption in zip(groups, captions, strict=True):
+        block = _components(graph.restrict(names), sizes, spacing)
+        x0, _, x1, _ = block.bounds(sizes)
+        lines = caption.split("\n") if caption else []
+        text = max((text_width(line, fontsize) for line in lines), default=0.0)
+        head = len(lines) * _LINE * fontsize / POINTS
+        wider = max(0.0, text - (x1 - x0))
+        blocks.append(block)
+        margins.append((_FRAME_PAD, _FRAME_PAD, _FRAME_PAD + wider, _FRAME_PAD + head))
+    packed, placed = _pack(blocks, sizes, margins)
+    frames = tuple(Frame(caption, box) for caption, box in zip(captions, placed, strict=True))
+    return packed, frames
 
 
 def _component_block(
@@ -570,14 +653,27 @@ def _remove_overlaps(xy: np.ndarray, wh: np.ndarray, passes: int = 200) -> np.nd
 
 
 # ----------------------------------------------------------------- packing
-def _pack(blocks: list[_Block], sizes: Mapping[str, Point]) -> _Block:
-    """Components in rows, largest first, each row's tops aligned."""
+def _pack(
+    blocks: list[_Block],
+    sizes: Mapping[str, Point],
+    margins: Sequence[tuple[float, float, float, float]] | None = None,
+) -> tuple[_Block, list[tuple[float, float, float, float]]]:
+    """Blocks in rows, in order (largest first), each row's tops aligned; with
+    ``margins`` (left, bottom, right, top) around each block. Returns the packed block
+    and where each block's box, margins included, went."""
     if not blocks:
-        return _Block({}, {})
-    bounds = [b.bounds(sizes) for b in blocks]
+        return _Block({}, {}), []
+    margins = margins or [(0.0, 0.0, 0.0, 0.0)] * len(blocks)
+    bounds = [
+        (x0 - left, y0 - bottom, x1 + right, y1 + top)
+        for (x0, y0, x1, y1), (left, bottom, right, top) in zip(
+            (b.bounds(sizes) for b in blocks), margins, strict=True
+        )
+    ]
     dims = [(x1 - x0, y1 - y0) for x0, y0, x1, y1 in bounds]
     row_width = max(max(w for w, _ in dims), 1.5 * math.sqrt(sum(w * h for w, h in dims)))
     out = _Block({}, {}, frozenset().union(*(b.layered for b in blocks)))
+    placed = []
     x, y, row_height = 0.0, 0.0, 0.0
     for block, (x0, _, _, y1), (w, h) in zip(blocks, bounds, dims, strict=True):
         if x > 0 and x + w > row_width:
@@ -585,9 +681,10 @@ def _pack(blocks: list[_Block], sizes: Mapping[str, Point]) -> _Block:
         moved = block.shifted(x - x0, y - y1)
         out.positions.update(moved.positions)
         out.routes.update(moved.routes)
+        placed.append((x, y - h, x + w, y))
         x += w + _COMPONENT_GAP
         row_height = max(row_height, h)
-    return out
+    return out, placed
 
 
 def _isolated_row(

@@ -12,6 +12,14 @@ Colours
     Without weights each edge type has its own colour; a bidirected edge is also
     dashed. With weights (as :func:`fedstruct.graphs.io.write_graph` takes them)
     edges are coloured by their number on one colour scale with a colour bar.
+
+Large graphs
+    Above :data:`~fedstruct.experiments.graph_clusters.CLUSTER_FROM` variables one
+    drawing would be a hairball: the graph is drawn as its clusters
+    (:mod:`fedstruct.experiments.graph_clusters`), each in a frame with the edges
+    inside it, under a map of the clusters whose links count the edges between
+    them (those edges are not drawn; a variable that has some gets a bold box).
+    ``fedstruct show DIR --html PAGE`` shows the same clusters, and every edge.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 
+from fedstruct.experiments.graph_clusters import CLUSTER_FROM, Clustering, graph_clusters
 from fedstruct.experiments.graph_layout import (
     POINTS,
     GraphLayout,
@@ -43,7 +52,7 @@ from matplotlib.colors import Colormap, ListedColormap, Normalize, to_hex
 from matplotlib.figure import Figure
 from matplotlib.legend_handler import HandlerBase
 from matplotlib.lines import Line2D
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from matplotlib.path import Path as MplPath
 
 __all__ = [
@@ -67,6 +76,12 @@ _END_GAP = 1.5  # points between a box's border and an edge's end
 _NODE_FACE = "#f6f6f2"
 _NODE_EDGE = "#3a3a3a"
 _UNWEIGHTED = "#b0b0b0"
+_FRAME_FACE = "#f3f6f0"
+_FRAME_EDGE = "#9db38f"
+_LINK = "#8c8c8c"
+_LINKED_BORDER = 2.0  # points: the box of a variable with edges to other clusters
+_MAP_GAP = 0.6  # inches between the cluster map and the clusters
+_MAP_SPREAD = 2.0  # the cluster map's boxes, this many times as far apart as laid out
 
 
 # ================================================================ edge kinds
@@ -151,25 +166,51 @@ def graph_figure(
         matrix has the wrong shape (the checks of ``write_graph``).
     """
     numbers = edge_weights(graph, weights)
-    layout = graph_layout(graph)
+    clustering = graph_clusters(graph) if graph.n_nodes > CLUSTER_FROM else None
+    if clustering is None:
+        layout, cluster_map = graph_layout(graph), None
+        drawn_edges = graph.edges()
+    else:
+        layout = graph_layout(graph, [c.names for c in clustering.clusters], _captions(clustering))
+        cluster_map = _ClusterMap.of(clustering, layout)
+        where = clustering.cluster_of()
+        drawn_edges = [e for e in graph.edges() if where[e.a] == where[e.b]]
     pen = Pen.for_nodes(graph.n_nodes)
     scale = _ColourScale.of(numbers, limits) if weights is not None else None
-    typed = [edge_kind(edge) for edge in graph.edges()]
+    typed = [edge_kind(edge) for edge in drawn_edges]
     shapes = _edge_shapes([drawn for _, drawn in typed], layout, pen)
-    fig, ax = _canvas(_extent(layout, shapes), colourbar=scale is not None)
+    extra = [] if cluster_map is None else [*cluster_map.corners(), *_frame_corners(layout)]
+    fig, ax = _canvas(_extent(layout, shapes, extra), colourbar=scale is not None)
+    if cluster_map is not None:
+        _draw_frames(ax, layout)
+        cluster_map.draw(ax, layout.fontsize)
     for (kind, drawn), shape in zip(typed, shapes, strict=True):
         colour = kind.color if scale is None else scale.colour(numbers, drawn)
         _draw_edge(ax, drawn, kind, colour, shape, pen)
+    linked = set() if clustering is None else _linked_variables(graph, clustering)
     for name in graph.names:
-        _draw_node(ax, name, layout)
+        _draw_node(ax, name, layout, border=_LINKED_BORDER if name in linked else 0.8)
     if layout.isolated and len(layout.isolated) < graph.n_nodes:
         _caption_isolated(ax, layout)
+    if clustering is not None:
+        between = sum(clustering.links.values())
+        title = (
+            f"{title}\ndrawn as {len(clustering.clusters)} clusters; the {between} edges "
+            "between clusters are counted in the map at the top, not drawn"
+        )
     ax.set_title(title, fontsize=max(10.0, layout.fontsize + 3), pad=8)
     present = [k for k in EDGE_KINDS if any(kind == k for kind, _ in typed)]
     unweighted = scale is not None and any(
         scale.value(numbers, drawn) is None for _, drawn in typed
     )
-    _legend(ax, present, pen, weighted=label if scale is not None else None, unweighted=unweighted)
+    _legend(
+        ax,
+        present,
+        pen,
+        weighted=label if scale is not None else None,
+        unweighted=unweighted,
+        clustered=clustering is not None,
+    )
     if scale is not None:
         scale.colourbar(fig, ax, label, layout.fontsize)
     return fig
@@ -203,12 +244,15 @@ def draw_graph(
 
 
 # ------------------------------------------------------------------- canvas
-def _extent(layout: GraphLayout, shapes: Sequence[_EdgeShape]) -> tuple[float, float, float, float]:
-    """The data limits: every box and every edge's curve (its control points), plus margins."""
+def _extent(
+    layout: GraphLayout, shapes: Sequence[_EdgeShape], extra: Sequence[Point] = ()
+) -> tuple[float, float, float, float]:
+    """The data limits: every box, every edge's curve (its control points) and the
+    ``extra`` points, plus margins."""
     if not layout.positions:
         return -2.0, -1.0, 2.0, 1.0
     controls = [(float(x), float(y)) for shape in shapes for x, y in shape.path.vertices]
-    x0, y0, x1, y1 = bounds(layout.positions, layout.sizes, controls)
+    x0, y0, x1, y1 = bounds(layout.positions, layout.sizes, [*controls, *extra])
     width, height = max(x1 - x0, 3.5) + 2 * _MARGIN, max(y1 - y0, 1.0) + 2 * _MARGIN
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     return cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2
@@ -232,7 +276,7 @@ def _canvas(
     return fig, ax
 
 
-def _draw_node(ax: plt.Axes, name: str, layout: GraphLayout) -> None:
+def _draw_node(ax: plt.Axes, name: str, layout: GraphLayout, border: float = 0.8) -> None:
     (x, y), (w, h) = layout.positions[name], layout.sizes[name]
     radius = min(h / 2, 0.06)
     box = FancyBboxPatch(
@@ -242,7 +286,7 @@ def _draw_node(ax: plt.Axes, name: str, layout: GraphLayout) -> None:
         boxstyle=f"round,pad={radius}",
         facecolor=_NODE_FACE,
         edgecolor=_NODE_EDGE,
-        linewidth=0.8,
+        linewidth=border,
         zorder=3,
         gid=f"node {name}",
     )
@@ -567,19 +611,27 @@ def _legend(
     *,
     weighted: str | None,
     unweighted: bool = False,
+    clustered: bool = False,
 ) -> None:
     """The edge types present, in a row (or rows) under the picture, outside the axes.
 
     ``weighted`` is the weights' label when edges are coloured by weight;
-    ``unweighted`` adds a grey entry for edges that have no number.
+    ``unweighted`` adds a grey entry for edges that have no number; ``clustered``
+    the entries that read a drawing by clusters.
     """
-    if not kinds:
+    if not kinds and not clustered:
         return
     handles: list[object] = list(kinds)
     labels = [k.label for k in kinds]
     if unweighted:
         handles.append(Line2D([], [], color=_UNWEIGHTED, linewidth=pen.linewidth))
         labels.append(f"no {weighted}")
+    if clustered:
+        handles += [
+            Patch(facecolor=_NODE_FACE, edgecolor=_NODE_EDGE, linewidth=_LINKED_BORDER),
+            Line2D([], [], color=_LINK, linewidth=2.0),
+        ]
+        labels += ["bold box: also has edges to other clusters", "n: edges between clusters"]
     width = ax.get_figure().get_size_inches()[0]
     columns = max(1, min(len(handles), int(width // 2.1)))
     ax.legend(
@@ -596,3 +648,136 @@ def _legend(
         title="edges" if weighted is None else f"edges (colour: {weighted})",
         title_fontsize=9,
     )
+
+
+# ----------------------------------------------------------------- clusters
+def _captions(clustering: Clustering) -> list[str]:
+    """Each cluster's frame caption: its title, then the clusters it shares most edges with."""
+    captions = []
+    for k, cluster in enumerate(clustering.clusters):
+        linked = clustering.linked(k)
+        shown = ", ".join(f"{clustering.clusters[j].label} ({n})" for j, n in linked[:4])
+        more = f", {len(linked) - 4} more" if len(linked) > 4 else ""
+        lines = [cluster.title]
+        if linked:
+            lines.append(f"edges to {shown}{more}")
+        captions.append("\n".join(lines))
+    return captions
+
+
+def _linked_variables(graph: Graph, clustering: Clustering) -> set[str]:
+    """The variables with an edge to another cluster."""
+    where = clustering.cluster_of()
+    return {v for e in graph.edges() if where[e.a] != where[e.b] for v in (e.a, e.b)}
+
+
+def _frame_corners(layout: GraphLayout) -> list[Point]:
+    return [corner for f in layout.frames for corner in (f.box[:2], f.box[2:])]
+
+
+def _draw_frames(ax: plt.Axes, layout: GraphLayout) -> None:
+    """Each cluster's frame, its caption inside its top left corner."""
+    for frame in layout.frames:
+        x0, y0, x1, y1 = frame.box
+        ax.add_patch(
+            FancyBboxPatch(
+                (x0, y0),
+                x1 - x0,
+                y1 - y0,
+                boxstyle="round,pad=0,rounding_size=0.08",
+                facecolor=_FRAME_FACE,
+                edgecolor=_FRAME_EDGE,
+                linewidth=0.9,
+                zorder=0,
+                gid=f"frame {frame.caption.split(' ')[0]}",
+            )
+        )
+        ax.text(
+            x0 + 0.1,
+            y1 - 0.06,
+            frame.caption,
+            ha="left",
+            va="top",
+            fontsize=layout.fontsize,
+            linespacing=1.1,
+            color="#33452a",
+            zorder=4,
+            parse_math=False,
+        )
+
+
+@dataclass(frozen=True)
+class _ClusterMap:
+    """The map of the clusters: one box per cluster, one line per pair of clusters that
+    share edges, labelled with their number; laid out by the same engine as a graph
+    (a cluster is a variable, a link an undirected edge) and placed above the frames."""
+
+    layout: GraphLayout
+    labels: tuple[str, ...]
+    links: dict[tuple[int, int], int]
+
+    @classmethod
+    def of(cls, clustering: Clustering, below: GraphLayout) -> _ClusterMap:
+        labels = tuple(f"{c.label} · {len(c.names)}" for c in clustering.clusters)
+        marks = np.zeros((len(labels), len(labels)), dtype=np.int8)
+        for i, j in clustering.links:
+            marks[i, j] = marks[j, i] = TAIL
+        raw = graph_layout(Graph(labels, marks))
+        # Spread the boxes (the layout spaces them for one label per edge end): each
+        # line needs room for its number.
+        cx, cy = np.mean([p for p in raw.positions.values()], axis=0)
+        spread = {
+            n: (cx + _MAP_SPREAD * (x - cx), cy + _MAP_SPREAD * (y - cy))
+            for n, (x, y) in raw.positions.items()
+        }
+        bx0, by0, bx1, _ = bounds(spread, raw.sizes)
+        fx0, _, fx1, fy1 = bounds({}, {}, _frame_corners(below) or [(0.0, 0.0)])
+        dx = (fx0 + fx1) / 2 - (bx0 + bx1) / 2
+        dy = fy1 + _MAP_GAP + 0.3 - by0
+        moved = {n: (x + dx, y + dy) for n, (x, y) in spread.items()}
+        layout = GraphLayout(moved, raw.sizes, {}, raw.isolated, raw.fontsize)
+        return cls(layout, labels, dict(clustering.links))
+
+    def corners(self) -> list[Point]:
+        x0, y0, x1, y1 = bounds(self.layout.positions, self.layout.sizes)
+        return [(x0, y0), (x1, y1 + 0.35)]
+
+    def draw(self, ax: plt.Axes, fontsize: float) -> None:
+        positions = self.layout.positions
+        most = max(self.links.values(), default=1)
+        for (i, j), count in self.links.items():
+            (xa, ya), (xb, yb) = positions[self.labels[i]], positions[self.labels[j]]
+            ax.add_line(
+                Line2D(
+                    [xa, xb],
+                    [ya, yb],
+                    color=_LINK,
+                    linewidth=0.6 + 2.4 * math.sqrt(count / most),
+                    zorder=1,
+                    gid=f"link {self.labels[i].split()[0]} {self.labels[j].split()[0]}",
+                )
+            )
+            ax.text(
+                (xa + xb) / 2,
+                (ya + yb) / 2,
+                str(count),
+                ha="center",
+                va="center",
+                fontsize=max(6.0, self.layout.fontsize - 1),
+                color="#404040",
+                zorder=2,
+                bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none"},
+            )
+        for label in self.labels:
+            _draw_node(ax, label, self.layout)
+        x0, _, _, y1 = bounds(positions, self.layout.sizes)
+        ax.text(
+            x0,
+            y1 + 0.12,
+            "cluster map: a line's number counts the edges between two clusters",
+            ha="left",
+            va="bottom",
+            fontsize=max(fontsize, self.layout.fontsize),
+            color="#505050",
+            style="italic",
+        )

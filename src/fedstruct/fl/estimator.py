@@ -899,6 +899,14 @@ class GraphLearner(FederatedEstimator):
             return {}
         return {"graph": self.edge_frequencies_, "consensus": self.edge_frequencies_}
 
+    def site_graphs(self) -> dict[str, Graph]:
+        """Each site's own graph as the server saw it (site name -> graph): what the
+        learned graph's edges are compared with, edge by edge (their site agreement,
+        :func:`~fedstruct.graphs.metrics.edge_site_votes`). None here; a method that
+        keeps them says so, and none under secure aggregation, where no site's graph
+        is seen."""
+        return {}
+
     def bootstrap_state(self) -> dict[str, Any]:
         """For :meth:`learned_state`'s JSON: the bootstrap's counts (empty without one)."""
         if self.edge_frequencies_ is None:

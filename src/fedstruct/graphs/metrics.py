@@ -31,6 +31,7 @@ __all__ = [
     "align",
     "ancestral_pairs",
     "edge_scores",
+    "edge_site_votes",
     "edge_type_counts",
     "fdr",
     "graph_metrics",
@@ -358,10 +359,20 @@ def site_agreement(graph: Graph, local: Iterable[Graph]) -> float:
     could see an edge found it). An adjacency no site could see is left out; with
     none left the score is 1. A stability measure for runs without a ground truth.
     """
+    shares = [agree / voters for agree, voters in edge_site_votes(graph, local).values() if voters]
+    return float(np.mean(shares)) if shares else 1.0
+
+
+def edge_site_votes(graph: Graph, local: Iterable[Graph]) -> dict[tuple[str, str], tuple[int, int]]:
+    """Each edge's site vote: ``(a, b) -> (agree, voters)``, keyed as :meth:`Graph.edges`
+    writes the pair; ``voters`` are the sites whose local graph holds both ``a`` and ``b``,
+    ``agree`` those of them whose local graph is adjacent there too (marks not compared).
+    :func:`site_agreement` is the mean of ``agree / voters`` over the edges with voters.
+    """
     local = list(local)
-    shares = []
+    votes = {}
     for edge in graph.edges():
         voters = [g for g in local if edge.a in g and edge.b in g]
-        if voters:
-            shares.append(np.mean([g.is_adjacent(edge.a, edge.b) for g in voters]))
-    return float(np.mean(shares)) if shares else 1.0
+        agree = sum(g.is_adjacent(edge.a, edge.b) for g in voters)
+        votes[(edge.a, edge.b)] = (int(agree), len(voters))
+    return votes

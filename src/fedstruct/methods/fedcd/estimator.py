@@ -15,6 +15,7 @@ from fedstruct.fl import Participation
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
 from fedstruct.fl.estimator import GraphLearner
 from fedstruct.graphs.frequencies import DAG_PATTERNS
+from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
@@ -174,6 +175,14 @@ class FedCD(
         self.round_graphs_ = state.round_graphs
         self.client_graphs_ = state.client_graphs
         self.bins_ = state.bins
+
+    def site_graphs(self) -> dict[str, Graph]:
+        """Each site's graph of the last round (``client_graphs_``); none under secure
+        aggregation."""
+        rounds = getattr(self, "client_graphs_", None)
+        if self.secure_aggregation is not None or not rounds:
+            return {}
+        return dict(rounds[-1])
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """The DAG, each edge with its belief ``sigma(gamma) * sigma(theta)`` (ENCO §3.1),

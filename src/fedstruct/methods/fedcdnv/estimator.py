@@ -179,6 +179,12 @@ class FedCDnv(
         self.definite_pairs_ = definite_pairs(state.stat, state.names, self.graph_)
         self.decisions_ = dict(state.aggregation.decisions)
 
+    def site_graphs(self) -> dict[str, Graph]:
+        """Each site's own PAG (``local_graphs_``, round 1); none under secure aggregation."""
+        if self.secure_aggregation is not None:
+            return {}
+        return dict(getattr(self, "local_graphs_", {}))
+
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """FedG (``graph``) and FeddG, its definite causal edges (``definite``), and
         after a bootstrap the consensus graph (``consensus``)."""
