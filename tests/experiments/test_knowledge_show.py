@@ -18,7 +18,7 @@ def test_show_warns_about_a_knowledge_file_that_does_not_fit_the_graph(tmp_path)
     run = ["run", "fedcdnv", "--network", "asia", "--clients", "2", "--quiet"]
     result = runner.invoke(app, [*run, "--knowledge", str(given), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    picture = ["--picture", str(tmp_path / "g.png")]
+    picture = ["--picture", str(tmp_path / "g.png"), "--overwrite"]
     shown = runner.invoke(app, ["show", str(out), *picture])
     assert shown.exit_code == 0 and "warning" not in shown.output  # the run's own file fits
 
