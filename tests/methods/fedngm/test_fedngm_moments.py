@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from fedstruct.errors import DataError
 from fedstruct.methods.fedngm.model import NGM
 from fedstruct.methods.fedngm.moments import (
     PooledCorrelation,
@@ -15,6 +16,7 @@ from fedstruct.methods.fedngm.moments import (
 )
 from fedstruct.methods.fedngm.network import NeuralView
 from fedstruct.methods.fedngm.schema import Schema, summarise
+from fedstruct.methods.fedngm.structure import glasso_graph
 
 KINDS = {"x": "real", "y": "real", "o": "ordinal", "c": "categorical"}
 
@@ -108,3 +110,16 @@ def test_an_answer_that_does_not_follow_its_evidence_is_named():
     # nothing to say: weak evidence, no correlations
     assert unfollowed_message(flat, data, {"a": 0.1}, "b", 0.0, **how) is None
     assert unfollowed_message(flat, None, {"a": 2.0}, "b", 0.0, **how) is None
+
+
+def test_a_graph_step_on_near_copies_is_one_line_naming_them() -> None:
+    """Issue 49: GraphicalLassoCV's "Non SPD result" on nearly collinear columns was a
+    traceback; it names the two columns now."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(1000)
+    frame = pd.DataFrame(
+        {"a": a, "b": a + 1e-9 * rng.standard_normal(1000), "c": rng.standard_normal(1000) + a}
+    )
+    schema = Schema.from_frame(frame, dict.fromkeys(frame.columns, "real"))
+    with pytest.raises(DataError, match="'a' and 'b' are nearly copies of each other"):
+        glasso_graph(frame, schema, cv=3, max_rows=10_000, seed=0)

@@ -62,6 +62,11 @@ class FedCDRun(FederationSettings, FedCDConfig):
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
     secure_aggregation_refusal: ClassVar[str] = ""  # beliefs, proximity, bins: sums
 
+    unused_on_files: ClassVar[tuple[str, ...]] = (
+        "variables", "edges_per_node", "cardinality", "split", "targets_per_client",
+        "samples", "samples_per_intervention",
+    )  # fmt: skip
+
     network: str = ER
     clients: int = 2
     rounds: int = 5

@@ -52,6 +52,10 @@ class FedFCIRun(FederationSettings, FedFCIConfig):
     bootstrap_refusal: ClassVar[str] = ""
     secure_aggregation_refusal: ClassVar[str] = ""
 
+    unused_on_files: ClassVar[tuple[str, ...]] = (
+        "variables", "min_samples", "max_samples", "missing_rate", "reference",
+    )  # fmt: skip
+
     network: str = "alarm"
     clients: int = 10
     rounds: int = 1

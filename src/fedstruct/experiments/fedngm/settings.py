@@ -51,6 +51,8 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
         "model from each client's own model)"
     )
 
+    unused_on_files: ClassVar[tuple[str, ...]] = ("variables", "samples")
+
     dataset: str = "health"
     clients: int = 3
     rounds: int = 4

@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedstruct.errors import ProtocolError
+from fedstruct.errors import DataError, ProtocolError
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm.schema import Schema
@@ -264,7 +264,7 @@ def glasso_graph(
         partial = sample_partial_correlations(x) if sample_partials and testable else None
         model = None
         if partial is None:
-            model = _glasso_fit(x, cv)
+            model = _glasso_fit(x, cv, [schema.names[k] for k in owner])
             if testable and cv_failed_below(model, threshold):
                 partial = sample_partial_correlations(x)
         if partial is None:
@@ -280,18 +280,44 @@ def glasso_graph(
             corr = np.corrcoef(x, rowvar=False)
             marginal = marginal_dependence(corr, len(x), isolated_level)
             adj = _link_isolated(
-                adj, owner, marginal, lambda: model if model is not None else _glasso_fit(x, cv)
+                adj,
+                owner,
+                marginal,
+                lambda: (
+                    model
+                    if model is not None
+                    else _glasso_fit(x, cv, [schema.names[k] for k in owner])
+                ),
             )
     return undirected(schema.names, adj)
 
 
-def _glasso_fit(x: NDArray, cv: int) -> GraphicalLassoCV:
-    """GraphicalLassoCV fitted to the design ``x`` (solver warnings silenced)."""
+def _glasso_fit(x: NDArray, cv: int, labels: Sequence[str]) -> GraphicalLassoCV:
+    """GraphicalLassoCV fitted to the design ``x`` (solver warnings silenced).
+
+    Raises
+    ------
+    DataError
+        When the solver fails on (nearly) collinear columns, naming the most correlated
+        pair (``labels``: each column's variable).
+    """
     from sklearn.covariance import GraphicalLassoCV
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
+        try:
+            return GraphicalLassoCV(cv=cv, max_iter=200).fit(x)
+        except FloatingPointError:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                corr = np.abs(np.nan_to_num(np.corrcoef(x, rowvar=False)))
+            np.fill_diagonal(corr, 0.0)
+            a, b = np.unravel_index(int(np.argmax(corr)), corr.shape)
+            raise DataError(
+                f"the graph step cannot fit a graphical lasso to the sites' columns: "
+                f"{labels[a]!r} and {labels[b]!r} are nearly copies of each other "
+                f"(correlation {corr[a, b]:.4f}); drop one of them, or give a graph "
+                "(--graph FILE)"
+            ) from None
 
 
 def _support(model: GraphicalLassoCV) -> NDArray[np.bool_]:
@@ -349,8 +375,9 @@ def _pairwise_graph(
     partial, n_min = pairwise_partial_correlations(x)
     threshold = partial_correlation_threshold(n_min, x.shape[1], level)
     model = None
+    labels = [schema.names[k] for k in owner]
     if partial is None:
-        model = _glasso_fit(np.nan_to_num(x), cv)
+        model = _glasso_fit(np.nan_to_num(x), cv, labels)
         d = np.sqrt(np.diag(model.precision_))
         partial = np.where(_support(model), -model.precision_ / np.outer(d, d), 0)
     adj = _variable_adjacency(np.abs(partial) > threshold, owner, len(schema))
@@ -359,7 +386,7 @@ def _pairwise_graph(
         marginal = marginal_dependence(corr, n_min, isolated_level)
         adj = _link_isolated(
             adj, owner, marginal,
-            lambda: model if model is not None else _glasso_fit(np.nan_to_num(x), cv),
+            lambda: model if model is not None else _glasso_fit(np.nan_to_num(x), cv, labels),
         )  # fmt: skip
     return undirected(schema.names, adj)
 
