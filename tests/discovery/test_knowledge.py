@@ -133,15 +133,18 @@ def _fingerprint(result):
     h.update(result.graph.marks.tobytes())
     h.update(repr(sorted(result.sepsets.items())).encode())
     for key, p in sorted(result.ci_test.cache.items()):
-        h.update(f"{key}:{p:.12e};".encode())
+        # 7 significant digits: the same p-value summed in another order (a level's
+        # tests computed together, discovery/centre_tables.py) differs by ~1e-12
+        h.update(f"{key}:{p:.6e};".encode())
     return h.hexdigest()[:16]
 
 
 def test_no_knowledge_is_the_same_run_as_before_knowledge_existed():
     # The fingerprints (marks, separating sets, every cached p-value) were computed with
-    # the code before knowledge was added (commit ecac561).
+    # the code before knowledge was added (commit ecac561), at 12 digits; at 7 digits,
+    # with the code before the centre tables (which the 12-digit ones then matched).
     data = load_network("sachs").sample(1000, seed=3)
-    before = {"pc": "62245d50d80b6bfa", "fci": "a8e5ad2a011010cd", "rfci": "b0b441840bad12b8"}
+    before = {"pc": "66aab853e665f224", "fci": "ec4ae6d847da26d8", "rfci": "9a8801654638b00c"}
     for learn in (pc, fci, rfci):
         for knowledge in (None, Knowledge()):
             result = learn(make_ci_test(data, "g2"), alpha=0.05, knowledge=knowledge)

@@ -178,8 +178,11 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
             proc.wait()
     record = json.loads((out / "run.json").read_text())
     assert record["status"] == "stopped", err
-    # as a local run's Ctrl-C: exit code 130, nothing on the screen (no Ray traceback)
-    assert proc.returncode == 130 and err.strip() == "", err[-4000:]
+    # as a local run's Ctrl-C: exit code 130 and one line saying how to go on (no Ray
+    # traceback)
+    [line] = err.strip().splitlines() or [""]
+    assert proc.returncode == 130 and line.startswith("stopped: "), err[-4000:]
+    assert f"--resume {out}" in line
     # Ray's helpers end with their driver (on a busy machine, up to seconds later)
     deadline = time.monotonic() + PATIENCE
     while _processes_with(marker) and time.monotonic() < deadline:

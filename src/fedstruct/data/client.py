@@ -15,7 +15,7 @@ from fedstruct.errors import DataError, NonFiniteDataError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
 
 if TYPE_CHECKING:
-    from fedstruct.data.sites import FederationSchema
+    from fedstruct.data.sites.schema import FederationSchema
 
 __all__ = [
     "OBSERVATIONAL",

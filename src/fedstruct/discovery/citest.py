@@ -317,6 +317,14 @@ class CITest(ABC):
         """Whether the (already computed) test was skipped by the small-sample rule."""
         return ci_key(i, j, z) in self._skipped
 
+    def prepare_level(self, level: int, neighbours: Sequence[Sequence[int]]) -> None:
+        """The adjacency search starts a level whose tests condition on ``level``
+        variables drawn from the frozen ``neighbours`` of each variable (PC-stable), or
+        ends (``level = -1``): a test that can compute the level's tests together
+        prepares for it (:class:`~fedstruct.discovery.discrete.DiscreteTest` at level
+        1). Answers are the same either way; the base class does nothing."""
+        return
+
     def barrier(self) -> None:
         """A point of a search after which nothing may rest on a provisional answer.
 

@@ -62,16 +62,23 @@ import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import chdtrc
 
+from fedstruct.discovery.centre_tables import CentreTests, centre_tests
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike, as_matrix
 from fedstruct.discovery.missing import RowMasks
+from fedstruct.discovery.small_sample import (
+    SMALL_SAMPLE_RULES,
+    SmallSampleRule,
+    resolve_small_sample_rule,
+    rule_performs,
+    skipped_pvalue,
+)
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
 
 __all__ = [
@@ -110,91 +117,6 @@ _ONEHOT_BYTES = 400_000_000
 _BATCH_CODES = 2_000_000
 #: Largest pool count array (cells x (pool x largest cardinality)^2) of one batch.
 _POOL_CELLS = 40_000_000
-
-
-@dataclass(frozen=True)
-class SmallSampleRule:
-    """When a discrete test has too few rows to be performed, and what is assumed then.
-
-    The test of ``X ⊥ Y | Z`` is performed iff ``n >= min_ratio * size``, where
-    ``size`` is the number of cells ``|X||Y|∏|Z_k|`` (``per="cell"``) or the plain
-    degrees of freedom ``(|X|-1)(|Y|-1)∏|Z_k|`` (``per="df"``), computed from the
-    cardinalities (not from the observed table). A test not performed returns the
-    ``verdict``: ``"dependent"`` (p = 0) or ``"independent"`` (p = 1), and counts as
-    skipped (:attr:`CITest.n_skipped`).
-
-    Attributes
-    ----------
-    min_ratio
-        Required rows per cell (or per degree of freedom); ``0`` performs every test.
-    per
-        ``"cell"`` or ``"df"``.
-    verdict
-        ``"dependent"`` or ``"independent"``.
-    """
-
-    min_ratio: float
-    per: Literal["cell", "df"] = "cell"
-    verdict: Literal["dependent", "independent"] = "dependent"
-
-    def __post_init__(self) -> None:
-        if not self.min_ratio >= 0:
-            raise ConfigError(f"min_ratio must be >= 0, got {self.min_ratio}")
-        if self.per not in ("cell", "df"):
-            raise ConfigError(unknown_choice_message("small-sample unit", self.per, ("cell", "df")))
-        if self.verdict not in ("dependent", "independent"):
-            raise ConfigError(
-                unknown_choice_message("verdict", self.verdict, ("dependent", "independent"))
-            )
-
-
-SMALL_SAMPLE_RULES: dict[str, SmallSampleRule] = {
-    # Causal Learner toolbox (Ling et al. 2021), my_g2_test: n / (|X||Y|prod|Z|) >= 5,
-    # else p = NaN, read as dependence by its PC-style skeleton searches.
-    "toolbox": SmallSampleRule(5.0, "cell", "dependent"),
-    # pcalg (Kalisch et al. 2012) gSquareDis: n < 10 * df  =>  p = 1 ("treated as independence").
-    "pcalg": SmallSampleRule(10.0, "df", "independent"),
-    # causal-learn: no rule; every test is performed.
-    "none": SmallSampleRule(0.0, "cell", "dependent"),
-}
-"""Named small-sample rules; ``"toolbox"`` is the default (see docs/local_learners.md)."""
-
-
-def resolve_small_sample_rule(rule: str | SmallSampleRule) -> SmallSampleRule:
-    """A :class:`SmallSampleRule` from itself or from a name of :data:`SMALL_SAMPLE_RULES`.
-
-    Raises
-    ------
-    ConfigError
-        For an unknown name.
-    """
-    if isinstance(rule, SmallSampleRule):
-        return rule
-    if rule not in SMALL_SAMPLE_RULES:
-        raise ConfigError(unknown_choice_message("small-sample rule", rule, SMALL_SAMPLE_RULES))
-    return SMALL_SAMPLE_RULES[rule]
-
-
-def rule_performs(
-    rule: SmallSampleRule, cards: Sequence[int], i: int, j: int, z: Sequence[int], n: int
-) -> bool:
-    """Whether ``rule`` performs the test of ``X_i ⊥ X_j | X_z`` on ``n`` rows, the
-    variables having ``cards`` levels (:class:`SmallSampleRule`); never on no row."""
-    if n == 0:
-        return False
-    if rule.min_ratio == 0:
-        return True
-    size = (cards[i] - 1) * (cards[j] - 1) if rule.per == "df" else cards[i] * cards[j]
-    for k in z:
-        size *= cards[k]
-    return n >= rule.min_ratio * size
-
-
-def skipped_pvalue(rule: SmallSampleRule, n: int) -> float:
-    """The p-value of a test ``rule`` does not perform on ``n`` rows: its verdict, and
-    "dependent" (0) with no row at all (no evidence either way; a skipped test never
-    removes an edge)."""
-    return 0.0 if n == 0 or rule.verdict == "dependent" else 1.0
 
 
 # ------------------------------------------------------------------ pure maths
@@ -619,6 +541,10 @@ class DiscreteTest(CITest):
         self._dof = dof
         self._xlogx = xlogx_table(n)
         self._dense_cells = max(_DENSE_CELLS, 2 * n)
+        self._card_array = np.asarray(self._cards, dtype=np.float64)
+        #: Level 1's centre tables (:meth:`prepare_level`), when the search is there.
+        self._level_neighbours: Sequence[Sequence[int]] | None = None
+        self._centres: dict[int, CentreTests | None] = {}
         self._pair: tuple[int, int] | None = None
         self._xy = np.zeros(0, dtype=np.int64)  # the pair's cell codes, set with _pair
         self._strata_capacity = max(8, min(256, _STRATA_CACHE_BYTES // (8 * max(n, 1))))
@@ -658,13 +584,41 @@ class DiscreteTest(CITest):
         budget = self._n_samples / rule.min_ratio  # type: ignore[operator]
         if size > budget:
             return -1
-        k = 0
-        for card in sorted(cards[v] for v in candidates):
-            size *= card
-            if size > budget:
-                break
-            k += 1
-        return k
+        if not len(candidates):
+            return 0
+        # the product of the k smallest cardinalities, in logs (no overflow)
+        logs = np.cumsum(np.log(np.sort(self._card_array[list(candidates)])))
+        return int(np.searchsorted(logs, np.log(budget / size) + 1e-12, side="right"))
+
+    def prepare_level(self, level: int, neighbours: Sequence[Sequence[int]]) -> None:
+        """At level 1 of the adjacency search (complete rows only), the tests given one
+        neighbour are computed a centre at a time, each centre's all at once when its
+        first is asked (:mod:`~fedstruct.discovery.centre_tables`); any other level
+        drops them."""
+        self._centres = {}
+        self._level_neighbours = neighbours if level == 1 and self._masks is None else None
+
+    def _centre_test(self, i: int, j: int, z: int) -> tuple[float, bool] | None:
+        """The test ``(i, j | z)`` from the centre tables of ``i`` or ``j``, if any."""
+        for centre, other in ((i, j), (j, i)):
+            if centre not in self._centres:
+                self._centres[centre] = centre_tests(
+                    self._columns,
+                    self._cards,
+                    centre,
+                    self._level_neighbours[centre],  # type: ignore[index]
+                    statistic=self._kind,
+                    dof=self._dof,
+                    rule=self._rule,
+                    xlogx=self._xlogx,
+                    evidence=self.evidence,
+                )
+            found = self._centres[centre]
+            if found is not None:
+                value = found.get(other, z)
+                if value is not None:
+                    return value
+        return None
 
     def _stratum_codes(self, z: tuple[int, ...]) -> tuple[NDArray[np.int64] | None, int]:
         """:func:`stratum_codes` of ``Z``, cached (the least recently used dropped first).
@@ -709,6 +663,10 @@ class DiscreteTest(CITest):
         size = len(sets[0])
         if any(len(s) != size for s in sets):
             return None
+        if size == 1 and self._level_neighbours is not None:
+            found = [self._centre_test(i, j, s[0]) for s in sets]
+            if all(f is not None for f in found):
+                return found  # type: ignore[return-value]
         if size not in (1, 2):
             return self._bincount_many(i, j, sets)
         if size == 1:
@@ -911,6 +869,10 @@ class DiscreteTest(CITest):
         return rule_performs(self._rule, self._cards, i, j, z, n)  # type: ignore[arg-type]
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
+        if self._level_neighbours is not None and len(z) == 1:
+            found = self._centre_test(i, j, z[0])
+            if found is not None:
+                return found
         rows = None if self._masks is None else self._masks.rows((i, j, *z))
         if rows is not None:
             return self._compute_on(rows, i, j, z)

@@ -136,8 +136,11 @@ def _adjacency_search(
     nbrs = [set(np.flatnonzero(adj[v]).tolist()) for v in range(d)]
     level = 0
     unconditional: dict[tuple[int, int], tuple[float, bool]] | None = None
+    ci_test = evidence.ci_test
     while level <= max_depth:
         frozen = [sorted(s) for s in nbrs] if stable else None
+        if frozen is not None:
+            ci_test.prepare_level(level, frozen)
         busy = False
         ahead = np.triu(adj, 1).sum(axis=1).tolist()  # the pairs (x, y > x) of each x
         label = f"{progress}, depth {level}"
@@ -175,6 +178,7 @@ def _adjacency_search(
         # Continue only if some adjacent pair can still be tested at the next level.
         if not any(len(nbrs[x]) - 1 >= level for x in range(d) if nbrs[x]):
             break
+    ci_test.prepare_level(-1, ())
     return adj
 
 
