@@ -27,12 +27,15 @@ these four settings. Every one of the 80 tests fedCI's ``Server.run`` runs on a 
   exchange per conditioning-set size (every test of a level in one batch), whose p-values
   must equal the one-process ones;
 
-and per graph ``FedFCI`` (``ci_test=cg``, FCI) runs on the sites, its exchanges counted and
-its PAG compared with one-process FCI on the concatenated rows. Reported: how often
-fedCI's decision (``p > alpha``: independent) agrees with each fedstruct test's, the round
-trips and CPU time per test, and fedCI's ordinal-response statistic (0.2.4 fits its
-cumulative-logit model one threshold at a time, so the fitted alternative can have a
-lower likelihood than the null: a negative statistic, p = 1).
+and per graph ``FedFCI`` (``ci_test=cg``, FCI, ``min_sites=1`` as fedCI pools whatever sites
+measure a test's variables) runs on the sites, its exchanges counted and its PAG compared
+with one-process FCI on the concatenated rows, and again with its defaults (``min_sites=2``:
+the pairs it leaves undecided). Reported: how often fedCI's decision (``p > alpha``:
+independent) agrees with each fedstruct test's, the round trips and CPU time per test,
+and fedCI's statistic per response kind. An ordinal response's statistic comes out
+negative (p = 1): 0.2.4's ordinal log-likelihood pairs the indicator of the last level
+with the probability of the first (fedci_side.py's ``--ordinal-check``, run here on
+synthetic data, compares it with the levels aligned).
 
 Default: 10 graphs (a few minutes on 2 shared cores); ``--full``: the protocol's 100.
 """
@@ -72,8 +75,12 @@ NO_PYTHON = (
     "3.12`) and pass --python /path/to/python3.12"
 )
 #: fedstruct's kind of each protocol kind (ordinal codes are scores in cg and dg).
-KIND = {"continuous": "continuous", "binary": "categorical", "nominal": "categorical"}
-KIND["ordinal"] = "ordinal"
+KIND = {
+    "continuous": "continuous",
+    "binary": "categorical",
+    "nominal": "categorical",
+    "ordinal": "ordinal",
+}
 TESTS = ("cg", "dg")
 #: fedCI's process computes on one thread (its CPU time: every site's and the server's).
 ONE_THREAD = {
@@ -98,14 +105,18 @@ def _version(python: str) -> tuple[int, int] | None:
 
 
 def find_python(given: str | None) -> str:
-    """A Python >= 3.12: ``given``, else one on PATH, else one of pyenv's."""
-    candidates = [given] if given else []
-    candidates += [shutil.which(f"python3.{m}") for m in (12, 13, 14)]
-    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
+    """A Python >= 3.12: ``given`` (only), else one on PATH, else one of pyenv's."""
+    if given:
+        candidates = [given]
+    else:
+        candidates = [shutil.which(f"python3.{m}") for m in (12, 13, 14)]
+        pyenv = "~/.pyenv/versions/3.1[2-9]*/bin/python3"
+        candidates += sorted(glob.glob(os.path.expanduser(pyenv)))
     for python in candidates:
         if python and (_version(python) or (0, 0)) >= (3, 12):
             return python
-    sys.exit(NO_PYTHON)
+    print(NO_PYTHON, file=sys.stderr)
+    sys.exit(2)
 
 
 def fedci_python(given: str | None) -> Path:
@@ -117,7 +128,10 @@ def fedci_python(given: str | None) -> Path:
     probe = "import importlib.metadata as m; print(m.version('python-fedci'))"
     found = subprocess.run([python, "-c", probe], capture_output=True, text=True)
     if found.stdout.strip() != FEDCI.split("==")[1]:
-        subprocess.run([python, "-m", "pip", "install", "--quiet", FEDCI], check=True)
+        pip = subprocess.run([python, "-m", "pip", "install", "--quiet", FEDCI])
+        if pip.returncode:
+            print(f"`pip install {FEDCI}` failed in {VENV} (pip's message above)", file=sys.stderr)
+            sys.exit(2)
     return python
 
 
@@ -224,10 +238,10 @@ def federated(
     return {"p": p, "exchanges": exchanges, "cpu_s": time.process_time() - cpu}
 
 
-def fedfci_run(
-    sites: list[pd.DataFrame], names: tuple[str, ...], kinds: dict[str, str], alpha: float
-) -> dict:
-    """FedFCI (cg, FCI) over the sites against FCI on their concatenated rows."""
+def fedfci_run(sites: list[pd.DataFrame], kinds: dict[str, str], alpha: float) -> dict:
+    """FedFCI (cg, FCI, tests of one site allowed as fedCI allows them) over the sites
+    against FCI on their concatenated rows (same variable order); and FedFCI with its
+    defaults (``min_sites`` 2, ``ci_test=auto``): the pairs it leaves undecided."""
     clients = [ClientData(f"site{k}", s) for k, s in enumerate(sites)]
     model = FedFCI(kinds=kinds, ci_test="cg", alpha=alpha, min_sites=1, min_contribution_rows=1)
     model.fit(clients)
@@ -235,7 +249,11 @@ def fedfci_run(
         # a test of a pair no site measures together has no row: skipped, after numpy's
         # empty-slice warnings in the one-process conditional-Gaussian test
         warnings.simplefilter("ignore", RuntimeWarning)
-        local = fci(make_ci_test(concatenated(sites, names), "cg", kinds=kinds), alpha=alpha)
+        # in FedFCI's variable order (the sites' columns as first met): which separating
+        # set a search finds first depends on the order, in one process as in a federation
+        order = tuple(model.graph_.names)
+        local = fci(make_ci_test(concatenated(sites, order), "cg", kinds=kinds), alpha=alpha)
+    default = FedFCI(kinds=kinds, alpha=alpha).fit(clients)  # min_sites 2, auto test
     undecided = {tuple(sorted(pair)) for pair in model.undecided_}
     theirs = {k: v for k, v in _edges(local.graph).items() if k not in undecided}
     return {
@@ -243,6 +261,8 @@ def fedfci_run(
         "tests": model.n_tests_,
         "undecided": len(undecided),
         "same_pag": _edges(model.graph_) == theirs,
+        "default_undecided": len(default.undecided_),
+        "default_test": default.ci_test_,
     }
 
 
@@ -285,6 +305,11 @@ def summarise(records: list[dict], graphs: list[dict], alpha: float) -> dict:
         out[f"agreement_{test}_ordinal_xy"] = (
             float(agree[ordinal].mean()) if ordinal.any() else None
         )
+        if ordinal.any():
+            categories = answered.loc[ordinal, f"p_{test}_ordinal_categorical"] > alpha
+            out[f"agreement_{test}_ordinal_xy_read_as_categories"] = float(
+                (fed_indep[ordinal] == categories).mean()
+            )
         out[f"spearman_{test}"] = float(
             spearmanr(answered["p_fedci"], answered[f"p_{test}"]).statistic
         )
@@ -318,6 +343,8 @@ def summarise(records: list[dict], graphs: list[dict], alpha: float) -> dict:
         "tests_mean": float(g["fedfci_tests"].mean()),
         "undecided_pairs": int(g["fedfci_undecided"].sum()),
         "same_pag_as_one_process_outside_undecided": int(g["fedfci_same_pag"].sum()),
+        "defaults_undecided_pairs": int(g["fedfci_default_undecided"].sum()),
+        "defaults_test": dict(Counter(g["fedfci_default_test"])),
     }
     out["draws_per_accepted_federation"] = float(g["tries"].mean())
     out["kinds"] = dict(Counter(k for kinds in g["kinds"] for k in kinds.values()))
@@ -463,7 +490,11 @@ def main() -> None:
             graph[f"cpu_{test}"] = local["cpu_s"]
             graph[f"cpu_{test}_federated"] = remote["cpu_s"]
             graph[f"exchanges_{test}"] = remote["exchanges"]
-        run = fedfci_run(sites, names, kinds, args.alpha)
+            # ordinal levels as categories, as fedCI's predictors read them (dummies)
+            nominal = {v: "categorical" if k == "ordinal" else k for v, k in kinds.items()}
+            categories = one_process(pooled, nominal, keys, test)["p"]
+            answers_of[f"{test}_ordinal_categorical"] = dict(zip(asked, categories, strict=True))
+        run = fedfci_run(sites, kinds, args.alpha)
         graph.update({f"fedfci_{k}": v for k, v in run.items()})
         graphs.append(graph)
         n, n_sites = settings[g % len(settings)]
@@ -488,6 +519,9 @@ def main() -> None:
             for test in TESTS:
                 record[f"p_{test}"] = answers_of[test][0].get(k)
                 record[f"p_{test}_federated"] = answers_of[test][1].get(k)
+                record[f"p_{test}_ordinal_categorical"] = answers_of[
+                    f"{test}_ordinal_categorical"
+                ].get(k)
             records.append(record)
         print(f"fedstruct: graph {g + 1}/{len(setups)}", file=sys.stderr, flush=True)
 
