@@ -190,6 +190,19 @@ class PooledTest(CITest):
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
         raise AssertionError("PooledTest answers through query_key")  # pragma: no cover
 
+    def max_testable_size(self, i: int, j: int, candidates: Sequence[int]) -> int:
+        """See :meth:`CITest.max_testable_size`: ``-1`` for a pair fewer than
+        ``min_sites`` sites measure together (undecided: no test of it is ever asked),
+        else the candidates that many sites measure together with the pair (a larger
+        set could not be pooled)."""
+        together = self.sites.measuring((i, j))
+        if int(together.sum()) < self._options.min_sites:
+            return -1
+        if not len(candidates):
+            return 0
+        with_each = self.sites.measured[together][:, list(candidates)].sum(axis=0)
+        return int(np.count_nonzero(with_each >= self._options.min_sites))
+
     def barrier(self) -> None:
         """Raise :class:`PendingTests` when a test was answered provisionally."""
         if self._options.asked:

@@ -121,3 +121,4 @@ def test_the_bootstrap_resamples_each_site(asia) -> None:
     model = FedFCI(bootstrap=2, jobs=1).fit(sites_of(asia, 2))
     frequencies = model.edge_frequencies_.adjacency_matrix()
     assert frequencies.max() == 1.0 and model.consensus_graph_ is not None
+

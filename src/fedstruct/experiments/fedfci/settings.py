@@ -25,7 +25,10 @@ class FedFCIRun(FederationSettings, FedFCIConfig):
     The run has no rounds to set: it takes one exchange of statistics per level and
     phase of its search (``max_exchanges`` bounds them). On built-in data each site
     draws its rows from the network, all its variables observed, with
-    ``missing_rate`` of its values missing at random.
+    ``missing_rate`` of its values missing at random. ``constant_columns`` defaults to
+    ``"exclude"`` here, as for FedCDnv: a network's rare states leave some variables
+    constant in a sample (insurance's ``Theft`` in 3,000 rows), a property of the
+    sample, not bad input (the count is in the metrics, ``excluded_constant``).
 
     Parameters
     ----------
@@ -64,6 +67,7 @@ class FedFCIRun(FederationSettings, FedFCIConfig):
     max_samples: int = 500
     missing_rate: float = 0.0
     reference: bool = True
+    constant_columns: str = "exclude"
 
     def __post_init__(self) -> None:
         super().__post_init__()
