@@ -21,6 +21,11 @@ computed answer from the cache, and the search goes one batch further. The searc
 deterministic in its answers, so the run that finally completes with no provisional
 answer is the search on the pooled rows, test for test.
 
+A batch is bounded: once the statistics noted take ``max_batch_entries`` entries (20
+million by default: 160 MB of a site's counts), the search stops at once and the batch
+is asked; the next run notes the level's next tests. A level then takes several
+exchanges, and no process ever holds an unbounded batch.
+
 Tests are settled without statistics when
 
 - fewer than ``min_sites`` sites measure all of the test's variables: no statistic of
@@ -124,6 +129,9 @@ class PooledTest(CITest):
     covariance, min_cell_rows
         The conditional-Gaussian test's options (as
         :class:`~fedstruct.discovery.conditional_gaussian.ConditionalGaussianTest`).
+    max_batch_entries
+        The most entries (counts and sums) one batch may ask of a site; a larger level
+        is asked in several batches, a search stopping where the batch is full.
 
     Raises
     ------
@@ -142,6 +150,7 @@ class PooledTest(CITest):
         min_sites: int = 2,
         covariance: str = "pooled",
         min_cell_rows: int = 5,
+        max_batch_entries: int = 20_000_000,
     ) -> None:
         if test not in POOLED_TESTS:
             raise ConfigError(unknown_choice_message("pooled CI test", test, POOLED_TESTS))
@@ -162,6 +171,12 @@ class PooledTest(CITest):
         self._complete_columns: dict[int, list[int]] = {}
         #: Rows behind each variable set's statistic (its tests' ``n``).
         self._rows: dict[tuple[int, ...], int] = {}
+        #: The most entries one batch asks of a site (counts and sums): a level whose
+        #: statistics would take more is asked in several batches, so that a dense
+        #: search never holds more than this per site (nor the server per batch).
+        self.max_batch_entries = int(max_batch_entries)
+        self._noted: set[Request] = set()
+        self._noted_entries = 0
         #: Per exchange, the tests computed and the rows of each statistic, as arrays.
         self._log: list[tuple[tuple[NDArray[Any], ...], tuple[NDArray[Any], ...]]] = []
         #: The variables measured by every site without a missing value.
@@ -183,8 +198,14 @@ class PooledTest(CITest):
             settled = self._from_complete(key)
         if settled is not None:
             return super().query_key(key, settled)
-        self._options.asked[key] = self._request(key)
+        request = self._request(key)
+        self._options.asked[key] = request
         self.provisional += 1
+        if request not in self._noted:
+            self._noted.add(request)
+            self._noted_entries += self._entries(request)
+            if self._noted_entries >= self.max_batch_entries:
+                raise PendingTests(len(self._options.asked))  # a batch of bounded size
         return 0.0, True
 
     def _compute(self, i: int, j: int, z: tuple[int, ...]) -> tuple[float, bool]:
@@ -211,7 +232,18 @@ class PooledTest(CITest):
     def start_search(self) -> None:
         """Forget the provisional answers of a search abandoned at a barrier."""
         self._options.asked.clear()
+        self._noted.clear()
+        self._noted_entries = 0
         self.provisional = 0
+
+    def _entries(self, request: Request) -> int:
+        """The entries ``request``'s statistic takes (counts and sums)."""
+        frame = self.frame
+        if request.form == MOMENTS:
+            w = sum(frame.width(v) for v in request.variables)
+            return 1 + w + w * (w + 1) // 2
+        a = sum(not frame.discrete[v] for v in request.variables)
+        return frame.cells(request.variables) * (1 + a + a * (a + 1) // 2)
 
     # ---------------------------------------------------------- what the sites compute
     def pending(self) -> list[Request]:

@@ -122,3 +122,25 @@ def test_the_bootstrap_resamples_each_site(asia) -> None:
     frequencies = model.edge_frequencies_.adjacency_matrix()
     assert frequencies.max() == 1.0 and model.consensus_graph_ is not None
 
+
+def test_differential_privacy_spends_the_budget_and_refuses_beyond_it(asia) -> None:
+    """dp_epsilon: each site noises every batch it releases; ε is composed over the
+    exchanges, and a search needing more releases than planned stops in one line."""
+    levels = {v: int(asia[v].max()) + 1 for v in asia.columns}
+    model = FedFCI(dp_epsilon=8.0, dp_releases=8, levels=levels).fit(sites_of(asia, 3))
+    assert 0 < model.dp_epsilon_spent_ <= 8.0 + 1e-9
+    assert model.graph_ is not None and model.exchanges_ <= 8
+    with pytest.raises(DataError, match="privacy budget dp_epsilon = 1 is spent after 2 releases"):
+        FedFCI(dp_epsilon=1.0, dp_releases=2, levels=levels).fit(sites_of(asia, 3))
+
+
+def test_differential_privacy_needs_public_levels_and_categories(asia) -> None:
+    from fedstruct.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="dp_delta = 0.001 has no effect without dp_epsilon"):
+        FedFCI(dp_delta=1e-3)
+    with pytest.raises(DataError, match="none is given for 'asia'"):
+        FedFCI(dp_epsilon=1.0).fit(sites_of(asia, 2))
+    floats = sites_of(asia.astype({"smoke": float}), 2)
+    with pytest.raises(DataError, match="'smoke' is continuous"):
+        FedFCI(dp_epsilon=1.0, levels={"smoke": 2}).fit(floats)

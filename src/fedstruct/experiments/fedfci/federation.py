@@ -78,6 +78,13 @@ class SampledSites(Source):
         """The model's DAG: the truth a learned graph is scored against."""
         return self._model[1]
 
+    def levels(self) -> dict[str, int] | None:
+        """The discrete variables' numbers of levels, public (the model's states; a DP
+        run reads them); ``None`` for a Gaussian network."""
+        model = self._model[0]
+        cards = getattr(model, "cardinalities", None)
+        return None if cards is None else {v: int(c) for v, c in dict(cards).items()}
+
     @property
     def truth(self) -> Graph:
         """The model's DAG."""

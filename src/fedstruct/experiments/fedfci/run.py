@@ -35,6 +35,7 @@ def method(s: FedFCIRun, source: Source) -> FedFCI:
     kinds = dict(source.schema.kinds) if isinstance(source, SiteFiles) else None
     return FedFCI(
         kinds=kinds,
+        levels=source.schema.cardinalities() if isinstance(source, SiteFiles) else source.levels(),
         seed=s.seed,
         participation=s.participation(source.names),
         bootstrap=s.bootstrap or None,
@@ -65,6 +66,11 @@ def run_fedfci(
         "exchanges": float(model.exchanges_),
         "requests": float(sum(h.get("requests", 0.0) for h in history)),
         "excluded_constant": float(len(model.excluded_)),
+        **(
+            {"dp_epsilon_spent": float(model.dp_epsilon_spent_)}
+            if model.dp_epsilon_spent_ is not None
+            else {}
+        ),
     }
     if model.graph_ is None:  # stopped before the search completed
         return RunOutcome(metrics, history)

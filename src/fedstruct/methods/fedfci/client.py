@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,8 @@ from fedstruct.discovery.statistics import Frame, Plan, SiteTable, site_statisti
 from fedstruct.errors import DataError
 from fedstruct.fl import Client, Message, from_json_bytes, handles, json_bytes
 from fedstruct.methods.fedfci.config import FedFCIConfig
+from fedstruct.methods.fedfci.privacy import StatisticsPrivacy
+from fedstruct.privacy.dp import PrivacyLedger
 
 __all__ = [
     "DESCRIBE",
@@ -130,6 +133,13 @@ class FedFCIClient(Client):
         self.kinds = resolve_kinds(data.rows, columns, given)
         self.names_entries = sum(max(1, math.ceil(len(v.encode()) / 8)) for v in columns)
         self._table: tuple[bytes, SiteTable] | None = None
+        #: With ``dp_epsilon``: the budget of this site's releases and their record.
+        self.privacy = (
+            None
+            if config.dp_epsilon is None
+            else StatisticsPrivacy(config.dp_epsilon, config.dp_delta, config.dp_releases)
+        )
+        self.ledger = PrivacyLedger()
 
     def _codes(self, name: str) -> np.ndarray:
         """A column's observed values as floats (NaN where missing: NaN, or ``-1`` in
@@ -189,17 +199,13 @@ class FedFCIClient(Client):
                     )
                 levels[v] = np.bincount(seen.astype(np.int64), minlength=top)
         seen_rows = observed.astype(np.int64)
-        return Message(
-            MARGINS,
-            arrays={
-                "missing": n - seen_rows.sum(axis=0),
-                "total": values.sum(axis=0),
-                "square": (values * values).sum(axis=0),
-                "apart": n - seen_rows.T @ seen_rows,
-                "levels": levels,
-            },
-            metrics={"n": n},
-        )
+        counts = {
+            "missing": n - seen_rows.sum(axis=0),
+            "apart": n - seen_rows.T @ seen_rows,
+            "levels": levels,
+        }
+        moments = {"total": values.sum(axis=0), "square": (values * values).sum(axis=0)}
+        return Message(MARGINS, arrays={**counts, **moments}, metrics={"n": n})
 
     @handles(STATS, max_entries=_stats_bound, summable=True, statistic_arrays=("counts", "sums"))
     def stats(self, msg: Message) -> Message:
@@ -208,7 +214,21 @@ class FedFCIClient(Client):
         plan = decode_plan(msg)
         key = msg.config[FRAME]
         if self._table is None or self._table[0] != key:
-            table = SiteTable(self.data.rows, plan.frame, self.config.min_contribution_rows)
+            least = self.config.min_contribution_rows if self.privacy is None else 1
+            table = SiteTable(self.data.rows, plan.frame, least)
             self._table = (key, table)  # type: ignore[assignment]
         counts, sums = site_statistics(self._table[1], plan)  # type: ignore[index]
-        return Message(STATS, arrays={"counts": counts, "sums": sums})
+        arrays: dict[str, np.ndarray] = {"counts": counts, "sums": sums}
+        if self.privacy is not None:  # G² and χ² only: R tables, one cell each per row
+            arrays = self.privacy.release(
+                self.ledger, arrays, math.sqrt(len(plan)), self.rng(msg), self.data.name
+            )
+        return Message(STATS, arrays=arrays)
+
+    def get_state(self) -> dict[str, Any]:
+        """The releases this site has made (its privacy ledger), for a resumed run."""
+        return {"releases": [list(entry) for entry in self.ledger.history]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`get_state`."""
+        self.ledger = PrivacyLedger(tuple(e) for e in state.get("releases", []))

@@ -10,6 +10,7 @@ from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.pds import AUTO
 from fedstruct.privacy.audit import ANONYMITY
+from fedstruct.privacy.settings import refuse_unused
 
 __all__ = ["ALGORITHMS", "FedFCIConfig"]
 
@@ -67,6 +68,17 @@ class FedFCIConfig:
     max_exchanges
         The most exchanges of statistics a run may take (a bound, never reached by a
         search that finishes: a run takes about one per level and phase).
+    dp_epsilon
+        If set, every site adds Gaussian noise to each release of statistics (round 2's
+        margins, every batch) within this total ε over the run, composed by the Rényi
+        accountant (docs/fedfci.md, "Differential privacy"; categorical and ordinal
+        variables only); ``None`` (default): exact statistics.
+    dp_delta
+        δ of the DP budget (1e-5).
+    dp_releases
+        The releases the budget is planned for (the margins and the exchanges; about
+        one per level and phase of the search): more spreads the budget thinner (more
+        noise per release); a search that needs more stops with one line.
     """
 
     algorithm: str = "fci"
@@ -82,9 +94,18 @@ class FedFCIConfig:
     constant_columns: str = "error"
     knowledge: str | Knowledge | None = None
     max_exchanges: int = 200
+    dp_epsilon: float | None = None
+    dp_delta: float = 1e-5
+    dp_releases: int = 12
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedfci")
+        refuse_unused(
+            self,
+            ("dp_delta", "dp_releases"),
+            "dp_epsilon",
+            "they shape the noise of a DP run, and without dp_epsilon the statistics are exact",
+        )
 
 
 _CONSTRAINTS = {
@@ -100,4 +121,7 @@ _CONSTRAINTS = {
     "min_contribution_rows": Interval(int, 1),
     "constant_columns": OneOf(("error", "exclude")),
     "max_exchanges": Interval(int, 1),
+    "dp_epsilon": Interval(float, 0, closed="neither", allow_none=True),
+    "dp_delta": Interval(float, 0, 1, closed="neither"),
+    "dp_releases": Interval(int, 2),
 }

@@ -38,6 +38,9 @@ class FedFCI(
     kinds
         Variable -> kind (``"categorical"``, ``"ordinal"``, ``"continuous"``): the
         federation schema's on a user's files; the others get their dtype's kind.
+    levels
+        Variable -> its number of levels, public (the federation schema's, a network's
+        states): what a run with ``dp_epsilon`` reads instead of the sites' counts.
     seed
         The run's seed (participation draws; the search is deterministic).
     participation
@@ -66,6 +69,8 @@ class FedFCI(
         Variables left out as constant over the pooled rows.
     n_tests_, exchanges_ : int
         CI tests computed, exchanges of statistics taken.
+    dp_epsilon_spent_ : float or None
+        With ``dp_epsilon``: each site's ε after the run's releases.
     """
 
     secure_aggregation_refusal = ""
@@ -74,6 +79,7 @@ class FedFCI(
         self,
         *,
         kinds: Mapping[str, str] | None = None,
+        levels: Mapping[str, int] | None = None,
         seed: int = 0,
         participation: Participation | None = None,
         bootstrap: int | None = None,
@@ -92,7 +98,12 @@ class FedFCI(
             **params,
         )
         self.kinds = dict(kinds) if kinds is not None else None
-        self._given(kinds=self.kinds)
+        self.levels = dict(levels) if levels is not None else None
+        self._given(kinds=self.kinds, levels=self.levels)
+
+    def make_server(self) -> FedFCIServer:
+        """The server, with the public levels a DP run reads."""
+        return FedFCIServer(self.config, self.levels)
 
     def make_client(self, data: ClientData) -> FedFCIClient:
         """The site holding ``data``."""
@@ -118,6 +129,7 @@ class FedFCI(
         self.excluded_ = tuple(state.excluded)
         self.ci_test_ = state.test
         self.exchanges_ = int(state.exchanges)
+        self.dp_epsilon_spent_ = self.make_server().epsilon_spent(state)
         result = state.result
         if result is None:
             self.graph_ = None  # type: ignore[assignment]
@@ -159,6 +171,7 @@ class FedFCI(
             "excluded": list(self.excluded_),
             "n_tests": self.n_tests_,
             "exchanges": self.exchanges_,
+            "dp_epsilon_spent": self.dp_epsilon_spent_,
             **self.bootstrap_state(),
         }
 
@@ -175,5 +188,6 @@ class FedFCI(
         self.excluded_ = tuple(meta["excluded"])
         self.n_tests_ = int(meta["n_tests"])
         self.exchanges_ = int(meta["exchanges"])
+        self.dp_epsilon_spent_ = meta.get("dp_epsilon_spent")
         self.rows_ = {}
         self.restore_bootstrap(meta)

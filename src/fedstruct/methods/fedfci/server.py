@@ -18,7 +18,7 @@ summed over fewer sites would pool other rows than the rest of the run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from fedstruct.fl.summation import send_and_sum
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedfci.client import DESCRIBE, FRAME, LEVELS, MARGINS, encode_plan
 from fedstruct.methods.fedfci.config import FedFCIConfig
+from fedstruct.methods.fedfci.privacy import StatisticsPrivacy
 
 __all__ = ["FedFCIResult", "FedFCIServer", "FedFCIState", "choose_pooled_test"]
 
@@ -99,8 +100,12 @@ def choose_pooled_test(kinds: Sequence[str], together: NDArray[np.int64], cg_min
 class FedFCIServer(ServerAlgorithm[FedFCIState]):
     """Pooled federated discovery on any grid (module docstring)."""
 
-    def __init__(self, config: FedFCIConfig) -> None:
+    def __init__(self, config: FedFCIConfig, levels: Mapping[str, int] | None = None) -> None:
         self.config = config
+        #: Public numbers of levels of the categorical and ordinal variables (the
+        #: federation schema's, a network's states): what a DP run reads instead of
+        #: the sites' level counts.
+        self.levels = dict(levels) if levels is not None else None
         self.rounds = config.max_exchanges + 2
         self.knowledge = load_knowledge(config.knowledge)
         self._test: PooledTest | None = None
@@ -155,6 +160,15 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                         f"at site {site!r}; give it one kind at every site (--set kinds or the "
                         "files' columns)"
                     )
+        if self.config.dp_epsilon is not None:
+            numeric = [n for n in names if kinds[n] == "continuous"]
+            if numeric:
+                raise DataError(
+                    f"dp_epsilon: differential privacy on pooled statistics takes categorical "
+                    f"and ordinal variables (G², χ²) only, and {numeric[0]!r} is continuous "
+                    "(its sums have no bound on their sensitivity); discretise it, or drop "
+                    "dp_epsilon"
+                )
         sites = tuple(sorted(replies))
         measured = np.zeros((len(sites), len(names)), dtype=bool)
         for s, node in enumerate(sites):
@@ -173,6 +187,8 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
 
     # ------------------------------------------------------------------ round 2
     def _margins(self, grid: Grid, state: FedFCIState) -> FedFCIState:
+        if self.config.dp_epsilon is not None:
+            return self._public_frame(state)
         request = Message(MARGINS, config={FRAME: list(state.names), LEVELS: MAX_LEVELS})
         total = send_and_sum(grid, {n: request for n in state.sites})
         self._check_everyone(grid, state, total.nodes, "the margins")
@@ -180,14 +196,14 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
         rows = float(total.metrics["n"])
         missing = np.asarray(total.arrays["missing"], dtype=np.float64)
         observed = rows - missing
+        unmeasured = (~state.measured * state.rows[:, None]).sum(axis=0)
+        counts = np.asarray(total.arrays["levels"], dtype=np.int64)
         mean = np.asarray(total.arrays["total"]) / np.maximum(observed, 1)
         square = np.asarray(total.arrays["square"]) / np.maximum(observed, 1)
         sd = np.sqrt(np.maximum(square - mean * mean, 0.0))
-        unmeasured = (~state.measured * state.rows[:, None]).sum(axis=0)
         complete = missing == unmeasured  # no site misses a value of what it measures
-        counts = np.asarray(total.arrays["levels"], dtype=np.int64)
         cards = [int(np.flatnonzero(row).max()) + 1 if row.any() else 1 for row in counts]
-        constant = (observed == 0) | (sd <= 1e-12 * np.maximum(np.abs(mean), 1.0))
+        constant = (observed <= 0) | (sd <= 1e-12 * np.maximum(np.abs(mean), 1.0))
         keep = ~constant
         if constant.any():
             named = [state.names[v] for v in np.flatnonzero(constant)]
@@ -203,8 +219,8 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                     "drop the column or set constant_columns=exclude to leave it out"
                 )
             state.excluded = tuple(named)
-        apart = np.asarray(total.arrays["apart"], dtype=np.int64)[np.ix_(keep, keep)]
-        together = int(rows) - apart
+        apart = np.asarray(total.arrays["apart"], dtype=np.float64)[np.ix_(keep, keep)]
+        together = rows - apart
         kinds = [k for k, ok in zip(state.kinds, keep, strict=True) if ok]
         test = self.config.ci_test
         if test == "auto":
@@ -228,6 +244,44 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
         return state
 
     # ----------------------------------------------------------- later rounds
+    def _public_frame(self, state: FedFCIState) -> FedFCIState:
+        """Round 2 of a DP run: the frame from the public levels, no release (the sites'
+        margins would spend budget on what the schema already says)."""
+        assert state.measured is not None
+        levels = self.levels or {}
+        unknown = [n for n in state.names if n not in levels]
+        if unknown:
+            raise DataError(
+                f"dp_epsilon: a DP run reads each variable's number of levels from public "
+                f"information (the federation schema of your files, a network's states), "
+                f"and none is given for {unknown[0]!r}; run on files, or give levels="
+            )
+        test = self.config.ci_test if self.config.ci_test != "auto" else "g2"
+        d = len(state.names)
+        state.frame = Frame(
+            state.names,
+            _discrete_for(test, state.kinds, state.names),
+            tuple(max(int(levels[n]), 1) for n in state.names),
+            (0.0,) * d,
+            (1.0,) * d,
+        )
+        state.complete = np.zeros(d, dtype=bool)
+        state.test = test
+        state.history.append({"round": 2, "sites": float(len(state.sites)), "excluded": 0.0})
+        return state
+
+    def _privacy(self) -> StatisticsPrivacy:
+        cfg = self.config
+        assert cfg.dp_epsilon is not None
+        return StatisticsPrivacy(cfg.dp_epsilon, cfg.dp_delta, cfg.dp_releases)
+
+    def epsilon_spent(self, state: FedFCIState) -> float | None:
+        """Each site's ε after the run's releases (every exchange; all sites release
+        alike), ``None`` without DP."""
+        if self.config.dp_epsilon is None:
+            return None
+        return self._privacy().spent(state.exchanges)
+
     def _pooled_test(self, state: FedFCIState) -> PooledTest:
         """The run's pooled test, rebuilt from the state after a resume."""
         if self._test is None:
@@ -266,9 +320,12 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
             message = encode_plan(step)
             total = send_and_sum(grid, {n: message for n in state.sites})
             self._check_everyone(grid, state, total.nodes, f"exchange {state.exchanges + 1}")
+            counts = np.asarray(total.arrays["counts"])
+            if counts.dtype.kind == "f":  # noised (privacy.py): counts again
+                counts = np.maximum(np.rint(counts), 0)
             computed = test.absorb_statistics(
                 step,
-                np.asarray(total.arrays["counts"], dtype=np.int64),
+                counts.astype(np.int64),
                 np.asarray(total.arrays["sums"], dtype=np.float64),
             )
             state.exchanges += 1
