@@ -80,3 +80,36 @@ def test_three_nodes_each_read_only_their_own_file(tmp_path):
         assert opened == {str(path.resolve())}
     server = tmp_path / "superlink.opened"
     assert not server.exists() or not server.read_text().strip()
+
+
+def test_pooled_discovery_on_deployed_sites_is_the_local_run(tmp_path):
+    """fedfci on three SuperNodes that keep their files, one of them without a column
+    and with missing values: every batch of statistics is summed over the nodes, and
+    the graph, p-values and metrics equal the local backend's on the same files."""
+    data = tmp_path / "sites"
+    data.mkdir()
+    network = load_network("asia")
+    frame = network.sample(1800, seed=4)
+    frame = pd.DataFrame({v: np.array(network.states[v])[frame[v]] for v in network.names})
+    paths = []
+    for k, part in enumerate(np.array_split(np.arange(1800), 3)):
+        site = frame.iloc[part].copy()
+        if k == 2:
+            site = site.drop(columns=["asia"])
+            site.loc[site.index[::7], "smoke"] = ""
+        paths.append(data / f"site-{k + 1}.csv")
+        site.to_csv(paths[-1], index=False)
+    with LoopbackCluster(tmp_path / "cluster", poll_interval=0.25, runs=tmp_path) as cluster:
+        cluster.superlink("--insecure")
+        cluster.wait_connected(*(cluster.site_node(p, "--insecure", name=p.stem) for p in paths))
+        out = tmp_path / "deployed"
+        sites = [a for p in paths for a in ("--node-site", p.stem)]
+        result = cluster.fedstruct("run", "fedfci", *sites, "--quiet", "--backend", "flower",
+                                   "--superlink", cluster.address, "--out", str(out))  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr + cluster.log("superlink")
+    local = tmp_path / "local"
+    execute("fedfci", [{"sites": [str(p) for p in paths]}], local)
+    deployed = json.loads((out / "metrics.json").read_text())
+    assert deployed == json.loads((local / "metrics.json").read_text())
+    assert deployed["exchanges"] >= 2 and deployed["undecided_pairs"] == 0.0
+    assert (out / "graph.json").read_text() == (local / "graph.json").read_text()
