@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import chdtrc
 
+from fedstruct.discovery.blas import one_blas_thread
 from fedstruct.discovery.small_sample import SmallSampleRule, skipped_pvalue
 
 __all__ = ["CentreTests", "centre_tests"]
@@ -110,12 +111,13 @@ def centre_tests(
     )
     tables = np.zeros((cx, k * top, k * top), dtype=np.int64)
     x = columns[centre]
-    for a in range(cx):
-        rows = indicators[x == a]
-        if not len(rows):
-            continue
-        counts = rows.T @ rows
-        tables[a][np.ix_(slot, slot)] = np.rint(counts).astype(np.int64)
+    with one_blas_thread():
+        for a in range(cx):
+            rows = indicators[x == a]
+            if not len(rows):
+                continue
+            counts = rows.T @ rows
+            tables[a][np.ix_(slot, slot)] = np.rint(counts).astype(np.int64)
     # (a, y, b, z, c) -> (y, z, strata c, x levels a, y levels b)
     tables = tables.reshape(cx, k, top, k, top).transpose(1, 3, 4, 0, 2)
     stat, df = _statistics(tables, statistic, xlogx)

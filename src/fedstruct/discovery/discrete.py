@@ -61,13 +61,13 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import chdtrc
 
+from fedstruct.discovery.blas import one_blas_thread
 from fedstruct.discovery.centre_tables import CentreTests, centre_tests
 from fedstruct.discovery.citest import CITest
 from fedstruct.discovery.dataset import DataLike, as_matrix
@@ -322,28 +322,6 @@ def table_statistics(
         where=denominator > 0,
     )
     return max(float(add(ratio, axis=None)) - float(add(n_z)), 0.0), df
-
-
-_BLAS: list = []  # the threadpoolctl controller, made on first use
-
-
-def _one_blas_thread() -> AbstractContextManager:
-    """Run the batch's matrix products on one BLAS thread.
-
-    They are products of a few hundred columns: OpenBLAS' threads cost more than they
-    give there (10,000 x 280 on the 2-core machine: 130 ms with 2 threads, 9.5 ms
-    with 1), and the Possible-D-SEP phase uses the cores with processes instead.
-    A no-op without ``threadpoolctl`` (installed with scikit-learn).
-    """
-    if not _BLAS:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - scikit-learn brings it
-            _BLAS.append(None)
-        else:
-            _BLAS.append(ThreadpoolController())
-    controller = _BLAS[0]
-    return nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
 
 
 def batch_statistics(
@@ -833,7 +811,7 @@ class DiscreteTest(CITest):
             cell = np.zeros((n, cells), dtype=self._onehot.dtype)
             cell[np.arange(n), xy] = 1
             rows = self._onehot if len(pool) == d else self._onehot[:, columns]
-            with _one_blas_thread():
+            with one_blas_thread():
                 single = (cell.T @ rows).reshape(cells, len(pool), h)
             counted = (single, np.zeros(0), sizes)
             self._single_key, self._single_counts = key, counted
@@ -846,7 +824,7 @@ class DiscreteTest(CITest):
             rows = self._onehot[np.ix_(order, columns)]
         bounds = np.concatenate(([0], np.cumsum(sizes)))
         out = np.empty((cells, width, width), dtype=rows.dtype)
-        with _one_blas_thread():
+        with one_blas_thread():
             for c in range(cells):
                 part = rows[bounds[c] : bounds[c + 1]]
                 np.matmul(part.T, part, out=out[c])

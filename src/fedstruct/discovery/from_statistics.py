@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -172,18 +173,27 @@ class Moments:
         self.square = np.diagonal(second).copy() / n
         self.covariance = second / n - np.outer(self.mean, self.mean)
 
+    @cached_property
+    def constants(self) -> NDArray[np.bool_]:
+        """Whether each column has (numerically) one value on the rows."""
+        variance = np.diagonal(self.covariance)
+        return variance <= _CONSTANT * np.maximum(self.square, 1e-300)
+
     def constant(self, columns: Sequence[int]) -> bool:
         """Whether any of ``columns`` has (numerically) one value on the rows."""
-        idx = list(columns)
-        variance = np.diagonal(self.covariance)[idx]
-        return bool((variance <= _CONSTANT * np.maximum(self.square[idx], 1e-300)).any())
+        return bool(self.constants[list(columns)].any())
+
+    @cached_property
+    def full_correlation(self) -> NDArray[np.float64]:
+        """The correlation matrix of every column (computed once)."""
+        sd = np.sqrt(np.diagonal(self.covariance))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.covariance / np.outer(sd, sd)
 
     def correlation(self, columns: Sequence[int]) -> NDArray[np.float64]:
         """The correlation matrix of ``columns``."""
         idx = list(columns)
-        cov = self.covariance[np.ix_(idx, idx)]
-        sd = np.sqrt(np.diagonal(cov))
-        return cov / np.outer(sd, sd)
+        return self.full_correlation[np.ix_(idx, idx)]
 
 
 def moments_of(count: int, sums: NDArray[np.float64]) -> Moments:
@@ -208,14 +218,12 @@ def fisher_z_test(
         If the correlation sub-matrix is singular (collinear variables).
     """
     i, j, z = key
-    at = [columns[i], columns[j], *(columns[k] for k in z)]
+    at = (columns[i], columns[j], tuple(columns[k] for k in z))
     if moments.n - len(z) - 3 < 1:
         return 0.0, True
-    if moments.constant(at):
+    if moments.constant((at[0], at[1], *at[2])):
         return 0.0, True
-    corr = moments.correlation(at)
-    local = (0, 1, tuple(range(2, len(at))))
-    return fisher_z_pvalue(corr, moments.n, key, local, names, evidence)  # type: ignore[arg-type]
+    return fisher_z_pvalue(moments.full_correlation, moments.n, key, at, names, evidence)
 
 
 def degenerate_test(

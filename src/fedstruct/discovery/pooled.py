@@ -171,6 +171,8 @@ class PooledTest(CITest):
         self._complete_columns: dict[int, list[int]] = {}
         #: Rows behind each variable set's statistic (its tests' ``n``).
         self._rows: dict[tuple[int, ...], int] = {}
+        #: The complete moments' first column of each variable (Fisher-z reads one).
+        self._complete_first: dict[int, int] | None = None
         #: The most entries one batch asks of a site (counts and sums): a level whose
         #: statistics would take more is asked in several batches, so that a dense
         #: search never holds more than this per site (nor the server per batch).
@@ -179,6 +181,10 @@ class PooledTest(CITest):
         self._noted_entries = 0
         #: Per exchange, the tests computed and the rows of each statistic, as arrays.
         self._log: list[tuple[tuple[NDArray[Any], ...], tuple[NDArray[Any], ...]]] = []
+        #: Every site measures every variable; and without a missing value.
+        self._everyone = bool(sites.measured.all()) and len(sites.rows) >= min_sites
+        self._all_complete = bool(sites.complete.all())
+        self._moments = test in ("fisherz", "dg")
         #: The variables measured by every site without a missing value.
         self.complete_variables = tuple(int(v) for v in np.flatnonzero(sites.complete))
         self._complete_asked = Request(self.complete_variables, MOMENTS)
@@ -246,6 +252,15 @@ class PooledTest(CITest):
         return frame.cells(request.variables) * (1 + a + a * (a + 1) // 2)
 
     # ---------------------------------------------------------- what the sites compute
+    def wants_complete_moments(self) -> bool:
+        """Whether the run's tests read the moments of the completely measured variables
+        and those are not known yet (:meth:`complete_plan` asks for them)."""
+        return self._moments and self._complete is None and len(self.complete_variables) > 1
+
+    def complete_plan(self) -> Plan:
+        """The plan of the completely measured variables' moment matrix alone."""
+        return Plan.of(self.frame, [self._complete_asked])
+
     def pending(self) -> list[Request]:
         """The statistics the noted tests need, each once, in the order first noted."""
         seen: dict[Request, None] = {}
@@ -378,9 +393,12 @@ class PooledTest(CITest):
         return self._options.statistic in ("fisherz", "dg")
 
     def _reads_complete(self, key: CIKey) -> bool:
+        if not self._moments:
+            return False
+        if self._all_complete:
+            return True
         i, j, z = key
-        complete = self.sites.complete
-        return bool(self._uses_moments() and complete[[i, j, *z]].all())
+        return bool(self.sites.complete[[i, j, *z]].all())
 
     def _complete_request(self) -> Request:
         return self._complete_asked
@@ -395,20 +413,25 @@ class PooledTest(CITest):
         """A test decided without statistics (module docstring), or ``None``."""
         i, j, z = key
         opts = self._options
-        sites = self.sites.measuring((i, j, *z))
-        if int(sites.sum()) < opts.min_sites:
-            return 0.0, True
-        if opts.statistic in ("g2", "chi2"):
+        if self._everyone:  # every site measures every variable: all rows count
+            most = self._n_samples or 0
+        else:
+            sites = self.sites.measuring((i, j, *z))
+            if int(sites.sum()) < opts.min_sites:
+                return 0.0, True
             most = int(self.sites.rows[sites].sum())
-            if not rule_performs(opts.rule, self.frame.cards, i, j, z, most):
-                no_missing = bool(self.sites.complete[[i, j, *z]].all())
-                if opts.rule.verdict == "dependent" or no_missing:
-                    return skipped_pvalue(opts.rule, most), True
+        if opts.statistic in ("g2", "chi2") and not rule_performs(
+            opts.rule, self.frame.cards, i, j, z, most
+        ):
+            no_missing = self._all_complete or bool(self.sites.complete[[i, j, *z]].all())
+            if opts.rule.verdict == "dependent" or no_missing:
+                return skipped_pvalue(opts.rule, most), True
         return None
 
     def _set_complete(self, count: int, sums: NDArray[np.float64]) -> None:
         self._complete_raw = (count, sums)
         self._complete = Moments(count, sums)
+        self._rows[self.complete_variables] = count  # every test on these: all the rows
         start = 0
         for v in self.complete_variables:
             width = self.frame.width(v)
@@ -417,16 +440,19 @@ class PooledTest(CITest):
 
     def _from_complete(self, key: CIKey) -> tuple[float, bool]:
         assert self._complete is not None
-        blocks = self._complete_columns
-        self._rows[tuple(sorted((key[0], key[1], *key[2])))] = self._complete.n
-        return self._moments_test(self._complete, blocks, key)
+        return self._moments_test(self._complete, self._complete_columns, key)
 
     def _moments_test(
         self, moments: Moments, blocks: Mapping[int, Sequence[int]], key: CIKey
     ) -> tuple[float, bool]:
         if self._options.statistic == "fisherz":
-            columns = {v: block[0] for v, block in blocks.items()}
-            return fisher_z_test(moments, columns, key, self._names, self.evidence)  # type: ignore[arg-type]
+            if blocks is self._complete_columns:  # the same map for every test: once
+                if self._complete_first is None:
+                    self._complete_first = {v: b[0] for v, b in blocks.items()}
+                first = self._complete_first
+            else:
+                first = {v: b[0] for v, b in blocks.items()}
+            return fisher_z_test(moments, first, key, self._names, self.evidence)  # type: ignore[arg-type]
         return degenerate_test(moments, blocks, self.frame.discrete, key, self.evidence)  # type: ignore[arg-type]
 
     def _from_statistics(

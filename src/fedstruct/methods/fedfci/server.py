@@ -302,6 +302,14 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
             self._test = test
         return self._test
 
+    def _first_step(self, test: PooledTest, state: FedFCIState) -> LocalResult | Plan:
+        """The search's first batch; a run whose tests read the moments of the variables
+        every site measures completely asks for that one matrix first, without running
+        the search on provisional answers (its tests all read it)."""
+        if state.exchanges == 0 and test.wants_complete_moments():
+            return test.complete_plan()
+        return search_step(self._search, test)
+
     def _search(self, test: PooledTest) -> LocalResult:
         cfg = self.config
         knowledge = None if self.knowledge is None else self.knowledge.within(test.names)
@@ -314,7 +322,7 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
 
     def _exchange(self, grid: Grid, state: FedFCIState, rnd: int) -> FedFCIState:
         test = self._pooled_test(state)
-        step = self._next if self._next is not None else search_step(self._search, test)
+        step = self._next if self._next is not None else self._first_step(test, state)
         self._next = None
         if isinstance(step, Plan):
             message = encode_plan(step)
