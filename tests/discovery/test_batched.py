@@ -113,3 +113,45 @@ def test_workers_must_be_positive(child_rows):
         with pytest.raises(ConfigError, match="workers"):
             pds.remove_by_possible_dsep(evidence, marks, workers=bad)
     assert pds.available_workers() >= 1
+
+
+@pytest.mark.parametrize(
+    ("statistic", "rule", "dof"),
+    [("chi2", "none", "adjusted"), ("g2", "toolbox", "adjusted"), ("g2", "pcalg", "plain")],
+)
+def test_level_one_centre_tables_equal_single_tests(child_rows, statistic, rule, dof):
+    """Issue 51: level 1's tests around a centre, computed from one product per level of
+    the centre (discovery/centre_tables.py), are the one-at-a-time tests: the same
+    skipped tests and p-values to rounding."""
+    rows, cards = child_rows
+    centred = make_ci_test(rows, statistic, cardinalities=cards, small_sample=rule, dof=dof)
+    single = make_ci_test(rows, statistic, cardinalities=cards, small_sample=rule, dof=dof)
+    d = centred.n_variables
+    neighbours = [[v for v in range(d) if v != x and (v + x) % 3] for x in range(d)]
+    centred.prepare_level(1, neighbours)
+    checked = 0
+    for x in range(d):
+        for y, z in combinations(neighbours[x], 2):
+            for a, b in ((y, z), (z, y)):
+                i, j = min(x, a), max(x, a)
+                got = centred._compute(i, j, (b,))
+                want = single._compute(i, j, (b,))
+                assert got[1] == want[1]
+                assert got[0] == pytest.approx(want[0], rel=1e-9, abs=1e-12)
+                checked += 1
+    assert checked > 1000 and centred._centres  # the centres answered
+    centred.prepare_level(-1, ())
+    assert not centred._centres  # dropped after the level
+
+
+@pytest.mark.parametrize("network", ["alarm", "insurance"])
+def test_a_search_with_centre_tables_is_the_search_without(network):
+    rows = load_network(network).sample(3000, seed=1)
+    with_centres = make_ci_test(rows, "g2")
+    without = make_ci_test(rows, "g2")
+    without.prepare_level = lambda level, neighbours: None  # type: ignore[method-assign]
+    a, b = fci(with_centres, workers=1), fci(without, workers=1)
+    assert np.array_equal(a.graph.marks, b.graph.marks) and a.sepsets == b.sepsets
+    assert set(with_centres.cache) == set(without.cache)
+    for key, p in without.cache.items():
+        assert with_centres.cache[key] == pytest.approx(p, rel=1e-9, abs=1e-12)
