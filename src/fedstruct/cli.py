@@ -74,6 +74,15 @@ def _bad_input_exits_2(fn: F) -> F:
             message = escape(str(exc))  # else a message's "[x, y]" is read as markup: gone
             err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=2) from None
+        except MemoryError:
+            err_console.print(
+                "[bold red]error:[/] out of memory: the run needs more than this machine "
+                "has; run fewer sites in one process (a deployment puts each on its own "
+                "machine), bound the search (--set depth=...), or add memory",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(code=1) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -335,3 +335,30 @@ def test_a_resealed_checkpoint_is_checked_against_the_run(stopped, tmp_path, edi
     state says, the state's types and the arrays' dtypes as a new run has them, one
     history record per round."""
     resume_refused(stopped, tmp_path, edit, message)
+
+
+def test_a_checkpoint_that_runs_out_of_memory_is_one_line(monkeypatch):
+    """Issue 51: FedCDnv on pigs with 10 sites ran out of memory while writing its
+    checkpoint, and safetensors' Rust side surfaced it as a panic ("PyObject pointer is
+    null"); it is one CheckpointError now."""
+    import safetensors.numpy
+
+    from fedstruct.errors import CheckpointError
+    from fedstruct.fl import checkpoint
+
+    class PanicException(BaseException):  # pyo3's, raised from Rust
+        pass
+
+    def panics(*args, **kwargs):
+        raise PanicException("PyObject pointer is null")
+
+    monkeypatch.setattr(safetensors.numpy, "save", panics)
+    with pytest.raises(CheckpointError, match="out of memory while writing the run's checkpoint"):
+        checkpoint.dumps({"a": np.zeros(3)})
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(safetensors.numpy, "save", no_memory)
+    with pytest.raises(CheckpointError, match="out of memory"):
+        checkpoint.dumps({"a": np.zeros(3)})

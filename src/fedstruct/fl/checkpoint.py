@@ -350,15 +350,32 @@ def dumps(tree: Any, header: Mapping[str, Any] | None = None) -> bytes:
     """
     from safetensors.numpy import save
 
-    data, arrays = encode(tree)
-    metadata = {
-        _FORMAT_KEY: FORMAT,
-        _VERSION_KEY: str(VERSION),
-        _WRITER_KEY: __version__,
-        _HEADER_KEY: json.dumps(dict(header or {}), allow_nan=False),
-        _TREE_KEY: json.dumps(data, allow_nan=False, separators=(",", ":")),
-    }
-    return seal(save(arrays, metadata=metadata))
+    try:
+        data, arrays = encode(tree)
+        metadata = {
+            _FORMAT_KEY: FORMAT,
+            _VERSION_KEY: str(VERSION),
+            _WRITER_KEY: __version__,
+            _HEADER_KEY: json.dumps(dict(header or {}), allow_nan=False),
+            _TREE_KEY: json.dumps(data, allow_nan=False, separators=(",", ":")),
+        }
+        return seal(save(arrays, metadata=metadata))
+    except MemoryError:
+        raise _out_of_memory(tree) from None
+    except BaseException as exc:  # safetensors' Rust side panics when memory runs out
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise _out_of_memory(tree) from None
+
+
+def _out_of_memory(tree: Any) -> CheckpointError:
+    """The one line of a checkpoint that could not be built for lack of memory."""
+    del tree
+    return CheckpointError(
+        "out of memory while writing the run's checkpoint: the state of this run does not "
+        "fit in this machine's memory; run fewer sites in one process (a deployment puts "
+        "each on its own machine), bound the search (--set depth=...), or add memory"
+    )
 
 
 def _split(blob: bytes, source: str) -> tuple[dict[str, Any], bytes]:

@@ -93,6 +93,8 @@ class FedCDnvClient(Client):
         self.progress = progress
         self.kinds = {v: k for v, k in (kinds or {}).items() if v in data.rows.columns}
         self._result: LocalResult | None = None
+        #: Round 1's search: the rows behind its tests and how many it computed.
+        self._searched: dict[str, float] = {}
         self.names_entries = sum(max(1, math.ceil(len(v.encode()) / 8)) for v in data.variables)
         rows = data.rows
         constant = [v for v in data.variables if _observed(rows[v]).nunique() <= 1]
@@ -121,6 +123,7 @@ class FedCDnvClient(Client):
             if cfg.knowledge is not None:
                 kwargs["knowledge"] = load_knowledge(cfg.knowledge).restrict(ci_test.names)  # type: ignore[union-attr]
             self._result = learner(ci_test, **kwargs)
+            self._searched = {**ci_test.rows_summary(), "total": float(ci_test.n_tests)}
         return self._result
 
     def _ci_test(self) -> CITest:
@@ -140,9 +143,11 @@ class FedCDnvClient(Client):
         )
 
     def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:
-        """The test's name (a config entry) and its rows per test (metrics)."""
-        summary = {**ci_test.rows_summary(), "total": float(ci_test.n_tests)}
-        return {"ci_test": ci_test.kind}, {f"tests_{k}": v for k, v in summary.items()}
+        """The test's name (a config entry) and the rows behind the local search's tests
+        (metrics: ``tests_rows_min``, ``tests_rows_median``, ``tests_skipped``,
+        ``tests_total``), as of round 1's search."""
+        self.learn()
+        return {"ci_test": ci_test.kind}, {f"tests_{k}": v for k, v in self._searched.items()}
 
     @handles(INIT, max_entries=_init_bound, graph_arrays=("pag",))
     def init(self, msg: Message) -> Message:
@@ -223,16 +228,16 @@ class FedCDnvClient(Client):
         result = self.learn()
         cfg = self.config
         g0 = Graph(msg.config["names"], msg.arrays["g0"])  # type: ignore[arg-type]
-        before = result.ci_test.n_tests
+        before = _asked(result.ci_test)
         pag_u = c_update(result.graph, g0, result.ci_test, cfg.alpha, cfg.update_depth)
-        return pag_u, result.ci_test.n_tests - before
+        return pag_u, _asked(result.ci_test) - before
 
     @handles(UPDATE, max_entries=_update_bound, graph_arrays=("pag",))
     def update(self, msg: Message) -> Message:
         """Round 2: C-Update against ``G0``; ``Pag_u``, scaled p-values, separating sets."""
         result = self.learn()
         cfg = self.config
-        before = result.ci_test.n_tests
+        before = _asked(result.ci_test)
         pag_u, _ = self._updated(msg)
         names = result.names
         sepsets = {
@@ -248,27 +253,36 @@ class FedCDnvClient(Client):
             UPDATE,
             arrays={"pag": pag_u.marks, "pvalues": scaled},
             config={"sepsets": json_bytes(sepsets), **test},
-            metrics={"n": self.data.n_rows, "tests": result.ci_test.n_tests - before, **rows},
+            metrics={"n": self.data.n_rows, "tests": _asked(result.ci_test) - before, **rows},
         )
 
     def get_state(self) -> dict[str, Any]:
-        """The local result for round 2: graph, separating sets, p-values and the CI
-        test's cache (as arrays; the test itself, which holds the rows, is rebuilt
-        from this client's data by :meth:`set_state`)."""
+        """The local result for round 2: graph, separating sets and p-values, and the
+        rows behind the round's tests (the CI test itself, which holds the rows, is
+        rebuilt from this client's data by :meth:`set_state`). Not its cache of
+        p-values: round 2 computes again the few tests it needs (the same p-values), and
+        a checkpoint of every cached test grew to gigabytes on hundreds of variables
+        (pigs: 1.3 GB for 4 sites)."""
         if self._result is None:
             return {}
         fields = {f.name: getattr(self._result, f.name) for f in dataclasses.fields(LocalResult)}
-        ci_test = fields.pop("ci_test")
-        return {"result": fields, "ci_cache": ci_test.cache_arrays()}
+        fields.pop("ci_test")
+        return {"result": fields, "searched": dict(self._searched)}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`get_state`."""
         if "result" not in state:
             self._result = None
             return
-        ci_test = self._ci_test()
-        ci_test.absorb_arrays(state["ci_cache"])
-        self._result = LocalResult(**state["result"], ci_test=ci_test)
+        self._result = LocalResult(**state["result"], ci_test=self._ci_test())
+        self._searched = dict(state["searched"])
+
+
+def _asked(ci_test: CITest) -> int:
+    """The tests asked of ``ci_test`` so far, computed or recalled from its cache: what
+    round 2 counts (a resumed run's test, rebuilt without round 1's cache, computes what
+    the uninterrupted run recalls; both ask the same)."""
+    return ci_test.n_tests + ci_test.n_cache_hits
 
 
 def _in_frame(graph: Graph, frame: list[str]) -> np.ndarray:
