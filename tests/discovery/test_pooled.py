@@ -7,12 +7,11 @@ import pandas as pd
 import pytest
 
 from fedstruct.data import load_network
-from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
 from fedstruct.data.gaussian import load_gaussian_network
 from fedstruct.discovery import fci, make_ci_test, pc, rfci
 from fedstruct.discovery.pooled import PooledSites, PooledTest, search_step
 from fedstruct.discovery.statistics import Frame, Plan, SiteTable, site_statistics
-from fedstruct.graphs.random import erdos_renyi_dag
+from fedstruct.experiments.fedfci.federation import mixed_model
 
 
 def split(rows: pd.DataFrame, k: int) -> list[pd.DataFrame]:
@@ -114,14 +113,7 @@ def test_fisher_z_reads_one_moment_matrix_without_holes(holes) -> None:
 
 
 def mixed_rows(n: int, seed: int = 0, d: int = 10) -> tuple[pd.DataFrame, dict[str, str]]:
-    dag = erdos_renyi_dag(d, seed=seed, edges_per_node=1.0)
-    rng = np.random.default_rng(seed)
-    chosen = set(rng.permutation(d)[: d // 2].tolist())
-    kinds = {
-        v: ("real" if i not in chosen else "categorical" if i % 2 else "binary")
-        for i, v in enumerate(dag.names)
-    }
-    rows = ConditionalGaussianSCM(dag, kinds, seed=seed).sample(n, seed=1)
+    rows = mixed_model(d, seed).sample(n, seed=1)
     rows = rows.frame if hasattr(rows, "frame") else rows
     return rows, {c: "continuous" if rows[c].dtype.kind == "f" else "categorical" for c in rows}
 
@@ -173,7 +165,7 @@ def test_a_level_too_large_for_one_batch_takes_several_and_finds_the_same_graph(
     rows = load_network("asia").sample(2000, seed=5)
     frame = frame_of(rows, dict.fromkeys(rows.columns, True))
     whole, _, one = pooled_run(split(rows, 3), frame, "g2", fci, workers=1)
-    capped, pooled, many = pooled_run(
+    capped, _, many = pooled_run(
         split(rows, 3), frame, "g2", fci, workers=1, max_batch_entries=64
     )
     assert np.array_equal(capped.graph.marks, whole.graph.marks)

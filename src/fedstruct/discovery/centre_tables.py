@@ -30,6 +30,7 @@ from scipy.special import chdtrc
 
 from fedstruct.discovery.blas import one_blas_thread
 from fedstruct.discovery.small_sample import SmallSampleRule, skipped_pvalue
+from fedstruct.discovery.table_statistics import batch_statistics
 
 __all__ = ["CentreTests", "centre_tests"]
 
@@ -118,9 +119,10 @@ def centre_tests(
                 continue
             counts = rows.T @ rows
             tables[a][np.ix_(slot, slot)] = np.rint(counts).astype(np.int64)
-    # (a, y, b, z, c) -> (y, z, strata c, x levels a, y levels b)
+    # (a, y, b, z, c) -> (y, z, strata c, x levels a, y levels b), a batch of k² tables
     tables = tables.reshape(cx, k, top, k, top).transpose(1, 3, 4, 0, 2)
-    stat, df = _statistics(tables, statistic, xlogx)
+    stat, df = batch_statistics(tables.reshape(k * k, top, cx, top), statistic, xlogx)
+    stat, df = stat.reshape(k, k), df.reshape(k, k)
     card_y = nb_cards[:, None]
     card_z = nb_cards[None, :]
     if dof == "plain":
@@ -135,33 +137,3 @@ def centre_tests(
     position = np.full(len(cards), -1, dtype=np.intp)
     position[nb] = np.arange(k)
     return CentreTests(position, pvalues, ~performed)
-
-
-def _statistics(
-    tables: NDArray[np.int64], statistic: str, xlogx: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """G² or Pearson χ² and the adjusted degrees of freedom of ``(k, k, strata, |X|,
-    |Y|)`` tables (as :func:`~fedstruct.discovery.discrete.batch_statistics`)."""
-    n_zx = tables.sum(axis=4)
-    n_zy = tables.sum(axis=3)
-    n_z = n_zx.sum(axis=3)
-    rows = (n_zx > 0).sum(axis=3)
-    cols = (n_zy > 0).sum(axis=3)
-    df = (np.maximum(rows - 1, 0) * np.maximum(cols - 1, 0)).sum(axis=2)
-    if statistic == "g2":
-        g = 2.0 * (
-            xlogx[tables].sum(axis=(2, 3, 4))
-            - xlogx[n_zx].sum(axis=(2, 3))
-            - xlogx[n_zy].sum(axis=(2, 3))
-            + xlogx[n_z].sum(axis=2)
-        )
-        return np.maximum(g, 0.0), df
-    denominator = n_zx[..., :, None].astype(np.float64) * n_zy[..., None, :]
-    ratio = np.divide(
-        np.square(tables, dtype=np.float64) * n_z[..., None, None],
-        denominator,
-        out=np.zeros(tables.shape),
-        where=denominator > 0,
-    )
-    chi = ratio.sum(axis=(2, 3, 4)) - n_z.sum(axis=2)
-    return np.maximum(chi, 0.0), df

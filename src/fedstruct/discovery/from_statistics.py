@@ -43,7 +43,6 @@ from fedstruct.discovery.discrete import (
     batch_statistics,
     rule_performs,
     skipped_pvalue,
-    table_statistics,
     xlogx_table,
 )
 from fedstruct.discovery.fisherz import fisher_z_pvalue
@@ -80,22 +79,17 @@ def table_test(
     """G² or χ² of ``key`` from the counts of the cells of ``variables`` (sorted, all
     discrete, mixed radix: :mod:`~fedstruct.discovery.statistics`), as
     :class:`~fedstruct.discovery.discrete.DiscreteTest` computes it on those rows
-    (``xlogx``: an :func:`~fedstruct.discovery.discrete.xlogx_table` of at least
-    ``n + 1`` entries, made when not given)."""
-    i, j, z = key
-    table = np.asarray(counts, dtype=np.int64).reshape([cards[v] for v in variables])
-    n = int(table.sum())
-    if not rule_performs(rule, cards, i, j, z, n):
-        return skipped_pvalue(rule, n), True
-    position = {v: k for k, v in enumerate(variables)}
-    order = [position[k] for k in z] + [position[i], position[j]]
-    strata = table.transpose(order).reshape(-1, cards[i], cards[j])
-    if xlogx is None or len(xlogx) <= n:
-        xlogx = xlogx_table(n)
-    stat, df = table_statistics(strata, statistic, dof, [cards[k] for k in z], xlogx)
-    if df <= 0:
-        return 1.0, False
-    return float(chdtrc(df, stat if evidence == 1.0 else stat * evidence)), False
+    (:func:`table_tests` of one test)."""
+    [value] = table_tests(
+        [(key, counts, variables)],
+        cards,
+        statistic=statistic,
+        dof=dof,
+        rule=rule,
+        evidence=evidence,
+        xlogx=xlogx,
+    )
+    return value
 
 
 def table_tests(
