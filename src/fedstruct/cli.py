@@ -974,10 +974,12 @@ def _site_node_config(
     return config
 
 
-Overwrite = Annotated[
+ReplaceKeys = Annotated[
     bool,
     typer.Option("--overwrite", help="Replace files that exist (see docs/deploy.md first)."),
 ]
+SuperlinkAddress = Annotated[str, typer.Option("--superlink", help="The SuperLink's host:port.")]
+RootCertificates = Annotated[Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")]
 ControlKey = Annotated[Path | None, typer.Option(help="Private control key the SuperLink accepts.")]
 
 
@@ -997,10 +999,8 @@ def _control_link(
 @_bad_input_exits_2
 def flower_register(
     public_key: Annotated[Path, typer.Argument(help="A SuperNode's public key (NAME.pub).")],
-    superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
-    root_certificates: Annotated[
-        Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")
-    ] = None,
+    superlink: SuperlinkAddress = "127.0.0.1:9091",
+    root_certificates: RootCertificates = None,
     control_key: ControlKey = None,
 ) -> None:
     """Admit a SuperNode: register its public key at a SuperLink started with --node-auth."""
@@ -1029,10 +1029,8 @@ def flower_register(
 @_bad_input_exits_2
 def flower_unregister(
     node_id: Annotated[int, typer.Argument(help="The SuperNode id 'register' printed.")],
-    superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
-    root_certificates: Annotated[
-        Path | None, typer.Option(help="CA certificate of the TLS SuperLink.")
-    ] = None,
+    superlink: SuperlinkAddress = "127.0.0.1:9091",
+    root_certificates: RootCertificates = None,
     control_key: ControlKey = None,
 ) -> None:
     """Revoke a SuperNode's key: the SuperLink refuses the node from now on."""
@@ -1051,7 +1049,7 @@ def flower_certificates(
         list[str] | None,
         typer.Option(help="Host name or IP of the SuperLink (repeatable; 127.0.0.1 is added)."),
     ] = None,
-    overwrite: Overwrite = False,
+    overwrite: ReplaceKeys = False,
 ) -> None:
     """Make a CA and the SuperLink's TLS certificate (give ca.crt to every institution).
     Existing files are kept unless --overwrite: a new CA invalidates every ca.crt handed
@@ -1067,7 +1065,7 @@ def flower_certificates(
 @_bad_input_exits_2
 def flower_control_key(
     path: Annotated[Path, typer.Argument(help="Private key file to write (PATH.pub is added).")],
-    overwrite: Overwrite = False,
+    overwrite: ReplaceKeys = False,
 ) -> None:
     """Make a control key pair: PATH signs runs and registrations; PATH.pub goes into the
     SuperLink's --control-keys file. An existing pair is kept unless --overwrite."""
@@ -1081,7 +1079,7 @@ def flower_control_key(
 @_bad_input_exits_2
 def flower_node_key(
     path: Annotated[Path, typer.Argument(help="Private key file to write (PATH.pub is added).")],
-    overwrite: Overwrite = False,
+    overwrite: ReplaceKeys = False,
 ) -> None:
     """Make a SuperNode key pair; send only PATH.pub to the SuperLink's operator. An
     existing pair is kept unless --overwrite (the new one must be registered again)."""

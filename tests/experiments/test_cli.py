@@ -522,3 +522,12 @@ def test_show_calls_a_regression_model_a_regressor(tmp_path):
     assert result.exit_code == 0, result.output
     text = " ".join(invoke("show", str(out)).output.split())
     assert f"{out}: a fedavg run that learned no graph (a regressor)" in text
+
+
+def test_each_overwrite_option_says_what_it_replaces():
+    """The output files' --overwrite and the keys' --overwrite are two options: one
+    alias of the same name made every --overwrite read "see docs/deploy.md first"."""
+    predict = runner.invoke(app, ["predict", "--help"], terminal_width=200).output
+    keys = runner.invoke(app, ["flower", "node-key", "--help"], terminal_width=200).output
+    assert "Replace --out if it exists" in predict and "deploy.md" not in predict
+    assert "Replace files that exist (see docs/deploy.md first)" in keys
