@@ -131,7 +131,7 @@ def one_hospital(monkeypatch):
     from fedstruct.methods.fedngm import structure
 
     monkeypatch.setattr(
-        structure, "_glasso_fit", lambda x, cv: GraphicalLasso(0.05, max_iter=1000).fit(x)
+        structure, "_glasso_fit", lambda x, cv, labels: GraphicalLasso(0.05, max_iter=1000).fit(x)
     )
     monkeypatch.setattr(structure, "cv_failed_below", lambda model, threshold: False)
     data = load_breast_cancer(as_frame=True).frame.rename(columns={"target": "diagnosis"})
