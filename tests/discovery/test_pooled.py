@@ -165,9 +165,7 @@ def test_a_level_too_large_for_one_batch_takes_several_and_finds_the_same_graph(
     rows = load_network("asia").sample(2000, seed=5)
     frame = frame_of(rows, dict.fromkeys(rows.columns, True))
     whole, _, one = pooled_run(split(rows, 3), frame, "g2", fci, workers=1)
-    capped, _, many = pooled_run(
-        split(rows, 3), frame, "g2", fci, workers=1, max_batch_entries=64
-    )
+    capped, _, many = pooled_run(split(rows, 3), frame, "g2", fci, workers=1, max_batch_entries=64)
     assert np.array_equal(capped.graph.marks, whole.graph.marks)
     assert capped.sepsets == whole.sepsets
     assert many > one  # the levels were asked in several batches of at most 64 counts
