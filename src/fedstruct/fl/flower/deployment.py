@@ -38,6 +38,9 @@ class FlowerDeploymentBackend(Backend):
         Seconds to wait for nodes to connect, and for the answers of one exchange.
     poll_interval
         Seconds between polls of the SuperLink for answers.
+    max_in_flight
+        At most this many messages of an exchange at the SuperLink at once (default:
+        all; see :class:`FlowerGrid`).
     stop
         Set when the run is interrupted: the grid stops waiting and raises
         ``KeyboardInterrupt`` (see :class:`FlowerGrid`).
@@ -53,9 +56,11 @@ class FlowerDeploymentBackend(Backend):
         join_timeout: float = 120.0,
         reply_timeout: float = 600.0,
         poll_interval: float = 0.2,
+        max_in_flight: int | None = None,
         stop: threading.Event | None = None,
     ) -> None:
         self.grid = grid
+        self.max_in_flight = max_in_flight
         self.stop = stop
         self.poll_interval = poll_interval
         self.min_nodes = min_nodes
@@ -81,6 +86,7 @@ class FlowerDeploymentBackend(Backend):
             join_timeout=self.join_timeout,
             reply_timeout=self.reply_timeout,
             poll_interval=self.poll_interval,
+            max_in_flight=self.max_in_flight,
             stop=self.stop,
         )
         return server_fn(grid)

@@ -12,6 +12,16 @@ lost) gives no answer: a dropout, never a crash. A client that rejects a message
 with a fedstruct error (a bad partition, a privacy violation) stops the run with that
 error, and the last checkpoint stays intact.
 
+A grid given ``max_in_flight`` keeps at most that many messages of an exchange at the
+SuperLink at once, pushing the next as answers arrive. The simulation needs it: Flower's
+simulation runtime looks for each node's next message by scanning every stored message,
+for every node, ten times a second (``vce_api.add_messages_to_queue`` and
+``InMemoryLinkState.get_message_ins``), so with all ``K`` messages of an exchange stored
+each sweep costs ``K^2`` checks under the state's lock, and a run's time grew with the
+cube of the clients (docs/benchmarks.md, "Many clients on flower-sim"). A window of a few
+messages per worker keeps the workers fed and a sweep linear in ``K``; the answers, and
+so the results, are the same.
+
 A grid given a ``stop`` event (set when the run is interrupted, e.g. by Ctrl-C on
 ``flower-sim``) raises ``KeyboardInterrupt`` at its next poll, and never returns the
 answers of an exchange cut short: a round the interrupt cut short raises before the
@@ -67,6 +77,9 @@ class FlowerGrid(Grid):
         Seconds to wait for the answers of one exchange; later answers are lost.
     poll_interval
         Seconds between polls for answers.
+    max_in_flight
+        At most this many messages of an exchange at the SuperLink at once (module
+        docstring); ``None``: all at once (a deployment, whose nodes compute in parallel).
     stop
         Set when the run is interrupted: the grid then raises ``KeyboardInterrupt``
         instead of waiting on (module docstring).
@@ -83,9 +96,13 @@ class FlowerGrid(Grid):
         join_timeout: float = 120.0,
         reply_timeout: float = 600.0,
         poll_interval: float = 0.05,
+        max_in_flight: int | None = None,
         stop: threading.Event | None = None,
     ) -> None:
         super().__init__(names, participation, seed)
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ConfigError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        self.max_in_flight = max_in_flight
         self._flower = grid
         self._stop = stop
         self._flower_id: dict[int, int] = {}  # partition -> Flower node id
@@ -164,11 +181,42 @@ class FlowerGrid(Grid):
         return {partition[f]: r for f, r in replies.items() if f in partition}
 
     def _roundtrip(self, messages: Mapping[int, Message], timeout: float) -> dict[int, Message]:
-        """Push one message per Flower node id; collect answers until all came, the
-        timeout passed, or the nodes still owing one have left."""
+        """Push one message per Flower node id (at most ``max_in_flight`` waiting at a
+        time); collect answers until all came, the timeout passed, or the nodes still
+        owing one have left."""
         self._raise_if_stopped()
-        if not messages:
-            return {}
+        unsent = list(messages.items())
+        owner: dict[str, int] = {}  # Flower message id -> Flower node id
+        pending: set[str] = set()
+        answers: dict[int, Message] = {}
+        deadline = time.monotonic() + timeout
+        last_check = time.monotonic()
+        while (pending or unsent) and time.monotonic() < deadline:
+            self._raise_if_stopped()
+            room = len(unsent) if self.max_in_flight is None else self.max_in_flight - len(pending)
+            if room > 0 and unsent:
+                batch, unsent = unsent[:room], unsent[room:]
+                pushed = self._push(batch)
+                owner.update(pushed)
+                pending.update(pushed)
+            for reply in self._flower.pull_messages(list(pending)):
+                msg_id = reply.metadata.reply_to_message_id
+                pending.discard(msg_id)
+                answer = self._read_reply(reply, owner[msg_id])
+                if answer is not None:
+                    answers[owner[msg_id]] = answer
+            if (pending or unsent) and time.monotonic() - last_check > 1.0:
+                live = set(self._flower.get_node_ids())
+                pending = {m for m in pending if owner[m] in live}
+                unsent = [(fid, msg) for fid, msg in unsent if fid in live]
+                last_check = time.monotonic()
+            if pending:
+                time.sleep(self.poll_interval)
+        self._raise_if_stopped()  # answers missing because of the interrupt are not dropouts
+        return answers
+
+    def _push(self, batch: Sequence[tuple[int, Message]]) -> dict[str, int]:
+        """Push ``(Flower node id, message)`` pairs; their Flower message ids -> node ids."""
         outgoing = [
             FlowerMessage(
                 to_records(msg),
@@ -176,32 +224,12 @@ class FlowerGrid(Grid):
                 message_type=MESSAGE_TYPE,
                 group_id=str(self.round),
             )
-            for fid, msg in messages.items()
+            for fid, msg in batch
         ]
         ids = list(self._flower.push_messages(outgoing))
         if len(ids) != len(outgoing):
             raise ProtocolError(f"Flower accepted {len(ids)} of {len(outgoing)} messages")
-        owner = dict(zip(ids, messages, strict=True))
-        pending = set(ids)
-        answers: dict[int, Message] = {}
-        deadline = time.monotonic() + timeout
-        last_check = time.monotonic()
-        while pending and time.monotonic() < deadline:
-            self._raise_if_stopped()
-            for reply in self._flower.pull_messages(list(pending)):
-                msg_id = reply.metadata.reply_to_message_id
-                pending.discard(msg_id)
-                answer = self._read_reply(reply, owner[msg_id])
-                if answer is not None:
-                    answers[owner[msg_id]] = answer
-            if pending and time.monotonic() - last_check > 1.0:
-                live = set(self._flower.get_node_ids())
-                pending = {m for m in pending if owner[m] in live}
-                last_check = time.monotonic()
-            if pending:
-                time.sleep(self.poll_interval)
-        self._raise_if_stopped()  # answers missing because of the interrupt are not dropouts
-        return answers
+        return dict(zip(ids, (fid for fid, _ in batch), strict=True))
 
     def _read_reply(self, reply: FlowerMessage, fid: int) -> Message | None:
         if reply.has_error():

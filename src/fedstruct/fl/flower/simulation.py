@@ -207,6 +207,11 @@ class FlowerSimBackend(Backend):
     start_timeout
         Seconds Ray may take, before round 1, to start a worker process that runs
         (:func:`_check_workers_start`); a run whose workers die at start fails then.
+    messages_per_worker
+        Messages of an exchange waiting at the simulated SuperLink per ClientApp worker
+        (``num_cpus / cpus_per_client`` workers): enough to keep the workers busy, few
+        enough that Flower's search for each node's next message stays cheap (the cost
+        of a run with many clients, :class:`FlowerGrid`).
     """
 
     def __init__(
@@ -216,12 +221,20 @@ class FlowerSimBackend(Backend):
         reply_timeout: float = 600.0,
         stop_grace: float = 30.0,
         start_timeout: float = 300.0,
+        messages_per_worker: int = 4,
     ) -> None:
         self.num_cpus = num_cpus or os.cpu_count() or 1
         self.cpus_per_client = cpus_per_client
         self.reply_timeout = reply_timeout
         self.stop_grace = stop_grace
         self.start_timeout = start_timeout
+        self.messages_per_worker = messages_per_worker
+
+    @property
+    def max_in_flight(self) -> int:
+        """Messages of an exchange at the simulated SuperLink at once."""
+        workers = max(1, int(self.num_cpus // self.cpus_per_client))
+        return max(1, self.messages_per_worker * workers)
 
     def run(
         self,
@@ -245,7 +258,11 @@ class FlowerSimBackend(Backend):
             outcome["thread"] = threading.current_thread()
             try:
                 deployment = FlowerDeploymentBackend(
-                    grid, reply_timeout=self.reply_timeout, poll_interval=0.02, stop=stop
+                    grid,
+                    reply_timeout=self.reply_timeout,
+                    poll_interval=0.02,
+                    max_in_flight=self.max_in_flight,
+                    stop=stop,
                 )
                 outcome["result"] = deployment.run(server_fn, method, names, participation, seed)
             except BaseException as exc:  # re-raised in the caller's thread below
