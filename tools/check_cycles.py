@@ -21,7 +21,7 @@ from collections import deque
 from itertools import pairwise
 from pathlib import Path
 
-from import_graph import Import, imports
+from import_graph import Import, imports, shown
 
 __all__ = ["PACKAGE", "check", "edges", "main"]
 
@@ -42,7 +42,7 @@ def edges(found: list[Import]) -> dict[str, dict[str, Import]]:
         mine = set(_packages_above(each.importer))
         out = graph.setdefault(each.importer, {})
         for above in _packages_above(each.target):
-            if above not in mine:
+            if above not in mine and above != each.importer:
                 out.setdefault(above, each)
         out.setdefault(each.target, each)  # the importer's own package too, when named
     return graph
@@ -130,7 +130,7 @@ def check(src: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Check the tree under ``argv[0]`` (default: the repository's ``src``)."""
-    src = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "src"
+    src = Path(argv[0]) if argv else shown(Path(__file__).resolve().parent.parent / "src")
     lines = check(src)
     for line in lines:
         print(line)

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from import_graph import Import, imports, modules
+from import_graph import Import, imports, modules, shown
 
 __all__ = ["LAYERS", "PACKAGE", "UNITS", "Layer", "check", "main"]
 
@@ -159,7 +159,7 @@ def check(src: Path, layers: tuple[Layer, ...] = LAYERS) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Check the tree under ``argv[0]`` (default: the repository's ``src``)."""
-    src = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "src"
+    src = Path(argv[0]) if argv else shown(Path(__file__).resolve().parent.parent / "src")
     lines = check(src)
     for line in lines:
         print(line)

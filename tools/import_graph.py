@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Import", "imports", "modules"]
+__all__ = ["Import", "imports", "modules", "shown"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,11 @@ def modules(src: Path, package: str) -> dict[str, Path]:
         parts = path.relative_to(src).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
+
+
+def shown(path: Path) -> Path:
+    """``path`` relative to the working folder when it is inside it (shorter messages)."""
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
 def imports(src: Path, package: str) -> list[Import]:

@@ -24,6 +24,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from import_graph import shown
+
 __all__ = ["BASELINE", "Verdict", "compare", "count", "main", "read_baseline", "write_baseline"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,11 +106,6 @@ def run_mypy() -> str:
     return done.stdout
 
 
-def _shown(path: Path) -> Path:
-    """``path`` relative to the repository when it is inside it."""
-    return path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
-
-
 def main(argv: list[str]) -> int:
     """Compare (or with ``--write``, record) mypy's counts per file; see the module."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -116,7 +113,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--output", type=Path, help="mypy's saved text output, instead of mypy")
     parser.add_argument("--baseline", type=Path, default=BASELINE, help="the baseline file")
     args = parser.parse_args(argv)
-    shown = _shown(args.baseline)
+    baseline = shown(args.baseline)
     try:
         output = args.output.read_text(encoding="utf-8") if args.output else run_mypy()
     except RuntimeError as failed:
@@ -125,7 +122,7 @@ def main(argv: list[str]) -> int:
     now = count(output)
     if args.write:
         write_baseline(args.baseline, now)
-        print(f"mypy: recorded {sum(now.values())} errors in {len(now)} files in {shown}")
+        print(f"mypy: recorded {sum(now.values())} errors in {len(now)} files in {baseline}")
         return 0
     verdict = compare(now, read_baseline(args.baseline))
     if verdict.rose:
@@ -135,14 +132,14 @@ def main(argv: list[str]) -> int:
                 if line.startswith(f"{name}:"):
                     print(f"  {line}")
         print(
-            f"mypy: {len(verdict.rose)} file(s) have more errors than {shown} "
+            f"mypy: {len(verdict.rose)} file(s) have more errors than {baseline} "
             "records; fix the new errors (a count may only fall)"
         )
         return 1
     if verdict.fell:
         fell = ", ".join(f"{name} {before} -> {after}" for name, before, after in verdict.fell)
         print(f"mypy: fewer errors than the baseline ({fell}).")
-        print(f"  Lower it: python tools/mypy_ratchet.py --write, and commit {shown}")
+        print(f"  Lower it: python tools/mypy_ratchet.py --write, and commit {baseline}")
     print(f"mypy: {sum(now.values())} errors in {len(now)} files, none above the baseline")
     return 0
 

@@ -59,6 +59,26 @@ def test_a_cycle_through_a_package_s_init_is_reported(make_tree):
     ]
 
 
+def test_a_package_importing_its_own_modules_is_no_cycle_by_itself(make_tree):
+    """``fedstruct/data/__init__.py`` importing ``fedstruct.data.client`` is no edge back
+    to ``fedstruct.data``: the cycle named is the one through ``graphs.io``."""
+    src = make_tree(
+        {
+            "data/__init__.py": "from fedstruct.data.client import ClientData\n",
+            "data/client.py": "from fedstruct.graphs.io import read\n",
+            "graphs/io.py": "from fedstruct.data import client\n",
+        }
+    )
+    root = f"{src}/fedstruct"
+    assert check(src) == [
+        f"cycle: fedstruct.data ({root}/data/__init__.py:1) -> fedstruct.data.client "
+        f"({root}/data/client.py:1) -> fedstruct.graphs.io ({root}/graphs/io.py:1) "
+        "-> fedstruct.data"
+    ]
+    (src / "fedstruct/graphs/io.py").write_text("")
+    assert check(src) == []
+
+
 def test_a_module_reading_its_own_package_s_face_is_a_cycle_when_the_face_imports_it(make_tree):
     src = make_tree(
         {
