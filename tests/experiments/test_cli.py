@@ -242,6 +242,7 @@ def test_datasets_lists_every_network():
     assert {"diabetes", "pigs", "link", "munin"} <= rows  # issue 51: the large networks
 
 
+@pytest.mark.deploy
 def test_console_script_runs_as_a_subprocess(tmp_path):
     result = subprocess.run(
         [

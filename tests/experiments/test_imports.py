@@ -4,6 +4,8 @@ and FedAvg's training no ``torch._dynamo`` (nor Opacus, without DP)."""
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = """
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ print(len(flower), ",".join(sorted(m for m in sys.modules if m.startswith("fedst
 """
 
 
+@pytest.mark.deploy
 def test_a_local_run_imports_no_flower_code_nor_torch_dynamo(tmp_path):
     """A deployed FedAvg node starts a ClientApp process per message: building a
     ``torch.optim`` optimizer there would import ``torch._dynamo`` (~1.3 s of CPU)

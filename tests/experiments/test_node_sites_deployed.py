@@ -22,7 +22,7 @@ from fedstruct.data import load_network
 from fedstruct.experiments import execute
 from fedstruct.fl.flower.loopback import LoopbackCluster
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
 SETTINGS = {"target": "dysp", "test_fraction": 0.2, "rounds": 1}
 

@@ -53,6 +53,7 @@ def _quick(method: str):
     return entry, apply_settings(entry.settings(), entry.quick, method=method)
 
 
+@pytest.mark.deploy
 def test_a_node_builds_its_own_partition_only():
     submitted = {
         m: json.dumps(settings_dict(_quick(m)[1]), sort_keys=True) for m in runnable_names()

@@ -191,6 +191,7 @@ def python(folder: Path, *args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.deploy
 def test_a_method_from_its_own_package_runs_loads_and_lists_with_no_fedstruct_file_edited(
     tmp_path,
 ):
@@ -275,6 +276,7 @@ def imported(*command: str) -> tuple[list[str], bool, bool]:
     return [m for m in methods.split(",") if m], torch == "True", flower == "True"
 
 
+@pytest.mark.deploy
 @pytest.mark.parametrize(
     "command, methods",
     [
@@ -290,12 +292,14 @@ def test_help_and_listing_import_no_torch_and_only_the_method_asked_for(command,
     assert imported(*command) == (methods, False, False)
 
 
+@pytest.mark.deploy
 def test_listing_the_recipes_imports_no_torch():
     """``reproduce --list`` imports every recipe module (each registers its own), and
     none of them imports torch before its recipe runs."""
     assert imported("reproduce", "--list")[1:] == (False, False)
 
 
+@pytest.mark.deploy
 def test_export_of_a_graph_run_imports_no_method_and_show_its_own_only(tmp_path):
     """``export`` needs the saved graph and model.json, not the estimator; ``show``
     loads the run's estimator (for its summary), no other method and no torch."""

@@ -339,6 +339,7 @@ def test_a_lock_whose_pid_now_belongs_to_another_process_is_stale(stopped, tmp_p
     assert read(out / "run.json")["status"] == "finished" and not (out / "run.lock").exists()
 
 
+@pytest.mark.deploy
 def test_a_run_lock_that_is_a_fifo_is_refused_at_once(stopped, tmp_path):
     """issue 49, item 4: a run.lock that is a FIFO blocked --resume for ever (in a
     process of its own, so that a hang fails the test instead of blocking it)."""
@@ -371,6 +372,7 @@ def test_a_run_lock_that_is_a_folder_is_one_line_and_left_alone(stopped, tmp_pat
     assert (out / "run.lock" / "mine.txt").read_text() == "mine"
 
 
+@pytest.mark.deploy
 @pytest.mark.slow
 def test_a_killed_run_is_shown_as_interrupted_and_resumes(tmp_path):
     """SIGKILL mid-run: run.json still says running, the lock names a dead process;

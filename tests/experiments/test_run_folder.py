@@ -115,6 +115,7 @@ execute("fedavg", [json.loads(sys.argv[1])], Path(sys.argv[2]))
 """
 
 
+@pytest.mark.deploy
 @pytest.mark.parametrize("resumed", [False, True])
 def test_files_added_after_a_run_was_killed_are_never_deleted(tmp_path, resumed):
     """issue 49, item 1: after a SIGKILL (run.json says running) every entry not kept

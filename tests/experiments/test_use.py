@@ -22,6 +22,9 @@ from fedstruct.experiments import runnable
 from fedstruct.experiments.runs import execute
 from fedstruct.graphs.io import read_graph_with_weights
 
+#: Every test here uses the commands' results from one fresh process (``used``).
+pytestmark = pytest.mark.deploy
+
 #: Runs each command line given as a JSON list, one after the other, in one process.
 _RUNNER = """
 import json, sys

@@ -44,7 +44,7 @@ from fedstruct.fl.flower.grid import HELLO
 from fedstruct.fl.flower.loopback import FEDSTRUCT, PATIENCE, LoopbackCluster
 from fedstruct.fl.secagg import protocol as p
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
 SIZES = {"samples": 1500, "test_samples": 500}
 #: Seconds between the polls of the clusters' SuperNodes and SuperExecs (Flower: 3 s, 1 s).

@@ -25,7 +25,7 @@ from fedstruct.fl.flower.loopback import FEDSTRUCT, PATIENCE
 from fedstruct.fl.flower.simulation import FlowerSimBackend
 from fedstruct.methods.fedavg import FedAvg
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
 
 @pytest.fixture(scope="class")
