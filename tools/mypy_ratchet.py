@@ -31,6 +31,8 @@ __all__ = ["BASELINE", "Verdict", "compare", "count", "main", "read_baseline", "
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / ".ci" / "mypy-baseline.txt"
 _ERROR = re.compile(r"^(?P<path>[^:\s][^:]*):\d+(?::\d+)?: error: ")
+#: The last line of every mypy run that checked the files (with or without errors).
+_SUMMARY = re.compile(r"^(Success: no issues found|Found \d+ errors? in \d+ files?)", re.M)
 _HEADER = (
     "# mypy errors per file; tools/mypy_ratchet.py fails when a count rises.\n"
     "# Lower it after a fix: python tools/mypy_ratchet.py --write (mypy as pinned in\n"
@@ -101,7 +103,9 @@ def run_mypy() -> str:
         text=True,
         check=False,
     )
-    if done.returncode not in (0, 1):  # 1: errors found; 2: mypy itself failed
+    # 1 means errors found, but also "No module named mypy": without mypy's summary line
+    # nothing was checked, and a count of 0 would pass the gate
+    if done.returncode not in (0, 1) or not _SUMMARY.search(done.stdout):
         raise RuntimeError(f"mypy failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
     return done.stdout
 

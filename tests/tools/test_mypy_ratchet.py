@@ -83,3 +83,29 @@ def test_the_recorded_baseline_names_files_that_exist():
     root = BASELINE.parent.parent
     counts = read_baseline(BASELINE)
     assert counts and all((root / name).is_file() for name in counts)
+
+
+@pytest.mark.parametrize(
+    "code, stdout, stderr",
+    [
+        (1, "", "/usr/bin/python3: No module named mypy\n"),  # exit 1, as for errors found
+        (2, "", "pyproject.toml: [mypy]: invalid option\n"),
+    ],
+)
+def test_a_mypy_that_did_not_check_fails_the_gate(
+    monkeypatch, tmp_path, capsys, code, stdout, stderr
+):
+    """Without mypy's summary line nothing was checked: 0 errors must not pass."""
+    import subprocess
+
+    import mypy_ratchet
+
+    baseline = tmp_path / "baseline.txt"
+    write_baseline(baseline, Counter())
+    monkeypatch.setattr(
+        mypy_ratchet.subprocess,
+        "run",
+        lambda *a, **k: subprocess.CompletedProcess(a, code, stdout, stderr),
+    )
+    assert main(["--baseline", str(baseline)]) == 1
+    assert "mypy failed" in capsys.readouterr().out
