@@ -62,7 +62,7 @@ class ProbeFedCDnv(FedCDnv):
     """FedCDnv with :class:`ProbeServer` (the last fit's server stays readable)."""
 
     def make_server(self) -> ProbeServer:
-        self.probe = ProbeServer(self.config)
+        self.probe = ProbeServer(self.config_)
         return self.probe
 
 

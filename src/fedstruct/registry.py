@@ -5,7 +5,7 @@ A method has two parts (docs/architecture.md, "How methods are found"):
 - its **estimator**, the class :func:`fedstruct.load` rebuilds a run's model with
   (``fedstruct/methods/NAME/estimator.py``). The class registers itself when it is
   defined: a class statement that names ``method=`` calls :func:`register_estimator`
-  (:meth:`fedstruct.fl.FederatedEstimator.__init_subclass__`);
+  (:meth:`fedstruct.estimators.FederatedEstimator.__init_subclass__`);
 - its **run** package (``fedstruct/experiments/NAME/``), whose import registers
   ``fedstruct run NAME`` (:func:`fedstruct.experiments.runs.register`), and whose
   ``recipes`` module, if it has one, its recipes.

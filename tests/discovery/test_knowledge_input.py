@@ -91,18 +91,18 @@ def test_an_estimator_refuses_a_knowledge_of_the_wrong_type_when_built():
     from fedstruct.methods.fedcdnv import FedCDnv
 
     with pytest.raises(ConfigError) as err:
-        FedCDnv(knowledge=123)
+        FedCDnv(knowledge=123).prepare()
     assert "fedcdnv knowledge must be a Knowledge (Knowledge.read(path)), its mapping" in (
         _one_line(err)
     )
     assert "got int 123" in str(err.value)
     with pytest.raises(ConfigError, match=r"unknown format '\.txt'; name it \.json, \.yaml"):
-        FedCD(knowledge="k.txt")
+        FedCD(knowledge="k.txt").prepare()
     with pytest.raises(ConfigError, match=r"fedcdnv knowledge: its mapping: tiers\[0\] is empty"):
-        FedCDnv(knowledge={"tiers": [[]]})
+        FedCDnv(knowledge={"tiers": [[]]}).prepare()
     told = Knowledge(tiers=[["asia"], ["dysp"]])
-    assert FedCDnv(knowledge=told).config.knowledge is told
-    assert FedCDnv(knowledge=told.to_dict()).config.knowledge == told.to_dict()
+    assert FedCDnv(knowledge=told).prepare().config_.knowledge is told
+    assert FedCDnv(knowledge=told.to_dict()).prepare().config_.knowledge == told.to_dict()
 
 
 def test_a_missing_knowledge_file_is_one_line_when_fit_starts(tmp_path):

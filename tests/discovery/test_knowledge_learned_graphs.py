@@ -96,9 +96,11 @@ def test_fedngm_s_merge_holds_the_required_pairs():
 def test_fedngm_refuses_forbidden_adjacent_for_the_graph_it_learns():
     kinds = {"a": "real", "b": "real"}
     with pytest.raises(KnowledgeError, match=r"^knowledge: forbidden_adjacent \[a, b\] cannot"):
-        FedNGM(kinds=kinds, knowledge=Knowledge(forbidden_adjacent=[("a", "b")])).make_server()
-    FedNGM(kinds=kinds, knowledge=Knowledge(required=[("a", "b")])).make_server()
+        FedNGM(
+            kinds=kinds, knowledge=Knowledge(forbidden_adjacent=[("a", "b")])
+        ).prepare().make_server()
+    FedNGM(kinds=kinds, knowledge=Knowledge(required=[("a", "b")])).prepare().make_server()
     given = Graph.from_edges(["a", "b"], [])  # a given graph is checked instead
     FedNGM(
         kinds=kinds, graph=given, knowledge=Knowledge(forbidden_adjacent=[("a", "b")])
-    ).make_server()
+    ).prepare().make_server()

@@ -145,13 +145,13 @@ def test_the_sites_own_graphs_come_from_the_methods_unless_aggregated_securely()
     from fedstruct.methods.fedcdnv import FedCDnv
 
     mine, last = Graph.from_edges(list("ab"), ["a --> b"]), Graph.from_edges(list("ab"), [])
-    vote = FedCDnv(strategy="vote")
+    vote = FedCDnv(strategy="vote").prepare()  # as a fit does
     vote.local_graphs_ = {"s1": mine}
     assert vote.site_graphs() == {"s1": mine}
-    secure = FedCDnv(strategy="vote", secure_aggregation=True)
+    secure = FedCDnv(strategy="vote", secure_aggregation=True).prepare()
     secure.local_graphs_ = {"s1": mine}
     assert secure.site_graphs() == {}
-    fedcd = FedCD()
+    fedcd = FedCD().prepare()
     fedcd.client_graphs_ = [{"s1": mine}, {"s1": last}]  # the last round's
     assert fedcd.site_graphs() == {"s1": last}
     assert FedCD().site_graphs() == {}  # not fitted

@@ -29,7 +29,8 @@ TOY_FILES = {
         import numpy as np
 
         from fedstruct.constraints import Interval, check_fields
-        from fedstruct.fl import Client, FederatedEstimator, Message, handles
+        from fedstruct.estimators import FederatedEstimator
+        from fedstruct.fl import Client, Message, handles
         from fedstruct.fl import checkpoint
         from fedstruct.fl.federation import ServerAlgorithm
 
@@ -81,8 +82,14 @@ TOY_FILES = {
         class ToyMean(
             FederatedEstimator, method="toy", config=ToyConfig, client=ToyClient, server=ToyServer
         ):
+            def __init__(self, *, seed=0, participation=None, rounds=2, secure_aggregation=False):
+                super().__init__(
+                    seed=seed, participation=participation, secure_aggregation=secure_aggregation
+                )
+                self.rounds = rounds
+
             def make_server(self):
-                return ToyServer(self.config)
+                return ToyServer(self.config_)
 
             def learn(self, state):
                 self.mean_ = state.mean

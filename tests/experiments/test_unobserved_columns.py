@@ -73,7 +73,7 @@ def test_fedavg_imputes_an_unobserved_column_from_the_other_sites(tmp_path):
     np.testing.assert_allclose(at["h0"][:, x], expected, rtol=1e-6)
     assert not at["h0"][:, [x_gone, g_gone]].any()
     # The federated mode of g is b, the other sites' most frequent level.
-    mode = model.schema.encoder(stats, "mode")
+    mode = model.schema_.encoder(stats, "mode")
     assert mode.fill[list(mode.columns.levelled).index("g")] == 1
     # Both sites' own files predict (the column empty there), by the other columns.
     model.data_ = source.inputs()  # the codebook a saved model carries

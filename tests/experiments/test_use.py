@@ -187,7 +187,7 @@ def test_fedngm_predict_sample_and_query_from_the_saved_model(used):
     own = [c for c in rows.columns if c not in names]
     message = f"not read (the model has no such variable): {', '.join(own)}"
     assert not own or message in predict.stdout.replace("\n", "")
-    config = model.config  # the run's sampler and burn-in, not the defaults
+    config = model.config_  # the run's sampler and burn-in, not the defaults
     drawn = model.model_.sample(25, seed=3, sampler=config.sampler, burn_in=config.burn_in)
     same_table(pd.read_csv(folder / "samples.csv"), drawn)
     categorical = next(v for v in names if model.model_.schema.spec(v).is_categorical)

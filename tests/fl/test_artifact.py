@@ -53,7 +53,7 @@ def resealed(folder, document):
 def test_a_loaded_model_predicts_exactly_as_the_fitted_one(saved):
     folder, model, rows = saved
     loaded = load(folder)
-    assert loaded.get_params()["target"] == "dysp" and loaded.config == model.config
+    assert loaded.get_params()["target"] == "dysp" and loaded.config_ == model.config_
     np.testing.assert_array_equal(loaded.predict_proba(rows), model.predict_proba(rows))
     document = json.loads((folder / MODEL_JSON).read_text())
     assert document["method"] == "fedavg" and document["not_saved"] == {}
@@ -106,13 +106,14 @@ def test_missing_weights_are_named(saved, tmp_path):
 # Cloning every method's estimator with scikit-learn: tests/fl/test_estimator_contract.py.
 
 
-def test_set_params_validates_as_the_constructor_does():
+def test_set_params_sets_and_fit_checks_as_the_constructor_did():
     model = FedCDnv(alpha=0.05).set_params(alpha=0.06)
-    assert model.config.alpha == 0.06 and model.get_params()["alpha"] == 0.06
+    assert model.prepare().config_.alpha == 0.06 and model.get_params()["alpha"] == 0.06
     with pytest.raises(ConfigError, match="unknown fedcdnv parameter 'alpah'"):
         model.set_params(alpah=1)
+    model.set_params(alpha=0.01)  # coupled parameters are set one at a time...
     with pytest.raises(ConfigError, match="theta1"):
-        model.set_params(alpha=0.01)  # theta1 = 0.049 must lie below alpha
+        model.prepare()  # ...and checked together (theta1 = 0.049 must lie below alpha)
 
 
 def test_a_model_json_that_does_not_fit_its_weights_is_refused(saved, tmp_path):

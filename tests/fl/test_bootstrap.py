@@ -103,11 +103,11 @@ def test_fedcd_bootstrap_counts_directions_and_gives_a_dag() -> None:
 
 def test_bad_bootstrap_settings_and_a_deployment_are_refused(pag_sites) -> None:
     with pytest.raises(ConfigError, match="bootstrap = 0"):
-        FedCDnv(bootstrap=0)
+        FedCDnv(bootstrap=0).prepare()
     with pytest.raises(ConfigError, match=r"subsample = 1\.5"):
-        FedCDnv(bootstrap=2, subsample=1.5)
+        FedCDnv(bootstrap=2, subsample=1.5).prepare()
     with pytest.raises(ConfigError, match="correct_duplicates = 'no': give true"):
-        FedCDnv(bootstrap=2, correct_duplicates="no")
+        FedCDnv(bootstrap=2, correct_duplicates="no").prepare()
 
     class Deployment(ResampledSites):
         needs_client_data = False

@@ -174,6 +174,6 @@ def test_a_model_saved_on_a_gpu_machine_loads_and_predicts_on_the_cpu(tmp_path, 
     document["params"]["device"] = "cuda"
     write_model_json(tmp_path, document)  # as a GPU run writes it (with its checksums)
     loaded = load(tmp_path)
-    assert loaded.config.device == "cuda"
+    assert loaded.config_.device == "cuda"
     rows = net.sample(50, seed=1)
     np.testing.assert_array_equal(loaded.predict_proba(rows), model.predict_proba(rows))

@@ -19,10 +19,10 @@ from fedstruct.data import ClientData, horizontal, load_network
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.errors import ConfigError, DataError, NotFittedError
+from fedstruct.estimators import FederatedEstimator, GraphLearner
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.cafe.federation import image_clients
 from fedstruct.experiments.fedcd.federation import horizontal_interventions
-from fedstruct.fl.estimator import FederatedEstimator, GraphLearner
 from fedstruct.graphs import Graph
 from fedstruct.graphs.io import write_graph
 from fedstruct.graphs.random import chain_dag
@@ -104,12 +104,12 @@ def test_help_shows_the_hyper_parameters():
     assert "rounds: 'int' = 5" in header and "**params" not in header
 
 
-def test_a_subclass_of_a_method_keeps_the_generated_signature():
+def test_a_subclass_of_a_method_keeps_its_signature():
     class Quiet(FedCD):
         pass
 
     assert inspect.signature(Quiet) == inspect.signature(FedCD)
-    assert Quiet(rounds=2).config.rounds == 2
+    assert Quiet(rounds=2).rounds == 2 and Quiet(rounds=2).prepare().config_.rounds == 2
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS.values(), ids=list(ESTIMATORS))
@@ -142,7 +142,8 @@ def test_every_estimator_clones_with_scikit_learn(cls):
     estimator = example(cls, seed=3)
     copy = clone(estimator)
     assert copy is not estimator and type(copy) is type(estimator)
-    assert copy.get_params() == estimator.get_params() and copy.config == estimator.config
+    assert copy.get_params() == estimator.get_params()
+    assert copy.prepare().config_ == estimator.prepare().config_
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS.values(), ids=list(ESTIMATORS))
@@ -313,7 +314,7 @@ def test_any_estimator_table_is_written(fedavg, tmp_path):
         def learned_tables(self):
             return {"calibration": pd.DataFrame({"p": [0.5]}, index=["bin-1"])}
 
-    model = WithTable("dysp", NET.cardinalities)
+    model = WithTable("dysp", NET.cardinalities).prepare()  # as fedstruct.load does
     model.restore(*fedavg[0].learned_state())
     assert "calibration.csv" in write_artifacts(model, tmp_path)
     assert (tmp_path / "calibration.csv").read_text().splitlines() == [",p", "bin-1,0.5"]

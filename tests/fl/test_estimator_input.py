@@ -52,16 +52,16 @@ def test_fit_on_what_is_not_clients_is_one_line(clients, got):
 @pytest.mark.parametrize("seed", [-1, 2**32, 1.5, True])
 def test_a_seed_the_command_line_refuses_is_refused_here_too(seed):
     with pytest.raises(ConfigError) as err:
-        _model(seed=seed)
+        _model(seed=seed).fit(_clients())
     assert _one_line(err) == f"fedavg seed must be an integer in [0, 4294967295], got {seed!r}"
     with pytest.raises(ConfigError, match="fedavg seed must be an integer"):
-        _model().set_params(seed=seed)
-    assert _model(seed=2**32 - 1).seed == 2**32 - 1
+        _model().set_params(seed=seed).prepare()
+    assert _model(seed=2**32 - 1).prepare().seed == 2**32 - 1
 
 
 def test_a_participation_that_is_not_one_is_refused():
     with pytest.raises(ConfigError) as err:
-        _model(participation="x")
+        _model(participation="x").prepare()
     assert _one_line(err) == (
         "fedavg participation must be a fedstruct Participation (e.g. "
         "fedstruct.fl.Participation(dropout=0.1)) or None, got str 'x'"
@@ -78,7 +78,7 @@ def test_a_device_this_machine_lacks_is_one_line_at_fit():
 # ------------------------------------------------------------------ bootstrap
 def test_a_bootstrap_beyond_the_bound_is_refused_with_the_reason():
     with pytest.raises(ConfigError) as err:
-        FedCDnv(bootstrap=1_000_000)
+        FedCDnv(bootstrap=1_000_000).prepare()
     message = _one_line(err)
     assert "fedcdnv bootstrap = 1000000: each replicate runs the whole federation again" in (
         message

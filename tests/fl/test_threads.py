@@ -78,16 +78,17 @@ def test_a_recipe_worker_runs_on_one_thread_whatever_the_parent_set(monkeypatch)
 
 
 def test_fit_runs_torch_with_the_default_threads_and_restores_them(monkeypatch):
+    from fedstruct.estimators import base
     from fedstruct.methods.fedavg import FedAvg
 
     seen = []
 
-    def record(self, *args):
+    def record(*args, **kwargs):
         seen.append(torch.get_num_threads())
         raise KeyboardInterrupt  # stop before any round
 
     monkeypatch.delenv(THREADS_ENV, raising=False)
-    monkeypatch.setattr(FedAvg, "_run", record)
+    monkeypatch.setattr(base, "run_on_backend", record)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from fedstruct.estimators import FederatedEstimator
 from fedstruct.fl import Client
-from fedstruct.fl.estimator import FederatedEstimator
 from fedstruct.fl.federation import ServerAlgorithm
 from fedstruct.registry import method_names
 

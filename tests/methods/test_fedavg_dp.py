@@ -79,7 +79,7 @@ def test_central_dp_noises_the_mean_moves_the_clip_and_counts_epsilon(clients):
 
 def test_central_dp_refuses_late_updates():
     with pytest.raises(ConfigError, match="staleness_exponent"):
-        FedAvg("y", CARDS, central_dp_noise=1.0, staleness_exponent=0.5)
+        FedAvg("y", CARDS, central_dp_noise=1.0, staleness_exponent=0.5).prepare()
 
 
 def test_a_run_reports_each_sites_epsilon_in_metrics_json(tmp_path):

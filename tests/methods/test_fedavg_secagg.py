@@ -123,15 +123,15 @@ def test_a_round_above_the_dropout_threshold_fails_and_the_run_resumes(tmp_path)
 
 def test_what_cannot_take_secure_aggregation_is_refused_with_its_reason():
     with pytest.raises(ConfigError, match="late answers cannot be merged"):
-        FedAvg("y", {"y": 2}, staleness_exponent=0.5, secure_aggregation=True)
+        FedAvg("y", {"y": 2}, staleness_exponent=0.5, secure_aggregation=True).prepare()
     with pytest.raises(ConfigError, match="TPSS reads every client's PAG"):
-        FedCDnv(secure_aggregation=True)
+        FedCDnv(secure_aggregation=True).prepare()
     model = FedAvg("y", {"y": 2}, secure_aggregation=SecAggConfig(fractional_bits=20))
-    assert model.secure_aggregation == SecAggConfig(fractional_bits=20)
+    assert model.prepare().secure_aggregation_ == SecAggConfig(fractional_bits=20)
     assert model.get_params()["secure_aggregation"] == SecAggConfig(fractional_bits=20)
     assert (
-        FedAvg("y", {"y": 2}).fingerprint()
-        == FedAvg("y", {"y": 2}).set_params(secure_aggregation=False).fingerprint()
+        FedAvg("y", {"y": 2}).prepare().fingerprint()
+        == FedAvg("y", {"y": 2}).set_params(secure_aggregation=False).prepare().fingerprint()
     )
 
 

@@ -131,7 +131,7 @@ def test_a_run_with_statistics_resumes_to_the_same_model(tmp_path):
 
 def test_a_categorical_target_needs_two_levels():
     with pytest.raises(DataError, match="needs two or more"):
-        FedAvg("y", {"y": 1}, continuous=("x",))
+        FedAvg("y", {"y": 1}, continuous=("x",)).prepare()
 
 
 def test_a_client_without_a_labelled_row_is_named():

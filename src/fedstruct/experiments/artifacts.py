@@ -1,15 +1,17 @@
 """What a run learned, as files anyone can load (docs/artifacts.md), and loading them.
 
-Every graph the fitted estimator learned (:meth:`~fedstruct.fl.FederatedEstimator.learned_graphs`)
-is written in four formats (:mod:`fedstruct.graphs.io`): ``STEM.json`` (our format,
-round-trips to :class:`~fedstruct.graphs.Graph`), ``STEM.dot`` (Graphviz),
-``STEM.graphml`` (networkx, yEd; PAG marks as edge attributes) and an edges table
-(one row per edge: its ends, the mark at each end and the method's confidence where
-it has one), ``edges.csv`` for the main graph and ``STEM-edges.csv`` for the others.
+Every graph the fitted estimator learned
+(:meth:`~fedstruct.estimators.FederatedEstimator.learned_graphs`) is written in four
+formats (:mod:`fedstruct.graphs.io`): ``STEM.json`` (our format, round-trips to
+:class:`~fedstruct.graphs.Graph`), ``STEM.dot`` (Graphviz), ``STEM.graphml``
+(networkx, yEd; PAG marks as edge attributes) and an edges table (one row per edge:
+its ends, the mark at each end and the method's confidence where it
+has one), ``edges.csv`` for the main graph and ``STEM-edges.csv`` for the others.
 After a bootstrap (docs/confidence.md) the learned graph's and the consensus's
 (``consensus.*``) JSON and edges tables carry each edge's frequencies, and their
 pictures colour each edge by how often it came back.
-Every table the estimator names (:meth:`~fedstruct.fl.FederatedEstimator.learned_tables`)
+Every table the estimator names
+(:meth:`~fedstruct.estimators.FederatedEstimator.learned_tables`)
 is written as ``STEM.csv``: FED-CD's full edge-probability matrix
 (``edge-probabilities.csv``).
 Everything else it learned goes into ``model.safetensors`` + ``model.json``
@@ -21,11 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fedstruct.fl import FederatedEstimator
 from fedstruct.fl.artifact import save_model
 from fedstruct.graphs.io import write_graph
+
+if TYPE_CHECKING:
+    from fedstruct.estimators import FederatedEstimator
 
 __all__ = [
     "graph_files",
@@ -51,10 +55,11 @@ def graph_title(method: str, stem: str, graph: Any) -> str:
 def write_graphs(model: Any, out: Path) -> list[str]:
     """Write every graph ``model`` learned into ``out``, and its picture ``STEM.png``
     (:func:`~fedstruct.experiments.graph_picture.draw_graph`); return the files' names."""
+    from fedstruct.estimators.graph_learner import GraphLearner
     from fedstruct.experiments.graph_picture import draw_graph  # matplotlib: when drawing
 
     written = []
-    frequencies = getattr(model, "graph_frequencies", dict)()
+    frequencies = model.graph_frequencies() if isinstance(model, GraphLearner) else {}
     for stem, (graph, confidence) in model.learned_graphs().items():
         found = frequencies.get(stem)
         for fmt, name in graph_files(stem).items():
@@ -73,7 +78,7 @@ def write_graphs(model: Any, out: Path) -> list[str]:
 
 def write_tables(model: FederatedEstimator, out: Path) -> list[str]:
     """Write every table ``model`` learned besides its graphs
-    (:meth:`~fedstruct.fl.FederatedEstimator.learned_tables`) as ``out/STEM.csv``, its
+    (:meth:`~fedstruct.estimators.FederatedEstimator.learned_tables`) as ``out/STEM.csv``, its
     index first; return the files' names."""
     written = []
     for stem, table in model.learned_tables().items():

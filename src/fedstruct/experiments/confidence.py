@@ -1,7 +1,7 @@
 """What a run with ``--bootstrap`` adds to metrics.json (docs/confidence.md).
 
 The fitted estimator holds the frequencies and the consensus
-(:class:`~fedstruct.fl.estimator.GraphLearner`); this module turns them into flat
+(:class:`~fedstruct.estimators.GraphLearner`); this module turns them into flat
 metrics: how many resampled runs, how sure the learned graph's edges are, the
 consensus's size (and, with a truth, its scores and the precision of the confident
 edges), and how many adjacencies each site's own graph contradicts in the consensus.

@@ -109,7 +109,7 @@ def page_data(
     frequencies
         The bootstrap's counts (each edge's adjacency and mark-pattern frequencies).
     site_graphs
-        Each site's own graph (:meth:`~fedstruct.fl.estimator.GraphLearner.site_graphs`):
+        Each site's own graph (:meth:`~fedstruct.estimators.GraphLearner.site_graphs`):
         each edge's site vote (:func:`~fedstruct.graphs.metrics.edge_site_votes`).
 
     Returns

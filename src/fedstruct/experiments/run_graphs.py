@@ -3,7 +3,9 @@
 ``fedstruct export`` needs the saved graph files and the run's method (``model.json``,
 checked by :func:`~fedstruct.fl.artifact.read_model`), not the fitted estimator:
 nothing here imports a method, so exporting a graph imports none (docs/architecture.md,
-"How methods are found"). ``fedstruct show`` reads its graph here too.
+"How methods are found"); only refusing BIF imports the run's estimator class, to say
+what the method learns instead (its ``learns``). ``fedstruct show`` reads its graph
+here too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fedstruct.experiments.artifacts import graph_files
 from fedstruct.files import parse_json, read_text
 from fedstruct.fl.artifact import read_model
 from fedstruct.graphs.io import WeightedGraph, read_graph_with_weights, write_graph
+from fedstruct.registry import estimator_class
 
 __all__ = ["EXPORT_FORMATS", "export_graph", "run_files", "saved_graph", "saved_graphs"]
 
@@ -100,19 +103,10 @@ def export_graph(folder: str | Path, format: str, out: Path, stem: str = "graph"
     method = read_model(folder).method
     graph, weights = saved_graph(method, folder, stem)
     if format == "bif":
-        learned = _WITHOUT_TABLES.get(method, "a graph without probability tables")
+        learned = estimator_class(method).learns  # the refusal alone imports the method
         raise ArtifactError(
             f"BIF holds a DAG with a conditional probability table per variable; this "
             f"{method} run learned {learned}: export json, dot, graphml or csv"
         )
     write_graph(graph, out, format=format, weights=weights or None)
     return out
-
-
-#: What each graph-learning method learns instead of BIF's DAG with tables.
-_WITHOUT_TABLES = {
-    "fedcdnv": "a PAG (edge marks, no probability tables: FCI's tests give none)",
-    "fedcd": "a DAG whose conditionals are neural networks (ENCO), not tables",
-    "fcm": "a concept graph whose conditionals are neural networks, not tables",
-    "fedngm": "an undirected graph and a neural network, not a DAG with tables",
-}

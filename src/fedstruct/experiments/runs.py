@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct import __version__
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
@@ -63,13 +63,15 @@ from fedstruct.experiments.source import SiteFiles, SiteView, Source, checked_cl
 from fedstruct.fl import (
     Backend,
     Federated,
-    FederatedEstimator,
     LocalBackend,
     Participation,
 )
 from fedstruct.fl.bootstrap import MAX_REPLICATES
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import import_part, method_names
+
+if TYPE_CHECKING:
+    from fedstruct.estimators import FederatedEstimator
 
 __all__ = [
     "FederationSettings",

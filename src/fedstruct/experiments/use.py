@@ -34,12 +34,10 @@ from fedstruct.experiments.run_graphs import (
 )
 from fedstruct.experiments.settings import SEED
 from fedstruct.files import parse_json, read_text
-from fedstruct.fl import FederatedEstimator
 from fedstruct.fl.artifact import load
 
-if TYPE_CHECKING:  # imported where used: show and export load no torch
-    from fedstruct.methods.cafe import CAFE
-    from fedstruct.methods.fedngm import FedNGM
+if TYPE_CHECKING:  # imported where used: export loads no estimator
+    from fedstruct.estimators import FederatedEstimator, Predictor
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -73,11 +71,14 @@ def predict_file(
     DataError
         If ``data`` cannot be read or holds a level the run's files never had.
     """
-    from fedstruct.methods.cafe import CAFE
+    from fedstruct.estimators.prediction import Predictor, not_a_predictor
 
     model = load(folder)
-    if isinstance(model, CAFE) and model.table is None:  # images; a table's rows as below
-        rows, given = _image_rows(model, Path(data))
+    if not isinstance(model, Predictor):
+        raise ArtifactError(not_a_predictor(model.method))
+    shape = model.image_shape()
+    if shape is not None:  # images; a table's rows as below
+        rows, given = _image_rows(shape, Path(data))
         table = model.prediction(rows, list(targets) or None).table()
         return table.assign(label_given=given), []
     try:
@@ -89,19 +90,18 @@ def predict_file(
     return prediction.table(), columns.unread(list(frame.columns))
 
 
-def _image_rows(model: CAFE, path: Path) -> tuple[pd.DataFrame, np.ndarray]:
+def _image_rows(shape: tuple[int, int, int], path: Path) -> tuple[pd.DataFrame, np.ndarray]:
     site = read_image_site(path)
-    assert model.shape is not None
-    if site.shape != model.shape:
+    if site.shape != shape:
         raise ArtifactError(
             f"{path}: its images are {site.shape} (channels, height, width), the model's "
-            f"are {model.shape}; resize them as the run's sites were"
+            f"are {shape}; resize them as the run's sites were"
         )
     rows = to_rows(site.images, np.zeros(site.n_images, dtype=np.int64))
     return rows.drop(columns=[LABEL]), np.asarray(site.labels)
 
 
-def _level_names(model: FederatedEstimator, variable: str) -> Sequence[str] | None:
+def _level_names(model: Predictor, variable: str) -> Sequence[str] | None:
     codebook = model.codebook()
     return None if codebook is None else codebook.levels(variable)
 
@@ -114,15 +114,20 @@ def _name(names: Sequence[str] | None, state: Any) -> Any:
 
 
 # ------------------------------------------------------------ sample, query
-def _fedngm(folder: str | Path, what: str) -> FedNGM:
-    from fedstruct.methods.fedngm import FedNGM
+def _joint_model(folder: str | Path, what: str) -> Any:
+    """The model of the run in ``folder``, which ``what`` (sample, query) needs to be a
+    joint distribution of its variables (a :class:`~fedstruct.estimators.JointModel`).
+
+    Raises
+    ------
+    ArtifactError
+        For another kind of model.
+    """
+    from fedstruct.estimators.sampling import JointModel, not_a_joint_model
 
     model = load(folder)
-    if not isinstance(model, FedNGM):
-        raise ArtifactError(
-            f"{folder} holds a {model.method} model; {what} needs a FedNGM run (a model of "
-            "the joint distribution)"
-        )
+    if not isinstance(model, JointModel):
+        raise ArtifactError(not_a_joint_model(folder, model.method, what))
     return model
 
 
@@ -144,10 +149,10 @@ def sample(folder: str | Path, n: int, *, seed: int = 0) -> pd.DataFrame:
         raise ConfigError(f"-n must be a positive number of rows, got {n}")
     if not SEED.accepts(seed):
         raise ConfigError(SEED.message("--seed", seed))
-    model = _fedngm(folder, "sample")
+    model = _joint_model(folder, "sample")
     ngm = model.released()
     _check_memory(n, _bytes_per_sample(ngm))
-    rows = ngm.sample(n, seed=seed, sampler=model.config.sampler, burn_in=model.config.burn_in)
+    rows = ngm.sample(n, seed=seed, **model.sampling_options())
     for variable in rows.columns:
         names = _level_names(model, variable)
         if names:
@@ -223,7 +228,7 @@ def query(
     from fedstruct.methods.fedngm.model import isolated_message
     from fedstruct.methods.fedngm.moments import unfollowed_message
 
-    model = _fedngm(folder, "query")
+    model = _joint_model(folder, "query")
     ngm = model.released()
     how = model.inference_options(inference)
     for variable in (*given, target):
@@ -258,7 +263,7 @@ def query(
     return table
 
 
-def _evidence_value(model: FedNGM, variable: str, value: str) -> float | int:
+def _evidence_value(model: Predictor, variable: str, value: str) -> float | int:
     """``value`` as the model's data hold it: a level's code, or a number."""
     names = _level_names(model, variable)
     if names:
@@ -358,7 +363,9 @@ def run_summary(folder: str | Path) -> RunSummary:
 
 def _regression(model: FederatedEstimator) -> bool:
     """Whether ``model`` predicts a continuous target (FedAvg's regression)."""
-    return getattr(getattr(model, "schema", None), "regression", False) is True
+    from fedstruct.estimators.prediction import Predictor
+
+    return isinstance(model, Predictor) and model.is_regression()
 
 
 def _json_object(path: Path) -> dict[str, Any]:
@@ -416,11 +423,15 @@ def _data_source(settings: Mapping[str, Any], metrics: Mapping[str, Any]) -> str
 
 def _model_text(model: FederatedEstimator) -> str:
     """What the saved model reads and predicts, and its size."""
+    from fedstruct.estimators.prediction import Predictor
+
     arrays, _ = model.learned_state()
     size = f"{sum(int(np.asarray(a).size) for a in arrays.values()):,} weights"
+    if not isinstance(model, Predictor):  # a model that only learned a graph
+        return size
     try:
         columns = model.input_columns()
-    except ConfigError:  # a model that only learned a graph
+    except ConfigError:  # nothing to predict with (FedNGM released no global model)
         return size
     predicted = ", ".join(c for c in columns.read if c not in columns.required)
     required = columns.required

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         run_on_backend,
     )
     from fedstruct.fl.client import Client, handles, holdout_split
-    from fedstruct.fl.estimator import FederatedEstimator
     from fedstruct.fl.federation import ServerAlgorithm, round_rng, run_federation
     from fedstruct.fl.grid import Grid, LateReply, LocalGrid
     from fedstruct.fl.message import Message, from_json_bytes, json_bytes
@@ -46,7 +45,6 @@ _EXPORTS = {
         "backend",
     ),
     **dict.fromkeys(["Client", "handles", "holdout_split"], "client"),
-    "FederatedEstimator": "estimator",
     **dict.fromkeys(["ServerAlgorithm", "round_rng", "run_federation"], "federation"),
     **dict.fromkeys(["Grid", "LateReply", "LocalGrid"], "grid"),
     **dict.fromkeys(["Message", "from_json_bytes", "json_bytes"], "message"),
@@ -58,7 +56,6 @@ __all__ = [
     "Backend",
     "Client",
     "Federated",
-    "FederatedEstimator",
     "Grid",
     "LateReply",
     "LocalBackend",

@@ -7,7 +7,7 @@ model someone sent is safe to open. ``model.json`` holds the rest (docs/artifact
 * ``format`` (``"fedstruct.model"``), ``version`` (of the format) and ``fedstruct``
   (the version that wrote it);
 * ``method`` and ``params``, the estimator's constructor parameters
-  (:meth:`~fedstruct.fl.FederatedEstimator.get_params`; those that are not JSON,
+  (:meth:`~fedstruct.estimators.FederatedEstimator.get_params`; those that are not JSON,
   such as a participation model or public data, are named under ``not_saved`` and
   take their defaults when loaded: they shaped the training, not the model);
 * ``learned``: the method's JSON part of what it learned (graphs, schemas, names);
@@ -40,7 +40,7 @@ import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,9 +50,6 @@ from fedstruct.data.sites.schema import KINDS, LEVELLED
 from fedstruct.errors import ArtifactError, ConfigError
 from fedstruct.files import TEXT_LIMIT, parse_json, read_text
 from fedstruct.registry import estimator_class
-
-if TYPE_CHECKING:
-    from fedstruct.fl.estimator import FederatedEstimator
 
 __all__ = [
     "FORMAT",
@@ -107,7 +104,7 @@ class SavedModel:
 
 
 def save_model(model: Any, folder: Path, *, data: Mapping[str, Any] | None = None) -> list[str]:
-    """Write the fitted ``model`` (a :class:`~fedstruct.fl.FederatedEstimator`) into
+    """Write the fitted ``model`` (a :class:`~fedstruct.estimators.FederatedEstimator`) into
     ``folder`` as ``model.safetensors`` + ``model.json``; return the files' names.
 
     Parameters
@@ -198,8 +195,10 @@ def read_model(folder: str | Path) -> SavedModel:
     )
 
 
-def load(folder: str | Path) -> FederatedEstimator:
-    """The fitted estimator a run saved in ``folder``, as it was after ``fit``.
+def load(folder: str | Path) -> Any:
+    """The fitted estimator (a :class:`~fedstruct.estimators.FederatedEstimator`) a
+    run saved in ``folder``, as it was after ``fit``: built from the saved parameters,
+    checked (its ``prepare``), then given what it learned (its ``restore``).
 
     The learned attributes (``graph_``, ``model_``, ...) come from ``model.json`` and
     ``model.safetensors``, ``history_`` from ``history.json``; ``data_`` is what its
@@ -221,7 +220,7 @@ def load(folder: str | Path) -> FederatedEstimator:
     except ConfigError as exc:
         raise ArtifactError(f"{folder}: {exc}") from None
     try:
-        estimator = cls(**saved.params)
+        estimator = cls(**saved.params).prepare()
         estimator.restore(saved.arrays, saved.learned)
     except (KeyError, ValueError, TypeError) as exc:
         raise ArtifactError(
@@ -232,7 +231,7 @@ def load(folder: str | Path) -> FederatedEstimator:
         _check_fit(saved.data, saved.params, folder / MODEL_JSON)
     estimator.history_ = read_history(folder)
     estimator.data_ = saved.data
-    return estimator  # type: ignore[no-any-return]
+    return estimator
 
 
 def _folder(folder: Any) -> Path:

@@ -6,7 +6,7 @@ federation's class names) and saves it in ``model.json``'s ``data``. A model loa
 from that run reads new rows the same way — a table's level names become the codes
 the model was trained on — and names its predicted states by level again. One
 piece of code for ``fedstruct predict`` and the estimators' ``prediction``,
-``predict`` and ``score`` (:class:`~fedstruct.fl.estimator.FederatedEstimator`).
+``predict`` and ``score`` (:class:`~fedstruct.estimators.prediction.Predictor`).
 """
 
 from __future__ import annotations

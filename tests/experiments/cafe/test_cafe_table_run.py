@@ -105,6 +105,6 @@ def test_a_deployments_server_reads_the_table_schema_only(tmp_path):
         (tmp_path / path).unlink()  # the server never opens a site's file
     source = entry.resolve(settings, server_view(settings, schema, {}))
     assert isinstance(source, SiteTable) and source.clients() == []
-    model = entry.method(settings, source)
-    assert model.table.continuous == ("age", "marker") and model.table.missing_values
-    assert model.n_classes == 2
+    model = entry.method(settings, source).prepare()
+    assert model.table_.continuous == ("age", "marker") and model.table_.missing_values
+    assert model.n_classes_ == 2

@@ -113,7 +113,7 @@ def test_flat_builds_the_model_on_every_concept_feeding_the_task(tmp_path):
 
 
 def test_a_task_without_a_parent_is_warned_naming_the_concepts():
-    model = FCM(task="y", cardinalities=dict.fromkeys([*CONCEPTS, "y"], 2))
+    model = FCM(task="y", cardinalities=dict.fromkeys([*CONCEPTS, "y"], 2)).prepare()
     model.graph_ = Graph.empty([*CONCEPTS, "y"])
     with pytest.warns(FedstructWarning, match=r"task 'y' no parent among the concepts \['c0'"):
         warn_if_task_has_no_parent(model)
@@ -122,6 +122,7 @@ def test_a_task_without_a_parent_is_warned_naming_the_concepts():
         warnings.simplefilter("error")
         warn_if_task_has_no_parent(model)
     bipartite = FCM(task="y", cardinalities=dict.fromkeys([*CONCEPTS, "y"], 2), model="cbm")
+    bipartite.prepare()
     bipartite.graph_ = Graph.empty([*CONCEPTS, "y"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a bipartite model feeds every concept anyway

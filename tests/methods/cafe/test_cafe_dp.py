@@ -126,10 +126,10 @@ def test_cafe_and_fedproto_refuse_central_dp_with_the_reason(algorithm, reason):
 def test_central_dp_refuses_merging_late_updates():
     late = Participation(report_rate=0.5)
     with pytest.raises(ConfigError, match=r"central DP.*staleness_exponent.*report late"):
-        CAFE((1, 8, 8), 10, algorithm="moon", central_dp_noise=1.0, participation=late)
+        CAFE((1, 8, 8), 10, algorithm="moon", central_dp_noise=1.0, participation=late).prepare()
     ignored = CAFE((1, 8, 8), 10, algorithm="moon", central_dp_noise=1.0, participation=late,
                    staleness_exponent=None)  # fmt: skip
-    assert ignored.config.central_dp() is not None
+    assert ignored.prepare().config_.central_dp() is not None
 
 
 @pytest.mark.filterwarnings("ignore:Optimal order")

@@ -134,7 +134,7 @@ def test_cafe_learns_digits_and_removes_the_drift_at_inference(digits_fed):
     assert accuracy > 0.6  # chance is 0.1
     assert est.history_[-1]["test_accuracy"] == pytest.approx(accuracy)
     assert est.drift_ is not None and float(np.linalg.norm(est.drift_)) > 0
-    plain = CAFE(digits.shape, 10, rounds=8, local_epochs=2, seed=0, tde_alpha=0.0)
+    plain = CAFE(digits.shape, 10, rounds=8, local_epochs=2, seed=0, tde_alpha=0.0).prepare()
     plain.model_, plain.drift_ = est.model_, est.drift_
     assert not np.allclose(plain.decision_function(fed.test), est.decision_function(fed.test))
 

@@ -58,6 +58,8 @@ def test_secure_aggregation_gives_the_plain_model_and_hides_every_reply(
 def test_late_answers_cannot_be_merged_into_a_secure_sum():
     late = Participation(report_rate=0.5)
     with pytest.raises(ConfigError, match="staleness_exponent=None"):
-        CAFE((1, 8, 8), 10, participation=late, secure_aggregation=True)
-    CAFE((1, 8, 8), 10, participation=late, staleness_exponent=None, secure_aggregation=True)
-    CAFE((1, 8, 8), 10, secure_aggregation=True)  # everyone reports: nothing is late
+        CAFE((1, 8, 8), 10, participation=late, secure_aggregation=True).prepare()
+    CAFE(
+        (1, 8, 8), 10, participation=late, staleness_exponent=None, secure_aggregation=True
+    ).prepare()
+    CAFE((1, 8, 8), 10, secure_aggregation=True).prepare()  # everyone reports: nothing is late

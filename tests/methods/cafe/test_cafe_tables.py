@@ -105,4 +105,4 @@ def test_an_image_client_has_no_statistics_to_send():
 
 def test_a_continuous_target_is_refused_naming_the_column_and_the_fix():
     with pytest.raises(DataError, match=r"target 'age' is continuous.*kinds\.age=categorical"):
-        CAFE(target="age", cardinalities=CARDINALITIES, continuous=CONTINUOUS)
+        CAFE(target="age", cardinalities=CARDINALITIES, continuous=CONTINUOUS).prepare()

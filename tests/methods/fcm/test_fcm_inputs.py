@@ -77,7 +77,7 @@ def test_predict_uses_the_saved_statistics(sites, scaled):
     _, test = sites
     arrays, meta = scaled.learned_state()
     assert "features.mean" in arrays
-    again = fcm(input_scaling="federated")
+    again = fcm(input_scaling="federated").prepare()  # as fedstruct.load does
     again.restore(arrays, meta)
     expected = scaled.prediction(test).probabilities["label"]
     np.testing.assert_allclose(again.prediction(test).probabilities["label"], expected)

@@ -260,9 +260,9 @@ def test_a_given_graph_against_the_knowledge_is_refused_with_its_edges():
     tiers = Knowledge(tiers=[["smoke"], ["lung"]])
     with pytest.raises(KnowledgeError, match=r"concept graph \(given\) contradicts .*: "
                        r"lung -> smoke \(tier 2 into the earlier tier 1\); fix"):  # fmt: skip
-        fcm(graph=graph, knowledge=tiers).make_server()
-    assert fcm(graph=graph).make_server() is not None  # without knowledge: taken
-    fcm(graph=graph, knowledge=Knowledge(tiers=[["lung"], ["smoke"]])).make_server()
+        fcm(graph=graph, knowledge=tiers).prepare().make_server()
+    assert fcm(graph=graph).prepare().make_server() is not None  # without knowledge: taken
+    fcm(graph=graph, knowledge=Knowledge(tiers=[["lung"], ["smoke"]])).prepare().make_server()
 
 
 def test_the_aggregated_graph_keeps_to_the_knowledge(asia):

@@ -68,7 +68,7 @@ def test_intervention_on_a_variable_outside_the_federation_names_it(chain):
 def test_a_client_sends_only_beliefs_targets_and_counts(chain):
     _, scm = chain
     clients = vertical_interventions(scm, 2, n_observational=300, n_per_intervention=20, seed=0)
-    model = FedCD(rounds=1, epochs_per_round=1, **SMALL)
+    model = FedCD(rounds=1, epochs_per_round=1, **SMALL).prepare()
     client = model.make_client(clients[0])
     reply = client.handle(Message(FIT, config={"round": 1}))
     assert set(reply.arrays) == {"gamma", "theta", "targets"}
@@ -196,7 +196,7 @@ def test_a_client_with_continuous_columns_needs_the_cuts_and_rows_never_leave(ch
     [client] = _with_levels(
         horizontal_interventions(scm, 1, n_observational=100, n_per_intervention=5, seed=0)
     )
-    model = FedCD(continuous=["level"], rounds=1, **TINY)
+    model = FedCD(continuous=["level"], rounds=1, **TINY).prepare()
     with pytest.raises(ProtocolError, match="no bin cut points yet"):
         model.make_client(client).handle(Message(FIT, config={"round": 1}))
 
@@ -205,7 +205,7 @@ def test_a_client_with_continuous_columns_needs_the_cuts_and_rows_never_leave(ch
         def bin_counts(self, msg):
             return Message(BIN_COUNTS, arrays={"counts": self.data.rows.to_numpy(float)[:5]})
 
-    leaky = Leaky(client, config=model.config, seed=0, binning=model.binning)
+    leaky = Leaky(client, config=model.config_, seed=0, binning=model.binning_)
     with pytest.raises(PrivacyViolationError):
         leaky.handle(Message(BIN_COUNTS))
 

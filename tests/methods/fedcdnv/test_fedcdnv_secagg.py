@@ -51,4 +51,4 @@ def test_fedcdnv_vote_is_the_same_with_secure_aggregation(recording_backend):
 @pytest.mark.parametrize(("strategy", "reason"), [("tpss", "TPSS reads"), ("largest", "maximum")])
 def test_tpss_and_fci_base_refuse_it(strategy, reason):
     with pytest.raises(ConfigError, match=reason):
-        FedCDnv(strategy=strategy, secure_aggregation=True)
+        FedCDnv(strategy=strategy, secure_aggregation=True).prepare()

@@ -31,7 +31,7 @@ class OracleClient(FedCDnvClient):
 
 class OracleFedCDnv(FedCDnv):
     def make_client(self, data):
-        return OracleClient(data, config=self.config, seed=self.seed)
+        return OracleClient(data, config=self.config_, seed=self.seed)
 
 
 def oracle_data(name, variables):

@@ -138,7 +138,7 @@ def test_differential_privacy_needs_public_levels_and_categories(asia) -> None:
     from fedstruct.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"dp_delta = 0\.001 has no effect without dp_epsilon"):
-        FedFCI(dp_delta=1e-3)
+        FedFCI(dp_delta=1e-3).prepare()
     with pytest.raises(DataError, match="none is given for 'asia'"):
         FedFCI(dp_epsilon=1.0).fit(sites_of(asia, 2))
     floats = sites_of(asia.astype({"smoke": float}), 2)

@@ -89,7 +89,7 @@ def test_a_client_sharing_nothing_is_named():
 
 def test_bad_kinds_are_named():
     with pytest.raises(ConfigError, match="'a' has kind 'number'"):
-        FedNGM(kinds={**KINDS, "a": "number"})
+        FedNGM(kinds={**KINDS, "a": "number"}).prepare()
     with pytest.raises(UnknownVariableError, match=r"client 'h1' has variables \['p'\]"):
         FedNGM(kinds={k: v for k, v in KINDS.items() if k != "p"}, epochs=1).fit(_clients())
 
@@ -130,7 +130,7 @@ def test_a_given_graph_replaces_the_graph_round():
     with pytest.raises(ConfigError, match=r"lacks the common variables \['d'\]"):
         FedNGM(kinds=KINDS, graph=truth.restrict("abc"), epochs=1).fit(_clients())
     with pytest.raises(ConfigError, match="NGR variant learns no graph"):
-        FedNGM(kinds=KINDS, graph=truth, variant="ngr")
+        FedNGM(kinds=KINDS, graph=truth, variant="ngr").prepare()
 
 
 def test_a_given_graph_against_the_knowledge_is_refused(tmp_path):
@@ -141,8 +141,8 @@ def test_a_given_graph_against_the_knowledge_is_refused(tmp_path):
     path.write_text('{"forbidden_adjacent": [["a", "b"]], "required": [["c", "d"]]}')
     given = Graph.from_edges(list("abcd"), ["a --> b", "b --> c"])
     with pytest.raises(KnowledgeError, match=r"a - b \(forbidden_adjacent\); c -> d missing"):
-        FedNGM(kinds=KINDS, graph=given, knowledge=str(path)).make_server()
-    FedNGM(kinds=KINDS, graph=given).make_server()
+        FedNGM(kinds=KINDS, graph=given, knowledge=str(path)).prepare().make_server()
+    FedNGM(kinds=KINDS, graph=given).prepare().make_server()
 
 
 def test_the_merged_graph_holds_the_required_pairs(fitted):

@@ -78,7 +78,7 @@ def test_predicting_a_variable_with_no_neighbour_warns(isolated_z):
 
 
 def test_querying_a_variable_with_no_neighbour_warns(isolated_z, monkeypatch):
-    monkeypatch.setattr(use, "_fedngm", lambda folder, what: isolated_z)
+    monkeypatch.setattr(use, "_joint_model", lambda folder, what: isolated_z)
     with pytest.warns(FedstructWarning, match="'z' has no neighbour"):
         table = use.query("run", {"x": "6"}, "z")
     assert table.attrs["warnings"] and "'z'" in table.attrs["warnings"][0]
@@ -109,7 +109,7 @@ def test_sample_draws_with_the_run_s_burn_in(monkeypatch):
     clients = [ClientData(f"s{k}", frame.iloc[k::2].reset_index(drop=True)) for k in range(2)]
     with torch_threads(1):
         est = FedNGM(kinds=KINDS, epochs=1, burn_in=1).fit(clients)
-    monkeypatch.setattr(use, "_fedngm", lambda folder, what: est)
+    monkeypatch.setattr(use, "_joint_model", lambda folder, what: est)
     drawn = use.sample("run", 50, seed=4)
     pd.testing.assert_frame_equal(drawn, est.model_.sample(50, seed=4, burn_in=1))
     assert not drawn.equals(est.model_.sample(50, seed=4))

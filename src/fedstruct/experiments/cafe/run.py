@@ -95,7 +95,7 @@ def run_cafe(
         outcome = _on_files(s, ctx, model, source)
     else:
         outcome = _on_split(s, ctx, model, source)
-    if model.config.dp_epsilon is not None:
+    if model.config_.dp_epsilon is not None:
         outcome.metrics.update(epsilon_report(model.history_, source.names))
     outcome.metrics.update(central_report(model.history_))
     return outcome
@@ -171,7 +171,7 @@ def _on_table(s: CafeRun, ctx: RunContext, model: CAFE, source: SiteTable) -> Ru
     """A run on a user's table sites: the final model's accuracy on the rows each site
     kept out (scored where they lie), beside the majority class's share of the
     training rows (from the pooled level counts) and the files' report."""
-    warn_imputed_unobserved(source.unobserved, model.config.categorical_imputation)
+    warn_imputed_unobserved(source.unobserved, model.categorical_imputation)
     with torch_threads(1):
         ctx.fit(model, source)
     history = [dict(h) for h in model.history_]
@@ -179,7 +179,7 @@ def _on_table(s: CafeRun, ctx: RunContext, model: CAFE, source: SiteTable) -> Ru
     metrics: dict[str, float] = {
         "late_merged": float(sum(h["late_merged"] for h in history)),
         "mb_up": model.traffic_.total("up") / 1e6,
-        "classes": float(model.n_classes),
+        "classes": float(model.n_classes_),
         **{k: history[0][k] for k in ("missing_target_rows",) if history and k in history[0]},
         **_site_accuracy(model),
         **source.report(),

@@ -107,12 +107,12 @@ def warn_if_task_has_no_parent(model: FCM) -> None:
     """Warn (:class:`~fedstruct.errors.FedstructWarning`) when a graph-based model's
     kept graph gives the task no parent: the task is then predicted from the inputs
     alone, not from the concepts (issue 31: an empty graph is never silent)."""
-    if not model.config.graph_based or model.graph_.parents(model.task):
+    if not model.config_.graph_based or model.graph_.parents(model.task):
         return
     concepts = [v for v in model.graph_.names if v != model.task]
     warnings.warn(
         f"the aggregated concept graph gives the task {model.task!r} no parent among the "
-        f"concepts {concepts} ({model.graph_.n_edges} edges): {model.config.model} predicts "
+        f"concepts {concepts} ({model.graph_.n_edges} edges): {model.config_.model} predicts "
         "it from the inputs alone; give the sites' graphs (graph: in the manifest) or "
         "--graph FILE, let each site learn its own (--set client_graphs=auto, the "
         "default, or fci), or --set client_graphs=flat (every concept feeds the task)",
@@ -218,7 +218,7 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
     and losses over the sites (federated evaluation on the rows each site holds out,
     ``validation_fraction``), the concept space and the aggregated graph, and with
     ``--truth`` the pairs on which that graph disagrees with the truth."""
-    if model.config.scales_inputs:
+    if s.scales_inputs:
         warn_imputed_unobserved(source.unobserved, None)
     ctx.fit(model, source)
     warn_if_task_has_no_parent(model)

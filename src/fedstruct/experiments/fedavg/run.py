@@ -43,7 +43,7 @@ def run_fedavg(
     those of the federated evaluation on the sites' held-out rows."""
     if isinstance(source, SiteTask):
         return _on_files(settings, ctx, model, source)
-    target = model.schema.target
+    target = model.target
     test = source.test_rows()
     ctx.fit(model, source, test=test)
     last = model.history_[-1]
@@ -72,11 +72,11 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
     site's held-out rows (``test_fraction``; the training rows when it is 0). With
     held-out rows the sites asked in each round score that round's model on them,
     which the per-round plot shows beside the training loss."""
-    warn_imputed_unobserved(source.unobserved, model.config.categorical_imputation)
+    warn_imputed_unobserved(source.unobserved, model.categorical_imputation)
     ctx.fit(model, source)
     last = model.history_[-1]
     rows = "test" if settings.test_fraction > 0 else "training"
-    names = ("rmse", "r2", "loss") if model.schema.regression else ("accuracy", "loss")
+    names = ("rmse", "r2", "loss") if model.schema_.regression else ("accuracy", "loss")
     scored = {  # absent when a run is stopped early, or no site answered the evaluation
         f"{rows}_{name}": last[f"client_{name}"] for name in names if f"client_{name}" in last
     }
@@ -93,12 +93,12 @@ def _on_files(settings: FedAvgRun, ctx: RunContext, model: FedAvg, source: SiteT
         **_privacy(model, source.names),
         **source.report(),
     }
-    score = "client_rmse" if model.schema.regression else "client_accuracy"
+    score = "client_rmse" if model.schema_.regression else "client_accuracy"
     figure = plot_history(
         model.history_,
         [("train_loss", "client_loss"), score, "clients_answered"],
         ctx.out / "fedavg_rounds.png",
-        f"FedAvg on your sites (target {model.schema.target})",
+        f"FedAvg on your sites (target {model.schema_.target})",
     )
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
 
@@ -109,7 +109,7 @@ def _privacy(model: FedAvg, sites: Sequence[str]) -> dict[str, float]:
     round's clipping norm (``central_dp_clip``,
     :func:`~fedstruct.privacy.central_dp.central_report`)."""
     metrics: dict[str, float] = {}
-    if model.config.dp_epsilon is not None:
+    if model.config_.dp_epsilon is not None:
         metrics.update(epsilon_report(model.history_, sites))
     metrics.update(central_report(model.history_))
     return metrics

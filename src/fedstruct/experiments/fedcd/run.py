@@ -239,7 +239,7 @@ def _on_files(ctx: RunContext, model: FedCD, source: RegimeSites) -> RunOutcome:
         # with secure aggregation the sites' own graphs are never seen
         **(
             {"site_agreement": site_agreement(fed, model.client_graphs_[-1].values())}
-            if model.secure_aggregation is None
+            if model.secure_aggregation_ is None
             else {}
         ),
         **source.report(),

@@ -198,7 +198,7 @@ def _on_files(
         # with secure aggregation the sites' own PAGs are never seen
         **(
             {"site_agreement": site_agreement(model.graph_, model.local_graphs_.values())}
-            if model.secure_aggregation is None
+            if model.secure_aggregation_ is None
             else {}
         ),
         **source.report(),
@@ -272,7 +272,7 @@ def _site_metrics(
     """:func:`site_scores` (none under secure aggregation, which never shows the server
     a site's own PAG), and with ``warn`` (a run on a user's files; the paper's
     settings and their sweeps report the metrics only) :func:`warn_sites_ahead`."""
-    if model.secure_aggregation is not None or not model.local_graphs_:
+    if model.secure_aggregation_ is not None or not model.local_graphs_:
         return {}
     scores = site_scores(truth, fed, model.local_graphs_)
     if warn:

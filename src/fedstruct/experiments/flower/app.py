@@ -265,8 +265,8 @@ def _site_client(
     name, path, graph = site
     spec = SiteSpec(name, Path(path), {"graph": graph} if graph else {})
     source, own, report = build_own(entry, settings, spec, json.loads(schema))
-    model = entry.method(settings, source)
-    return model.make_client(own), report  # type: ignore[attr-defined]
+    model = entry.method(settings, source).prepare()  # type: ignore[attr-defined]
+    return model.make_client(own), report
 
 
 @cache
@@ -277,7 +277,8 @@ def _partition(method: str, settings_json: str, partition: int) -> tuple[Any, Cl
 
     entry, settings = _submitted(method, settings_json)
     source = entry.resolve(settings)
-    return entry.method(settings, source), checked_clients(source)[partition]
+    model = entry.method(settings, source).prepare()  # type: ignore[attr-defined]
+    return model, checked_clients(source)[partition]
 
 
 def _client_for(context: Context) -> Client:

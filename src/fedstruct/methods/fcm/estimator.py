@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,8 +15,9 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph, graph_name
 from fedstruct.discovery.knowledge import check_graph, load_knowledge
 from fedstruct.errors import ConfigError, ProtocolError, UnknownVariableError
-from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
+from fedstruct.estimators.base import FederatedEstimator
+from fedstruct.estimators.prediction import InputColumns, Prediction, Predictor, check_targets
+from fedstruct.fl.device import AUTO
 from fedstruct.fl.features import FeatureEncoder
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
@@ -30,10 +31,16 @@ from fedstruct.methods.fcm.evaluate import (
 from fedstruct.methods.fcm.model import ConceptModel, ModelSpec, parameter_change
 from fedstruct.methods.fcm.server import FCMServer, FCMState
 
+if TYPE_CHECKING:
+    from fedstruct.discovery.knowledge import Knowledge
+    from fedstruct.fl.participation import Participation
+    from fedstruct.fl.secagg import SecAggConfig
+
 __all__ = ["FCM"]
 
 
 class FCM(
+    Predictor,
     FederatedEstimator,
     method="fcm",
     config=FCMConfig,
@@ -62,8 +69,11 @@ class FCM(
         concept set (variables it lacks are isolated). A :class:`Graph`, or a graph
         file or run folder (:func:`~fedstruct.data.graph_files.given_graph`; read by
         the server only).
-    **params
-        Fields of :class:`FCMConfig` (``model``, ``regime``, ``rounds``, ...).
+    secure_aggregation
+        As :class:`~fedstruct.estimators.FederatedEstimator`'s.
+    model, regime, rounds, ...
+        Every other parameter is a field of :class:`FCMConfig`, documented there with
+        its default (``fit`` builds ``config_`` from them and checks them together).
 
     Attributes
     ----------
@@ -89,6 +99,8 @@ class FCM(
     :meth:`score` is the task accuracy; :meth:`evaluate` adds the concepts'.
     """
 
+    learns = "a concept graph whose conditionals are neural networks, not tables"
+
     score_metric = "task_accuracy"
     #: Module-wise averages, strength votes and losses are ratios of sums (FCMServer).
     secure_aggregation_refusal = ""
@@ -101,20 +113,84 @@ class FCM(
         seed: int = 0,
         participation: Participation | None = None,
         graph: Graph | str | Path | None = None,
-        **params: Any,
+        model: str = "c2bm",
+        regime: str = "fcm",
+        rounds: int = 200,
+        clients_per_round: int = 10,
+        local_epochs: int = 2,
+        batch_size: int = 512,
+        learning_rate: float = 0.01,
+        concept_weight: float = 0.8,
+        train_intervention_rate: float = 0.25,
+        patience: int = 10,
+        validation_fraction: float = 0.125,
+        graph_memory: str = "all",
+        bidirected: str = "drop",
+        freeze_unsupervised: bool = True,
+        encoder_hidden: int = 64,
+        concept_hidden: int | None = None,
+        embedding_size: int = 8,
+        task_hidden: int = 16,
+        dp_epsilon: float | None = None,
+        dp_delta: float = 1e-5,
+        dp_clip: float = 1.0,
+        dp_rounds: int | None = None,
+        input_scaling: str = "auto",
+        knowledge: str | Knowledge | None = None,
+        device: str = AUTO,
+        secure_aggregation: bool | SecAggConfig = False,
     ) -> None:
-        if task not in cardinalities:
-            raise UnknownVariableError(
-                f"task {task!r} has no entry in cardinalities; give its number of states"
-            )
+        super().__init__(
+            seed=seed, participation=participation, secure_aggregation=secure_aggregation
+        )
         self.task = task
-        self.cardinalities = {str(k): int(v) for k, v in cardinalities.items()}
-        super().__init__(seed=seed, participation=participation, **params)
-        self._given(task=task, cardinalities=cardinalities, graph=graph)
+        self.cardinalities = cardinalities
         self.graph = graph
-        if self.config.regime not in FEDERATED_REGIMES:
+        self.model = model
+        self.regime = regime
+        self.rounds = rounds
+        self.clients_per_round = clients_per_round
+        self.local_epochs = local_epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.concept_weight = concept_weight
+        self.train_intervention_rate = train_intervention_rate
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.graph_memory = graph_memory
+        self.bidirected = bidirected
+        self.freeze_unsupervised = freeze_unsupervised
+        self.encoder_hidden = encoder_hidden
+        self.concept_hidden = concept_hidden
+        self.embedding_size = embedding_size
+        self.task_hidden = task_hidden
+        self.dp_epsilon = dp_epsilon
+        self.dp_delta = dp_delta
+        self.dp_clip = dp_clip
+        self.dp_rounds = dp_rounds
+        self.input_scaling = input_scaling
+        self.knowledge = knowledge
+        self.device = device
+
+    def check_params(self) -> None:
+        """Check that the task has a number of states and that the regime trains a
+        federation, and keep ``cardinalities_`` (names -> whole numbers).
+
+        Raises
+        ------
+        UnknownVariableError
+            If the task has no entry in ``cardinalities``.
+        ConfigError
+            For a regime that trains no federation.
+        """
+        if self.task not in self.cardinalities:
+            raise UnknownVariableError(
+                f"task {self.task!r} has no entry in cardinalities; give its number of states"
+            )
+        self.cardinalities_ = {str(k): int(v) for k, v in self.cardinalities.items()}
+        if self.config_.regime not in FEDERATED_REGIMES:
             raise ConfigError(
-                f"regime {self.config.regime!r} trains no federation; use fit_standalone "
+                f"regime {self.config_.regime!r} trains no federation; use fit_standalone "
                 f"for it, or one of {list(FEDERATED_REGIMES)} here"
             )
 
@@ -123,14 +199,14 @@ class FCM(
         given = given_graph(self.graph)
         return {
             "task": self.task,
-            "cardinalities": self.cardinalities,
+            "cardinalities": self.cardinalities_,
             "graph": None if given is None else given.to_dict(),
         }
 
     def make_client(self, data: ClientData) -> FCMClient:
         """The client holding ``data``."""
         return FCMClient(
-            data, task=self.task, cardinalities=self.cardinalities, config=self.config,
+            data, task=self.task, cardinalities=self.cardinalities_, config=self.config_,
             seed=self.seed,
         )  # fmt: skip
 
@@ -138,10 +214,10 @@ class FCM(
         """A fresh server algorithm (with the given graph as a DAG, if any)."""
         given = given_graph(self.graph)
         if given is not None:
-            knowledge = load_knowledge(self.config.knowledge)
+            knowledge = load_knowledge(self.config_.knowledge)
             check_graph(given, knowledge, f"the concept graph {graph_name(self.graph)}")
-            given = dag_member(given, self.config.bidirected)
-        return FCMServer(self.config, self.task, self.cardinalities, self.seed, given)
+            given = dag_member(given, self.config_.bidirected)
+        return FCMServer(self.config_, self.task, self.cardinalities_, self.seed, given)
 
     def learn(self, state: FCMState) -> None:
         """The best model (by the early-stopping criterion), graph and concept space.
@@ -221,7 +297,7 @@ class FCM(
         (every variable of ``cardinalities``) may be present. A model whose inputs
         are standardised with the federated statistics imputes a missing input as
         training did (the mean, and its missing indicator)."""
-        labels = tuple(self.cardinalities)
+        labels = tuple(self.cardinalities_)
         imputes = self.encoder_ is not None and self.encoder_.imputes
         return InputColumns(
             self.features_, (*self.features_, *labels), labels=labels, missing_values=imputes
@@ -259,4 +335,4 @@ class FCM(
             The true graph: adds concept coverage.
         """
         coded = self.scored_rows(X, y, self.task)
-        return accuracy_metrics(self.model_, self._inputs(coded), coded, truth, self.cardinalities)
+        return accuracy_metrics(self.model_, self._inputs(coded), coded, truth, self.cardinalities_)

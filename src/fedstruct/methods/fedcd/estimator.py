@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -11,9 +11,9 @@ from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ProtocolError
-from fedstruct.fl import Participation
+from fedstruct.estimators.graph_learner import GraphLearner
 from fedstruct.fl.binning import QuantileBinning, QuantileBins
-from fedstruct.fl.estimator import GraphLearner
+from fedstruct.fl.device import AUTO
 from fedstruct.graphs.frequencies import DAG_PATTERNS
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
@@ -21,6 +21,11 @@ from fedstruct.methods.fedcd.client import FedCDClient
 from fedstruct.methods.fedcd.config import FedCDConfig
 from fedstruct.methods.fedcd.learner import Beliefs
 from fedstruct.methods.fedcd.server import FedCDServer, FedCDState
+
+if TYPE_CHECKING:
+    from fedstruct.discovery.knowledge import Knowledge
+    from fedstruct.fl.participation import Participation
+    from fedstruct.fl.secagg import SecAggConfig
 
 __all__ = ["FedCD"]
 
@@ -51,24 +56,17 @@ class FedCD(
     bin_grid
         Cells of the shared grid over which each client counts a continuous column's
         values (a cut is within one cell, ``8 sd / bin_grid``, of the pooled quantile).
-    bootstrap
-        ``B``: after the fit, run the federation ``B`` more times on site-resampled
-        rows and keep each edge's frequencies (``-->`` each way) and their consensus
-        DAG (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
-    subsample
-        Each resampled run's share of a site's rows, drawn without replacement
-        (``None``: a bootstrap sample, as many rows drawn with replacement).
-    correct_duplicates
-        A bootstrap sample's rows count half a row each in the CI tests, so that its
-        repeated rows are not taken for new evidence (docs/confidence.md, "Which
-        resampling"); ``False``: the plain bootstrap. Ignored with ``subsample``.
-        FED-CD's replicates run no CI test (ENCO fits likelihoods): it changes nothing
-        there.
-    jobs
-        Processes for the bootstrap's replicates (``None``: the cores available).
-    **params
-        Fields of :class:`FedCDConfig` (``rounds``, ``aggregation``, ``discount``, ENCO's
-        ``model_steps``, ...).
+    bootstrap, subsample, correct_duplicates, jobs
+        The site-resampled replicates of :class:`~fedstruct.estimators.GraphLearner`
+        (``bootstrap=B``: each edge's frequencies, ``-->`` each way, over ``B``
+        resampled federations, and their consensus DAG). FED-CD's replicates run no
+        CI test (ENCO fits likelihoods): ``correct_duplicates`` changes nothing there.
+    secure_aggregation
+        As :class:`~fedstruct.estimators.FederatedEstimator`'s.
+    rounds, aggregation, discount, model_steps, ...
+        Every other parameter is a field of :class:`FedCDConfig` (ENCO's among them),
+        documented there with its default (``fit`` builds ``config_`` from them and
+        checks them together).
 
     Attributes
     ----------
@@ -91,8 +89,10 @@ class FedCD(
 
     ``score(truth)`` is the F1 of the DAG's adjacencies against the true graph;
     ``evaluate(truth)`` adds SHD and orientation scores
-    (:class:`~fedstruct.fl.estimator.GraphLearner`).
+    (:class:`~fedstruct.estimators.GraphLearner`).
     """
+
+    learns = "a DAG whose conditionals are neural networks (ENCO), not tables"
 
     #: The file stem of the edge-probability matrix (:meth:`learned_tables`).
     PROBABILITIES = "edge-probabilities"
@@ -113,7 +113,34 @@ class FedCD(
         subsample: float | None = None,
         correct_duplicates: bool = True,
         jobs: int | None = None,
-        **params: Any,
+        hidden: int = 64,
+        model_steps: int = 1000,
+        graph_steps: int = 100,
+        batch_size: int = 128,
+        graphs_per_step: int = 100,
+        lambda_sparse: float = 0.004,
+        lr_model: float = 5e-3,
+        lr_gamma: float = 2e-2,
+        lr_theta: float = 1e-1,
+        beta2_gamma: float = 0.9,
+        weight_decay: float = 1e-4,
+        graph_chunk: int = 25,
+        threads: int | None = None,
+        device: str = AUTO,
+        cuda_graphs: bool = True,
+        knowledge: str | Knowledge | None = None,
+        rounds: int = 5,
+        epochs_per_round: int = 2,
+        aggregation: str = "proximity",
+        mass: float = 16.0,
+        discount: float = 0.2,
+        temperature: float = 0.3,
+        min_mass: float = 0.1,
+        distance: str = "outgoing",
+        weighting: str = "softmax",
+        belief_space: str = "probability",
+        acyclic: bool = True,
+        secure_aggregation: bool | SecAggConfig = False,
     ) -> None:
         super().__init__(
             seed=seed,
@@ -122,19 +149,61 @@ class FedCD(
             subsample=subsample,
             correct_duplicates=correct_duplicates,
             jobs=jobs,
-            **params,
+            secure_aggregation=secure_aggregation,
         )
-        binning = QuantileBinning(tuple(continuous), bins, bin_grid)  # checks bins, bin_grid
-        self.binning = binning if binning.columns else None
-        self._given(continuous=tuple(continuous), bins=bins, bin_grid=bin_grid)
+        self.continuous = continuous
+        self.bins = bins
+        self.bin_grid = bin_grid
+        self.hidden = hidden
+        self.model_steps = model_steps
+        self.graph_steps = graph_steps
+        self.batch_size = batch_size
+        self.graphs_per_step = graphs_per_step
+        self.lambda_sparse = lambda_sparse
+        self.lr_model = lr_model
+        self.lr_gamma = lr_gamma
+        self.lr_theta = lr_theta
+        self.beta2_gamma = beta2_gamma
+        self.weight_decay = weight_decay
+        self.graph_chunk = graph_chunk
+        self.threads = threads
+        self.device = device
+        self.cuda_graphs = cuda_graphs
+        self.knowledge = knowledge
+        self.rounds = rounds
+        self.epochs_per_round = epochs_per_round
+        self.aggregation = aggregation
+        self.mass = mass
+        self.discount = discount
+        self.temperature = temperature
+        self.min_mass = min_mass
+        self.distance = distance
+        self.weighting = weighting
+        self.belief_space = belief_space
+        self.acyclic = acyclic
+
+    def check_params(self) -> None:
+        """Check the bootstrap's parameters and the bins, and keep ``binning_``: the
+        steps of the bins' exchange for the continuous columns (``None`` without).
+
+        Raises
+        ------
+        ConfigError
+            For a bootstrap parameter that is not valid.
+        DataError
+            If ``bins`` < 2 or ``bin_grid`` < 1.
+        """
+        super().check_params()
+        binning = QuantileBinning(tuple(self.continuous), self.bins, self.bin_grid)
+        self.binning_ = binning if binning.columns else None
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCD:
-        """Run the federation (:meth:`~fedstruct.fl.estimator.FederatedEstimator.fit`);
+        """Run the federation (:meth:`~fedstruct.estimators.FederatedEstimator.fit`);
         with ``progress=True`` each in-process client also shows its ENCO steps and the
         time left of its round (:class:`~fedstruct.methods.fedcd.progress.EncoPace`):
         a round's first epoch can run for many minutes."""
         shown = bool(run_options.get("progress", False))
-        self._progress = len(clients) * self.config.rounds if shown else 0
+        self._progress = len(clients) * self.rounds if shown else 0
         return super().fit(clients, **run_options)
 
     def make_client(self, data: ClientData) -> FedCDClient:
@@ -142,18 +211,18 @@ class FedCD(
         showing its ENCO steps when the run shows progress)."""
         progress = getattr(self, "_progress", 0)
         return FedCDClient(
-            data, config=self.config, seed=self.seed, binning=self.binning, progress=progress
+            data, config=self.config_, seed=self.seed, binning=self.binning_, progress=progress
         )
 
     def make_server(self) -> FedCDServer:
         """A fresh server (with the bins' exchange for continuous columns)."""
-        return FedCDServer(self.config, self.binning)
+        return FedCDServer(self.config_, self.binning_)
 
     def identity(self) -> dict[str, Any]:
         """The binning of continuous columns, besides the config (none without)."""
-        if self.binning is None:
+        if self.binning_ is None:
             return {}
-        b = self.binning
+        b = self.binning_
         return {"continuous": list(b.columns), "bins": b.bins, "bin_grid": b.cells}
 
     def learn(self, state: FedCDState) -> None:
@@ -180,7 +249,7 @@ class FedCD(
         """Each site's graph of the last round (``client_graphs_``); none under secure
         aggregation."""
         rounds = getattr(self, "client_graphs_", None)
-        if self.secure_aggregation is not None or not rounds:
+        if not rounds or self.secure_aggregation_ is not None:
             return {}
         return dict(rounds[-1])
 

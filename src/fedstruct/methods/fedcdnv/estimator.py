@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.discovery.kinds import CG_MIN_ROWS
+from fedstruct.discovery.pds import AUTO
 from fedstruct.errors import ConfigError
-from fedstruct.fl.estimator import GraphLearner
-from fedstruct.fl.participation import Participation
+from fedstruct.estimators.graph_learner import GraphLearner
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.metrics import graph_metrics, relation_fdr
@@ -26,6 +27,11 @@ from fedstruct.methods.fedcdnv.server import (
     definite_graph,
 )
 from fedstruct.methods.fedcdnv.theory import definite_pairs
+
+if TYPE_CHECKING:
+    from fedstruct.discovery.knowledge import Knowledge
+    from fedstruct.fl.participation import Participation
+    from fedstruct.fl.secagg import SecAggConfig
 
 __all__ = ["FedCDnv", "graph_scores"]
 
@@ -41,25 +47,22 @@ class FedCDnv(
 
     Parameters
     ----------
+    kinds
+        Variable -> kind for the clients' CI tests (``ci_test="auto"``; a user's
+        files: the federation schema's kinds), else each column's dtype's kind.
     seed
         The run's seed (participation draws; FedCDnv itself is deterministic).
-    participation
-        Who takes part in each round (default: everyone).
-    bootstrap
-        ``B``: after the fit, run the federation ``B`` more times on site-resampled
-        rows and keep each edge's frequencies and their consensus
-        (:class:`~fedstruct.fl.estimator.GraphLearner`; ``None``: no bootstrap).
-    subsample
-        Each resampled run's share of a site's rows, drawn without replacement
-        (``None``: a bootstrap sample, as many rows drawn with replacement).
-    correct_duplicates
-        A bootstrap sample's rows count half a row each in the CI tests, so that its
-        repeated rows are not taken for new evidence (docs/confidence.md, "Which
-        resampling"); ``False``: the plain bootstrap. Ignored with ``subsample``.
-    jobs
-        Processes for the bootstrap's replicates (``None``: the cores available).
-    **params
-        Fields of :class:`FedCDnvConfig` (``strategy``, ``learner``, ``alpha``, ...).
+    participation, secure_aggregation
+        As :class:`~fedstruct.estimators.FederatedEstimator`'s (FedCDnv-vote alone
+        takes secure aggregation).
+    bootstrap, subsample, correct_duplicates, jobs
+        The site-resampled replicates of
+        :class:`~fedstruct.estimators.GraphLearner` (``bootstrap=B``: each edge's
+        frequencies over ``B`` resampled federations, and their consensus).
+    strategy, learner, ci_test, alpha, theta1, theta2, ...
+        Every other parameter is a field of :class:`FedCDnvConfig`, documented there
+        with its default (``fit`` builds ``config_`` from them and checks them
+        together).
 
     Attributes
     ----------
@@ -92,6 +95,8 @@ class FedCDnv(
     every metric of :func:`graph_scores` (Table 2).
     """
 
+    learns = "a PAG (edge marks, no probability tables: FCI's tests give none)"
+
     #: FedCDnv-vote takes secure aggregation; TPSS and FCI-base refuse it
     #: (:meth:`check_secure_aggregation`).
     secure_aggregation_refusal = ""
@@ -104,7 +109,7 @@ class FedCDnv(
         ConfigError
             For ``strategy="tpss"`` (FedCDnv) and ``"largest"`` (FCI-base).
         """
-        reason = SECURE_REFUSALS.get(self.config.strategy)
+        reason = SECURE_REFUSALS.get(self.config_.strategy)
         if reason:
             raise ConfigError(f"{self.method} refuses secure aggregation: {reason}")
 
@@ -120,7 +125,25 @@ class FedCDnv(
         subsample: float | None = None,
         correct_duplicates: bool = True,
         jobs: int | None = None,
-        **params: Any,
+        strategy: str = "tpss",
+        learner: str = "fci",
+        ci_test: str = "auto",
+        cg_min_rows: int = CG_MIN_ROWS,
+        alpha: float = 0.05,
+        theta1: float = 0.049,
+        theta2: float = 0.45,
+        depth: int | None = None,
+        pds_depth: int | str | None = AUTO,
+        workers: int | None = None,
+        small_sample: str = "toolbox",
+        dof: str = "adjusted",
+        update_depth: int | None = 3,
+        stability_depth: int | None = 2,
+        weight_count: str = "non_stable",
+        definite_from: str = "g0",
+        constant_columns: str = "error",
+        knowledge: str | Knowledge | None = None,
+        secure_aggregation: bool | SecAggConfig = False,
     ) -> None:
         super().__init__(
             seed=seed,
@@ -129,12 +152,27 @@ class FedCDnv(
             subsample=subsample,
             correct_duplicates=correct_duplicates,
             jobs=jobs,
-            **params,
+            secure_aggregation=secure_aggregation,
         )
-        #: Variable -> kind for the clients' CI tests (``ci_test="auto"``; a user's
-        #: files: the federation schema's kinds), else each column's dtype's kind.
-        self.kinds = dict(kinds) if kinds is not None else None
-        self._given(kinds=self.kinds)
+        self.kinds = kinds
+        self.strategy = strategy
+        self.learner = learner
+        self.ci_test = ci_test
+        self.cg_min_rows = cg_min_rows
+        self.alpha = alpha
+        self.theta1 = theta1
+        self.theta2 = theta2
+        self.depth = depth
+        self.pds_depth = pds_depth
+        self.workers = workers
+        self.small_sample = small_sample
+        self.dof = dof
+        self.update_depth = update_depth
+        self.stability_depth = stability_depth
+        self.weight_count = weight_count
+        self.definite_from = definite_from
+        self.constant_columns = constant_columns
+        self.knowledge = knowledge
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> FedCDnv:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``progress=True``
@@ -148,7 +186,7 @@ class FedCDnv(
         shows progress)."""
         progress = getattr(self, "_progress", False)
         return FedCDnvClient(
-            data, config=self.config, seed=self.seed, progress=progress, kinds=self.kinds
+            data, config=self.config_, seed=self.seed, progress=progress, kinds=self.kinds
         )
 
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
@@ -181,9 +219,10 @@ class FedCDnv(
 
     def site_graphs(self) -> dict[str, Graph]:
         """Each site's own PAG (``local_graphs_``, round 1); none under secure aggregation."""
-        if self.secure_aggregation is not None:
+        graphs = getattr(self, "local_graphs_", None)
+        if not graphs or self.secure_aggregation_ is not None:
             return {}
-        return dict(getattr(self, "local_graphs_", {}))
+        return dict(graphs)
 
     def learned_graphs(self) -> dict[str, tuple[Any, Any]]:
         """FedG (``graph``) and FeddG, its definite causal edges (``definite``), and

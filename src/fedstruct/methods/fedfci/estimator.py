@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.client import ClientData
+from fedstruct.discovery.kinds import CG_MIN_ROWS
+from fedstruct.discovery.pds import AUTO
 from fedstruct.errors import DataError
-from fedstruct.fl.estimator import GraphLearner
-from fedstruct.fl.participation import Participation
+from fedstruct.estimators.graph_learner import GraphLearner
 from fedstruct.graphs.graph import NONE, Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.methods.fedfci.client import FedFCIClient
 from fedstruct.methods.fedfci.config import FedFCIConfig
 from fedstruct.methods.fedfci.server import FedFCIServer, FedFCIState
+from fedstruct.privacy.audit import ANONYMITY
+
+if TYPE_CHECKING:
+    from fedstruct.discovery.knowledge import Knowledge
+    from fedstruct.fl.participation import Participation
+    from fedstruct.fl.secagg import SecAggConfig
 
 __all__ = ["FedFCI"]
 
@@ -46,9 +53,13 @@ class FedFCI(
     participation
         Who takes part (every site must answer every exchange).
     bootstrap, subsample, correct_duplicates, jobs
-        The site-resampled replicates of :class:`~fedstruct.fl.estimator.GraphLearner`.
-    **params
-        Fields of :class:`FedFCIConfig` (``algorithm``, ``ci_test``, ``alpha``, ...).
+        The site-resampled replicates of :class:`~fedstruct.estimators.GraphLearner`.
+    secure_aggregation
+        As :class:`~fedstruct.estimators.FederatedEstimator`'s.
+    algorithm, ci_test, alpha, ...
+        Every other parameter is a field of :class:`FedFCIConfig`, documented there
+        with its default (``fit`` builds ``config_`` from them and checks them
+        together).
 
     Attributes
     ----------
@@ -86,7 +97,23 @@ class FedFCI(
         subsample: float | None = None,
         correct_duplicates: bool = True,
         jobs: int | None = None,
-        **params: Any,
+        algorithm: str = "fci",
+        ci_test: str = "auto",
+        cg_min_rows: int = CG_MIN_ROWS,
+        alpha: float = 0.05,
+        depth: int | None = None,
+        pds_depth: int | str | None = AUTO,
+        small_sample: str = "toolbox",
+        dof: str = "adjusted",
+        min_sites: int = 2,
+        min_contribution_rows: int = ANONYMITY,
+        constant_columns: str = "error",
+        knowledge: str | Knowledge | None = None,
+        max_exchanges: int = 200,
+        dp_epsilon: float | None = None,
+        dp_delta: float = 1e-5,
+        dp_releases: int = 12,
+        secure_aggregation: bool | SecAggConfig = False,
     ) -> None:
         super().__init__(
             seed=seed,
@@ -95,19 +122,34 @@ class FedFCI(
             subsample=subsample,
             correct_duplicates=correct_duplicates,
             jobs=jobs,
-            **params,
+            secure_aggregation=secure_aggregation,
         )
-        self.kinds = dict(kinds) if kinds is not None else None
-        self.levels = dict(levels) if levels is not None else None
-        self._given(kinds=self.kinds, levels=self.levels)
+        self.kinds = kinds
+        self.levels = levels
+        self.algorithm = algorithm
+        self.ci_test = ci_test
+        self.cg_min_rows = cg_min_rows
+        self.alpha = alpha
+        self.depth = depth
+        self.pds_depth = pds_depth
+        self.small_sample = small_sample
+        self.dof = dof
+        self.min_sites = min_sites
+        self.min_contribution_rows = min_contribution_rows
+        self.constant_columns = constant_columns
+        self.knowledge = knowledge
+        self.max_exchanges = max_exchanges
+        self.dp_epsilon = dp_epsilon
+        self.dp_delta = dp_delta
+        self.dp_releases = dp_releases
 
     def make_server(self) -> FedFCIServer:
         """The server, with the public levels a DP run reads."""
-        return FedFCIServer(self.config, self.levels)
+        return FedFCIServer(self.config_, self.levels)
 
     def make_client(self, data: ClientData) -> FedFCIClient:
         """The site holding ``data``."""
-        return FedFCIClient(data, config=self.config, seed=self.seed, kinds=self.kinds)
+        return FedFCIClient(data, config=self.config_, seed=self.seed, kinds=self.kinds)
 
     def check_clients(self, clients: Sequence[ClientData] | Sequence[str]) -> None:
         """At least ``min_sites`` sites.
@@ -117,9 +159,9 @@ class FedFCI(
         DataError
             With fewer sites than ``min_sites``.
         """
-        if len(clients) < self.config.min_sites:
+        if len(clients) < self.config_.min_sites:
             raise DataError(
-                f"fedfci pools statistics over at least min_sites = {self.config.min_sites} "
+                f"fedfci pools statistics over at least min_sites = {self.config_.min_sites} "
                 f"sites; {len(clients)} given"
             )
 

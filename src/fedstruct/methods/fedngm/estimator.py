@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -22,8 +22,10 @@ from fedstruct.errors import (
     UnknownVariableError,
     unknown_choice_message,
 )
-from fedstruct.fl import FederatedEstimator, Participation
-from fedstruct.fl.estimator import InputColumns, Prediction, check_targets
+from fedstruct.estimators.base import FederatedEstimator
+from fedstruct.estimators.prediction import InputColumns, Prediction, Predictor, check_targets
+from fedstruct.estimators.sampling import JointModel
+from fedstruct.fl.device import AUTO
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.io import from_graph_json, to_graph_json
 from fedstruct.graphs.undirected import dependency_graph
@@ -35,10 +37,16 @@ from fedstruct.methods.fedngm.moments import PooledCorrelation
 from fedstruct.methods.fedngm.schema import KINDS, Schema
 from fedstruct.methods.fedngm.server import FedNGMServer, FedNGMState
 
+if TYPE_CHECKING:
+    from fedstruct.fl.participation import Participation
+    from fedstruct.fl.secagg import SecAggConfig
+
 __all__ = ["FedNGM", "refuse_unsound_knowledge"]
 
 
 class FedNGM(
+    JointModel,
+    Predictor,
     FederatedEstimator,
     method="fedngm",
     config=FedNGMConfig,
@@ -66,8 +74,12 @@ class FedNGM(
         :class:`Graph`, or a graph file or run folder
         (:func:`~fedstruct.data.graph_files.given_graph`; read by the master only).
         Not for the NGR variant, which learns no graph.
-    **params
-        Fields of :class:`FedNGMConfig`.
+    secure_aggregation
+        Refused: FedNGM's master needs each client's model.
+    variant, epochs, sampler, ...
+        Every other parameter is a field of :class:`FedNGMConfig`, documented there
+        with its default (``fit`` builds ``config_`` from them and checks them
+        together).
 
     Attributes
     ----------
@@ -95,6 +107,8 @@ class FedNGM(
     others.
     """
 
+    learns = "an undirected graph and a neural network, not a DAG with tables"
+
     secure_aggregation_refusal = (
         "its server needs each client's reply, not their sum (it distils the global model "
         "from each client's own model)"
@@ -108,18 +122,106 @@ class FedNGM(
         participation: Participation | None = None,
         public: pd.DataFrame | None = None,
         graph: Graph | str | Path | None = None,
-        **params: Any,
+        variant: str = "ngm",
+        constraint: str = "mask",
+        units_per_variable: int = 8,
+        hidden: int = 64,
+        penalty: float = 0.3,
+        self_weight: float = 10.0,
+        sparsity: float = 0.5,
+        epochs: int = 60,
+        batch_size: int = 256,
+        min_batches: int = 4,
+        learning_rate: float = 3e-3,
+        missing_loss: str = "neighbours",
+        graph_method: str = "glasso",
+        graph_scope: str = "all",
+        graph_rule: str = "moral",
+        glasso_cv: int = 3,
+        graph_max_rows: int = 10_000,
+        edge_level: float | None = 0.2,
+        isolated_edges: str = "glasso",
+        isolated_level: float = 0.01,
+        ngr_threshold: float = 0.1,
+        distillation_samples: int | None = None,
+        min_distillation_samples: int = 1_000,
+        allocation: str = "equal",
+        sampler: str = "gibbs",
+        burn_in: int = 30,
+        soft_targets: bool = True,
+        public_weight: float = 1.0,
+        release_threshold: int = 1,
+        inference: str = "gradient",
+        inference_steps: int = 100,
+        stitch_hidden: int = 8,
+        stitch_init: float = 0.05,
+        validation_fraction: float = 0.1,
+        test_fraction: float = 0.0,
+        log_skew: float | None = 2.0,
+        knowledge: str | Knowledge | None = None,
+        device: str = AUTO,
+        secure_aggregation: bool | SecAggConfig = False,
     ) -> None:
-        bad = {k: v for k, v in kinds.items() if v not in KINDS}
+        super().__init__(
+            seed=seed, participation=participation, secure_aggregation=secure_aggregation
+        )
+        self.kinds = kinds
+        self.public = public
+        self.graph = graph
+        self.variant = variant
+        self.constraint = constraint
+        self.units_per_variable = units_per_variable
+        self.hidden = hidden
+        self.penalty = penalty
+        self.self_weight = self_weight
+        self.sparsity = sparsity
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.min_batches = min_batches
+        self.learning_rate = learning_rate
+        self.missing_loss = missing_loss
+        self.graph_method = graph_method
+        self.graph_scope = graph_scope
+        self.graph_rule = graph_rule
+        self.glasso_cv = glasso_cv
+        self.graph_max_rows = graph_max_rows
+        self.edge_level = edge_level
+        self.isolated_edges = isolated_edges
+        self.isolated_level = isolated_level
+        self.ngr_threshold = ngr_threshold
+        self.distillation_samples = distillation_samples
+        self.min_distillation_samples = min_distillation_samples
+        self.allocation = allocation
+        self.sampler = sampler
+        self.burn_in = burn_in
+        self.soft_targets = soft_targets
+        self.public_weight = public_weight
+        self.release_threshold = release_threshold
+        self.inference = inference
+        self.inference_steps = inference_steps
+        self.stitch_hidden = stitch_hidden
+        self.stitch_init = stitch_init
+        self.validation_fraction = validation_fraction
+        self.test_fraction = test_fraction
+        self.log_skew = log_skew
+        self.knowledge = knowledge
+        self.device = device
+
+    def check_params(self) -> None:
+        """Check the data dictionary and that a given graph goes with the variant, and
+        keep ``kinds_`` (names -> kinds, as strings).
+
+        Raises
+        ------
+        ConfigError
+            For a kind that is not one of FedNGM's, or a graph given to the NGR variant.
+        """
+        bad = {k: v for k, v in self.kinds.items() if v not in KINDS}
         if bad:
             name, kind = next(iter(bad.items()))
             raise ConfigError(f"variable {name!r} has kind {kind!r}; use one of {list(KINDS)}")
-        self.kinds = {str(k): str(v) for k, v in kinds.items()}
-        super().__init__(seed=seed, participation=participation, **params)
-        self._given(kinds=kinds, public=public, graph=graph)
-        self.public = public
-        self.graph = graph
-        if graph is not None and self.config.variant != "ngm":
+        self.kinds_ = {str(k): str(v) for k, v in self.kinds.items()}
+        if self.graph is not None and self.config_.variant != "ngm":
             raise ConfigError(
                 "the NGR variant learns no graph, so it takes none; drop graph= or use "
                 "variant='ngm'"
@@ -129,14 +231,14 @@ class FedNGM(
         """The data dictionary and whether public data are used change the result."""
         given = given_graph(self.graph)
         return {
-            "kinds": self.kinds,
+            "kinds": self.kinds_,
             "public_rows": 0 if self.public is None else len(self.public),
             "graph": None if given is None else given.to_dict(),
         }
 
     def make_client(self, data: ClientData) -> FedNGMClient:
         """The client holding ``data``."""
-        return FedNGMClient(data, kinds=self.kinds, config=self.config, seed=self.seed)
+        return FedNGMClient(data, kinds=self.kinds_, config=self.config_, seed=self.seed)
 
     def make_server(self) -> FedNGMServer:
         """A fresh master (with the given graph's undirected form, if any).
@@ -148,13 +250,13 @@ class FedNGM(
             ``forbidden_adjacent`` pairs (:func:`refuse_unsound_knowledge`).
         """
         given = given_graph(self.graph)
-        knowledge = load_knowledge(self.config.knowledge)
+        knowledge = load_knowledge(self.config_.knowledge)
         if given is not None:
             check_graph(given, knowledge, f"the graph {graph_name(self.graph)}")
-            given = dependency_graph(given, self.config.graph_rule)
-        elif self.config.variant == "ngm" and knowledge is not None:
+            given = dependency_graph(given, self.config_.graph_rule)
+        elif self.config_.variant == "ngm" and knowledge is not None:
             refuse_unsound_knowledge(knowledge)
-        return FedNGMServer(self.config, self.seed, self.public, given)
+        return FedNGMServer(self.config_, self.seed, self.public, given)
 
     def learn(self, state: FedNGMState) -> None:
         """The global NGM and graph, the client models and the shared encoding.
@@ -241,10 +343,14 @@ class FedNGM(
         ConfigError
             For a method that is not one of ``"message"``, ``"gradient"``.
         """
-        chosen = self.config.inference if method is None else method
+        chosen = self.config_.inference if method is None else method
         if chosen not in INFERENCE_METHODS:
             raise ConfigError(unknown_choice_message("inference", chosen, INFERENCE_METHODS))
-        return {"method": chosen, "steps": self.config.inference_steps}
+        return {"method": chosen, "steps": self.config_.inference_steps}
+
+    def sampling_options(self) -> dict[str, Any]:
+        """The run's ``sampler`` and ``burn_in`` settings, for :meth:`NGM.sample`."""
+        return {"sampler": self.config_.sampler, "burn_in": self.config_.burn_in}
 
     def evaluate(
         self, X: pd.DataFrame, y: Any = None, *, target: str | None = None
