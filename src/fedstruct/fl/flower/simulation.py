@@ -288,8 +288,10 @@ class FlowerSimBackend(Backend):
         """Run ``server_fn`` in a ServerApp against one virtual SuperNode per client."""
         from flwr.simulation import run_simulation
 
-        data = list(clients)
-        names = [c.name for c in data]  # type: ignore[union-attr]
+        data = [c for c in clients if isinstance(c, ClientData)]
+        if len(data) != len(clients):  # names only: a deployment's run
+            raise ConfigError("flower-sim runs the clients here: give their data, not names")
+        names = [c.name for c in data]
         outcome: dict[str, Any] = {}
         server_app = ServerApp()
         stop = threading.Event()
