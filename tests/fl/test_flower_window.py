@@ -83,3 +83,12 @@ def test_an_exchange_keeps_at_most_the_window_at_the_link_and_every_node_answers
 def test_a_window_below_one_is_refused():
     with pytest.raises(ConfigError, match="max_in_flight must be at least 1"):
         FlowerGrid(_Link(2), ["a", "b"], max_in_flight=0)
+
+
+def test_flower_sim_refuses_client_names_without_their_data():
+    """flower-sim runs the clients here: names alone (a deployment's) are refused
+    before Ray starts."""
+    from fedstruct.fl.flower.simulation import FlowerSimBackend
+
+    with pytest.raises(ConfigError, match="give their data, not names"):
+        FlowerSimBackend().run(lambda grid: None, object(), ["a", "b"], None, 0)
