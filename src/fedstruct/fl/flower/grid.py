@@ -17,8 +17,8 @@ SuperLink at once, pushing the next as answers arrive. The simulation needs it: 
 simulation runtime looks for each node's next message by scanning every stored message,
 for every node, ten times a second (``vce_api.add_messages_to_queue`` and
 ``InMemoryLinkState.get_message_ins``), so with all ``K`` messages of an exchange stored
-each sweep costs ``K^2`` checks under the state's lock, and a run's time grew with the
-cube of the clients (docs/benchmarks.md, "Many clients on flower-sim"). A window of a few
+each sweep costs ``K^2`` checks under the state's lock, and a run's time grew much faster
+than its clients (docs/benchmarks.md, "many clients on flower-sim"). A window of a few
 messages per worker keeps the workers fed and a sweep linear in ``K``; the answers, and
 so the results, are the same.
 
