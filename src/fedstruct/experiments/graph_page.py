@@ -79,7 +79,7 @@ MARK_MEANINGS: dict[str, str] = {
 }
 
 _ASSETS = files("fedstruct.experiments") / "page_assets"
-_PLACEHOLDER = re.compile(r"\{\{(TITLE|CYTOSCAPE_VERSION|CYTOSCAPE|PAGE_SCRIPT|DATA)\}\}")
+_SLOT = re.compile(r"\{\{(TITLE|CYTOSCAPE_VERSION|CYTOSCAPE|PAGE_SCRIPT|DATA)\}\}")
 
 
 def _token(edge: Edge) -> str:
@@ -209,8 +209,8 @@ def render_page(data: Mapping[str, Any]) -> str:
         "PAGE_SCRIPT": _inline_script(_asset("graph_page.js"), "graph_page.js"),
         "DATA": embedded,
     }
-    # One pass over the template: what is put in is never searched for placeholders.
-    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("graph_page.html"))
+    # One pass over the template: text put into a {{SLOT}} is never searched for slots.
+    return _SLOT.sub(lambda m: parts[m.group(1)], _asset("graph_page.html"))
 
 
 def check_page_path(page: Path, protected: Mapping[Path, str], *, overwrite: bool) -> None:
