@@ -44,8 +44,19 @@ def frame_of(rows: pd.DataFrame, discrete: dict[str, bool]) -> Frame:
     )
 
 
-def pooled_run(sites, frame, test, learner, measured=None, max_batch_entries=None, **kwargs):
-    """The search on a PooledTest, each batch's statistics summed over ``sites``."""
+def pooled_run(
+    sites,
+    frame,
+    test,
+    learner,
+    measured=None,
+    max_batch_entries=None,
+    pair_window="default",
+    batches=None,
+    **kwargs,
+):
+    """The search on a PooledTest, each batch's statistics summed over ``sites``
+    (each batch's noted tests appended to ``batches`` when a list is given)."""
     k = len(sites)
     if measured is None:
         measured = np.array([[c in s.columns for c in frame.names] for s in sites])
@@ -60,6 +71,8 @@ def pooled_run(sites, frame, test, learner, measured=None, max_batch_entries=Non
     )
     if max_batch_entries is not None:
         pooled.max_batch_entries = max_batch_entries
+    if pair_window != "default":
+        pooled.ask_window = pair_window
     tables = [SiteTable(s, frame, 1) for s in sites]
     exchanges = 0
     while True:
@@ -67,6 +80,8 @@ def pooled_run(sites, frame, test, learner, measured=None, max_batch_entries=Non
         if not isinstance(step, Plan):
             return step, pooled, exchanges
         exchanges += 1
+        if batches is not None:
+            batches.append(pooled.pending_tests())
         parts = [site_statistics(t, step) for t in tables]
         pooled.absorb_statistics(step, sum(p[0] for p in parts), sum(p[1] for p in parts))
         assert exchanges <= 500 * k
@@ -169,3 +184,47 @@ def test_a_level_too_large_for_one_batch_takes_several_and_finds_the_same_graph(
     assert np.array_equal(capped.graph.marks, whole.graph.marks)
     assert capped.sepsets == whole.sepsets
     assert many > one  # the levels were asked in several batches of at most 64 counts
+
+
+@pytest.mark.parametrize("learner", [fci, pc])
+def test_a_pair_asks_its_next_sets_in_a_window_that_doubles(learner) -> None:
+    """With a pair window, a batch holds each pair's next few sets (the window, then as
+    many as are computed), not every set of the level; the search is the same."""
+    rows = load_network("alarm").sample(1500, seed=3)
+    frame = frame_of(rows, dict.fromkeys(rows.columns, True))
+    extra = {"workers": 1} if learner is fci else {}
+    whole, whole_test, one = pooled_run(
+        split(rows, 4), frame, "g2", learner, pair_window=None, **extra
+    )
+    batches: list = []
+    windowed, test, many = pooled_run(
+        split(rows, 4), frame, "g2", learner, pair_window=2, batches=batches, **extra
+    )
+    assert_same_search(windowed, whole)
+    assert_same_search(
+        windowed, learner(make_ci_test(rows, "g2", cardinalities=frame.cards), **extra)
+    )
+    assert many > one and test.n_tests < whole_test.n_tests  # more exchanges, fewer tests
+    computed: dict[tuple[int, int, int], int] = {}  # per pair and set size: sets computed
+    for batch in batches:
+        asked: dict[tuple[int, int, int], int] = {}
+        for i, j, z in batch:
+            asked[(i, j, len(z))] = asked.get((i, j, len(z)), 0) + 1
+        for step, n in asked.items():
+            assert n <= max(2, computed.get(step, 0)), (step, n)
+            computed[step] = computed.get(step, 0) + n
+
+
+def test_sets_the_small_sample_rule_cannot_perform_are_never_asked() -> None:
+    """G² under the "dependent" toolbox rule: a set too large for the pair's rows is
+    skipped without being asked or cached, as in the one-process search."""
+    rows = load_network("alarm").sample(400, seed=2)
+    frame = frame_of(rows, dict.fromkeys(rows.columns, True))
+    found, pooled, _ = pooled_run(split(rows, 4), frame, "g2", fci, workers=1)
+    local = fci(make_ci_test(rows, "g2", cardinalities=frame.cards), workers=1)
+    assert_same_search(found, local)
+    d = len(frame.names)
+    for i, j, z in pooled.cache:
+        others = [v for v in range(d) if v not in (i, j)]
+        assert len(z) <= pooled.max_testable_size(i, j, others), (i, j, z)
+    assert max(len(z) for _, _, z in pooled.cache) >= 1

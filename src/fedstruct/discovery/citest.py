@@ -83,6 +83,14 @@ class CITest(ABC):
     #: at the end of each phase. Always 0 for a test that computes what it is asked.
     provisional: int = 0
 
+    #: The most tests one step of a pair's search may answer provisionally in one run
+    #: of a search (:meth:`~fedstruct.discovery.evidence.Evidence.first_independent`),
+    #: at least as many as the step found already computed: a test gathered in batches
+    #: then asks a pair's next sets in their order, the window doubling exchange by
+    #: exchange, instead of every set a level may need. ``None``: no bound (every test
+    #: that computes what it is asked).
+    ask_window: int | None = None
+
     def __init__(self, names: Sequence[str], kind: str, n_samples: int | None) -> None:
         self._names = tuple(names)
         self._index = {name: k for k, name in enumerate(self._names)}

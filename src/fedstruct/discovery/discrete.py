@@ -76,6 +76,7 @@ from fedstruct.discovery.small_sample import (
     SMALL_SAMPLE_RULES,
     SmallSampleRule,
     resolve_small_sample_rule,
+    rule_max_size,
     rule_performs,
     skipped_pvalue,
 )
@@ -403,20 +404,9 @@ class DiscreteTest(CITest):
 
     def max_testable_size(self, i: int, j: int, candidates: Sequence[int]) -> int:
         """See :meth:`CITest.max_testable_size`: with a "dependent" rule, the largest
-        ``k`` for which the ``k`` candidates of smallest cardinality pass the rule."""
-        rule = self._rule
-        if rule.min_ratio == 0 or rule.verdict != "dependent":
-            return len(candidates)
-        cards = self._cards
-        size = (cards[i] - 1) * (cards[j] - 1) if rule.per == "df" else cards[i] * cards[j]
-        budget = self._n_samples / rule.min_ratio  # type: ignore[operator]
-        if size > budget:
-            return -1
-        if not len(candidates):
-            return 0
-        # the product of the k smallest cardinalities, in logs (no overflow)
-        logs = np.cumsum(np.log(np.sort(self._card_array[list(candidates)])))
-        return int(np.searchsorted(logs, np.log(budget / size) + 1e-12, side="right"))
+        ``k`` for which the ``k`` candidates of smallest cardinality pass the rule
+        (:func:`~fedstruct.discovery.small_sample.rule_max_size`)."""
+        return rule_max_size(self._rule, self._card_array, i, j, candidates, self._n_samples or 0)
 
     def prepare_level(self, level: int, neighbours: Sequence[Sequence[int]]) -> None:
         """At level 1 of the adjacency search (complete rows only), the tests given one

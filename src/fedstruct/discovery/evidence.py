@@ -144,6 +144,8 @@ class Evidence:
         """
         a, b = (i, j) if i < j else (j, i)
         stream = iter(sets)
+        if self.ci_test.ask_window is not None:
+            return self._first_independent_within(a, b, stream, self.ci_test.ask_window)
         for s in islice(stream, SERIAL_HEAD):
             indep, p = self.independent(a, b, s)
             if indep:
@@ -169,6 +171,32 @@ class Evidence:
                 if indep:
                     self.separate(a, b, s, p)
                     return s
+
+    def _first_independent_within(
+        self, a: int, b: int, sets: Iterator[tuple[int, ...]], window: int
+    ) -> tuple[int, ...] | None:
+        """:meth:`first_independent` on a test that gathers its statistics in batches
+        (:attr:`CITest.ask_window`): set by set, stopping (``None``, nothing separated)
+        once ``max(window, computed)`` tests were answered provisionally, ``computed``
+        being the sets already answered from computed tests before. A pair's sets are
+        then asked in order, ``window`` of them in the first batch and as many as are
+        known in each later one (the window doubles), so a batch holds a few sets of
+        each pair rather than every set of a level; the tests and records of the run
+        that completes are the same."""
+        ci_test = self.ci_test
+        start = ci_test.provisional
+        computed = 0
+        for s in sets:
+            before = ci_test.provisional
+            indep, p = self.independent(a, b, s)
+            if indep:
+                self.separate(a, b, s, p)
+                return s
+            if ci_test.provisional == before:
+                computed += 1
+            elif ci_test.provisional - start >= max(window, computed):
+                return None
+        return None
 
     def _record_batch(
         self, a: int, b: int, sets: list[tuple[int, ...]], values: list[tuple[float, bool]]

@@ -46,13 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedstruct.discovery.citest import CIKey, CITest
-from fedstruct.discovery.discrete import (
-    SmallSampleRule,
-    resolve_small_sample_rule,
-    rule_performs,
-    skipped_pvalue,
-    xlogx_table,
-)
+from fedstruct.discovery.discrete import xlogx_table
 from fedstruct.discovery.from_statistics import (
     Moments,
     conditional_gaussian_test,
@@ -61,10 +55,27 @@ from fedstruct.discovery.from_statistics import (
     table_test,
     table_tests,
 )
+from fedstruct.discovery.small_sample import (
+    SmallSampleRule,
+    resolve_small_sample_rule,
+    rule_max_size,
+    rule_performs,
+    skipped_pvalue,
+)
 from fedstruct.discovery.statistics import CELLS, MOMENTS, Frame, Plan, Request
 from fedstruct.errors import ConfigError, unknown_choice_message
 
-__all__ = ["POOLED_TESTS", "PendingTests", "PooledSites", "PooledTest", "search_step"]
+__all__ = [
+    "DEFAULT_PAIR_WINDOW",
+    "POOLED_TESTS",
+    "PendingTests",
+    "PooledSites",
+    "PooledTest",
+    "search_step",
+]
+
+#: The conditioning sets a pair's search step asks in one batch beyond those computed.
+DEFAULT_PAIR_WINDOW = 32
 
 #: The tests a pooled search can run (``"auto"`` is resolved before: docs/fedfci.md).
 POOLED_TESTS = ("g2", "chi2", "fisherz", "dg", "cg")
@@ -132,6 +143,11 @@ class PooledTest(CITest):
     max_batch_entries
         The most entries (counts and sums) one batch may ask of a site; a larger level
         is asked in several batches, a search stopping where the batch is full.
+    pair_window
+        The most conditioning sets one step of a pair's search asks in a batch beyond
+        those already computed (:attr:`CITest.ask_window`: the pair's next sets in
+        order, the window doubling exchange by exchange); ``None``: every set a level
+        may need at once (the fewest exchanges, a batch as large as the level).
 
     Raises
     ------
@@ -151,6 +167,7 @@ class PooledTest(CITest):
         covariance: str = "pooled",
         min_cell_rows: int = 5,
         max_batch_entries: int = 20_000_000,
+        pair_window: int | None = DEFAULT_PAIR_WINDOW,
     ) -> None:
         if test not in POOLED_TESTS:
             raise ConfigError(unknown_choice_message("pooled CI test", test, POOLED_TESTS))
@@ -177,6 +194,7 @@ class PooledTest(CITest):
         #: statistics would take more is asked in several batches, so that a dense
         #: search never holds more than this per site (nor the server per batch).
         self.max_batch_entries = int(max_batch_entries)
+        self.ask_window = None if pair_window is None else int(pair_window)
         self._noted: set[Request] = set()
         self._noted_entries = 0
         #: Per exchange, the tests computed and the rows of each statistic, as arrays.
@@ -189,6 +207,7 @@ class PooledTest(CITest):
         self.complete_variables = tuple(int(v) for v in np.flatnonzero(sites.complete))
         self._complete_asked = Request(self.complete_variables, MOMENTS)
         self._xlogx = xlogx_table(self._n_samples or 0)
+        self._card_array = np.asarray(frame.cards, dtype=np.float64)
 
     # ------------------------------------------------------------ the search's side
     def query_key(
@@ -220,15 +239,24 @@ class PooledTest(CITest):
     def max_testable_size(self, i: int, j: int, candidates: Sequence[int]) -> int:
         """See :meth:`CITest.max_testable_size`: ``-1`` for a pair fewer than
         ``min_sites`` sites measure together (undecided: no test of it is ever asked),
-        else the candidates that many sites measure together with the pair (a larger
-        set could not be pooled)."""
+        else at most the candidates that many sites measure together with the pair (a
+        larger set could not be pooled) and, for G² and χ² under a "dependent"
+        small-sample rule, the largest set the rule can perform on every row of the
+        sites measuring the pair (:func:`~fedstruct.discovery.small_sample.rule_max_size`:
+        a larger set is skipped as dependent, as in a one-process search)."""
+        opts = self._options
         together = self.sites.measuring((i, j))
-        if int(together.sum()) < self._options.min_sites:
+        if int(together.sum()) < opts.min_sites:
             return -1
-        if not len(candidates):
-            return 0
-        with_each = self.sites.measured[together][:, list(candidates)].sum(axis=0)
-        return int(np.count_nonzero(with_each >= self._options.min_sites))
+        if len(candidates):
+            with_each = self.sites.measured[together][:, list(candidates)].sum(axis=0)
+            candidates = [
+                v for v, k in zip(candidates, with_each, strict=True) if k >= opts.min_sites
+            ]
+        if opts.statistic not in ("g2", "chi2"):
+            return len(candidates)
+        most = int(self.sites.rows[together].sum())
+        return rule_max_size(opts.rule, self._card_array, i, j, candidates, most)
 
     def barrier(self) -> None:
         """Raise :class:`PendingTests` when a test was answered provisionally."""

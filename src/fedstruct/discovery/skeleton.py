@@ -207,9 +207,12 @@ def _search_pair(
                 evidence.separate(x, y, (), p)
                 return ()
             return None  # the other side's only set, (), was just tried
+        asked = ci_test.provisional
         found = evidence.first_independent(x, y, _unseen(combinations(cand, level), seen), cand)
         if found is not None:
             return found
+        if ci_test.provisional > asked and ci_test.ask_window is not None:
+            return None  # this side's next sets are being gathered (CITest.barrier)
     return None
 
 

@@ -16,12 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+from numpy.typing import NDArray
+
 from fedstruct.errors import ConfigError, unknown_choice_message
 
 __all__ = [
     "SMALL_SAMPLE_RULES",
     "SmallSampleRule",
     "resolve_small_sample_rule",
+    "rule_max_size",
     "rule_performs",
     "skipped_pvalue",
 ]
@@ -103,6 +107,33 @@ def rule_performs(
     for k in z:
         size *= cards[k]
     return n >= rule.min_ratio * size
+
+
+def rule_max_size(
+    rule: SmallSampleRule,
+    cards: NDArray[np.float64],
+    i: int,
+    j: int,
+    candidates: Sequence[int],
+    n: int,
+) -> int:
+    """The largest ``k`` such that some ``k``-subset of ``candidates`` gives a test of
+    ``X_i ⊥ X_j`` that ``rule`` performs on ``n`` rows, when a test it does not perform
+    says "dependent" (:meth:`~fedstruct.discovery.citest.CITest.max_testable_size`):
+    the ``k`` candidates of fewest levels pass the rule; ``-1`` when not even the
+    pair's own table does. ``len(candidates)`` for a rule that performs every test or
+    reads a skipped test as "independent" (such a test may remove an edge)."""
+    if rule.min_ratio == 0 or rule.verdict != "dependent":
+        return len(candidates)
+    size = (cards[i] - 1) * (cards[j] - 1) if rule.per == "df" else cards[i] * cards[j]
+    budget = n / rule.min_ratio
+    if size > budget:
+        return -1
+    if not len(candidates):
+        return 0
+    # the product of the k smallest cardinalities, in logs (no overflow)
+    logs = np.cumsum(np.log(np.sort(cards[list(candidates)])))
+    return int(np.searchsorted(logs, np.log(budget / size) + 1e-12, side="right"))
 
 
 def skipped_pvalue(rule: SmallSampleRule, n: int) -> float:

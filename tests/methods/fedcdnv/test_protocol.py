@@ -173,3 +173,16 @@ def test_a_required_pair_no_local_graph_holds_is_not_invented():
     out = Graph(names, respect_knowledge(graph.marks, rules, found))
     assert sorted(map(str, out.edges())) == ["A --> B", "A o-o C"]  # no B - C
     assert np.array_equal(graph.marks, Graph.from_edges(names, ["A o-o C"]).marks)  # a copy
+
+
+def test_a_client_holds_no_cached_test_between_its_rounds():
+    """Round 1's search cache is dropped once its PAG is learned (round 2 asks a new CI
+    test, as a resumed run does): ten sites of hundreds of variables held gigabytes."""
+    net = load_network("asia")
+    split = variable_subsets(net.names, 2, seed=1, overlap=0.8)
+    clients = variable_subset_clients(net, split, seed=1, n_range=(400, 400))
+    client = FedCDnv().fit(clients).make_client(clients[0])
+    result = client.learn()
+    assert result.n_tests > 0 and result.ci_test.n_tests == 0
+    searched = fci(result.ci_test, alpha=client.config.alpha)  # the same rows behind it
+    assert np.array_equal(searched.graph.marks, result.graph.marks)

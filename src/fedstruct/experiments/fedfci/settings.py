@@ -22,9 +22,10 @@ MIXED = "mixed"
 class FedFCIRun(FederationSettings, FedFCIConfig):
     """Settings of ``fedstruct run fedfci``.
 
-    The run has no rounds to set: it takes one exchange of statistics per level and
-    phase of its search (``max_exchanges`` bounds them). On built-in data each site
-    draws its rows from the network, all its variables observed, with
+    The run has no rounds to set: it takes a few exchanges of statistics per level and
+    phase of its search (``pair_window`` sets how many; ``max_exchanges`` bounds them).
+    On built-in data each site draws its rows from the network, all its variables
+    observed, with
     ``missing_rate`` of its values missing at random. ``constant_columns`` defaults to
     ``"exclude"`` here, as for FedCDnv: a network's rare states leave some variables
     constant in a sample (insurance's ``Theft`` in 3,000 rows), a property of the
@@ -73,8 +74,8 @@ class FedFCIRun(FederationSettings, FedFCIConfig):
         super().__post_init__()
         if self.rounds != 1:
             raise ConfigError(
-                f"fedfci setting rounds = {self.rounds}: the run takes one exchange per level "
-                "and phase of its search; leave --rounds unset (max_exchanges bounds them)"
+                f"fedfci setting rounds = {self.rounds}: the run takes a few exchanges per "
+                "level and phase of its search; leave --rounds unset (max_exchanges bounds them)"
             )
         check_fields(self, {**_CONSTRAINTS, "network": OneOf(_sources())}, "fedfci")
         self.check_one_source("network")

@@ -122,8 +122,13 @@ class FedCDnvClient(Client):
             ci_test = self._ci_test()
             if cfg.knowledge is not None:
                 kwargs["knowledge"] = load_knowledge(cfg.knowledge).restrict(ci_test.names)  # type: ignore[union-attr]
-            self._result = learner(ci_test, **kwargs)
+            result = learner(ci_test, **kwargs)
             self._searched = {**ci_test.rows_summary(), "total": float(ci_test.n_tests)}
+            # Round 2 asks its few tests of a new CI test, as a resumed run does
+            # (set_state): the search's cache, millions of tests on hundreds of
+            # variables, is not held by every site until then (pigs, 10 sites in one
+            # process: gigabytes).
+            self._result = dataclasses.replace(result, ci_test=self._ci_test())
         return self._result
 
     def _ci_test(self) -> CITest:

@@ -9,6 +9,7 @@ from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.knowledge import Knowledge
 from fedstruct.discovery.pds import AUTO
+from fedstruct.discovery.pooled import DEFAULT_PAIR_WINDOW
 from fedstruct.privacy.audit import ANONYMITY
 from fedstruct.privacy.settings import refuse_unused
 
@@ -65,6 +66,13 @@ class FedFCIConfig:
     knowledge
         Background knowledge (docs/knowledge.md): a ``Knowledge`` or a file (JSON or
         YAML) the server's search uses; ``None`` (default): none.
+    pair_window
+        The most conditioning sets one step of a pair's search asks of the sites in one
+        exchange beyond those already computed (default 32): a pair's sets are asked in
+        their order, the window doubling exchange by exchange, so a batch stays a few
+        sets per pair on a wide, dense network (docs/fedfci.md, "Batches"); ``None``:
+        every set a level may need in one exchange (the fewest exchanges; memory and
+        tests grow with the level).
     max_exchanges
         The most exchanges of statistics a run may take (a bound, never reached by a
         search that finishes: a run takes about one per level and phase).
@@ -93,6 +101,7 @@ class FedFCIConfig:
     min_contribution_rows: int = ANONYMITY
     constant_columns: str = "error"
     knowledge: str | Knowledge | None = None
+    pair_window: int | None = DEFAULT_PAIR_WINDOW
     max_exchanges: int = 200
     dp_epsilon: float | None = None
     dp_delta: float = 1e-5
@@ -120,6 +129,7 @@ _CONSTRAINTS = {
     "min_sites": Interval(int, 1),
     "min_contribution_rows": Interval(int, 1),
     "constant_columns": OneOf(("error", "exclude")),
+    "pair_window": Interval(int, 1, allow_none=True),
     "max_exchanges": Interval(int, 1),
     "dp_epsilon": Interval(float, 0, closed="neither", allow_none=True),
     "dp_delta": Interval(float, 0, 1, closed="neither"),

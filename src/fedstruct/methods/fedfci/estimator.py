@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 from fedstruct.data.client import ClientData
 from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.pds import AUTO
+from fedstruct.discovery.pooled import DEFAULT_PAIR_WINDOW
 from fedstruct.errors import DataError
 from fedstruct.estimators.graph_learner import GraphLearner
 from fedstruct.graphs.graph import NONE, Graph
@@ -109,6 +110,7 @@ class FedFCI(
         min_contribution_rows: int = ANONYMITY,
         constant_columns: str = "error",
         knowledge: str | Knowledge | None = None,
+        pair_window: int | None = DEFAULT_PAIR_WINDOW,
         max_exchanges: int = 200,
         dp_epsilon: float | None = None,
         dp_delta: float = 1e-5,
@@ -138,6 +140,7 @@ class FedFCI(
         self.min_contribution_rows = min_contribution_rows
         self.constant_columns = constant_columns
         self.knowledge = knowledge
+        self.pair_window = pair_window
         self.max_exchanges = max_exchanges
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta

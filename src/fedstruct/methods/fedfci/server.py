@@ -295,6 +295,7 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                 small_sample=cfg.small_sample,
                 dof=cfg.dof,
                 min_sites=cfg.min_sites,
+                pair_window=cfg.pair_window,
             )
             test.evidence = state.evidence
             if state.tests:
