@@ -1,8 +1,11 @@
 """Discovery at scale: PC and FCI from 37 to 1,041 variables, against causal-learn.
 
 Usage: ``python benchmarks/discovery_scale.py [--networks alarm hepar2 andes pigs link munin]
-[--rows 10000] [--learners pc fci] [--limit 1800] [--theirs-limit 600] [--out DIR]``
-(``--theirs-limit 0``: causal-learn not run)
+[--rows 10000] [--learners pc fci] [--limit 1800] [--theirs-limit 600] [--device cuda]
+[--out DIR]`` (``--theirs-limit 0``: causal-learn not run; ``--device``: fedstruct's
+batched G² counts on that torch device, ``make_ci_test(device=...)``, each run recorded
+with its device and its skeleton's digest, so a GPU run and a CPU run of the same
+network can be checked for the identical graph)
 
 For each network: ``load_network(name).sample(rows, seed=0)`` with its constant columns
 dropped, G² with fedstruct's defaults (the toolbox small-sample rule, adjusted degrees of
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
 import sys
@@ -37,9 +41,9 @@ from fedstruct.discovery import fci, make_ci_test, pc
 from fedstruct.discovery.pds import available_workers
 
 
-def _ours(name: str, rows: int, learner: str) -> dict:
+def _ours(name: str, rows: int, learner: str, device: str | None = None) -> dict:
     data = sample(name, rows)
-    test = make_ci_test(data, "g2")
+    test = make_ci_test(data, "g2", device=device)
     cpu, wall = _clock()
     if learner == "pc":
         graph = pc(test, alpha=0.05).graph
@@ -112,20 +116,21 @@ def main() -> None:
     parser.add_argument("--learners", nargs="+", default=["pc", "fci"])
     parser.add_argument("--limit", type=float, default=1800.0, help="seconds per run of ours")
     parser.add_argument("--theirs-limit", type=float, default=600.0)
+    parser.add_argument("--device", default=None, help="torch device of the G² counts")
     parser.add_argument("--out", type=Path, default=Path("discovery-scale"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "scale.json"
     results: list[dict] = json.loads(store.read_text()) if store.exists() else []
-    done = {(r["network"], r["learner"]) for r in results}
+    done = {(r["network"], r["learner"], r.get("device")) for r in results}
     for name in args.networks:
         data = sample(name, args.rows)
         truth = load_network(name).graph.restrict(list(data.columns)).marks != 0
         truth = truth | truth.T
         for learner in args.learners:
-            if (name, learner) in done:
+            if (name, learner, args.device) in done:
                 continue
-            ours = isolated(_ours, (name, args.rows, learner), args.limit)
+            ours = isolated(_ours, (name, args.rows, learner, args.device), args.limit)
             theirs = (
                 isolated(_theirs, (name, args.rows, learner), args.theirs_limit)
                 if args.theirs_limit > 0
@@ -133,10 +138,12 @@ def main() -> None:
             )
             record = {"network": name, "variables": int(data.shape[1]), "learner": learner,
                       "ours": ours, "theirs": theirs, "limit": args.limit,
-                      "theirs_limit": args.theirs_limit}  # fmt: skip
+                      "theirs_limit": args.theirs_limit, "device": args.device}  # fmt: skip
             for side in ("ours", "theirs"):
                 if record[side]:
-                    record[side]["f1"] = edge_f1(np.array(record[side].pop("skeleton")), truth)
+                    skeleton = np.array(record[side].pop("skeleton"))
+                    record[side]["f1"] = edge_f1(skeleton, truth)
+                    record[side]["digest"] = hashlib.sha256(skeleton.tobytes()).hexdigest()[:16]
             results.append(record)
             store.write_text(json.dumps(results, indent=1))
             print(_row(record), flush=True)

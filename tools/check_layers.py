@@ -77,12 +77,14 @@ LAYERS: tuple[Layer, ...] = (
     Layer("data", ("fedstruct.data",)),  # data may use graphs
     Layer("privacy", ("fedstruct.privacy",)),
     Layer("fl", ("fedstruct.fl",)),
-    # discovery imports only graphs, data and fl's progress display (the per-level
-    # progress bar of a long skeleton search, discovery/skeleton.py), not the runtime.
+    # discovery imports only graphs, data, fl's progress display (the per-level
+    # progress bar of a long skeleton search, discovery/skeleton.py) and fl's device
+    # setting (the G² counts on a torch device, discovery/device_counts.py), not the
+    # runtime.
     Layer(
         "discovery",
         ("fedstruct.discovery",),
-        only=("base", "graphs", "data", "fedstruct.fl.progress"),
+        only=("base", "graphs", "data", "fedstruct.fl.progress", "fedstruct.fl.device"),
     ),
     Layer("estimators", ("fedstruct.estimators",)),
     Layer("methods", ("fedstruct.methods",)),

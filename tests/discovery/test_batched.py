@@ -155,3 +155,42 @@ def test_a_search_with_centre_tables_is_the_search_without(network):
     assert set(with_centres.cache) == set(without.cache)
     for key, p in without.cache.items():
         assert with_centres.cache[key] == pytest.approx(p, rel=1e-9, abs=1e-12)
+
+
+def test_counts_on_a_torch_device_are_the_numpy_counts(child_rows):
+    """``device=``: the batched products in torch (here torch's CPU, the same code a
+    GPU runs) give the very same p-values and search as numpy."""
+    rows, cards = child_rows
+    plain = make_ci_test(rows, "g2", cardinalities=cards)
+    torch_test = make_ci_test(rows, "g2", cardinalities=cards, device="cpu")
+    pool = list(range(2, 14))
+    for size in (1, 2):
+        sets = list(combinations(pool, size))
+        assert torch_test.compute_many(0, 1, sets, pool) == plain.compute_many(0, 1, sets, pool)
+    pairs = list(combinations(range(plain.n_variables), 2))
+    assert torch_test.compute_unconditional(pairs) == plain.compute_unconditional(pairs)
+    assert torch_test._device_counts is not None  # the products ran in torch
+    on_device = fci(torch_test, workers=1)
+    on_cpu = fci(make_ci_test(rows, "g2", cardinalities=cards), workers=1)
+    assert np.array_equal(on_device.graph.marks, on_cpu.graph.marks)
+    assert on_device.ci_test.cache == on_cpu.ci_test.cache  # every p-value, bit for bit
+
+
+def test_a_device_this_machine_lacks_is_one_line(child_rows, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rows, cards = child_rows
+    with pytest.raises(ConfigError, match="no CUDA GPU"):
+        make_ci_test(rows, "g2", cardinalities=cards, device="cuda")
+
+
+def test_a_test_on_a_device_is_never_forked(child_rows, monkeypatch):
+    rows, cards = child_rows
+    monkeypatch.setattr(pds, "PARALLEL_MIN_TESTS", 1)
+    forked = []
+    monkeypatch.setattr(pds, "_in_processes", lambda *a: forked.append(1) or iter(()))
+    test = make_ci_test(rows, "g2", cardinalities=cards, device="cpu")
+    assert not test.forks and make_ci_test(rows, "g2", cardinalities=cards).forks
+    fci(test, workers=2)
+    assert forked == []

@@ -46,7 +46,7 @@ def test_auto_is_the_cpu_without_a_gpu_and_cuda_with_one(no_gpu, monkeypatch):
 
 
 def test_cuda_without_a_gpu_and_a_misspelt_device_are_refused_in_one_line(no_gpu):
-    with pytest.raises(ConfigError, match=r"finds no CUDA GPU.*use --device cpu") as err:
+    with pytest.raises(ConfigError, match=r"finds no CUDA GPU.*--set device=cpu") as err:
         resolve_device("cuda:0")
     assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match="'gpu': give 'auto', 'cpu', 'cuda' or 'cuda:N'"):

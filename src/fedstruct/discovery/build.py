@@ -31,6 +31,7 @@ def make_ci_test(
     missing: str = "testwise",
     cg_min_rows: int = CG_MIN_ROWS,
     evidence: float = 1.0,
+    device: str | None = None,
 ) -> CITest:
     """A cached CI test over ``data``.
 
@@ -68,6 +69,11 @@ def make_ci_test(
         How much one row counts as evidence, in ``(0, 1]``
         (:attr:`~fedstruct.discovery.citest.CITest.evidence`): 1 for a sample, the
         default; ``ClientData.evidence`` for a bootstrap resample's rows.
+    device
+        Where G² and χ² compute their batched counts: ``None`` (default) numpy on the
+        CPU, or a torch device setting (``"cuda"``, ``"cuda:N"``, ``"cpu"``,
+        ``"auto"``; :mod:`~fedstruct.discovery.device_counts`: the same p-values).
+        The other tests compute on the CPU.
 
     Raises
     ------
@@ -82,7 +88,7 @@ def make_ci_test(
             "(1 for a sample)"
         )
     test = _built_test(
-        data, test, names, kinds, cardinalities, small_sample, dof, missing, cg_min_rows
+        data, test, names, kinds, cardinalities, small_sample, dof, missing, cg_min_rows, device
     )
     if evidence != 1.0:
         test.evidence = float(evidence)
@@ -99,6 +105,7 @@ def _built_test(
     dof: str,
     missing: str,
     cg_min_rows: int,
+    device: str | None = None,
 ) -> CITest:
     """The test :func:`make_ci_test` returns, before its evidence is set."""
     if test == "auto":
@@ -112,6 +119,7 @@ def _built_test(
             small_sample=small_sample,
             dof=dof,
             missing=missing,
+            device=device,
         )
     if test == "fisherz":
         return FisherZTest(data, names=names, missing=missing)

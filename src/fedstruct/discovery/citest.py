@@ -91,6 +91,11 @@ class CITest(ABC):
     #: that computes what it is asked).
     ask_window: int | None = None
 
+    #: Whether a search may run this test in forked worker processes (FCI's
+    #: Possible-D-SEP phase); ``False`` for a test computing on a torch device, which a
+    #: forked process cannot use (CUDA) or may hang in (torch's CPU threads).
+    forks: bool = True
+
     def __init__(self, names: Sequence[str], kind: str, n_samples: int | None) -> None:
         self._names = tuple(names)
         self._index = {name: k for k, name in enumerate(self._names)}

@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -87,6 +87,10 @@ from fedstruct.discovery.table_statistics import (
     xlogx_table,
 )
 from fedstruct.errors import ConfigError, DataError, unknown_choice_message
+from fedstruct.fl.device import resolve_device
+
+if TYPE_CHECKING:
+    from fedstruct.discovery.device_counts import DeviceCounts
 
 __all__ = [
     "DOF_CONVENTIONS",
@@ -264,6 +268,32 @@ def sparse_statistics(
     return max(float((n_cell.astype(np.float64) ** 2 * weight).sum()) - n, 0.0), df
 
 
+def _cell_grams(
+    onehot: NDArray[np.floating],
+    xy: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    columns: NDArray[np.intp] | None,
+    *,
+    presorted: bool = False,
+) -> NDArray[np.floating]:
+    """``(cells, width, width)``: per cell ``c``, ``Hᵀ H`` over the rows with ``xy == c``
+    and the ``columns`` of ``H`` (``None``: every column); ``presorted``: the rows are
+    already in cell order (one cell)."""
+    if presorted:
+        rows = onehot if columns is None else onehot[:, columns]
+    else:
+        order = np.argsort(xy, kind="stable")
+        rows = onehot[order] if columns is None else onehot[np.ix_(order, columns)]
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    width = rows.shape[1]
+    out = np.empty((len(sizes), width, width), dtype=rows.dtype)
+    with one_blas_thread():
+        for c in range(len(sizes)):
+            part = rows[bounds[c] : bounds[c + 1]]
+            np.matmul(part.T, part, out=out[c])
+    return out
+
+
 def _full_tables(
     single: NDArray[np.floating],
     pairs: NDArray[np.floating],
@@ -329,6 +359,11 @@ class DiscreteTest(CITest):
     missing
         ``"testwise"`` (default: ``-1`` codes and NaN are missing values, each test on
         the rows complete on its variables; module docstring) or ``"error"``.
+    device
+        ``None`` (default): the batched counts in numpy on the CPU; a device setting
+        (``"cuda"``, ``"cuda:N"``, ``"cpu"``, ``"auto"``): their products in torch there
+        (:mod:`~fedstruct.discovery.device_counts`; the same counts, p-values and
+        graph).
 
     Raises
     ------
@@ -351,6 +386,7 @@ class DiscreteTest(CITest):
         small_sample: str | SmallSampleRule = "toolbox",
         dof: str = "adjusted",
         missing: str = "testwise",
+        device: str | None = None,
     ) -> None:
         if statistic not in ("g2", "chi2"):
             raise ConfigError(
@@ -386,6 +422,11 @@ class DiscreteTest(CITest):
         self._pool_counts: NDArray[np.floating] = np.zeros(0)
         self._single_key: tuple[int, int, tuple[int, ...], int] | None = None
         self._single_counts: NDArray[np.floating] = np.zeros(0)
+        if device is not None:
+            resolve_device(device)  # a device this machine lacks: refused before a search
+        self._device = device
+        self._device_counts: DeviceCounts | None = None
+        self.forks = device is None
 
     @property
     def cardinalities(self) -> tuple[int, ...]:
@@ -647,33 +688,41 @@ class DiscreteTest(CITest):
             xy = self._pair_codes(i, j)
         sizes = np.bincount(xy, minlength=cells)
         columns = (np.asarray(pool, dtype=np.intp)[:, None] * h + np.arange(h)).ravel()
+        chosen = None if len(pool) == d else columns
+        on_device = self._on_device()
         if size == 1:  # cell indicators' product with the indicators of the values
-            cell = np.zeros((n, cells), dtype=self._onehot.dtype)
-            cell[np.arange(n), xy] = 1
-            rows = self._onehot if len(pool) == d else self._onehot[:, columns]
-            with one_blas_thread():
-                single = (cell.T @ rows).reshape(cells, len(pool), h)
-            counted = (single, np.zeros(0), sizes)
+            if on_device is not None:
+                single = on_device.cell_sums(xy, cells, chosen)
+            else:
+                cell = np.zeros((n, cells), dtype=self._onehot.dtype)
+                cell[np.arange(n), xy] = 1
+                rows = self._onehot if chosen is None else self._onehot[:, chosen]
+                with one_blas_thread():
+                    single = cell.T @ rows
+            counted = (single.reshape(cells, len(pool), h), np.zeros(0), sizes)
             self._single_key, self._single_counts = key, counted
             return counted
-        if unconditional:
-            order = np.arange(n)
-            rows = self._onehot if len(pool) == d else self._onehot[:, columns]
+        if on_device is not None:
+            out = on_device.cell_grams(xy, cells, chosen)
         else:
-            order = np.argsort(xy, kind="stable")
-            rows = self._onehot[np.ix_(order, columns)]
-        bounds = np.concatenate(([0], np.cumsum(sizes)))
-        out = np.empty((cells, width, width), dtype=rows.dtype)
-        with one_blas_thread():
-            for c in range(cells):
-                part = rows[bounds[c] : bounds[c + 1]]
-                np.matmul(part.T, part, out=out[c])
+            out = _cell_grams(self._onehot, xy, sizes, chosen, presorted=unconditional)
         pairs = out.reshape(cells, len(pool), h, len(pool), h)
         diagonal = out.reshape(cells, width * width)[:, :: width + 1]  # indicator² = itself
         counted = (diagonal.reshape(cells, len(pool), h), pairs, sizes)
         if not unconditional:
             self._pool_key, self._pool_counts = key, counted
         return counted
+
+    def _on_device(self) -> DeviceCounts | None:
+        """The indicator matrix on the test's torch device (copied there once), or
+        ``None`` without a device (:mod:`~fedstruct.discovery.device_counts`)."""
+        if self._device is None or self._onehot is None:
+            return None
+        if self._device_counts is None:
+            from fedstruct.discovery.device_counts import DeviceCounts
+
+            self._device_counts = DeviceCounts(self._onehot, self._device)
+        return self._device_counts
 
     def _weighed(self, stat: _Stat) -> _Stat:
         """The statistic counted at :attr:`~CITest.evidence` per row (itself at 1): G²

@@ -210,7 +210,8 @@ def remove_by_possible_dsep(
         Processes for the edges' searches; ``None`` (default): the cores this process
         may use (:func:`available_workers`). Processes are started only when the
         phase has at least :data:`PARALLEL_MIN_TESTS` candidate tests (a fork costs
-        tens of milliseconds) and the platform can fork; the result is the same for
+        tens of milliseconds), the platform can fork and the test may be forked
+        (:attr:`CITest.forks`: not on a torch device); the result is the same for
         every value.
     knowledge
         Background knowledge: its required pairs are not searched (they stay), and the
@@ -249,6 +250,7 @@ def remove_by_possible_dsep(
             workers > 1
             and len(jobs) > 1
             and _can_fork()
+            and evidence.ci_test.forks
             and search.size(jobs) >= PARALLEL_MIN_TESTS
         ):
             separated = _in_processes(search, jobs, workers)

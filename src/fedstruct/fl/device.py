@@ -69,7 +69,7 @@ def resolve_device(name: str) -> torch.device:
             raise ConfigError(
                 f"device {name!r}: torch finds no CUDA GPU on this machine "
                 f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}); "
-                "use --device cpu or --device auto"
+                "set the device to cpu or auto (--set device=cpu)"
             )
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:

@@ -145,6 +145,7 @@ class FedCDnvClient(Client):
             missing="testwise",
             cg_min_rows=cfg.cg_min_rows,
             evidence=self.data.evidence,
+            device=cfg.device,
         )
 
     def _test_report(self, ci_test: CITest) -> tuple[dict[str, str], dict[str, float]]:

@@ -9,6 +9,7 @@ from fedstruct.discovery import CI_TESTS, DOF_CONVENTIONS, SMALL_SAMPLE_RULES
 from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.knowledge import Knowledge, KnowledgeSetting
 from fedstruct.discovery.pds import AUTO
+from fedstruct.fl.device import DeviceName
 from fedstruct.methods.fedcdnv.aggregate import STRATEGIES, WEIGHT_COUNTS
 from fedstruct.methods.fedcdnv.pvalues import check_interval
 
@@ -78,6 +79,11 @@ class FedCDnvConfig:
     workers
         Processes for FCI's possible-D-SEP phase at a client; ``None``: the cores the
         client may use (only for a large phase; the result is the same for every value).
+    device
+        Where a client's G²/χ² tests compute their batched counts: ``None`` (default)
+        numpy on the CPU, or a torch device (``"cuda"``, ``"cuda:N"``, ``"cpu"``,
+        ``"auto"``; :mod:`~fedstruct.discovery.device_counts`): the same p-values and
+        graphs; a GPU pays on wide tables (hundreds of variables).
     small_sample
         The G²/χ² small-sample rule: ``"toolbox"``, ``"pcalg"`` or ``"none"`` (see
         docs/local_learners.md).
@@ -125,6 +131,7 @@ class FedCDnvConfig:
     depth: int | None = None
     pds_depth: int | str | None = AUTO
     workers: int | None = None
+    device: str | None = None
     small_sample: str = "toolbox"
     dof: str = "adjusted"
     update_depth: int | None = 3
@@ -159,5 +166,6 @@ _CONSTRAINTS = {
     ),
     "pds_depth": AnyOf(Interval(int, 0), OneOf((AUTO,)), allow_none=True),
     "workers": Interval(int, 1, allow_none=True),
+    "device": AnyOf(DeviceName(), allow_none=True),
     "cg_min_rows": Interval(int, 0),
 }

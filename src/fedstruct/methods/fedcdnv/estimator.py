@@ -135,6 +135,7 @@ class FedCDnv(
         depth: int | None = None,
         pds_depth: int | str | None = AUTO,
         workers: int | None = None,
+        device: str | None = None,
         small_sample: str = "toolbox",
         dof: str = "adjusted",
         update_depth: int | None = 3,
@@ -165,6 +166,7 @@ class FedCDnv(
         self.depth = depth
         self.pds_depth = pds_depth
         self.workers = workers
+        self.device = device
         self.small_sample = small_sample
         self.dof = dof
         self.update_depth = update_depth
