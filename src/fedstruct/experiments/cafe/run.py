@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -54,20 +55,8 @@ def method(s: CafeRun, source: SplitImages | SiteImages | SiteTable) -> CAFE:
     """The estimator for the settings' algorithm and the source's images or table (on
     a user's sites, each client keeps ``test_fraction`` of its images or rows out to
     score the final model on; the paper's split has a server-side test set)."""
-    if isinstance(source, SiteTable):
-        return CAFE(
-            target=source.target,
-            cardinalities=source.cardinalities,
-            continuous=source.continuous,
-            missing_values=source.missing_values,
-            seed=s.seed,
-            participation=s.participation(source.names),
-            secure_aggregation=s.secure_aggregation,
-            **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
-        )
     return CAFE(
-        source.shape,
-        source.n_classes,
+        **source.data_params(),
         seed=s.seed,
         participation=s.participation(source.names),
         secure_aggregation=s.secure_aggregation,
@@ -89,12 +78,12 @@ def run_cafe(
     site spent (:func:`~fedstruct.privacy.dp.epsilon_report`) joins the metrics; with
     central DP, the run's site-level ε and last clip
     (:func:`~fedstruct.privacy.central_dp.central_report`)."""
-    if isinstance(source, SiteTable):
-        outcome = _on_table(s, ctx, model, source)
-    elif isinstance(source, SiteImages):
-        outcome = _on_files(s, ctx, model, source)
-    else:
-        outcome = _on_split(s, ctx, model, source)
+    if source.sites is None:  # the paper's split
+        outcome = _on_split(s, ctx, model, cast(SplitImages, source))
+    elif model.target is not None:  # the user's table: a classifier of its column
+        outcome = _on_table(s, ctx, model, cast(SiteTable, source))
+    else:  # the user's images
+        outcome = _on_files(s, ctx, model, cast(SiteImages, source))
     if model.config_.dp_epsilon is not None:
         outcome.metrics.update(epsilon_report(model.history_, source.names))
     outcome.metrics.update(central_report(model.history_))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -65,10 +66,7 @@ def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
     if config.regime not in FEDERATED_REGIMES:
         config = dataclasses.replace(config, regime="fcm")
     if config.input_scaling == "auto":
-        # The protocol's inputs are generated on one scale (concepts.py): raw, as the
-        # paper's; a user's table gets the federated statistics step.
-        scaling = "none" if isinstance(source, ConceptSource) else "federated"
-        config = dataclasses.replace(config, input_scaling=scaling)
+        config = dataclasses.replace(config, input_scaling=source.auto_input_scaling)
     return FCM(
         task=source.task,
         cardinalities=source.cardinalities,
@@ -161,9 +159,9 @@ def run_fcm(
     the given graph against it)."""
     save_knowledge(s.knowledge, tuple(source.cardinalities), ctx.out)
     with torch_threads(1):  # small models: one thread is fastest (fl.grid.torch_threads)
-        if isinstance(source, SiteConcepts):
-            return _on_files(s, ctx, model, source)
-        return _on_concepts(s, ctx, model, source)
+        if source.sites is not None:  # the user's files
+            return _on_files(s, ctx, model, cast(SiteConcepts, source))
+        return _on_concepts(s, ctx, model, cast(ConceptSource, source))
 
 
 def _on_concepts(s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource) -> RunOutcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -41,10 +42,11 @@ def run_fedavg(
     """Fit on the backend; metrics are those of the final global model on the server's
     test set (sampled from the network, never from a client), or on a user's files
     those of the federated evaluation on the sites' held-out rows."""
-    if isinstance(source, SiteTask):
-        return _on_files(settings, ctx, model, source)
+    if source.sites is not None:  # the user's files
+        return _on_files(settings, ctx, model, cast(SiteTask, source))
+    task = cast(NetworkTask, source)  # the slice's protocol
     target = model.target
-    test = source.test_rows()
+    test = task.test_rows()
     ctx.fit(model, source, test=test)
     last = model.history_[-1]
     majority = float(test[target].value_counts(normalize=True).iloc[0])
@@ -62,7 +64,7 @@ def run_fedavg(
         model.history_,
         ["test_accuracy", ("train_loss", "test_loss"), "clients_answered"],
         ctx.out / "fedavg_rounds.png",
-        f"FedAvg on {source.network.name} (target {target}, {settings.clients} clients)",
+        f"FedAvg on {task.network.name} (target {target}, {settings.clients} clients)",
     )
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -91,9 +92,9 @@ def run_fedngm(
     save_knowledge(s.knowledge, tuple(source.kinds), ctx.out)
     with torch_threads(1):
         ctx.fit(model, source)
-        if isinstance(source, MixedSites):
-            return _on_files(model, source)
-        return _on_federation(s, ctx, model, source)
+        if source.sites is not None:  # the user's files
+            return _on_files(model, cast(MixedSites, source))
+        return _on_federation(s, ctx, model, cast(SubpopulationSource, source))
 
 
 def _on_federation(
