@@ -29,7 +29,6 @@ and the files' report (kinds, rows per site).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import cast
 
@@ -40,28 +39,14 @@ from fedstruct.experiments.cafe.federation import SiteImages, SiteTable, SplitIm
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
-from fedstruct.methods.cafe import CAFE, CafeConfig
+from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.cafe.server import POOLED_SITES
 from fedstruct.privacy.central_dp import central_report
 from fedstruct.privacy.dp import epsilon_report
 
-__all__ = ["class_groups", "method", "run_cafe"]
-
-
-def method(s: CafeRun, source: SplitImages | SiteImages | SiteTable) -> CAFE:
-    """The estimator for the settings' algorithm and the source's images or table (on
-    a user's sites, each client keeps ``test_fraction`` of its images or rows out to
-    score the final model on; the paper's split has a server-side test set)."""
-    return CAFE(
-        **source.data_params(),
-        seed=s.seed,
-        participation=s.participation(source.names),
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
-    )
+__all__ = ["class_groups", "run_cafe"]
 
 
 def class_groups(counts: np.ndarray) -> dict[str, np.ndarray]:

@@ -3,7 +3,6 @@ or on a user's site files (a classification, or a regression for a continuous ta
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import cast
 
@@ -13,27 +12,12 @@ from fedstruct.experiments.fedavg.federation import NetworkTask, SiteTask
 from fedstruct.experiments.fedavg.settings import FedAvgRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
-from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
+from fedstruct.methods.fedavg import FedAvg
 from fedstruct.privacy.central_dp import central_report
 from fedstruct.privacy.dp import epsilon_report
 
-__all__ = ["method", "run_fedavg"]
-
-
-def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
-    """The FedAvg estimator the settings describe, for the source's target."""
-    return FedAvg(
-        source.target,
-        source.cardinalities,
-        continuous=source.continuous,
-        missing_values=source.missing_values,
-        seed=settings.seed,
-        participation=settings.participation(source.names),
-        secure_aggregation=settings.secure_aggregation,
-        **dataclasses.asdict(subset(settings, FedAvgConfig)),
-    )
+__all__ = ["run_fedavg"]
 
 
 def run_fedavg(

@@ -20,7 +20,6 @@ isolated clients); with ``centralized`` ENCO runs on the pooled data.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +36,6 @@ from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.fl.binning import QuantileBins
 from fedstruct.graphs import Graph, graph_metrics
@@ -46,7 +44,6 @@ from fedstruct.methods.fedcd import (
     ENCO,
     Beliefs,
     FedCD,
-    FedCDConfig,
     InterventionalData,
     final_graph,
 )
@@ -55,7 +52,6 @@ __all__ = [
     "BINS_FILE",
     "bin_report",
     "binning_warning",
-    "method",
     "pooled",
     "run_fedcd",
     "write_bins",
@@ -72,24 +68,6 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
     rows = pd.concat([c.rows for c in clients], ignore_index=True)
     regimes = np.concatenate([c.regimes() for c in clients])
     return ClientData("pooled", rows, intervention=regimes)
-
-
-def method(s: FedCDRun, source: InterventionTask | RegimeSites) -> FedCD:
-    """The FED-CD estimator the settings describe, for the source's clients (a user's
-    continuous columns binned by the method's exchange, ``bins`` and ``bin_grid``)."""
-    return FedCD(
-        seed=s.seed,
-        participation=s.participation(source.names),
-        continuous=source.continuous,
-        bins=s.bins,
-        bin_grid=s.bin_grid,
-        bootstrap=s.bootstrap or None,
-        subsample=s.subsample,
-        correct_duplicates=s.correct_duplicates,
-        jobs=s.jobs,
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, FedCDConfig)),
-    )
 
 
 def bin_report(bins: QuantileBins | None) -> dict[str, float]:

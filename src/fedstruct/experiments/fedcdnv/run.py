@@ -21,7 +21,6 @@ scored against the DAG's arrowheads there (``*_arrowhead`` metrics).
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import cast
@@ -35,39 +34,20 @@ from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import SiteFiles
 from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_scores, edge_type_counts, site_agreement
-from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
+from fedstruct.methods.fedcdnv import FedCDnv, graph_scores
 
 __all__ = [
     "central_reference",
-    "method",
     "run_fedcdnv",
     "score",
     "site_scores",
     "test_metrics",
     "warn_sites_ahead",
 ]
-
-
-def method(s: FedCDnvRun, source: Source) -> FedCDnv:
-    """The FedCDnv estimator the settings describe, for the source's clients; on a
-    user's files the federation schema's kinds reach every client's CI test
-    (``ci_test="auto"`` chooses from them: G², Fisher-z or the mixed test)."""
-    return FedCDnv(
-        kinds=source.column_kinds() or None,
-        seed=s.seed,
-        participation=s.participation(source.names),
-        bootstrap=s.bootstrap or None,
-        subsample=s.subsample,
-        correct_duplicates=s.correct_duplicates,
-        jobs=s.jobs,
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, FedCDnvConfig)),
-    )
 
 
 def score(truth: Graph, fed: Graph, definite: Sequence[tuple[str, str]] = ()) -> dict[str, float]:

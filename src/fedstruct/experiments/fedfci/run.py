@@ -9,8 +9,6 @@ method's promise.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pandas as pd
 
 from fedstruct.discovery import fci, make_ci_test, pc, rfci
@@ -19,31 +17,13 @@ from fedstruct.experiments.fedfci.settings import FedFCIRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.experiments.source import SiteFiles, Source
 from fedstruct.graphs import Graph, dag_to_pag
 from fedstruct.graphs.metrics import edge_type_counts, graph_metrics
-from fedstruct.methods.fedfci import FedFCI, FedFCIConfig
+from fedstruct.methods.fedfci import FedFCI
 
-__all__ = ["method", "run_fedfci", "true_graph"]
-
-
-def method(s: FedFCIRun, source: Source) -> FedFCI:
-    """The estimator the settings describe; on a user's files the federation schema's
-    kinds reach every site."""
-    return FedFCI(
-        kinds=source.column_kinds() or None,
-        levels=source.levels(),
-        seed=s.seed,
-        participation=s.participation(source.names),
-        bootstrap=s.bootstrap or None,
-        subsample=s.subsample,
-        correct_duplicates=s.correct_duplicates,
-        jobs=s.jobs,
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, FedFCIConfig)),
-    )
+__all__ = ["run_fedfci", "true_graph"]
 
 
 def true_graph(dag: Graph, algorithm: str) -> Graph:
