@@ -9,7 +9,8 @@ same run works in one process and across machines:
   (:class:`~fedstruct.experiments.source.SiteFiles`: the files the settings name, a
   deployed node's own file, or a deployment server's schema-only view). Its clients
   are built when read (a SuperNode builds only its own).
-- ``method(settings, source)``: the estimator (its ``make_client`` builds a node's
+- ``method(settings, source)``: the estimator, by default :func:`build_estimator`
+  (``settings.estimator_params(source)``; its ``make_client`` builds a node's
   client).
 - ``run(settings, ctx, model, source)``: the server side — fit on the backend
   (:meth:`RunContext.fit` hands it the source's clients on in-process backends and
@@ -68,7 +69,7 @@ from fedstruct.fl import (
 )
 from fedstruct.fl.bootstrap import MAX_REPLICATES
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
-from fedstruct.registry import import_part, method_names
+from fedstruct.registry import estimator_class, import_part, method_names
 
 if TYPE_CHECKING:
     from fedstruct.estimators import FederatedEstimator
@@ -161,6 +162,9 @@ class FederationSettings:
         replies one by one refuses it.
     """
 
+    #: The method whose estimator these settings build (its registered name:
+    #: :func:`fedstruct.registry.estimator_class`, imported when a run builds it).
+    method_name: ClassVar[str] = ""
     #: Why ``--bootstrap`` makes no sense for the method ("" where it does).
     bootstrap_refusal: ClassVar[str] = "the method learns no graph whose edges could be counted"
     #: Settings of the built-in data besides :meth:`check_one_source`'s that a run on
@@ -276,6 +280,25 @@ class FederationSettings:
         )
         return subset(self, Participation, schedule=schedule)
 
+    def estimator_class(self) -> type[Any]:
+        """The estimator these settings build (:attr:`method_name`'s)."""
+        return estimator_class(self.method_name)
+
+    def estimator_params(self, source: Any) -> dict[str, Any]:
+        """The estimator's constructor arguments for the run's :class:`Source`: every
+        setting named like one of the estimator's parameters (its explicit signature,
+        ``BaseEstimator._get_param_names``), ``bootstrap = 0`` as ``None`` (no
+        replicate). A method's settings add what the source decides (its target,
+        levels, kinds; the participation model over its clients): :func:`build_estimator`
+        builds the estimator from them."""
+        names = set(self.estimator_class()._get_param_names())
+        params = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names
+        }
+        if "bootstrap" in params:
+            params["bootstrap"] = self.bootstrap or None
+        return params
+
 
 _FEDERATION_CONSTRAINTS = {
     "clients": Interval(int, 1),
@@ -338,6 +361,14 @@ class RunContext:
         )
 
 
+def build_estimator(settings: FederationSettings, source: Source) -> Federated:
+    """The estimator ``settings`` describe for ``source``:
+    ``settings.estimator_class()(**settings.estimator_params(source))``, every
+    method's ``Runnable.method``."""
+    estimator: Federated = settings.estimator_class()(**settings.estimator_params(source))
+    return estimator
+
+
 @dataclass(frozen=True)
 class Runnable:
     """A method that ``fedstruct run`` can execute (see the module docstring)."""
@@ -348,10 +379,11 @@ class Runnable:
     #: ``source(settings, sites)``: the run's data (:mod:`fedstruct.experiments.source`)
     #: from the user's site ``sites``, or the slice's protocol when ``sites`` is ``None``.
     source: Callable[[Any, SiteFiles | None], Source]
-    #: ``method(settings, source)``: the estimator.
-    method: Callable[[Any, Any], Federated]
     #: ``run(settings, ctx, model, source)``: fit on ``ctx`` and score.
     run: Callable[[Any, RunContext, Any, Any], RunOutcome]
+    #: ``method(settings, source)``: the estimator (:func:`build_estimator`: the
+    #: settings' ``estimator_params(source)``).
+    method: Callable[[Any, Any], Federated] = build_estimator
     #: Settings of a small run that finishes in seconds (backend-equivalence tests).
     quick: Mapping[str, Any] = field(default_factory=dict)
     #: The method's own ``fedstruct run`` options: flag (without ``--``) -> setting name,

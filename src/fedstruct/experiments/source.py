@@ -97,6 +97,24 @@ class Source(ABC):
         only: variables, kinds and level names, or image shape and class names)."""
         return None if self.sites is None else self.sites.inputs()
 
+    def levels(self) -> dict[str, int] | None:
+        """Each categorical or ordinal variable's number of levels, where the run knows
+        them before any client answers (a user's tables: the federation schema's; a
+        slice's source says its own), else ``None``."""
+        if self.sites is None:
+            return None
+        cardinalities = getattr(self.sites.schema, "cardinalities", None)
+        return None if cardinalities is None else dict(cardinalities())
+
+    def graph_variables(self) -> tuple[str, ...]:
+        """The variables a learned graph is over, which a knowledge file may name: the
+        sites' columns on a user's files, else the truth's variables (a slice's source
+        whose graph covers fewer, e.g. without latent variables, says its own)."""
+        if self.sites is not None:
+            return tuple(self.sites.schema.variables)
+        truth = self.truth
+        return () if truth is None else tuple(truth.names)
+
 
 @dataclass(frozen=True)
 class SiteView:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         SplitImages,
         image_clients,
     )
-    from fedstruct.experiments.cafe.run import class_groups, method, run_cafe
+    from fedstruct.experiments.cafe.run import class_groups, run_cafe
 
 __all__ = [
     "IMAGES",
@@ -34,7 +34,6 @@ __all__ = [
     "SplitImages",
     "class_groups",
     "image_clients",
-    "method",
     "run_cafe",
 ]
 
@@ -47,7 +46,6 @@ __getattr__, __dir__ = lazy_exports(
         "SplitImages": "federation",
         "image_clients": "federation",
         "class_groups": "run",
-        "method": "run",
         "run_cafe": "run",
     },
 )
@@ -59,7 +57,6 @@ register(
         settings=CafeRun,
         source=lazy_function("fedstruct.experiments.cafe.federation", "source"),
         site_format=IMAGES_OR_TABLES,
-        method=lazy_function("fedstruct.experiments.cafe.run", "method"),
         run=lazy_function("fedstruct.experiments.cafe.run", "run_cafe"),
         quick={"clients": 4, "rounds": 3, "local_epochs": 1, "eval_every": 3, "report_rate": 0.5},
         options={

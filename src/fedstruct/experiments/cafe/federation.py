@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import pandas as pd
 
@@ -187,6 +188,10 @@ class SplitImages(Source):
         """The balanced test images, as rows (the server's)."""
         return self.federation.test
 
+    def data_params(self) -> dict[str, Any]:
+        """What CAFE's constructor takes from the data: the images' shape and classes."""
+        return {"shape": self.shape, "n_classes": self.n_classes}
+
 
 class SiteImages(OnSites):
     """A user's image sites (folders ``SITE/CLASS/*.png`` or ``.npz`` files), read as
@@ -214,6 +219,10 @@ class SiteImages(OnSites):
     def n_classes(self) -> int:
         """Number of classes of the codebook."""
         return len(self.schema.classes)
+
+    def data_params(self) -> dict[str, Any]:
+        """What CAFE's constructor takes from the data: the images' shape and classes."""
+        return {"shape": self.shape, "n_classes": self.n_classes}
 
 
 class SiteTable(TableTask):
@@ -243,3 +252,13 @@ class SiteTable(TableTask):
         if self.sites.schema.kinds[target] not in LEVELLED:
             raise DataError(continuous_target_message(target))
         return target
+
+    def data_params(self) -> dict[str, Any]:
+        """What CAFE's constructor takes from the data: the class column and how the
+        other columns are encoded."""
+        return {
+            "target": self.target,
+            "cardinalities": self.cardinalities,
+            "continuous": self.continuous,
+            "missing_values": self.missing_values,
+        }

@@ -29,8 +29,8 @@ and the files' report (kinds, rows per site).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -39,40 +39,14 @@ from fedstruct.experiments.cafe.federation import SiteImages, SiteTable, SplitIm
 from fedstruct.experiments.cafe.settings import CafeRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
-from fedstruct.methods.cafe import CAFE, CafeConfig
+from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.cafe.server import POOLED_SITES
 from fedstruct.privacy.central_dp import central_report
 from fedstruct.privacy.dp import epsilon_report
 
-__all__ = ["class_groups", "method", "run_cafe"]
-
-
-def method(s: CafeRun, source: SplitImages | SiteImages | SiteTable) -> CAFE:
-    """The estimator for the settings' algorithm and the source's images or table (on
-    a user's sites, each client keeps ``test_fraction`` of its images or rows out to
-    score the final model on; the paper's split has a server-side test set)."""
-    if isinstance(source, SiteTable):
-        return CAFE(
-            target=source.target,
-            cardinalities=source.cardinalities,
-            continuous=source.continuous,
-            missing_values=source.missing_values,
-            seed=s.seed,
-            participation=s.participation(source.names),
-            secure_aggregation=s.secure_aggregation,
-            **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
-        )
-    return CAFE(
-        source.shape,
-        source.n_classes,
-        seed=s.seed,
-        participation=s.participation(source.names),
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, CafeConfig, test_fraction=source.held_out)),
-    )
+__all__ = ["class_groups", "run_cafe"]
 
 
 def class_groups(counts: np.ndarray) -> dict[str, np.ndarray]:
@@ -89,12 +63,12 @@ def run_cafe(
     site spent (:func:`~fedstruct.privacy.dp.epsilon_report`) joins the metrics; with
     central DP, the run's site-level ε and last clip
     (:func:`~fedstruct.privacy.central_dp.central_report`)."""
-    if isinstance(source, SiteTable):
-        outcome = _on_table(s, ctx, model, source)
-    elif isinstance(source, SiteImages):
-        outcome = _on_files(s, ctx, model, source)
-    else:
-        outcome = _on_split(s, ctx, model, source)
+    if source.sites is None:  # the paper's split
+        outcome = _on_split(s, ctx, model, cast(SplitImages, source))
+    elif model.target is not None:  # the user's table: a classifier of its column
+        outcome = _on_table(s, ctx, model, cast(SiteTable, source))
+    else:  # the user's images
+        outcome = _on_files(s, ctx, model, cast(SiteImages, source))
     if model.config_.dp_epsilon is not None:
         outcome.metrics.update(epsilon_report(model.history_, source.names))
     outcome.metrics.update(central_report(model.history_))

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.datasets.images import IMAGE_DATASETS
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.cafe import CafeConfig
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.cafe.federation import SiteImages, SiteTable, SplitImages
 
 __all__ = ["CafeRun"]
 
@@ -44,6 +47,7 @@ class CafeRun(FederationSettings, CafeConfig):
         on (a value is refused; docs/knowledge.md lists the methods that take it).
     """
 
+    method_name: ClassVar[str] = "cafe"
     bootstrap_refusal: ClassVar[str] = (
         "CAFE trains a drift-aware classifier and learns no graph whose edges a resample "
         "could count; --bootstrap is for the discovery methods fedcdnv and fedcd"
@@ -64,6 +68,20 @@ class CafeRun(FederationSettings, CafeConfig):
     test_fraction: float = 0.2
     target: str = ""
     knowledge: str | None = None
+
+    def estimator_params(self, source: SplitImages | SiteImages | SiteTable) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's images or table
+        (``data_params``: the ``target`` setting names a table's column, images have
+        none); on a user's sites each client keeps ``test_fraction`` of its images or
+        rows out to score the final model on, the paper's split has a server-side test
+        set."""
+        return {
+            **super().estimator_params(source),
+            "target": None,
+            **source.data_params(),
+            "test_fraction": source.held_out,
+            "participation": self.participation(source.names),
+        }
 
     def __post_init__(self) -> None:
         if self.knowledge:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         concept_clients,
         source,
     )
-    from fedstruct.experiments.fcm.run import method, pooled, run_fcm
+    from fedstruct.experiments.fcm.run import pooled, run_fcm
 
 __all__ = [
     "TASKS",
@@ -33,7 +33,6 @@ __all__ = [
     "SiteConcepts",
     "concept_clients",
     "make_concept_dataset",
-    "method",
     "pooled",
     "run_fcm",
     "source",
@@ -50,7 +49,6 @@ __getattr__, __dir__ = lazy_exports(
         "SiteConcepts": "federation",
         "concept_clients": "federation",
         "source": "federation",
-        "method": "run",
         "pooled": "run",
         "run_fcm": "run",
     },
@@ -63,7 +61,6 @@ register(
         settings=FCMRun,
         source=lazy_function("fedstruct.experiments.fcm.federation", "source"),
         roles=lazy_function("fedstruct.experiments.fcm.federation", "roles"),
-        method=lazy_function("fedstruct.experiments.fcm.run", "method"),
         run=lazy_function("fedstruct.experiments.fcm.run", "run_fcm"),
         quick={
             "network": "asia",

@@ -471,6 +471,10 @@ class ConceptSource(Source):
     fci`` the graph it learns alone; the data set's test rows score the run against
     the data set's graph. Each is built once, when first read."""
 
+    #: ``input_scaling = "auto"`` here: none, the inputs are generated on one scale
+    #: (concepts.py), raw as the paper's.
+    auto_input_scaling = "none"
+
     def __init__(self, settings: FCMRun):
         self.settings = settings
         self.names = tuple(client_names(settings.clients))
@@ -646,6 +650,10 @@ class SiteConcepts(OnSites):
     each site proposes (``client_graphs``: its own, ``graph:`` in the manifest or a
     node's ``--graph``, else learned from its rows). An input a site does not observe
     is missing at every row there (:attr:`unobserved`)."""
+
+    #: ``input_scaling = "auto"`` here: a user's table gets the federated statistics
+    #: step.
+    auto_input_scaling = "federated"
 
     @cached_property
     def _roles(self) -> tuple[tuple[str, ...], tuple[str, ...], str]:

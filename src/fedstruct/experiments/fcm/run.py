@@ -17,9 +17,9 @@ the data set's test rows (never seen by any client).
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ import pandas as pd
 from fedstruct.data import ClientData
 from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.fcm.concepts import ConceptDataset
-from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts, flat_graph
+from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts
 from fedstruct.experiments.fcm.settings import FCMRun
 from fedstruct.experiments.plots import plot_curves, plot_history
 from fedstruct.experiments.run_knowledge import save_knowledge
@@ -35,7 +35,6 @@ from fedstruct.experiments.runs import RunContext, RunOutcome
 from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned, warn_imputed_unobserved
 from fedstruct.fl.grid import torch_threads
-from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import edge_type_counts, pair_disagreement
 from fedstruct.methods.fcm import (
     FCM,
@@ -46,7 +45,7 @@ from fedstruct.methods.fcm import (
 )
 from fedstruct.methods.fcm.config import FEDERATED_REGIMES
 
-__all__ = ["method", "pooled", "run_fcm", "warn_if_task_has_no_parent"]
+__all__ = ["pooled", "run_fcm", "warn_if_task_has_no_parent"]
 
 
 def pooled(clients: Sequence[ClientData]) -> ClientData:
@@ -55,38 +54,6 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
     supervised = [v for v in rows.columns if any(v in c.supervised for c in clients)]
     rows[supervised] = rows[supervised].fillna(-1).astype(np.int64)
     return ClientData("pooled", rows, tuple(supervised))
-
-
-def method(s: FCMRun, source: ConceptSource | SiteConcepts) -> FCM:
-    """The F-CMs estimator the settings describe for the source's task and labels
-    (``local``/``central``: the federated F-CMs settings, which :func:`run_fcm` does
-    not fit)."""
-    config = subset(s, FCMConfig)
-    if config.regime not in FEDERATED_REGIMES:
-        config = dataclasses.replace(config, regime="fcm")
-    if config.input_scaling == "auto":
-        # The protocol's inputs are generated on one scale (concepts.py): raw, as the
-        # paper's; a user's table gets the federated statistics step.
-        scaling = "none" if isinstance(source, ConceptSource) else "federated"
-        config = dataclasses.replace(config, input_scaling=scaling)
-    return FCM(
-        task=source.task,
-        cardinalities=source.cardinalities,
-        seed=s.seed,
-        participation=source.participation(),
-        secure_aggregation=s.secure_aggregation,
-        graph=_model_graph(s, source),
-        **dataclasses.asdict(config),
-    )
-
-
-def _model_graph(s: FCMRun, source: ConceptSource | SiteConcepts) -> Graph | str | None:
-    """The graph given to the model instead of the clients' vote: ``--graph``, the flat
-    graph over the source's concepts (``client_graphs = flat``), or none."""
-    if s.client_graphs == "flat":
-        task = source.task
-        return flat_graph([v for v in source.cardinalities if v != task], task)
-    return s.graph
 
 
 def graph_provenance(s: FCMRun, model: FCM) -> dict[str, float]:
@@ -161,9 +128,9 @@ def run_fcm(
     the given graph against it)."""
     save_knowledge(s.knowledge, tuple(source.cardinalities), ctx.out)
     with torch_threads(1):  # small models: one thread is fastest (fl.grid.torch_threads)
-        if isinstance(source, SiteConcepts):
-            return _on_files(s, ctx, model, source)
-        return _on_concepts(s, ctx, model, source)
+        if source.sites is not None:  # the user's files
+            return _on_files(s, ctx, model, cast(SiteConcepts, source))
+        return _on_concepts(s, ctx, model, cast(ConceptSource, source))
 
 
 def _on_concepts(s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource) -> RunOutcome:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.fcm.concepts import TASKS
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fcm import FCMConfig
+from fedstruct.methods.fcm.config import FEDERATED_REGIMES
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fcm.federation import ConceptSource, SiteConcepts
+    from fedstruct.graphs import Graph
 
 __all__ = ["ARRIVALS", "CLIENT_GRAPHS", "DEFAULT_ARRIVAL", "FCMRun"]
 
@@ -91,6 +96,7 @@ class FCMRun(FederationSettings, FCMConfig):
         columns); a PAG becomes one DAG of its class (``bidirected``).
     """
 
+    method_name: ClassVar[str] = "fcm"
     bootstrap_refusal: ClassVar[str] = (
         "F-CMs aggregate the concept graphs the clients give, not graphs learned from "
         "their rows, so resampling rows would not change it; --bootstrap is for the "
@@ -120,6 +126,30 @@ class FCMRun(FederationSettings, FCMConfig):
     concepts: tuple[str, ...] = ()
     task: str = ""
     graph: str | None = None
+
+    def estimator_params(self, source: ConceptSource | SiteConcepts) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's task and labels
+        (``local``/``central``: the federated F-CMs settings, which the run does not
+        fit), ``input_scaling = "auto"`` as the source's inputs need it, and the graph
+        given to the model instead of the clients' vote: ``--graph``, the flat graph
+        over the source's concepts (``client_graphs = flat``), or none."""
+        from fedstruct.experiments.fcm.federation import flat_graph  # it imports these
+
+        task = source.task
+        graph: Graph | str | None = self.graph
+        if self.client_graphs == "flat":
+            graph = flat_graph([v for v in source.cardinalities if v != task], task)
+        return {
+            **super().estimator_params(source),
+            "regime": self.regime if self.regime in FEDERATED_REGIMES else "fcm",
+            "input_scaling": (
+                source.auto_input_scaling if self.input_scaling == "auto" else self.input_scaling
+            ),
+            "task": task,
+            "cardinalities": source.cardinalities,
+            "participation": source.participation(),
+            "graph": graph,
+        }
 
     def __post_init__(self) -> None:
         super().__post_init__()

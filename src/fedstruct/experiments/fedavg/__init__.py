@@ -14,20 +14,18 @@ from fedstruct.experiments.runs import Runnable, register
 from fedstruct.lazy import lazy_exports, lazy_function
 
 if TYPE_CHECKING:
-    from fedstruct.experiments.fedavg.run import method, run_fedavg
+    from fedstruct.experiments.fedavg.run import run_fedavg
     from fedstruct.experiments.fedavg.settings import default_target
 
 __all__ = [
     "FedAvgRun",
     "default_target",
-    "method",
     "run_fedavg",
 ]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "method": "run",
         "run_fedavg": "run",
         "default_target": "settings",
     },
@@ -39,7 +37,6 @@ register(
         summary="FedAvg classifier or regressor on a network's task or a table (runtime reference)",
         settings=FedAvgRun,
         source=lazy_function("fedstruct.experiments.fedavg.federation", "source"),
-        method=lazy_function("fedstruct.experiments.fedavg.run", "method"),
         run=lazy_function("fedstruct.experiments.fedavg.run", "run_fedavg"),
         quick={"clients": 3, "rounds": 2, "samples": 1500, "test_samples": 500},
         options={"network": "network", "knowledge": "knowledge", "device": "device"},

@@ -3,8 +3,8 @@ or on a user's site files (a classification, or a regression for a continuous ta
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -12,27 +12,12 @@ from fedstruct.experiments.fedavg.federation import NetworkTask, SiteTask
 from fedstruct.experiments.fedavg.settings import FedAvgRun
 from fedstruct.experiments.plots import plot_history
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import warn_imputed_unobserved
-from fedstruct.methods.fedavg import FedAvg, FedAvgConfig
+from fedstruct.methods.fedavg import FedAvg
 from fedstruct.privacy.central_dp import central_report
 from fedstruct.privacy.dp import epsilon_report
 
-__all__ = ["method", "run_fedavg"]
-
-
-def method(settings: FedAvgRun, source: NetworkTask | SiteTask) -> FedAvg:
-    """The FedAvg estimator the settings describe, for the source's target."""
-    return FedAvg(
-        source.target,
-        source.cardinalities,
-        continuous=source.continuous,
-        missing_values=source.missing_values,
-        seed=settings.seed,
-        participation=settings.participation(source.names),
-        secure_aggregation=settings.secure_aggregation,
-        **dataclasses.asdict(subset(settings, FedAvgConfig)),
-    )
+__all__ = ["run_fedavg"]
 
 
 def run_fedavg(
@@ -41,10 +26,11 @@ def run_fedavg(
     """Fit on the backend; metrics are those of the final global model on the server's
     test set (sampled from the network, never from a client), or on a user's files
     those of the federated evaluation on the sites' held-out rows."""
-    if isinstance(source, SiteTask):
-        return _on_files(settings, ctx, model, source)
+    if source.sites is not None:  # the user's files
+        return _on_files(settings, ctx, model, cast(SiteTask, source))
+    task = cast(NetworkTask, source)  # the slice's protocol
     target = model.target
-    test = source.test_rows()
+    test = task.test_rows()
     ctx.fit(model, source, test=test)
     last = model.history_[-1]
     majority = float(test[target].value_counts(normalize=True).iloc[0])
@@ -62,7 +48,7 @@ def run_fedavg(
         model.history_,
         ["test_accuracy", ("train_loss", "test_loss"), "clients_answered"],
         ctx.out / "fedavg_rounds.png",
-        f"FedAvg on {source.network.name} (target {target}, {settings.clients} clients)",
+        f"FedAvg on {task.network.name} (target {target}, {settings.clients} clients)",
     )
     return RunOutcome(metrics, model.history_, [figure] if figure else [])
 

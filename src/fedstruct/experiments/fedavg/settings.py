@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.discrete import DiscreteNetwork
 from fedstruct.errors import ConfigError, UnknownVariableError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fedavg import FedAvgConfig
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fedavg.federation import NetworkTask, SiteTask
 
 __all__ = ["PARTITIONS", "TASKS", "FedAvgRun", "default_target", "task_variable"]
 
@@ -65,6 +68,7 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     the rows each site holds out (``test_fraction``, e.g. 0.2).
     """
 
+    method_name: ClassVar[str] = "fedavg"
     bootstrap_refusal: ClassVar[str] = (
         "FedAvg trains a classifier and learns no graph whose edges a resample could "
         "count; --bootstrap is for the discovery methods fedcdnv and fedcd"
@@ -80,6 +84,19 @@ class FedAvgRun(FederationSettings, FedAvgConfig):
     skew_alpha: float = 0.5
     min_per_client: int = 20
     knowledge: str | None = None
+
+    def estimator_params(self, source: NetworkTask | SiteTask) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's target and columns (a
+        user's table: encoded from federated statistics), participation over its
+        clients."""
+        return {
+            **super().estimator_params(source),
+            "target": source.target,
+            "cardinalities": source.cardinalities,
+            "continuous": source.continuous,
+            "missing_values": source.missing_values,
+            "participation": self.participation(source.names),
+        }
 
     def __post_init__(self) -> None:
         if self.knowledge:

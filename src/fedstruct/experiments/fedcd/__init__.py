@@ -22,14 +22,13 @@ if TYPE_CHECKING:
         horizontal_interventions,
         vertical_interventions,
     )
-    from fedstruct.experiments.fedcd.run import method, pooled, run_fedcd
+    from fedstruct.experiments.fedcd.run import pooled, run_fedcd
 
 __all__ = [
     "FedCDRun",
     "InterventionTask",
     "RegimeSites",
     "horizontal_interventions",
-    "method",
     "pooled",
     "run_fedcd",
     "vertical_interventions",
@@ -42,7 +41,6 @@ __getattr__, __dir__ = lazy_exports(
         "RegimeSites": "federation",
         "horizontal_interventions": "federation",
         "vertical_interventions": "federation",
-        "method": "run",
         "pooled": "run",
         "run_fedcd": "run",
     },
@@ -55,7 +53,6 @@ register(
         settings=FedCDRun,
         source=lazy_function("fedstruct.experiments.fedcd.federation", "source"),
         roles=lazy_function("fedstruct.experiments.fedcd.federation", "roles"),
-        method=lazy_function("fedstruct.experiments.fedcd.run", "method"),
         run=lazy_function("fedstruct.experiments.fedcd.run", "run_fedcd"),
         quick={
             "network": "asia",

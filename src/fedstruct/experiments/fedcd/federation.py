@@ -242,6 +242,9 @@ class InterventionTask(Source):
         ``seed``).
     """
 
+    #: No continuous column: every variable of the protocol is categorical.
+    continuous: tuple[str, ...] = ()
+
     def __init__(self, settings: FedCDRun):
         self.settings = settings
         self.names = tuple(client_names(settings.clients))

@@ -20,10 +20,10 @@ isolated clients); with ``centralized`` ENCO runs on the pooled data.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -36,9 +36,7 @@ from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
-from fedstruct.experiments.source import Source
 from fedstruct.fl.binning import QuantileBins
 from fedstruct.graphs import Graph, graph_metrics
 from fedstruct.graphs.metrics import edge_type_counts, shd, site_agreement
@@ -46,7 +44,6 @@ from fedstruct.methods.fedcd import (
     ENCO,
     Beliefs,
     FedCD,
-    FedCDConfig,
     InterventionalData,
     final_graph,
 )
@@ -55,7 +52,6 @@ __all__ = [
     "BINS_FILE",
     "bin_report",
     "binning_warning",
-    "method",
     "pooled",
     "run_fedcd",
     "write_bins",
@@ -72,24 +68,6 @@ def pooled(clients: Sequence[ClientData]) -> ClientData:
     rows = pd.concat([c.rows for c in clients], ignore_index=True)
     regimes = np.concatenate([c.regimes() for c in clients])
     return ClientData("pooled", rows, intervention=regimes)
-
-
-def method(s: FedCDRun, source: Source) -> FedCD:
-    """The FED-CD estimator the settings describe, for the source's clients (a user's
-    continuous columns binned by the method's exchange, ``bins`` and ``bin_grid``)."""
-    return FedCD(
-        seed=s.seed,
-        participation=s.participation(source.names),
-        continuous=source.continuous if isinstance(source, RegimeSites) else (),
-        bins=s.bins,
-        bin_grid=s.bin_grid,
-        bootstrap=s.bootstrap or None,
-        subsample=s.subsample,
-        correct_duplicates=s.correct_duplicates,
-        jobs=s.jobs,
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, FedCDConfig)),
-    )
 
 
 def bin_report(bins: QuantileBins | None) -> dict[str, float]:
@@ -132,7 +110,7 @@ def write_bins(bins: QuantileBins | None, out: Path) -> Path | None:
     return path
 
 
-def binning_warning(s: FedCDRun, source: RegimeSites, out: Path) -> str | None:
+def binning_warning(s: FedCDRun, source: InterventionTask | RegimeSites, out: Path) -> str | None:
     """What a run on continuous columns is in for, said before round 1: ENCO models
     categories, so each continuous column is cut into ``bins`` pooled quantile bins
     (what varies within a bin is lost), and the work of each round at every site
@@ -142,7 +120,7 @@ def binning_warning(s: FedCDRun, source: RegimeSites, out: Path) -> str | None:
     columns = source.continuous
     if not columns:
         return None
-    d = len(source.sites.schema.variables)
+    d = len(source.graph_variables())
     wide = (
         f"on {d} variables an epoch can take many minutes on a CPU (ENCO's cost grows with "
         "the square of the variables); "
@@ -185,17 +163,14 @@ def run_fedcd(
     """Fit on the backend; SHD of the final and of every round's graph against the truth
     (on a user's files: :func:`_on_files`). A knowledge file is checked against the
     variables first and saved as knowledge.json."""
-    variables = source.sites.schema.variables if isinstance(source, RegimeSites) else None
-    if variables is None and s.knowledge is not None:
-        variables = source.truth.names
-    save_knowledge(s.knowledge, variables, ctx.out)
-    note = binning_warning(s, source, ctx.out) if isinstance(source, RegimeSites) else None
+    save_knowledge(s.knowledge, source.graph_variables(), ctx.out)
+    note = binning_warning(s, source, ctx.out)
     if note:
         warnings.warn(note, FedstructWarning, stacklevel=2)
     ctx.fit(model, source)
-    if isinstance(source, RegimeSites):
-        return _on_files(ctx, model, source)
-    truth = source.truth
+    if source.sites is not None:  # the user's files
+        return _on_files(ctx, model, cast(RegimeSites, source))
+    truth = cast(InterventionTask, source).truth  # the paper's federation
     fed = model.graph_
     truth = truth.restrict(fed.names) if set(fed.names) <= set(truth.names) else truth
     metrics: dict[str, float] = {"shd": float(shd(truth, fed))}

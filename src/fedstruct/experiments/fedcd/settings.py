@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data import network_names
@@ -11,6 +11,9 @@ from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.graphs.random import GRAPH_KINDS
 from fedstruct.methods.fedcd import FedCDConfig
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fedcd.federation import InterventionTask, RegimeSites
 
 __all__ = ["ALONE", "ER", "SPLITS", "FedCDRun"]
 
@@ -59,6 +62,7 @@ class FedCDRun(FederationSettings, FedCDConfig):
         values for its bins (a cut is within one cell of the pooled quantile).
     """
 
+    method_name: ClassVar[str] = "fedcd"
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
     secure_aggregation_refusal: ClassVar[str] = ""  # beliefs, proximity, bins: sums
 
@@ -82,6 +86,16 @@ class FedCDRun(FederationSettings, FedCDConfig):
     regime: str = ""
     bins: int = 4
     bin_grid: int = 256
+
+    def estimator_params(self, source: InterventionTask | RegimeSites) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's clients (a user's
+        continuous columns binned by the method's exchange, ``bins`` and
+        ``bin_grid``)."""
+        return {
+            **super().estimator_params(source),
+            "continuous": source.continuous,
+            "participation": self.participation(source.names),
+        }
 
     def __post_init__(self) -> None:
         super().__post_init__()

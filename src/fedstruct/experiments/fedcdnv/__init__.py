@@ -21,13 +21,12 @@ if TYPE_CHECKING:
         variable_subset_clients,
         variable_subsets,
     )
-    from fedstruct.experiments.fedcdnv.run import method, run_fedcdnv, score
+    from fedstruct.experiments.fedcdnv.run import run_fedcdnv, score
 
 __all__ = [
     "FedCDnvRun",
     "VariableSplit",
     "VariableSubsetTask",
-    "method",
     "run_fedcdnv",
     "score",
     "variable_subset_clients",
@@ -41,7 +40,6 @@ __getattr__, __dir__ = lazy_exports(
         "VariableSubsetTask": "federation",
         "variable_subset_clients": "federation",
         "variable_subsets": "federation",
-        "method": "run",
         "run_fedcdnv": "run",
         "score": "run",
     },
@@ -53,7 +51,6 @@ register(
         summary="FedCDnv: federated FCI over non-identical variable sets (and its baselines)",
         settings=FedCDnvRun,
         source=lazy_function("fedstruct.experiments.fedcdnv.federation", "source"),
-        method=lazy_function("fedstruct.experiments.fedcdnv.run", "method"),
         run=lazy_function("fedstruct.experiments.fedcdnv.run", "run_fedcdnv"),
         quick={"network": "sachs", "clients": 3, "reference": False, "max_samples": 800},
         options={"network": "network", "knowledge": "knowledge"},

@@ -18,6 +18,7 @@ from functools import cached_property
 from numbers import Real
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data import ClientData, ClientsOnDemand, load_network, random_discrete_network
@@ -308,6 +309,17 @@ class VariableSubsetTask(Source):
         return variable_subsets(
             self.dag.names, s.clients, seed=s.seed, overlap=s.overlap, latent=s.latent
         )
+
+    def graph_variables(self) -> tuple[str, ...]:
+        """The integrated observed variables ``O`` (latent ones left out)."""
+        return tuple(self.split.observed)
+
+    def reference_rows(self, n: int, seed: int) -> pd.DataFrame:
+        """``n`` fresh rows over ``O`` for the centralised reference (at most the real
+        data's rows: Sachs' table is sampled without replacement)."""
+        if isinstance(self.sampler, RowSampler):
+            n = min(n, len(self.sampler.table))
+        return self.sampler.sample(n, seed=seed)[list(self.split.observed)]
 
     @cached_property
     def truth(self) -> Graph:

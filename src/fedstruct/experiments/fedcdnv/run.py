@@ -21,12 +21,11 @@ scored against the DAG's arrowheads there (``*_arrowhead`` metrics).
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from fedstruct.data import ClientData
-from fedstruct.data.datasets.sachs import RowSampler
 from fedstruct.discovery import fci, make_ci_test
 from fedstruct.errors import FedstructWarning
 from fedstruct.experiments.confidence import bootstrap_metrics
@@ -35,40 +34,20 @@ from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
-from fedstruct.experiments.source import SiteFiles, Source
+from fedstruct.experiments.source import SiteFiles
 from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_scores, edge_type_counts, site_agreement
-from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
+from fedstruct.methods.fedcdnv import FedCDnv, graph_scores
 
 __all__ = [
     "central_reference",
-    "method",
     "run_fedcdnv",
     "score",
     "site_scores",
     "test_metrics",
     "warn_sites_ahead",
 ]
-
-
-def method(s: FedCDnvRun, source: Source) -> FedCDnv:
-    """The FedCDnv estimator the settings describe, for the source's clients; on a
-    user's files the federation schema's kinds reach every client's CI test
-    (``ci_test="auto"`` chooses from them: G², Fisher-z or the mixed test)."""
-    kinds = dict(source.schema.kinds) if isinstance(source, SiteFiles) else None
-    return FedCDnv(
-        kinds=kinds,
-        seed=s.seed,
-        participation=s.participation(source.names),
-        bootstrap=s.bootstrap or None,
-        subsample=s.subsample,
-        correct_duplicates=s.correct_duplicates,
-        jobs=s.jobs,
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, FedCDnvConfig)),
-    )
 
 
 def score(truth: Graph, fed: Graph, definite: Sequence[tuple[str, str]] = ()) -> dict[str, float]:
@@ -82,10 +61,7 @@ def central_reference(
     s: FedCDnvRun, clients: Sequence[ClientData], source: VariableSubsetTask
 ) -> Graph:
     """Centralised FCI on pooled data: the clients' total size over all of ``O``."""
-    total = sum(c.n_rows for c in clients)
-    if isinstance(source.sampler, RowSampler):
-        total = min(total, len(source.sampler.table))
-    rows = source.sampler.sample(total, seed=s.seed + 1)[list(source.split.observed)]
+    rows = source.reference_rows(sum(c.n_rows for c in clients), seed=s.seed + 1)
     rows = rows.loc[:, rows.nunique() > 1]  # a constant column relates to nothing
     ci = make_ci_test(
         rows, s.ci_test, small_sample=s.small_sample, dof=s.dof, cg_min_rows=s.cg_min_rows
@@ -101,15 +77,16 @@ def run_fedcdnv(
     or, on a user's files, report what FedG holds (:func:`_on_files`). A knowledge
     file is checked against the federation's variables first and saved as
     knowledge.json."""
-    save_knowledge(s.knowledge, _variables(source), ctx.out)
+    save_knowledge(s.knowledge, source.graph_variables(), ctx.out)
     ctx.fit(model, source)
     if model.graph_ is None:  # stopped after round 1 (--stop-after 1): nothing integrated
         tests = float(sum(h.get("tests", 0.0) for h in model.history_))
         return RunOutcome({"tests": tests}, list(model.history_))
     causal, noncausal = model.definite_pairs_
-    if isinstance(source, SiteFiles):
-        return _on_files(s, ctx, model, [*causal, *noncausal], source)
-    truth = source.truth
+    if source.sites is not None:
+        return _on_files(s, ctx, model, [*causal, *noncausal], source.sites)
+    task = cast(VariableSubsetTask, source)  # the paper's federation
+    truth = task.truth
     # A variable constant at every client that observes it reaches no graph: isolated.
     fed = model.graph_.expand(truth.names)
     metrics = score(truth, fed, [*causal, *noncausal])
@@ -119,7 +96,7 @@ def run_fedcdnv(
     metrics.update(_site_metrics(model, truth, fed, warn=False))
     metrics.update(_bootstrap_metrics(model, truth))
     if s.reference and ctx.backend.needs_client_data:  # a deployment's server has none
-        central = central_reference(s, source.clients(), source)
+        central = central_reference(s, task.clients(), task)
         for key, value in score(truth, central).items():
             metrics[f"central_{key}"] = value
     figure = plot_graph_comparison(
@@ -130,13 +107,6 @@ def run_fedcdnv(
     )
     history = [dict(h) for h in model.history_]
     return RunOutcome(metrics, history, [figure])
-
-
-def _variables(source: VariableSubsetTask | SiteFiles) -> tuple[str, ...]:
-    """The federation's observed variables: the schema's on a user's files."""
-    if isinstance(source, SiteFiles):
-        return tuple(source.schema.kinds)
-    return tuple(source.split.observed)
 
 
 def test_metrics(site_tests: Mapping[str, Mapping[str, float | str]]) -> dict[str, float]:

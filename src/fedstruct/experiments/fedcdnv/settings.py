@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data import network_names
@@ -12,6 +12,9 @@ from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fedcdnv import FedCDnvConfig
 from fedstruct.methods.fedcdnv.config import SECURE_REFUSALS
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.source import Source
 
 __all__ = ["SACHS", "SYNTHETIC", "FedCDnvRun"]
 
@@ -57,6 +60,7 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
         Also score centralised FCI on the pooled data (all observed variables).
     """
 
+    method_name: ClassVar[str] = "fedcdnv"
     bootstrap_refusal: ClassVar[str] = ""  # --bootstrap counts its graph's edges
     unused_on_files: ClassVar[tuple[str, ...]] = (
         "variables", "edges_per_node", "cardinality", "cpt_alpha", "latent_ratio",
@@ -80,6 +84,16 @@ class FedCDnvRun(FederationSettings, FedCDnvConfig):
     discretize: str = "hartemink"
     reference: bool = True
     constant_columns: str = "exclude"
+
+    def estimator_params(self, source: Source) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's clients; on a user's
+        files the federation schema's kinds reach every client's CI test
+        (``ci_test="auto"`` chooses from them: G², Fisher-z or the mixed test)."""
+        return {
+            **super().estimator_params(source),
+            "kinds": source.column_kinds() or None,
+            "participation": self.participation(source.names),
+        }
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -12,16 +12,15 @@ from fedstruct.lazy import lazy_exports, lazy_function
 
 if TYPE_CHECKING:
     from fedstruct.experiments.fedfci.federation import SampledSites, mixed_model
-    from fedstruct.experiments.fedfci.run import method, run_fedfci
+    from fedstruct.experiments.fedfci.run import run_fedfci
 
-__all__ = ["FedFCIRun", "SampledSites", "method", "mixed_model", "run_fedfci"]
+__all__ = ["FedFCIRun", "SampledSites", "mixed_model", "run_fedfci"]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "SampledSites": "federation",
         "mixed_model": "federation",
-        "method": "run",
         "run_fedfci": "run",
     },
 )
@@ -32,7 +31,6 @@ register(
         summary="pooled federated discovery: PC/FCI/RFCI on CI tests summed across sites",
         settings=FedFCIRun,
         source=lazy_function("fedstruct.experiments.fedfci.federation", "source"),
-        method=lazy_function("fedstruct.experiments.fedfci.run", "method"),
         run=lazy_function("fedstruct.experiments.fedfci.run", "run_fedfci"),
         quick={"network": "asia", "clients": 3, "min_samples": 300, "max_samples": 400},
         options={"network": "network", "knowledge": "knowledge"},

@@ -9,8 +9,6 @@ method's promise.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pandas as pd
 
 from fedstruct.discovery import fci, make_ci_test, pc, rfci
@@ -19,32 +17,13 @@ from fedstruct.experiments.fedfci.settings import FedFCIRun
 from fedstruct.experiments.plots import plot_graph_comparison
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.experiments.source import SiteFiles, Source
 from fedstruct.graphs import Graph, dag_to_pag
 from fedstruct.graphs.metrics import edge_type_counts, graph_metrics
-from fedstruct.methods.fedfci import FedFCI, FedFCIConfig
+from fedstruct.methods.fedfci import FedFCI
 
-__all__ = ["method", "run_fedfci", "true_graph"]
-
-
-def method(s: FedFCIRun, source: Source) -> FedFCI:
-    """The estimator the settings describe; on a user's files the federation schema's
-    kinds reach every site."""
-    kinds = dict(source.schema.kinds) if isinstance(source, SiteFiles) else None
-    return FedFCI(
-        kinds=kinds,
-        levels=source.schema.cardinalities() if isinstance(source, SiteFiles) else source.levels(),
-        seed=s.seed,
-        participation=s.participation(source.names),
-        bootstrap=s.bootstrap or None,
-        subsample=s.subsample,
-        correct_duplicates=s.correct_duplicates,
-        jobs=s.jobs,
-        secure_aggregation=s.secure_aggregation,
-        **dataclasses.asdict(subset(s, FedFCIConfig)),
-    )
+__all__ = ["run_fedfci", "true_graph"]
 
 
 def true_graph(dag: Graph, algorithm: str) -> Graph:
@@ -58,8 +37,7 @@ def run_fedfci(
 ) -> RunOutcome:
     """Fit on the backend; score the graph (sampled sites, or a user's files with
     ``--truth``) and record the run's cost."""
-    variables = tuple(source.schema.kinds) if isinstance(source, SiteFiles) else source.dag.names
-    save_knowledge(s.knowledge, variables, ctx.out)
+    save_knowledge(s.knowledge, source.graph_variables(), ctx.out)
     ctx.fit(model, source)
     history = [dict(h) for h in model.history_]
     metrics: dict[str, float] = {
@@ -87,7 +65,8 @@ def run_fedfci(
     figures = []
     truth = source.truth
     if truth is not None:
-        truth = true_graph(truth, s.algorithm) if isinstance(source, SampledSites) else truth
+        # the protocol's truth is the model's DAG; a user's --truth is scored as given
+        truth = true_graph(truth, s.algorithm) if source.sites is None else truth
         t, g = aligned(truth, model.graph_)
         metrics.update(graph_metrics(t, g))
         figures.append(
@@ -95,15 +74,14 @@ def run_fedfci(
                 t, g, ctx.out / "fedfci_graph.png", title=f"fedfci ({s.algorithm}) on {s.network}"
             )
         )
-    if isinstance(source, SampledSites) and s.reference and ctx.backend.needs_client_data:
+    if source.sites is None and s.reference and ctx.backend.needs_client_data:
         metrics.update(_reference(s, model, source, truth))
-    if isinstance(source, SiteFiles):
-        metrics.update(source.report())
+    metrics.update(source.report())
     return RunOutcome(metrics, history, figures)
 
 
 def _reference(
-    s: FedFCIRun, model: FedFCI, source: SampledSites, truth: Graph | None
+    s: FedFCIRun, model: FedFCI, source: Source, truth: Graph | None
 ) -> dict[str, float]:
     """The same search on the sites' rows pooled here: its scores and whether it found
     the very graph the federation found."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.data import network_names
@@ -11,6 +11,9 @@ from fedstruct.data.gaussian import GAUSSIAN_NETWORKS
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fedfci import FedFCIConfig
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.source import Source
 
 __all__ = ["MIXED", "FedFCIRun"]
 
@@ -53,6 +56,7 @@ class FedFCIRun(FederationSettings, FedFCIConfig):
         (``central_*``): what pooled federated discovery must reproduce.
     """
 
+    method_name: ClassVar[str] = "fedfci"
     bootstrap_refusal: ClassVar[str] = ""
     secure_aggregation_refusal: ClassVar[str] = ""
 
@@ -69,6 +73,17 @@ class FedFCIRun(FederationSettings, FedFCIConfig):
     missing_rate: float = 0.0
     reference: bool = True
     constant_columns: str = "exclude"
+
+    def estimator_params(self, source: Source) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's clients; on a user's
+        files the federation schema's kinds reach every site, and the variables'
+        levels where they are public."""
+        return {
+            **super().estimator_params(source),
+            "kinds": source.column_kinds() or None,
+            "levels": source.levels(),
+            "participation": self.participation(source.names),
+        }
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
         health_insurance_federation,
         targets,
     )
-    from fedstruct.experiments.fedngm.run import CLEAR_LOSS, method, run_fedngm
+    from fedstruct.experiments.fedngm.run import CLEAR_LOSS, run_fedngm
     from fedstruct.experiments.fedngm.settings import DATASETS
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "FedNGMRun",
     "SubpopulationSource",
     "health_insurance_federation",
-    "method",
     "run_fedngm",
     "targets",
 ]
@@ -40,7 +39,6 @@ __getattr__, __dir__ = lazy_exports(
         "SubpopulationSource": "federation",
         "targets": "federation",
         "CLEAR_LOSS": "run",
-        "method": "run",
         "run_fedngm": "run",
         "DATASETS": "settings",
         "health_insurance_federation": "federation",
@@ -53,7 +51,6 @@ register(
         summary="FedNGM: federated neural graphical models, distillation and stitching",
         settings=FedNGMRun,
         source=lazy_function("fedstruct.experiments.fedngm.federation", "source"),
-        method=lazy_function("fedstruct.experiments.fedngm.run", "method"),
         run=lazy_function("fedstruct.experiments.fedngm.run", "run_fedngm"),
         quick={
             "dataset": "synthetic",

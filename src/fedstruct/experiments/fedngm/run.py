@@ -37,8 +37,8 @@ binary, multiclass) and model ``M`` (``global`` or ``own``, a client's own NGM):
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -55,31 +55,22 @@ from fedstruct.experiments.fedngm.settings import FedNGMRun
 from fedstruct.experiments.plots import plot_bars
 from fedstruct.experiments.run_knowledge import save_knowledge
 from fedstruct.experiments.runs import RunContext, RunOutcome
-from fedstruct.experiments.settings import subset
 from fedstruct.experiments.sites import aligned
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs import Graph
 from fedstruct.graphs.metrics import edge_scores, edge_type_counts
 from fedstruct.graphs.undirected import moral_graph, undirected
-from fedstruct.methods.fedngm import FedNGM, FedNGMConfig, prediction_metrics, sample_fidelity
+from fedstruct.methods.fedngm import FedNGM, prediction_metrics, sample_fidelity
 from fedstruct.methods.fedngm.metrics import (
     headline_prediction,
     shortfall_ratio,
     win_probability,
 )
 
-__all__ = ["CLEAR_LOSS", "method", "run_fedngm"]
+__all__ = ["CLEAR_LOSS", "run_fedngm"]
 
 #: A public-test bootstrap win probability below this is a clear loss of the global model.
 CLEAR_LOSS = 0.05
-
-
-def method(s: FedNGMRun, source: SubpopulationSource | MixedSites) -> FedNGM:
-    """The estimator for the source's variables (the paper's master holds the public
-    training rows, used by eq. 3; a user's sites have none, and each keeps
-    ``test_fraction`` of its rows out to score the released model on)."""
-    config = dataclasses.asdict(subset(s, FedNGMConfig, test_fraction=source.held_out))
-    return FedNGM(kinds=source.kinds, seed=s.seed, public=source.public, graph=s.graph, **config)
 
 
 def run_fedngm(
@@ -91,9 +82,9 @@ def run_fedngm(
     save_knowledge(s.knowledge, tuple(source.kinds), ctx.out)
     with torch_threads(1):
         ctx.fit(model, source)
-        if isinstance(source, MixedSites):
-            return _on_files(model, source)
-        return _on_federation(s, ctx, model, source)
+        if source.sites is not None:  # the user's files
+            return _on_files(model, cast(MixedSites, source))
+        return _on_federation(s, ctx, model, cast(SubpopulationSource, source))
 
 
 def _on_federation(

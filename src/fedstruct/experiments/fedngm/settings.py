@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.runs import FederationSettings
 from fedstruct.methods.fedngm import FedNGMConfig
+
+if TYPE_CHECKING:
+    from fedstruct.experiments.fedngm.federation import MixedSites, SubpopulationSource
 
 __all__ = ["DATASETS", "FedNGMRun"]
 
@@ -41,6 +44,7 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
         ``graph_rule``.
     """
 
+    method_name: ClassVar[str] = "fedngm"
     bootstrap_refusal: ClassVar[str] = (
         "FedNGM learns a neural graphical model on the union of the sites' graphs, not a "
         "causal graph to count edges of; --bootstrap is for the discovery methods fedcdnv"
@@ -61,6 +65,18 @@ class FedNGMRun(FederationSettings, FedNGMConfig):
     fidelity_samples: int = 5000
     test_fraction: float = 0.2
     graph: str | None = None
+
+    def estimator_params(self, source: SubpopulationSource | MixedSites) -> dict[str, Any]:
+        """The settings' estimator parameters for the source's variables (the paper's
+        master holds the public training rows, used by eq. 3; a user's sites have none,
+        and each keeps ``test_fraction`` of its rows out to score the released model
+        on)."""
+        return {
+            **super().estimator_params(source),
+            "kinds": source.kinds,
+            "public": source.public,
+            "test_fraction": source.held_out,
+        }
 
     def __post_init__(self) -> None:
         super().__post_init__()
