@@ -71,6 +71,21 @@ def test_every_link_of_the_index_resolves(docs: Path) -> None:
     assert not broken, f"docs/index.md: broken links: {', '.join(broken)}"
 
 
+@pytest.mark.parametrize("name", ["benchmarks.md", "changelog/benchmarks.md"])
+def test_the_benchmark_pages_links_resolve(docs: Path, name: str) -> None:
+    """The current figures and their history link into each other by headings."""
+    page = docs / name
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)", page.read_text(encoding="utf-8")):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue
+        path, _, fragment = target.partition("#")
+        linked = (page.parent / path) if path else page
+        if not linked.is_file() or (fragment and fragment not in anchors(linked)):
+            broken.append(target)
+    assert not broken, f"docs/{name}: broken links: {', '.join(broken)}"
+
+
 def test_readme_links_the_index(repo: Path) -> None:
     head = (repo / "README.md").read_text(encoding="utf-8").splitlines()[:15]
     assert any("docs/index.md" in line for line in head)
