@@ -21,7 +21,7 @@ print(len(flower), ",".join(sorted(m for m in sys.modules if m.startswith("fedst
 def test_a_local_run_imports_no_flower_code_nor_torch_dynamo(tmp_path):
     """A deployed FedAvg node starts a ClientApp process per message: building a
     ``torch.optim`` optimizer there would import ``torch._dynamo`` (~1.3 s of CPU)
-    in every training message (docs/benchmarks.md, "Per-test CPU time")."""
+    in every training message (docs/changelog/benchmarks.md, "the slowest tests, session 15")."""
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path / "run")],
         capture_output=True, text=True, check=True, timeout=300,
