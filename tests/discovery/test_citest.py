@@ -264,3 +264,13 @@ def test_float_codes_and_names():
     assert test.names[3] == "v3" and test.cardinalities == tuple(CARDS)  # type: ignore[attr-defined]
     ints = make_ci_test(discrete_data(n=300), small_sample="none")
     assert test.pvalue(0, 1, (2,)) == ints.pvalue(0, 1, (2,))
+
+
+def test_a_forgotten_cache_recomputes_the_same_pvalues_and_keeps_the_counts():
+    rows = np.random.default_rng(0).integers(0, 3, size=(500, 4))
+    test = make_ci_test(rows, "g2")
+    first = [test.pvalue(0, 1, [2]), test.pvalue(0, 2), test.pvalue(1, 3, [0, 2])]
+    test.forget()
+    assert len(test.cache) == 0 and test.n_tests == 3
+    again = [test.pvalue(0, 1, [2]), test.pvalue(0, 2), test.pvalue(1, 3, [0, 2])]
+    assert again == first and test.n_tests == 6 and len(test.cache) == 3

@@ -103,6 +103,7 @@ class CITest(ABC):
         self._n_samples = n_samples
         self._cache: dict[CIKey, float] = {}
         self._skipped: set[CIKey] = set()
+        self._forgotten = 0
         #: Observed-row masks when the data have missing values (test-wise deletion).
         self._masks: RowMasks | None = None
         self.n_cache_hits = 0
@@ -134,8 +135,18 @@ class CITest(ABC):
 
     @property
     def n_tests(self) -> int:
-        """Distinct tests computed so far (each cache key counts once)."""
-        return len(self._cache)
+        """Distinct tests computed so far (each cache key counts once; a test computed
+        again after :meth:`forget` counts again)."""
+        return len(self._cache) + self._forgotten
+
+    def forget(self) -> None:
+        """Drop every cached p-value (the counters keep them): a test asked again is
+        computed again, with the same p-value. For a learner whose search is done and
+        whose later tests share few keys with it: millions of cached tests of hundreds
+        of variables are gigabytes."""
+        self._forgotten += len(self._cache)
+        self._cache = {}
+        self._skipped = set()
 
     @property
     def n_skipped(self) -> int:

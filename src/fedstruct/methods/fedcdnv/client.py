@@ -122,13 +122,12 @@ class FedCDnvClient(Client):
             ci_test = self._ci_test()
             if cfg.knowledge is not None:
                 kwargs["knowledge"] = load_knowledge(cfg.knowledge).restrict(ci_test.names)  # type: ignore[union-attr]
-            result = learner(ci_test, **kwargs)
+            self._result = learner(ci_test, **kwargs)
             self._searched = {**ci_test.rows_summary(), "total": float(ci_test.n_tests)}
-            # Round 2 asks its few tests of a new CI test, as a resumed run does
-            # (set_state): the search's cache, millions of tests on hundreds of
-            # variables, is not held by every site until then (pigs, 10 sites in one
-            # process: gigabytes).
-            self._result = dataclasses.replace(result, ci_test=self._ci_test())
+            # Round 2 computes again the few tests it shares with the search, as a
+            # resumed run does (set_state): the search's cache, millions of tests on
+            # hundreds of variables, is not held by every site until then.
+            ci_test.forget()
         return self._result
 
     def _ci_test(self) -> CITest:
@@ -255,11 +254,13 @@ class FedCDnvClient(Client):
         scaled = scale_pvalues(evidence, cfg.alpha, cfg.theta1, cfg.theta2)
         np.fill_diagonal(scaled, 0.0)
         test, rows = self._test_report(result.ci_test)
+        asked = _asked(result.ci_test) - before
+        result.ci_test.forget()  # the client's last tests: nothing asks them again
         return Message(
             UPDATE,
             arrays={"pag": pag_u.marks, "pvalues": scaled},
             config={"sepsets": json_bytes(sepsets), **test},
-            metrics={"n": self.data.n_rows, "tests": _asked(result.ci_test) - before, **rows},
+            metrics={"n": self.data.n_rows, "tests": asked, **rows},
         )
 
     def get_state(self) -> dict[str, Any]:
