@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct import __version__
-from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
@@ -67,7 +67,7 @@ from fedstruct.fl import (
     LocalBackend,
     Participation,
 )
-from fedstruct.fl.bootstrap import MAX_REPLICATES
+from fedstruct.fl.bootstrap import BootstrapOptions
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import estimator_class, import_part, method_names
 
@@ -205,7 +205,7 @@ class FederationSettings:
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
-        if self.bootstrap and self.bootstrap_refusal:
+        if self.bootstrap_options().replicates and self.bootstrap_refusal:
             raise ConfigError(f"--bootstrap {self.bootstrap}: {self.bootstrap_refusal}; drop it")
         if self.secure_aggregation and self.secure_aggregation_refusal:
             raise ConfigError(f"--secure-aggregation: {self.secure_aggregation_refusal}; drop it")
@@ -280,6 +280,17 @@ class FederationSettings:
         )
         return subset(self, Participation, schedule=schedule)
 
+    def bootstrap_options(self) -> BootstrapOptions:
+        """The bootstrap settings (``bootstrap``, ``subsample``, ``correct_duplicates``,
+        ``jobs``) as one checked :class:`~fedstruct.fl.bootstrap.BootstrapOptions`.
+
+        Raises
+        ------
+        ConfigError
+            Naming the first setting out of its range.
+        """
+        return BootstrapOptions.of(self)
+
     def estimator_class(self) -> type[Any]:
         """The estimator these settings build (:attr:`method_name`'s)."""
         return estimator_class(self.method_name)
@@ -287,16 +298,17 @@ class FederationSettings:
     def estimator_params(self, source: Any) -> dict[str, Any]:
         """The estimator's constructor arguments for the run's :class:`Source`: every
         setting named like one of the estimator's parameters (its explicit signature,
-        ``BaseEstimator._get_param_names``), ``bootstrap = 0`` as ``None`` (no
-        replicate). A method's settings add what the source decides (its target,
-        levels, kinds; the participation model over its clients): :func:`build_estimator`
-        builds the estimator from them."""
+        ``BaseEstimator._get_param_names``), the bootstrap's as
+        :meth:`BootstrapOptions.params <fedstruct.fl.bootstrap.BootstrapOptions.params>`
+        gives them (``bootstrap = 0`` as ``None``: no replicate). A method's settings
+        add what the source decides (its target, levels, kinds; the participation model
+        over its clients): :func:`build_estimator` builds the estimator from them."""
         names = set(self.estimator_class()._get_param_names())
         params = {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names
         }
         if "bootstrap" in params:
-            params["bootstrap"] = self.bootstrap or None
+            params.update(self.bootstrap_options().params())
         return params
 
 
@@ -307,10 +319,6 @@ _FEDERATION_CONSTRAINTS = {
     "missing": OneOf(MISSING, allow_none=True),
     "min_site_rows": Interval(int, 1, allow_none=True),
     "max_site_levels": Interval(int, 1, allow_none=True),
-    "bootstrap": Interval(int, 0, MAX_REPLICATES),
-    "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
-    "correct_duplicates": Boolean(),
-    "jobs": Interval(int, 1, allow_none=True),
 }
 
 
