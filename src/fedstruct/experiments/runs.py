@@ -44,6 +44,7 @@ from fedstruct.errors import CheckpointError, ConfigError
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.experiments.outcome import RunOutcome
+from fedstruct.experiments.run_control import RunControl
 from fedstruct.experiments.run_folder import (
     RUN_FILE,
     folder_lock,
@@ -324,13 +325,12 @@ _FEDERATION_CONSTRAINTS = {
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where and how a run executes (not part of its settings)."""
+    """Where and how a run executes (not part of its settings): its folder, how it is
+    driven (:class:`~fedstruct.experiments.run_control.RunControl`) and its backend."""
 
     out: Path
-    resume: bool = False
-    progress: bool = False
+    control: RunControl = field(default_factory=RunControl)
     backend: Backend = field(default_factory=LocalBackend)
-    stop_after: int | None = None
     #: The estimators :meth:`fit` fitted, in order (the last one's graphs are saved).
     fitted: list[FederatedEstimator] = field(default_factory=list)
 
@@ -342,8 +342,9 @@ class RunContext:
     def fit(
         self, model: FederatedEstimator, data: Source | Sequence[Any], **extra: Any
     ) -> FederatedEstimator:
-        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint,
-        resume, progress and stop-after options (every method's run fits this way).
+        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint
+        and its control's resume, progress and stop-after (every method's run fits
+        this way).
 
         ``data`` is the run's :class:`~fedstruct.experiments.source.Source` (its
         clients on a backend that runs them here, their names on a deployment, whose
@@ -362,9 +363,9 @@ class RunContext:
             clients,
             backend=self.backend,
             checkpoint=self.checkpoint,
-            resume=self.resume,
-            progress=self.progress,
-            stop_after=self.stop_after,
+            resume=self.control.resume,
+            progress=self.control.progress,
+            stop_after=self.control.stop_after,
             **extra,
         )
 
@@ -496,7 +497,10 @@ def execute(
     overwrite: bool = False,
     reuse: bool = False,
 ) -> RunOutcome:
-    """Run method ``name`` with settings layers applied over its defaults.
+    """Run method ``name`` with settings layers applied over its defaults (``resume``,
+    ``progress``, ``stop_after``, ``overwrite`` and ``reuse`` are one
+    :class:`~fedstruct.experiments.run_control.RunControl`, checked here and passed on
+    as one).
 
     Writes ``out/config.json`` first, then hands the run to the launcher ``backend``
     chooses (:mod:`fedstruct.experiments.launch`): it runs here on a backend's grid
@@ -524,14 +528,28 @@ def execute(
     Raises
     ------
     ConfigError
-        For an unknown method, setting or backend, a resume folder without a valid
-        ``config.json`` of this method and ``run.json``, or whose input files changed
-        since it began, an ``out`` holding another run
+        For an unknown method, setting or backend, a ``stop_after`` below 1, a resume
+        folder without a valid ``config.json`` of this method and ``run.json``, or whose
+        input files changed since it began, an ``out`` holding another run
         (without ``overwrite``) or anything else, an ``out`` another live process is
         writing (its lock), or an ``out`` that cannot be written.
     """
+    control = RunControl(resume, progress, stop_after, overwrite, reuse)
     entry = runnable(name)
     launcher = make_launcher(backend) if isinstance(backend, str) else backend
+    return _execute(entry, layers, out, launcher, control)
+
+
+def _execute(
+    entry: Runnable,
+    layers: Sequence[Mapping[str, Any]],
+    out: Path,
+    launcher: Launcher,
+    control: RunControl,
+) -> RunOutcome:
+    """:func:`execute` of ``entry``, its run control checked and its launcher made."""
+    name = entry.name
+    resume = control.resume
     if resume:
         saved = read_config(out)
         if saved["method"] != name:
@@ -556,21 +574,24 @@ def execute(
     config.update(launcher.record())
     digest = _settings_digest(config)
     inputs = {} if resume else input_digests(settings)  # a resume checks the recorded ones
-    if reuse and not resume:
+    if control.reuse and not resume:
         earlier = _same_run_state(out, digest, inputs)
         if earlier == "finished":
             return read_outcome(out)
         if earlier is not None:  # resumable: from its checkpoint; restartable: afresh
-            return execute(
-                name, layers, out, resume=earlier == "resumable", progress=progress,
-                backend=launcher, stop_after=stop_after, overwrite=earlier == "restartable",
-            )  # fmt: skip
+            again = dataclasses.replace(
+                control,
+                resume=earlier == "resumable",
+                overwrite=earlier == "restartable",
+                reuse=False,
+            )
+            return _execute(entry, layers, out, launcher, again)
     with folder_lock(out):
         if resume:
             _check_resumable(out, digest, settings, checkpoint=launcher.checkpoint_here)
             reopen(out)
         else:
-            kept = prepare_out(out, overwrite=overwrite)
+            kept = prepare_out(out, overwrite=control.overwrite)
             write_record(out, "running", kept=kept, settings_digest=digest, inputs=inputs)
         _write_json(out / "config.json", config)
         try:
@@ -579,12 +600,8 @@ def execute(
                     name,
                     settings,
                     out,
-                    resume,
-                    progress,
-                    stop_after,
-                    here=lambda on: run_resolved(
-                        entry, settings, out, on, resume, progress, stop_after
-                    ),
+                    control,
+                    here=lambda on: run_resolved(entry, settings, out, on, control),
                 )
             )
         except Exception as exc:
@@ -719,26 +736,35 @@ def run_resolved(
     settings: Any,
     out: Path,
     backend: Backend,
-    resume: bool = False,
-    progress: bool = False,
-    stop_after: int | None = None,
+    control: RunControl | None = None,
     view: SiteView | None = None,
+    *,
+    resume: bool | None = None,
+    stop_after: int | None = None,
 ) -> RunOutcome:
-    """Run resolved ``settings`` on ``backend`` here and write metrics, history and plots.
+    """Run resolved ``settings`` on ``backend`` here, driven as ``control`` says (by
+    default: every round, afresh, quietly), and write metrics, history and plots.
 
     The run's data are resolved once (:meth:`Runnable.resolve`, over ``view``: the
     deployment ServerApp passes its :func:`~fedstruct.experiments.source.server_view`),
     and ``--truth`` is read and checked before round 1. The deployment ServerApp calls
     this directly with the backend built around its Flower grid (``config.json`` was
-    written by the submitting side).
+    written by the submitting side), giving ``resume`` and ``stop_after`` as it reads
+    them from its run config: when given they replace ``control``'s.
     """
+    control = control or RunControl()
+    control = dataclasses.replace(
+        control,
+        resume=control.resume if resume is None else resume,
+        stop_after=control.stop_after if stop_after is None else stop_after,
+    )
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     write_record(out, "running")
     try:
         source = entry.resolve(settings, view)
         _ = source.truth  # read and checked against the data before round 1
-        ctx = RunContext(out, resume, progress, backend, stop_after)
+        ctx = RunContext(out, control, backend)
         outcome = entry.run(settings, ctx, entry.method(settings, source), source)
         _check_flat(entry.name, outcome.metrics)
         _write_json(out / "metrics.json", outcome.metrics)
@@ -746,7 +772,7 @@ def run_resolved(
         update_files(out)  # the plots
         artifacts = (
             write_artifacts(ctx.fitted[-1], out, data=source.inputs())
-            if ctx.fitted and stop_after is None
+            if ctx.fitted and control.stop_after is None
             else []
         )
     except BaseException as exc:
@@ -759,7 +785,7 @@ def run_resolved(
         raise
     write_record(
         out,
-        "finished" if stop_after is None else "stopped",
+        "finished" if control.stop_after is None else "stopped",
         seconds=round(time.perf_counter() - started, 3),
         figures=[p.name for p in outcome.figures],
         artifacts=artifacts,
