@@ -277,9 +277,6 @@ def _run_method(
     from fedstruct.experiments.runs import execute
     from fedstruct.experiments.settings import load_config_file, parse_assignments
 
-    if stop_after is not None and stop_after < 1:
-        raise ConfigError(f"--stop-after {stop_after}: give the round to stop after, a number >= 1")
-
     if resume is not None:
         given = options or config_file or assignments or overwrite
         if given or (out is not None and out != resume):

@@ -19,6 +19,7 @@ from fedstruct.experiments.launch import (
     launcher_names,
     make_launcher,
 )
+from fedstruct.experiments.run_control import RunControl
 from fedstruct.experiments.runs import execute
 from fedstruct.fl import Backend, LocalBackend, backend_names, get_backend
 
@@ -116,3 +117,41 @@ def test_execute_hands_the_run_to_the_launcher(tmp_path):
     with pytest.raises(ConfigError, match="toy: at most 5 rounds"):
         execute("fedavg", [{**settings, "rounds": 6}], tmp_path / "other", backend=toy)
     assert not (tmp_path / "other").exists()  # refused before the folder was touched
+
+
+@pytest.mark.parametrize("stop_after", [0, -3, 1.5, True])
+def test_run_control_is_checked_once_with_the_cli_line(tmp_path, stop_after):
+    line = f"--stop-after {stop_after}: give the round to stop after, a number >= 1"
+    with pytest.raises(ConfigError) as made:
+        RunControl(stop_after=stop_after)
+    assert str(made.value) == line
+    toy = ToyLauncher()
+    quick = {**runnable("fedavg").quick, "rounds": 2}
+    with pytest.raises(ConfigError) as run:
+        execute("fedavg", [quick], tmp_path / "run", backend=toy, stop_after=stop_after)
+    assert str(run.value) == line
+    assert not toy.launched and not (tmp_path / "run").exists()
+
+
+def test_the_run_control_travels_as_one_value_to_the_fit(tmp_path, monkeypatch):
+    from fedstruct.estimators import FederatedEstimator
+
+    fits: list[dict] = []
+    fit = FederatedEstimator.fit
+
+    def recorded(model, clients, **options):
+        fits.append(options)
+        return fit(model, clients, **options)
+
+    monkeypatch.setattr(FederatedEstimator, "fit", recorded)
+    toy = ToyLauncher()
+    quick = {**runnable("fedavg").quick, "rounds": 2}
+    execute("fedavg", [quick], tmp_path / "run", backend=toy, stop_after=1, overwrite=True)
+    control = RunControl(stop_after=1, overwrite=True)
+    assert [run.control for run in toy.launched] == [control]
+    (run,) = toy.launched
+    assert (run.resume, run.progress, run.stop_after) == (False, False, 1)  # a launcher's view
+    assert [(f["resume"], f["progress"], f["stop_after"]) for f in fits] == [(False, False, 1)]
+    execute("fedavg", [quick], tmp_path / "run", backend=toy, resume=True)
+    assert toy.launched[-1].control == RunControl(resume=True)
+    assert fits[-1]["resume"] is True and fits[-1]["stop_after"] is None

@@ -10,7 +10,9 @@ from fedstruct.data import ClientData
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.errors import ConfigError
 from fedstruct.experiments.fedcd.federation import vertical_interventions
-from fedstruct.fl.bootstrap import ResampledSites, replicate_graphs
+from fedstruct.experiments.runs import runnable
+from fedstruct.experiments.settings import apply_settings
+from fedstruct.fl.bootstrap import BootstrapOptions, ResampledSites, replicate_graphs
 from fedstruct.graphs.random import chain_dag
 from fedstruct.methods.fedcd import FedCD
 from fedstruct.methods.fedcdnv import FedCDnv
@@ -41,7 +43,7 @@ def test_a_site_draws_only_from_its_own_rows_seeded_by_its_name_alone() -> None:
 
 
 def test_a_subsample_draws_a_share_without_replacement() -> None:
-    drawn = ResampledSites(0, 0, subsample=0.5).site_data(site("a", 0, n=40))
+    drawn = ResampledSites(0, 0, BootstrapOptions(subsample=0.5)).site_data(site("a", 0, n=40))
     assert drawn.n_rows == 20 and not drawn.rows["id"].duplicated().any()
 
 
@@ -86,8 +88,10 @@ def test_fedcdnv_bootstrap_frequencies_are_consistent_and_reproducible(pag_sites
 
 def test_replicates_in_processes_equal_those_in_this_one(pag_sites) -> None:
     params = FedCDnv(seed=0, ci_test="g2").get_params()
-    here = replicate_graphs(FedCDnv, params, pag_sites, 2, seed=0, jobs=1)
-    there = replicate_graphs(FedCDnv, params, pag_sites, 2, seed=0, jobs=2, start="fork")
+    here = replicate_graphs(FedCDnv, params, pag_sites, BootstrapOptions(2, jobs=1), seed=0)
+    there = replicate_graphs(
+        FedCDnv, params, pag_sites, BootstrapOptions(2, jobs=2), seed=0, start="fork"
+    )
     assert here == there
 
 
@@ -102,11 +106,11 @@ def test_fedcd_bootstrap_counts_directions_and_gives_a_dag() -> None:
 
 
 def test_bad_bootstrap_settings_and_a_deployment_are_refused(pag_sites) -> None:
-    with pytest.raises(ConfigError, match="bootstrap = 0"):
-        FedCDnv(bootstrap=0).prepare()
-    with pytest.raises(ConfigError, match=r"subsample = 1\.5"):
+    with pytest.raises(ConfigError, match="fedcdnv bootstrap must be an integer in"):
+        FedCDnv(bootstrap=-1).prepare()
+    with pytest.raises(ConfigError, match=r"subsample must be .*, got 1\.5"):
         FedCDnv(bootstrap=2, subsample=1.5).prepare()
-    with pytest.raises(ConfigError, match="correct_duplicates = 'no': give true"):
+    with pytest.raises(ConfigError, match="correct_duplicates must be true or false, got 'no'"):
         FedCDnv(bootstrap=2, correct_duplicates="no").prepare()
 
     class Deployment(ResampledSites):
@@ -136,3 +140,40 @@ def test_corrected_replicates_are_as_sparse_as_the_run_the_plain_ones_denser() -
     assert FedCDnv().correct_duplicates  # the default
     assert edges[False] > model.graph_.n_edges + 1.5
     assert edges[True] <= model.graph_.n_edges + 0.5
+
+
+#: A bad bootstrap value -> the one line a run's settings refused it with before the
+#: options were one object (an estimator's parameter: the same line after its method).
+BAD_BOOTSTRAP = [
+    ({"subsample": 1.0}, "subsample must be a number in (0, 1) (or null), got 1.0"),
+    ({"bootstrap": 20000}, "bootstrap must be an integer in [0, 10000], got 20000"),
+    ({"bootstrap": -1}, "bootstrap must be an integer in [0, 10000], got -1"),
+    ({"jobs": 0}, "jobs must be an integer >= 1 (or null), got 0"),
+]
+
+
+@pytest.mark.parametrize(("given", "line"), BAD_BOOTSTRAP)
+def test_bootstrap_options_are_checked_in_one_place_with_the_same_line(given, line) -> None:
+    with pytest.raises(ConfigError) as options:
+        BootstrapOptions(**given)
+    assert str(options.value) == line
+    settings = runnable("fedcdnv").settings
+    with pytest.raises(ConfigError) as run:
+        apply_settings(settings(), given, method="fedcdnv")
+    assert str(run.value) == line
+    with pytest.raises(ConfigError) as estimator:
+        FedCDnv(**given).prepare()
+    assert str(estimator.value) == f"fedcdnv {line}"
+
+
+def test_bootstrap_options_are_built_from_the_flat_names_once() -> None:
+    model = FedCDnv(bootstrap=4, subsample=0.5, correct_duplicates=False, jobs=2)
+    options = model.bootstrap_options
+    assert options == BootstrapOptions(4, 0.5, False, 2) and options.replicates == 4
+    assert {"bootstrap", "subsample", "correct_duplicates", "jobs"} <= set(model.get_params())
+    assert BootstrapOptions().replicates == 0 and BootstrapOptions(None).bootstrap == 0
+    assert BootstrapOptions(0).params()["bootstrap"] is None  # model.json: no bootstrap
+    settings = apply_settings(runnable("fedcdnv").settings(), {"bootstrap": 3}, method="fedcdnv")
+    assert settings.bootstrap_options() == BootstrapOptions(3)
+    with pytest.raises(AttributeError):
+        options.jobs = 1  # frozen: one value, passed as is

@@ -15,7 +15,7 @@ from fedstruct.data.client import ClientData
 from fedstruct.data.graph_files import given_graph
 from fedstruct.errors import ConfigError
 from fedstruct.estimators.base import FederatedEstimator
-from fedstruct.estimators.bootstrap import check_bootstrap, replicate_frequencies
+from fedstruct.estimators.bootstrap import BootstrapOptions, replicate_frequencies
 from fedstruct.fl.backend import get_backend
 from fedstruct.fl.bootstrap import check_clients_here, deployment_refusal
 from fedstruct.fl.participation import Participation
@@ -91,18 +91,27 @@ class GraphLearner(FederatedEstimator):
         self.correct_duplicates = correct_duplicates
         self.jobs = jobs
 
+    @property
+    def bootstrap_options(self) -> BootstrapOptions:
+        """The four bootstrap parameters as one checked
+        :class:`~fedstruct.fl.bootstrap.BootstrapOptions`.
+
+        Raises
+        ------
+        ConfigError
+            Naming the parameter (after the method), what it must be and what it got.
+        """
+        return BootstrapOptions.of(self, owner=self.method)
+
     def check_params(self) -> None:
-        """Check the bootstrap's parameters
-        (:func:`~fedstruct.estimators.bootstrap.check_bootstrap`).
+        """Check the bootstrap's parameters (:attr:`bootstrap_options`).
 
         Raises
         ------
         ConfigError
             Naming the parameter, what it must be and what it got.
         """
-        check_bootstrap(
-            self.method, self.bootstrap, self.subsample, self.correct_duplicates, self.jobs
-        )
+        _ = self.bootstrap_options
 
     def fit(self, clients: Sequence[ClientData] | Sequence[str], **run_options: Any) -> Self:
         """Run the federation (:meth:`FederatedEstimator.fit`); with ``bootstrap`` then
@@ -113,9 +122,9 @@ class GraphLearner(FederatedEstimator):
         ConfigError
             With ``bootstrap`` on a backend whose nodes hold the rows (a deployment).
         """
-        GraphLearner.check_params(self)
+        bootstrap = self.bootstrap_options
         if (
-            self.bootstrap
+            bootstrap.replicates
             and not get_backend(run_options.get("backend", "local")).needs_client_data
         ):
             raise deployment_refusal(self.method)
@@ -124,7 +133,7 @@ class GraphLearner(FederatedEstimator):
         seconds = time.monotonic() - started
         self.edge_frequencies_ = self.consensus_graph_ = None
         finished = run_options.get("stop_after") is None
-        if self.bootstrap and finished and getattr(self, "graph_", None) is not None:
+        if bootstrap.replicates and finished and getattr(self, "graph_", None) is not None:
             here = check_clients_here(clients, self.method)
             self._keep_frequencies(replicate_frequencies(self, here, run_options, seconds))
         return self

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from fedstruct.errors import ConfigError, unknown_choice_message
 from fedstruct.experiments.outcome import RunOutcome
+from fedstruct.experiments.run_control import RunControl
 from fedstruct.fl import Backend, backend_names, get_backend
 
 __all__ = [
@@ -54,8 +55,9 @@ class PreparedRun:
         The resolved settings (the method's settings dataclass).
     out
         The run's folder.
-    resume, progress, stop_after
-        As given to :func:`~fedstruct.experiments.runs.execute`.
+    control
+        How the run is driven (:class:`~fedstruct.experiments.run_control.RunControl`),
+        as given to :func:`~fedstruct.experiments.runs.execute`.
     here
         Runs it in this process on the given backend and writes its results.
     """
@@ -63,10 +65,23 @@ class PreparedRun:
     method: str
     settings: Any
     out: Path
-    resume: bool
-    progress: bool
-    stop_after: int | None
+    control: RunControl
     here: Callable[[Backend], RunOutcome]
+
+    @property
+    def resume(self) -> bool:
+        """``control.resume``, what a launcher that submits passes on."""
+        return self.control.resume
+
+    @property
+    def progress(self) -> bool:
+        """``control.progress``."""
+        return self.control.progress
+
+    @property
+    def stop_after(self) -> int | None:
+        """``control.stop_after``."""
+        return self.control.stop_after
 
 
 class Launcher(Protocol):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fedstruct import __version__
-from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
+from fedstruct.constraints import Interval, OneOf, check_fields
 from fedstruct.data.formats import TABLES, SiteFormat
 from fedstruct.data.partition import client_names
 from fedstruct.data.schedule import Schedule
@@ -44,6 +44,7 @@ from fedstruct.errors import CheckpointError, ConfigError
 from fedstruct.experiments.artifacts import write_artifacts
 from fedstruct.experiments.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.experiments.outcome import RunOutcome
+from fedstruct.experiments.run_control import RunControl
 from fedstruct.experiments.run_folder import (
     RUN_FILE,
     folder_lock,
@@ -67,7 +68,7 @@ from fedstruct.fl import (
     LocalBackend,
     Participation,
 )
-from fedstruct.fl.bootstrap import MAX_REPLICATES
+from fedstruct.fl.bootstrap import BootstrapOptions
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import estimator_class, import_part, method_names
 
@@ -205,7 +206,7 @@ class FederationSettings:
 
     def __post_init__(self) -> None:
         check_fields(self, _FEDERATION_CONSTRAINTS, "")
-        if self.bootstrap and self.bootstrap_refusal:
+        if self.bootstrap_options().replicates and self.bootstrap_refusal:
             raise ConfigError(f"--bootstrap {self.bootstrap}: {self.bootstrap_refusal}; drop it")
         if self.secure_aggregation and self.secure_aggregation_refusal:
             raise ConfigError(f"--secure-aggregation: {self.secure_aggregation_refusal}; drop it")
@@ -280,6 +281,17 @@ class FederationSettings:
         )
         return subset(self, Participation, schedule=schedule)
 
+    def bootstrap_options(self) -> BootstrapOptions:
+        """The bootstrap settings (``bootstrap``, ``subsample``, ``correct_duplicates``,
+        ``jobs``) as one checked :class:`~fedstruct.fl.bootstrap.BootstrapOptions`.
+
+        Raises
+        ------
+        ConfigError
+            Naming the first setting out of its range.
+        """
+        return BootstrapOptions.of(self)
+
     def estimator_class(self) -> type[Any]:
         """The estimator these settings build (:attr:`method_name`'s)."""
         return estimator_class(self.method_name)
@@ -287,16 +299,17 @@ class FederationSettings:
     def estimator_params(self, source: Any) -> dict[str, Any]:
         """The estimator's constructor arguments for the run's :class:`Source`: every
         setting named like one of the estimator's parameters (its explicit signature,
-        ``BaseEstimator._get_param_names``), ``bootstrap = 0`` as ``None`` (no
-        replicate). A method's settings add what the source decides (its target,
-        levels, kinds; the participation model over its clients): :func:`build_estimator`
-        builds the estimator from them."""
+        ``BaseEstimator._get_param_names``), the bootstrap's as
+        :meth:`BootstrapOptions.params <fedstruct.fl.bootstrap.BootstrapOptions.params>`
+        gives them (``bootstrap = 0`` as ``None``: no replicate). A method's settings
+        add what the source decides (its target, levels, kinds; the participation model
+        over its clients): :func:`build_estimator` builds the estimator from them."""
         names = set(self.estimator_class()._get_param_names())
         params = {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names
         }
         if "bootstrap" in params:
-            params["bootstrap"] = self.bootstrap or None
+            params.update(self.bootstrap_options().params())
         return params
 
 
@@ -307,22 +320,17 @@ _FEDERATION_CONSTRAINTS = {
     "missing": OneOf(MISSING, allow_none=True),
     "min_site_rows": Interval(int, 1, allow_none=True),
     "max_site_levels": Interval(int, 1, allow_none=True),
-    "bootstrap": Interval(int, 0, MAX_REPLICATES),
-    "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
-    "correct_duplicates": Boolean(),
-    "jobs": Interval(int, 1, allow_none=True),
 }
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where and how a run executes (not part of its settings)."""
+    """Where and how a run executes (not part of its settings): its folder, how it is
+    driven (:class:`~fedstruct.experiments.run_control.RunControl`) and its backend."""
 
     out: Path
-    resume: bool = False
-    progress: bool = False
+    control: RunControl = field(default_factory=RunControl)
     backend: Backend = field(default_factory=LocalBackend)
-    stop_after: int | None = None
     #: The estimators :meth:`fit` fitted, in order (the last one's graphs are saved).
     fitted: list[FederatedEstimator] = field(default_factory=list)
 
@@ -334,8 +342,9 @@ class RunContext:
     def fit(
         self, model: FederatedEstimator, data: Source | Sequence[Any], **extra: Any
     ) -> FederatedEstimator:
-        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint,
-        resume, progress and stop-after options (every method's run fits this way).
+        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint
+        and its control's resume, progress and stop-after (every method's run fits
+        this way).
 
         ``data`` is the run's :class:`~fedstruct.experiments.source.Source` (its
         clients on a backend that runs them here, their names on a deployment, whose
@@ -354,9 +363,9 @@ class RunContext:
             clients,
             backend=self.backend,
             checkpoint=self.checkpoint,
-            resume=self.resume,
-            progress=self.progress,
-            stop_after=self.stop_after,
+            resume=self.control.resume,
+            progress=self.control.progress,
+            stop_after=self.control.stop_after,
             **extra,
         )
 
@@ -488,7 +497,10 @@ def execute(
     overwrite: bool = False,
     reuse: bool = False,
 ) -> RunOutcome:
-    """Run method ``name`` with settings layers applied over its defaults.
+    """Run method ``name`` with settings layers applied over its defaults (``resume``,
+    ``progress``, ``stop_after``, ``overwrite`` and ``reuse`` are one
+    :class:`~fedstruct.experiments.run_control.RunControl`, checked here and passed on
+    as one).
 
     Writes ``out/config.json`` first, then hands the run to the launcher ``backend``
     chooses (:mod:`fedstruct.experiments.launch`): it runs here on a backend's grid
@@ -516,14 +528,28 @@ def execute(
     Raises
     ------
     ConfigError
-        For an unknown method, setting or backend, a resume folder without a valid
-        ``config.json`` of this method and ``run.json``, or whose input files changed
-        since it began, an ``out`` holding another run
+        For an unknown method, setting or backend, a ``stop_after`` below 1, a resume
+        folder without a valid ``config.json`` of this method and ``run.json``, or whose
+        input files changed since it began, an ``out`` holding another run
         (without ``overwrite``) or anything else, an ``out`` another live process is
         writing (its lock), or an ``out`` that cannot be written.
     """
+    control = RunControl(resume, progress, stop_after, overwrite, reuse)
     entry = runnable(name)
     launcher = make_launcher(backend) if isinstance(backend, str) else backend
+    return _execute(entry, layers, out, launcher, control)
+
+
+def _execute(
+    entry: Runnable,
+    layers: Sequence[Mapping[str, Any]],
+    out: Path,
+    launcher: Launcher,
+    control: RunControl,
+) -> RunOutcome:
+    """:func:`execute` of ``entry``, its run control checked and its launcher made."""
+    name = entry.name
+    resume = control.resume
     if resume:
         saved = read_config(out)
         if saved["method"] != name:
@@ -548,21 +574,24 @@ def execute(
     config.update(launcher.record())
     digest = _settings_digest(config)
     inputs = {} if resume else input_digests(settings)  # a resume checks the recorded ones
-    if reuse and not resume:
+    if control.reuse and not resume:
         earlier = _same_run_state(out, digest, inputs)
         if earlier == "finished":
             return read_outcome(out)
         if earlier is not None:  # resumable: from its checkpoint; restartable: afresh
-            return execute(
-                name, layers, out, resume=earlier == "resumable", progress=progress,
-                backend=launcher, stop_after=stop_after, overwrite=earlier == "restartable",
-            )  # fmt: skip
+            again = dataclasses.replace(
+                control,
+                resume=earlier == "resumable",
+                overwrite=earlier == "restartable",
+                reuse=False,
+            )
+            return _execute(entry, layers, out, launcher, again)
     with folder_lock(out):
         if resume:
             _check_resumable(out, digest, settings, checkpoint=launcher.checkpoint_here)
             reopen(out)
         else:
-            kept = prepare_out(out, overwrite=overwrite)
+            kept = prepare_out(out, overwrite=control.overwrite)
             write_record(out, "running", kept=kept, settings_digest=digest, inputs=inputs)
         _write_json(out / "config.json", config)
         try:
@@ -571,12 +600,8 @@ def execute(
                     name,
                     settings,
                     out,
-                    resume,
-                    progress,
-                    stop_after,
-                    here=lambda on: run_resolved(
-                        entry, settings, out, on, resume, progress, stop_after
-                    ),
+                    control,
+                    here=lambda on: run_resolved(entry, settings, out, on, control),
                 )
             )
         except Exception as exc:
@@ -711,26 +736,35 @@ def run_resolved(
     settings: Any,
     out: Path,
     backend: Backend,
-    resume: bool = False,
-    progress: bool = False,
-    stop_after: int | None = None,
+    control: RunControl | None = None,
     view: SiteView | None = None,
+    *,
+    resume: bool | None = None,
+    stop_after: int | None = None,
 ) -> RunOutcome:
-    """Run resolved ``settings`` on ``backend`` here and write metrics, history and plots.
+    """Run resolved ``settings`` on ``backend`` here, driven as ``control`` says (by
+    default: every round, afresh, quietly), and write metrics, history and plots.
 
     The run's data are resolved once (:meth:`Runnable.resolve`, over ``view``: the
     deployment ServerApp passes its :func:`~fedstruct.experiments.source.server_view`),
     and ``--truth`` is read and checked before round 1. The deployment ServerApp calls
     this directly with the backend built around its Flower grid (``config.json`` was
-    written by the submitting side).
+    written by the submitting side), giving ``resume`` and ``stop_after`` as it reads
+    them from its run config: when given they replace ``control``'s.
     """
+    control = control or RunControl()
+    control = dataclasses.replace(
+        control,
+        resume=control.resume if resume is None else resume,
+        stop_after=control.stop_after if stop_after is None else stop_after,
+    )
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     write_record(out, "running")
     try:
         source = entry.resolve(settings, view)
         _ = source.truth  # read and checked against the data before round 1
-        ctx = RunContext(out, resume, progress, backend, stop_after)
+        ctx = RunContext(out, control, backend)
         outcome = entry.run(settings, ctx, entry.method(settings, source), source)
         _check_flat(entry.name, outcome.metrics)
         _write_json(out / "metrics.json", outcome.metrics)
@@ -738,7 +772,7 @@ def run_resolved(
         update_files(out)  # the plots
         artifacts = (
             write_artifacts(ctx.fitted[-1], out, data=source.inputs())
-            if ctx.fitted and stop_after is None
+            if ctx.fitted and control.stop_after is None
             else []
         )
     except BaseException as exc:
@@ -751,7 +785,7 @@ def run_resolved(
         raise
     write_record(
         out,
-        "finished" if stop_after is None else "stopped",
+        "finished" if control.stop_after is None else "stopped",
         seconds=round(time.perf_counter() - started, 3),
         figures=[p.name for p in outcome.figures],
         artifacts=artifacts,

@@ -22,14 +22,17 @@ is refused there (:func:`deployment_refusal`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import multiprocessing as mp
 import sys
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import InitVar, dataclass
 from typing import Any
 
+from fedstruct.constraints import Boolean, Interval, check_fields
 from fedstruct.data._shared import child_seed, make_rng
 from fedstruct.data.client import ClientData
 from fedstruct.errors import ConfigError
@@ -41,6 +44,7 @@ from fedstruct.graphs.graph import Graph
 __all__ = [
     "BOOTSTRAP_STREAM",
     "MAX_REPLICATES",
+    "BootstrapOptions",
     "ResampledSites",
     "check_clients_here",
     "cost_estimate",
@@ -58,6 +62,76 @@ BOOTSTRAP_STREAM = 0x626F6F74
 MAX_REPLICATES = 10_000
 
 
+@dataclass(frozen=True)
+class BootstrapOptions:
+    """The bootstrap block, declared once: a run's settings (``--bootstrap``,
+    ``--jobs``, ``--set subsample=...``) and a graph learner's parameters of the same
+    names are this object's fields, checked here.
+
+    Parameters
+    ----------
+    bootstrap
+        ``B``: the replicates, each the whole federation on site-resampled rows (0 or,
+        as an estimator's parameter, ``None``: no bootstrap; at most
+        :data:`MAX_REPLICATES`).
+    subsample
+        The share of its rows each site draws without replacement in a replicate;
+        ``None``: a bootstrap sample (as many rows, with replacement).
+    correct_duplicates
+        A bootstrap sample's rows count half a row each in the CI tests
+        (:meth:`~fedstruct.data.ClientData.resampled`); false: the plain bootstrap.
+        Ignored with ``subsample``.
+    jobs
+        Processes running the replicates; ``None``: the cores available, at most ``B``.
+    owner
+        Who the values belong to, the prefix of an error's field name (a method's name
+        for its parameters; empty for a run's settings).
+
+    Raises
+    ------
+    ConfigError
+        One line naming the first field out of its range (``_CONSTRAINTS``).
+    """
+
+    bootstrap: int | None = None
+    subsample: float | None = None
+    correct_duplicates: bool = True
+    jobs: int | None = None
+    owner: InitVar[str] = ""
+
+    def __post_init__(self, owner: str) -> None:
+        if self.bootstrap is None:
+            object.__setattr__(self, "bootstrap", 0)
+        check_fields(self, _CONSTRAINTS, owner)
+
+    @classmethod
+    def of(cls, holder: Any, owner: str = "") -> BootstrapOptions:
+        """The options ``holder`` (a run's settings, a graph learner) holds as
+        attributes of the same names, checked."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        return cls(**{name: getattr(holder, name) for name in names}, owner=owner)
+
+    @property
+    def replicates(self) -> int:
+        """``B`` (0: no bootstrap)."""
+        return int(self.bootstrap or 0)
+
+    def params(self) -> dict[str, Any]:
+        """The options as a graph learner's parameters (no bootstrap: ``bootstrap=None``,
+        as ``model.json`` records it)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**values, "bootstrap": self.replicates or None}
+
+
+#: What each bootstrap option must be (:meth:`BootstrapOptions.__post_init__`).
+_CONSTRAINTS = {
+    "bootstrap": Interval(int, 0, MAX_REPLICATES),
+    "subsample": Interval(float, 0, 1, closed="neither", allow_none=True),
+    "correct_duplicates": Boolean(),
+    "jobs": Interval(int, 1, allow_none=True),
+}
+
+
 def site_rng_seed(seed: int, replicate: int, site: str) -> list[int]:
     """The seed of site ``site``'s draw in replicate ``replicate`` of a run seeded
     ``seed``: from these three only (the site's name by its CRC-32), so a node can draw
@@ -68,26 +142,23 @@ def site_rng_seed(seed: int, replicate: int, site: str) -> list[int]:
 class ResampledSites(LocalBackend):
     """The local backend where every site's client holds a resample of the site's own
     rows (replicate ``replicate`` of a run seeded ``seed``): a bootstrap sample, or
-    with ``subsample`` that share of its rows drawn without replacement."""
+    with ``options.subsample`` that share of its rows drawn without replacement."""
 
     def __init__(
-        self,
-        replicate: int,
-        seed: int,
-        subsample: float | None = None,
-        correct_duplicates: bool = True,
+        self, replicate: int, seed: int, options: BootstrapOptions = BootstrapOptions()
     ) -> None:
         self.replicate = int(replicate)
         self.seed = int(seed)
-        self.subsample = subsample
-        self.correct_duplicates = correct_duplicates
+        self.options = options
 
     def site_data(self, data: ClientData) -> ClientData:
         """What site ``data.name`` holds in this replicate: its own rows, resampled
         (:meth:`~fedstruct.data.ClientData.resampled`: a bootstrap sample's rows count
         half a row each in the CI tests unless ``correct_duplicates`` is false)."""
         rng = make_rng(site_rng_seed(self.seed, self.replicate, data.name))
-        return data.resampled(rng, self.subsample, correct_duplicates=self.correct_duplicates)
+        return data.resampled(
+            rng, self.options.subsample, correct_duplicates=self.options.correct_duplicates
+        )
 
 
 def deployment_refusal(who: str) -> ConfigError:
@@ -117,17 +188,14 @@ def replicate_graphs(
     estimator: type,
     params: dict[str, Any],
     clients: Sequence[ClientData],
-    replicates: int,
+    options: BootstrapOptions,
     *,
     seed: int,
-    subsample: float | None = None,
-    correct_duplicates: bool = True,
-    jobs: int | None = None,
     progress: bool = False,
     start: str | None = None,
     fit_seconds: float | None = None,
 ) -> list[Graph]:
-    """The graph each of ``replicates`` site-resampled federations learns, in
+    """The graph each of ``options.bootstrap`` site-resampled federations learns, in
     replicate order.
 
     Parameters
@@ -136,19 +204,13 @@ def replicate_graphs(
         The estimator class and its parameters (without a bootstrap of its own).
     clients
         The sites' data.
-    replicates
-        ``B``.
+    options
+        ``B`` (``bootstrap``), how each site resamples (``subsample``,
+        ``correct_duplicates``) and the processes (``jobs``; ``None``: the cores this
+        process may use, at most ``B``; with 1 every replicate runs in this process).
+        The graphs are the same for every ``jobs``.
     seed
         The run's seed (each site's draw: :func:`site_rng_seed`).
-    subsample
-        The share of its rows each site draws without replacement; ``None``: a
-        bootstrap sample (as many rows, with replacement).
-    correct_duplicates
-        A bootstrap sample's rows count half a row each in the CI tests
-        (:meth:`~fedstruct.data.ClientData.resampled`); false: the plain bootstrap.
-    jobs
-        Processes; ``None``: the cores this process may use, at most ``B``. With 1
-        every replicate runs in this process. The graphs are the same for every value.
     progress
         Show the replicates done.
     start
@@ -158,16 +220,16 @@ def replicate_graphs(
         How long the fit on the sites' own rows took: the progress then says what the
         replicates will take, ``B / jobs`` such fits (:func:`cost_estimate`).
     """
-    jobs = min(usable_cores() if jobs is None else int(jobs), replicates)
+    replicates = options.replicates
+    jobs = min(usable_cores() if options.jobs is None else int(options.jobs), replicates)
     label = f"{getattr(estimator, 'method', 'bootstrap')} bootstrap"
     if fit_seconds is not None:
         label += f" ({cost_estimate(fit_seconds, replicates, jobs)})"
-    resample = (subsample, correct_duplicates)
     graphs: list[Graph] = []
     with show_progress(label, replicates, enabled=progress, unit="replicate") as bar:
         if jobs <= 1:
             for r in range(replicates):
-                graphs.append(_fit_replicate(estimator, params, clients, r, seed, resample))
+                graphs.append(_fit_replicate(estimator, params, clients, r, seed, options))
                 bar.advance()
             return graphs
         # Forked workers share the data at no cost; torch's thread pools do not survive
@@ -177,7 +239,7 @@ def replicate_graphs(
             jobs,
             mp_context=context,
             initializer=_hold,
-            initargs=(estimator, params, clients, seed, resample),
+            initargs=(estimator, params, clients, seed, options),
         ) as pool:
             for graph in pool.map(_in_worker, range(replicates)):
                 graphs.append(graph)
@@ -198,12 +260,11 @@ def _fit_replicate(
     clients: Sequence[ClientData],
     replicate: int,
     seed: int,
-    resample: tuple[float | None, bool],
+    options: BootstrapOptions,
 ) -> Graph:
-    """Replicate ``replicate``: a fresh estimator fitted on :class:`ResampledSites`
-    (``resample``: its ``subsample`` and ``correct_duplicates``)."""
+    """Replicate ``replicate``: a fresh estimator fitted on :class:`ResampledSites`."""
     model = estimator(**params)
-    model.fit(list(clients), backend=ResampledSites(replicate, seed, *resample))
+    model.fit(list(clients), backend=ResampledSites(replicate, seed, options))
     graph: Graph = model.graph_
     return graph
 
@@ -217,5 +278,5 @@ def _hold(*held: Any) -> None:
 
 
 def _in_worker(replicate: int) -> Graph:
-    estimator, params, clients, seed, resample = _HELD
-    return _fit_replicate(estimator, params, clients, replicate, seed, resample)
+    estimator, params, clients, seed, options = _HELD
+    return _fit_replicate(estimator, params, clients, replicate, seed, options)
