@@ -76,7 +76,7 @@ def test_data_may_use_graphs_and_graphs_may_not_use_data(make_tree):
     assert violations(src) == [("graphs/graph.py", 1, "layer graphs may not import layer data")]
 
 
-def test_discovery_imports_only_graphs_data_and_the_progress_display(make_tree):
+def test_discovery_imports_only_graphs_data_and_the_progress_and_device_settings(make_tree):
     src = make_tree(
         {
             "discovery/skeleton.py": """\
@@ -86,16 +86,21 @@ def test_discovery_imports_only_graphs_data_and_the_progress_display(make_tree):
                 from fedstruct.fl.progress import progress
                 from fedstruct.fl.grid import LocalGrid
                 from fedstruct.privacy import dp
+                from fedstruct.fl.device import resolve_device
                 """,
             "errors.py": "",
             "graphs/graph.py": "",
             "data/client.py": "",
             "fl/progress.py": "",
             "fl/grid.py": "",
+            "fl/device.py": "",
             "privacy/dp.py": "",
         },
     )
-    rule = "layer discovery imports only base, graphs, data, fedstruct.fl.progress"
+    rule = (
+        "layer discovery imports only base, graphs, data, fedstruct.fl.progress, "
+        "fedstruct.fl.device"
+    )
     assert violations(src) == [
         ("discovery/skeleton.py", 5, rule),
         ("discovery/skeleton.py", 6, rule),
