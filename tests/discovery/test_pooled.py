@@ -228,3 +228,11 @@ def test_sets_the_small_sample_rule_cannot_perform_are_never_asked() -> None:
         others = [v for v in range(d) if v not in (i, j)]
         assert len(z) <= pooled.max_testable_size(i, j, others), (i, j, z)
     assert max(len(z) for _, _, z in pooled.cache) >= 1
+
+
+def test_a_batch_takes_at_most_its_megabytes_over_all_sites() -> None:
+    from fedstruct.discovery.pooled import MAX_SITE_ENTRIES, batch_entries
+
+    assert batch_entries(512, 10) == 512 * 2**20 // 80  # 10 replies of 8-byte entries
+    assert batch_entries(512, 100) * 8 * 100 <= 512 * 2**20
+    assert batch_entries(512, 2) == MAX_SITE_ENTRIES  # never more than this a site

@@ -21,9 +21,10 @@ computed answer from the cache, and the search goes one batch further. The searc
 deterministic in its answers, so the run that finally completes with no provisional
 answer is the search on the pooled rows, test for test.
 
-A batch is bounded: once the statistics noted take ``max_batch_entries`` entries (20
-million by default: 160 MB of a site's counts), the search stops at once and the batch
-is asked; the next run notes the level's next tests. A level then takes several
+A batch is bounded: once the statistics noted take ``max_batch_entries`` entries
+(:data:`MAX_SITE_ENTRIES` by default, 160 MB of a site's counts; fedfci sets it from
+the memory all sites' replies may take, :func:`batch_entries`), the search stops at
+once and the batch is asked; the next run notes the level's next tests. A level then takes several
 exchanges, and no process ever holds an unbounded batch.
 
 Tests are settled without statistics when
@@ -67,15 +68,28 @@ from fedstruct.errors import ConfigError, unknown_choice_message
 
 __all__ = [
     "DEFAULT_PAIR_WINDOW",
+    "MAX_SITE_ENTRIES",
     "POOLED_TESTS",
     "PendingTests",
     "PooledSites",
     "PooledTest",
+    "batch_entries",
     "search_step",
 ]
 
 #: The conditioning sets a pair's search step asks in one batch beyond those computed.
 DEFAULT_PAIR_WINDOW = 32
+
+#: The most entries (counts and sums) a batch asks of one site.
+MAX_SITE_ENTRIES = 20_000_000
+
+
+def batch_entries(megabytes: int, sites: int) -> int:
+    """The entries a batch may ask of each of ``sites`` sites for all their replies to
+    take at most ``megabytes`` together (8 bytes an entry), at most
+    :data:`MAX_SITE_ENTRIES`."""
+    return max(1, min(MAX_SITE_ENTRIES, megabytes * 2**20 // (8 * max(sites, 1))))
+
 
 #: The tests a pooled search can run (``"auto"`` is resolved before: docs/fedfci.md).
 POOLED_TESTS = ("g2", "chi2", "fisherz", "dg", "cg")
@@ -166,7 +180,7 @@ class PooledTest(CITest):
         min_sites: int = 2,
         covariance: str = "pooled",
         min_cell_rows: int = 5,
-        max_batch_entries: int = 20_000_000,
+        max_batch_entries: int = MAX_SITE_ENTRIES,
         pair_window: int | None = DEFAULT_PAIR_WINDOW,
     ) -> None:
         if test not in POOLED_TESTS:

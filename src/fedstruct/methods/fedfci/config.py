@@ -73,6 +73,13 @@ class FedFCIConfig:
         sets per pair on a wide, dense network (docs/fedfci.md, "Batches"); ``None``:
         every set a level may need in one exchange (the fewest exchanges; memory and
         tests grow with the level).
+    batch_megabytes
+        The most memory one exchange's replies take at the server, all sites together
+        (default 512): a batch asks each site for at most ``batch_megabytes / sites``
+        of counts and sums (8 bytes an entry, and never more than 20 million entries a
+        site), a level asking more in several exchanges. The local and flower-sim
+        backends hold every site's reply in one process: pigs with 10 sites peaked at
+        2.6 GB with batches of 20 million entries a site.
     max_exchanges
         The most exchanges of statistics a run may take (a bound, never reached by a
         search that finishes: a run takes about one per level and phase).
@@ -102,6 +109,7 @@ class FedFCIConfig:
     constant_columns: str = "error"
     knowledge: str | Knowledge | None = None
     pair_window: int | None = DEFAULT_PAIR_WINDOW
+    batch_megabytes: int = 512
     max_exchanges: int = 200
     dp_epsilon: float | None = None
     dp_delta: float = 1e-5
@@ -130,6 +138,7 @@ _CONSTRAINTS = {
     "min_contribution_rows": Interval(int, 1),
     "constant_columns": OneOf(("error", "exclude")),
     "pair_window": Interval(int, 1, allow_none=True),
+    "batch_megabytes": Interval(int, 1),
     "max_exchanges": Interval(int, 1),
     "dp_epsilon": Interval(float, 0, closed="neither", allow_none=True),
     "dp_delta": Interval(float, 0, 1, closed="neither"),

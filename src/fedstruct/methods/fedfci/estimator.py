@@ -111,6 +111,7 @@ class FedFCI(
         constant_columns: str = "error",
         knowledge: str | Knowledge | None = None,
         pair_window: int | None = DEFAULT_PAIR_WINDOW,
+        batch_megabytes: int = 512,
         max_exchanges: int = 200,
         dp_epsilon: float | None = None,
         dp_delta: float = 1e-5,
@@ -141,6 +142,7 @@ class FedFCI(
         self.constant_columns = constant_columns
         self.knowledge = knowledge
         self.pair_window = pair_window
+        self.batch_megabytes = batch_megabytes
         self.max_exchanges = max_exchanges
         self.dp_epsilon = dp_epsilon
         self.dp_delta = dp_delta

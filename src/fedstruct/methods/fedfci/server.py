@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from fedstruct.discovery import LocalResult, fci, pc, rfci
 from fedstruct.discovery.knowledge import load_knowledge
-from fedstruct.discovery.pooled import PooledSites, PooledTest, search_step
+from fedstruct.discovery.pooled import PooledSites, PooledTest, batch_entries, search_step
 from fedstruct.discovery.statistics import Frame, Plan
 from fedstruct.errors import DataError
 from fedstruct.fl import Grid, Message, ServerAlgorithm, checkpoint
@@ -296,6 +296,7 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                 dof=cfg.dof,
                 min_sites=cfg.min_sites,
                 pair_window=cfg.pair_window,
+                max_batch_entries=batch_entries(cfg.batch_megabytes, len(state.rows)),
             )
             test.evidence = state.evidence
             if state.tests:
