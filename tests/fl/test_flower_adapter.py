@@ -19,7 +19,9 @@ import io
 import json
 import sys
 import threading
+import tomllib
 import zipfile
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -39,6 +41,14 @@ def test_each_flower_internal_keeps_its_contract(symbol):
     assert symbol.problem() is None
 
 
+def test_every_class_the_adapter_hands_out_is_in_the_inventory():
+    inventory = {(s.module, s.attribute) for s in adapter.SYMBOLS}
+    handed_out = {(module, name) for name, module in adapter._CLASSES.items()}
+    assert handed_out <= inventory
+    for name, module in adapter._CLASSES.items():
+        assert getattr(adapter, name) is getattr(importlib.import_module(module), name)
+
+
 def test_a_changed_flower_internal_is_named():
     """The contract check fails on a symbol that is gone or lacks what fedstruct uses."""
     gone = adapter.FlowerSymbol("flwr.supercore.no_such_module", "Thing")
@@ -52,18 +62,19 @@ def test_a_changed_flower_internal_is_named():
 
 
 def test_every_series_the_extra_allows_is_checked_and_no_other():
-    """pyproject's ``flower`` extra and :data:`CHECKED_FLOWER` name the same series, and
-    the installed Flower is one of them."""
+    """pyproject's ``flower`` extra allows exactly the series of CHECKED_FLOWER, and the
+    installed Flower is one of them."""
     assert adapter.require_checked_flower() == adapter.flower_version()
     for accepted in ("1.41.0", "1.41.7", "1.42.0", "1.42.1rc2"):
         assert adapter.require_checked_flower(accepted) == accepted
-    assert adapter.CHECKED_FLOWER == ("1.41", "1.42")
-    pyproject = (adapter.__file__.rsplit("/src/", 1)[0]) + "/pyproject.toml"
-    try:
-        text = open(pyproject).read()
-    except OSError:
+    pyproject = Path(adapter.__file__).parents[4] / "pyproject.toml"
+    if not pyproject.is_file():
         pytest.skip("not a source checkout")
-    assert '"flwr[simulation]>=1.41,<1.43"' in text
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    major, minor = map(int, adapter.CHECKED_FLOWER[-1].split("."))
+    allowed = f"flwr[simulation]>={adapter.CHECKED_FLOWER[0]},<{major}.{minor + 1}"
+    assert extras["flower"] == [allowed]
+    assert adapter.CHECKED_FLOWER == ("1.41", "1.42")
 
 
 @pytest.mark.parametrize("installed", ["1.40.2", "1.43.0", "2.0.0", "1.4"])

@@ -447,6 +447,7 @@ _CLASSES = {
 
 
 def __getattr__(name: str) -> Any:
+    """A class of :data:`_CLASSES`, imported on first read (PEP 562) and kept here."""
     if name not in _CLASSES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(_CLASSES[name]), name)

@@ -1,4 +1,4 @@
-"""Flower deployment processes and the ``flwr`` control commands, for Flower 1.41.
+"""Flower deployment processes and the ``flwr`` control commands, for Flower 1.41 and 1.42.
 
 - A **SuperLink** (``flower-superlink``) serves SuperNodes, the ``flwr`` CLI and its
   ServerApp runtime on one host:port. It is always started with

@@ -32,7 +32,7 @@ A guarded SuperNode also takes the seconds between its polls of the SuperLink fr
 :data:`POLL_INTERVAL_ENV` (Flower's own wait, 3 s, when unset): a loopback cluster polls
 faster, so its rounds do not wait out the interval (:mod:`fedstruct.fl.flower.loopback`).
 
-The guards wrap functions of Flower's (the Control API's handlers, ``start_run``
+The guards wrap Flower functions (the Control API's handlers, ``start_run``
 among them, and the SuperNode's ``_pull_and_store_message``) and replace its
 authentication-plugin loader, all through :mod:`fedstruct.fl.flower.adapter`, which
 refuses a Flower version it was not checked against (1.41 and 1.42).
