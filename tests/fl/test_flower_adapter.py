@@ -102,24 +102,33 @@ def test_importing_the_adapter_refuses_an_unknown_flower(monkeypatch):
         importlib.import_module("fedstruct.fl.flower.adapter")
 
 
-def test_starting_a_superlink_on_an_unknown_flower_is_one_line_and_exit_2(monkeypatch, tmp_path):
-    """``fedstruct flower superlink`` fails before it starts Flower's daemon."""
+@pytest.mark.parametrize("daemon", ["superlink", "supernode"])
+def test_starting_a_daemon_on_an_unknown_flower_is_one_line_and_exit_2(
+    monkeypatch, tmp_path, daemon
+):
+    """``fedstruct flower superlink|supernode`` refuse before they wait for a SuperLink
+    (none answers here: the supernode would wait 60 s), write a file or start Flower."""
     import os
 
     from typer.testing import CliRunner
 
     from fedstruct.cli import app
+    from fedstruct.fl.flower.loopback import free_port
 
     started = []
     monkeypatch.setattr(os, "execvpe", lambda *args: started.append(args))
+    monkeypatch.chdir(tmp_path)
     _installed_flower_is(monkeypatch, "1.43.0")
-    result = CliRunner().invoke(
-        app, ["flower", "superlink", "--insecure", "--home", str(tmp_path / "home")]
-    )
+    home, port = tmp_path / "home", free_port()
+    where = ["--port", str(port)] if daemon == "superlink" else ["--partition", "0"]
+    if daemon == "supernode":
+        where += ["--superlink", f"127.0.0.1:{port}", "--wait", "60"]
+    result = CliRunner().invoke(app, ["flower", daemon, "--insecure", *where, "--home", str(home)])
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
-    assert "error: Flower 1.43.0 is installed, but fedstruct's Flower adapter" in text
+    assert text.startswith("error: Flower 1.43.0 is installed, but fedstruct's Flower adapter")
     assert "Traceback" not in result.output and started == []
+    assert not home.exists()
 
 
 # ------------------------------------------------------------- the SuperLink
