@@ -1,6 +1,7 @@
 """Flower backends: run any fedstruct federation on Flower (simulation or deployment).
 
-Needs the ``flower`` extra (``pip install fedstruct[flower]``: flwr[simulation] 1.41).
+Needs the ``flower`` extra (``pip install fedstruct[flower]``: flwr[simulation] 1.41 or
+1.42; :mod:`~fedstruct.fl.flower.adapter` refuses another).
 Importing this package imports no Flower code: it registers the ``flower-sim``
 backend with :func:`fedstruct.fl.backend.register_backend`, loading its module only
 when asked for, so that a local run and :mod:`fedstruct.fl.flower.cluster` (process
@@ -20,7 +21,9 @@ deployment backend (:mod:`~fedstruct.fl.flower.deployment`) around the real grid
 - :mod:`~fedstruct.fl.flower.credentials`: TLS certificates, node keys, control keys
   and tokens;
 - :mod:`~fedstruct.fl.flower.guard`: fedstruct's checks inside the SuperLink and
-  SuperNode processes (control tokens for one call, once; fedstruct's app only).
+  SuperNode processes (control tokens for one call, once; fedstruct's app only);
+- :mod:`~fedstruct.fl.flower.adapter`: every Flower internal the others use (the
+  public API they import themselves), and the Flower versions it was checked against.
 """
 
 from fedstruct.fl.backend import Backend, register_backend, register_elsewhere

@@ -256,7 +256,7 @@ def answered_line(request: Message, reply: Message, seconds: float) -> str:
 def _log(level: int, text: str) -> None:
     """``text`` in the node's log after :data:`LOG_PREFIX` and the UTC time (Flower's
     own lines have none)."""
-    from flwr.supercore import log
+    from flwr.common import log
 
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
     log(level, "%s %s %s", LOG_PREFIX, now, text)

@@ -1,4 +1,4 @@
-"""Flower deployment processes and the ``flwr`` control commands, for Flower 1.41.
+"""Flower deployment processes and the ``flwr`` control commands, for Flower 1.41 and 1.42.
 
 - A **SuperLink** (``flower-superlink``) serves SuperNodes, the ``flwr`` CLI and its
   ServerApp runtime on one host:port. It is always started with
@@ -171,6 +171,15 @@ class DeploymentOptions:
         return Path(self.control_key) if self.control_key else None
 
 
+def _require_checked_flower() -> None:
+    """Refuse, in one line, a Flower the guards were not checked against
+    (:func:`~fedstruct.fl.flower.adapter.require_checked_flower`): before a daemon's
+    command waits for a SuperLink or writes anything."""
+    from fedstruct.fl.flower.adapter import require_checked_flower
+
+    require_checked_flower()
+
+
 def guarded(cmd: Sequence[str]) -> list[str]:
     """``cmd`` (``flower-superlink ...`` or ``flower-supernode ...``) run under
     fedstruct's guards (:mod:`fedstruct.fl.flower.guard`), by this Python."""
@@ -203,6 +212,8 @@ def superlink_command(
     ConfigError
         If ``port`` is not a port number, a certificate file is missing, or node
         authentication is asked without TLS.
+    DeploymentError
+        If the installed Flower is not one fedstruct's guards were checked against.
     """
     cmd = ["flower-superlink", "--host", host, "--port", str(check_port(port, "--port"))]
     cmd.append("--disable-runtime-dependency-installation")
@@ -223,6 +234,7 @@ def superlink_command(
             cmd.append("--enable-supernode-auth")
     if database is not None:
         cmd += ["--database", str(database)]
+    _require_checked_flower()
     return cmd
 
 
@@ -242,6 +254,8 @@ def supernode_command(
     ConfigError
         For a negative partition, a port that is not one, a missing key file, or a key
         without TLS.
+    DeploymentError
+        If the installed Flower is not one fedstruct's guards were checked against.
     """
     if partition is not None and partition < 0:
         raise ConfigError(f"--partition {partition} must be 0 or more")
@@ -266,6 +280,7 @@ def supernode_command(
         cmd += ["--root-certificates", str(link.root_certificates)]
         if auth_key is not None:
             cmd += ["--auth-supernode-private-key", str(auth_key)]
+    _require_checked_flower()
     return cmd
 
 

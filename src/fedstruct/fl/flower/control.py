@@ -1,7 +1,8 @@
 """Calls to a SuperLink's Control API, made in this process and signed one by one.
 
 fedstruct submits runs, registers SuperNodes and asks a run's status with Flower's own
-protobuf-over-HTTP client (the one its ``flwr`` CLI uses), not through the CLI: each
+protobuf-over-HTTP client (the one its ``flwr`` CLI uses, taken through
+:mod:`~fedstruct.fl.flower.adapter`), not through the CLI: each
 request is signed for itself just before it is sent (:class:`SignedCalls`), with a
 token bound to that call and its arguments
 (:func:`~fedstruct.fl.flower.credentials.call_binding`) and a fresh nonce, which the
@@ -30,7 +31,7 @@ from fedstruct.fl.flower.cluster import ControlKeyRefused, Link
 from fedstruct.fl.flower.credentials import call_binding, control_token
 
 if TYPE_CHECKING:
-    from flwr.supercore.control import ControlHttpClient
+    from fedstruct.fl.flower.adapter import ControlHttpClient
 
 __all__ = [
     "SignedCalls",
@@ -66,22 +67,13 @@ class SignedCalls:
 def control_client(link: Link, key: Path | None) -> Iterator[ControlHttpClient]:
     """Flower's Control API client for the SuperLink at ``link``, signing with ``key``
     (``None``: unsigned calls, which a SuperLink with ``--control-keys`` refuses)."""
-    from flwr.cli.cli_client_interceptor import CliClientHttpInterceptor
-    from flwr.supercore.control import ControlHttpClient
-    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
+    from fedstruct.fl.flower import adapter
 
-    interceptors: list[Any] = [
-        CliClientHttpInterceptor(),
-        RuntimeVersionHttpInterceptor(component_name="flwr CLI"),
-    ]
-    if key is not None:
-        interceptors.append(SignedCalls(key))
     ca = link.root_certificates
-    client = ControlHttpClient.from_server_address(
-        server_address=link.address,
-        insecure=ca is None,
-        root_certificates=None if ca is None else read_bytes(ca, "--root-certificates"),
-        interceptors=interceptors,
+    client = adapter.control_client(
+        link.address,
+        None if ca is None else read_bytes(ca, "--root-certificates"),
+        [] if key is None else [SignedCalls(key)],
     )
     try:
         yield client
@@ -101,7 +93,8 @@ def _call(link: Link, key: Path | None, what: str, send: Callable[[ControlHttpCl
         CA given, or it refuses or fails the call for another reason (Flower's).
     """
     import httpx
-    from flwr.supercore.error import FlowerError
+
+    from fedstruct.fl.flower.adapter import flower_error_reason
 
     try:
         with control_client(link, key) as client:
@@ -116,11 +109,8 @@ def _call(link: Link, key: Path | None, what: str, send: Callable[[ControlHttpCl
             "is 'fedstruct flower superlink' running there?"
         ) from None
     except httpx.HTTPStatusError as exc:
-        error = FlowerError.from_json(exc.response.text)
-        if error is not None:  # the public details say why; the message is often generic
-            reason = error.public_details or error.message
-        else:
-            reason = exc.response.text or str(exc)
+        told = flower_error_reason(exc.response.text)  # why, when the body is Flower's error
+        reason = told if told is not None else exc.response.text or str(exc)
         reason = " ".join(str(reason).split())
         if exc.response.status_code == httpx.codes.UNAUTHORIZED or any(
             sign in reason for sign in _AUTH_FAILED
@@ -154,18 +144,9 @@ def start_run(
     DeploymentError
         As :func:`_call` (the SuperLink's guard refuses an app that is not fedstruct's).
     """
-    import hashlib
+    from fedstruct.fl.flower.adapter import app_bundle, start_run_request
 
-    from flwr.cli.build import build_fab_from_disk
-    from flwr.common.serde import fab_to_proto, user_config_to_proto
-    from flwr.proto.control_pb2 import StartRunRequest
-    from flwr.supercore.fab import Fab
-
-    fab = build_fab_from_disk(app)
-    request = StartRunRequest(
-        fab=fab_to_proto(Fab(hashlib.sha256(fab).hexdigest(), fab, {})),
-        override_config=user_config_to_proto(dict(config)),
-    )
+    request = start_run_request(app_bundle(app), config)
     answer = _call(link, key, "submit a run", lambda client: client.StartRun(request))
     if not answer.HasField("run_id"):
         raise DeploymentError(f"the SuperLink at {link.address} started no run")
@@ -182,11 +163,10 @@ def register_node(link: Link, key: Path | None, public_key: bytes) -> int:
         As :func:`_call` (e.g. a key registered before).
     """
     from cryptography.hazmat.primitives import serialization
-    from flwr.proto.control_pb2 import RegisterNodeRequest
-    from flwr.supercore.primitives.asymmetric import public_key_to_bytes
 
-    loaded = serialization.load_ssh_public_key(public_key)
-    request = RegisterNodeRequest(public_key=public_key_to_bytes(loaded))  # type: ignore[arg-type]
+    from fedstruct.fl.flower.adapter import register_node_request
+
+    request = register_node_request(serialization.load_ssh_public_key(public_key))
     answer = _call(link, key, "register a node", lambda client: client.RegisterNode(request))
     return int(answer.node_id)
 
@@ -199,9 +179,9 @@ def unregister_node(link: Link, key: Path | None, node_id: int) -> None:
     DeploymentError
         As :func:`_call` (e.g. no such node).
     """
-    from flwr.proto.control_pb2 import UnregisterNodeRequest
+    from fedstruct.fl.flower.adapter import unregister_node_request
 
-    request = UnregisterNodeRequest(node_id=int(node_id))
+    request = unregister_node_request(node_id)
     _call(link, key, "unregister a node", lambda client: client.UnregisterNode(request))
 
 
@@ -213,9 +193,9 @@ def run_status(link: Link, key: Path | None, run_id: int) -> tuple[str, str]:
     DeploymentError
         As :func:`_call`.
     """
-    from flwr.proto.control_pb2 import ListRunsRequest
+    from fedstruct.fl.flower.adapter import list_runs_request
 
-    request = ListRunsRequest(run_id=int(run_id))
+    request = list_runs_request(run_id)
     answer = _call(link, key, "tell a run's status", lambda client: client.ListRuns(request))
     if int(run_id) not in answer.run_dict:
         raise DeploymentError(f"the SuperLink at {link.address} knows no run {run_id}")

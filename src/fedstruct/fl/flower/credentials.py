@@ -5,7 +5,7 @@
   SuperLink's host names and IP addresses. SuperNodes and the ``flwr`` CLI trust
   ``ca.crt``; the SuperLink serves ``server.pem``.
 - :func:`make_node_key`: an ECDSA P-384 key pair in OpenSSH format, the format
-  Flower 1.41 registers (``flwr supernode register NAME.pub``) and SuperNodes sign
+  Flower (1.41, 1.42) registers (``flwr supernode register NAME.pub``) and SuperNodes sign
   with (``--auth-supernode-private-key NAME``). Each institution makes its own and
   sends only the ``.pub`` file to the SuperLink's operator.
 - :func:`make_control_key`: an Ed25519 key pair in OpenSSH format for whoever may use

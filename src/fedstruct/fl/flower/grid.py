@@ -35,10 +35,10 @@ import time
 from collections.abc import Mapping, Sequence
 
 from flwr.app import Message as FlowerMessage
-from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid as FlowerGridAPI
 
 from fedstruct.errors import ConfigError, ProtocolError
+from fedstruct.fl.flower.adapter import LOST_REPLY_CODES
 from fedstruct.fl.flower.records import HELLO, from_records, raise_if_error, to_records
 from fedstruct.fl.grid import Grid
 from fedstruct.fl.message import Message
@@ -48,14 +48,6 @@ __all__ = ["HELLO", "MESSAGE_TYPE", "FlowerGrid"]
 
 #: The Flower message type of every fedstruct message (our kind travels in the config).
 MESSAGE_TYPE = "query.fedstruct"
-
-#: Flower error codes that mean "this node's answer is lost" (a dropout).
-_LOST = {
-    ErrorCode.NODE_UNAVAILABLE,
-    ErrorCode.MESSAGE_UNAVAILABLE,
-    ErrorCode.REPLY_MESSAGE_UNAVAILABLE,
-    ErrorCode.CLIENT_APP_CRASHED,
-}
 
 
 class FlowerGrid(Grid):
@@ -233,7 +225,7 @@ class FlowerGrid(Grid):
 
     def _read_reply(self, reply: FlowerMessage, fid: int) -> Message | None:
         if reply.has_error():
-            if reply.error.code in _LOST:
+            if reply.error.code in LOST_REPLY_CODES:  # the node's answer is lost: a dropout
                 return None
             reason = str(reply.error.reason).splitlines()[0]
             raise ProtocolError(f"Flower node {fid} failed on a fedstruct message: {reason}")

@@ -1,6 +1,6 @@
-"""fedstruct's guards inside Flower's SuperLink and SuperNode processes (Flower 1.41).
+"""fedstruct's guards inside Flower's SuperLink and SuperNode processes (Flower 1.41, 1.42).
 
-Open-source Flower 1.41 authenticates SuperNodes (registered node keys) but not the
+Open-source Flower (1.41, 1.42) authenticates SuperNodes (registered node keys) but not the
 callers of the SuperLink's Control API, which shares the SuperLink's one port with the
 SuperNodes: its account authentication needs an OIDC plugin shipped only with Flower's
 enterprise edition, and a SuperNode's app verification (``--trusted-entities``)
@@ -32,15 +32,15 @@ A guarded SuperNode also takes the seconds between its polls of the SuperLink fr
 :data:`POLL_INTERVAL_ENV` (Flower's own wait, 3 s, when unset): a loopback cluster polls
 faster, so its rounds do not wait out the interval (:mod:`fedstruct.fl.flower.loopback`).
 
-The guards wrap functions of Flower 1.41 (the Control API's handlers, ``start_run``
+The guards wrap Flower functions (the Control API's handlers, ``start_run``
 among them, and the SuperNode's ``_pull_and_store_message``) and replace its
-authentication-plugin loader; :func:`main` refuses to start on another Flower version.
+authentication-plugin loader, all through :mod:`fedstruct.fl.flower.adapter`, which
+refuses a Flower version it was not checked against (1.41 and 1.42).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import io
 import os
@@ -56,17 +56,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import flwr
-from flwr.common.constant import ACCESS_TOKEN_KEY, NOOP_ACCOUNT_NAME, NOOP_FLWR_AID
-from flwr.supercore.auth.typing import (
+from flwr.common import log
+
+from fedstruct.errors import ConfigError
+from fedstruct.fl.flower import adapter
+from fedstruct.fl.flower.adapter import (
+    ACCESS_TOKEN_KEY,
+    NO_ACCOUNT,
     AccountAuthCredentials,
     AccountAuthLoginDetails,
     AccountInfo,
+    ApiErrorCode,
+    ControlAuthnPlugin,
+    FlowerError,
 )
-from flwr.supercore.error import ApiErrorCode, FlowerError
-from flwr.superlink.auth_plugin import ControlAuthnPlugin
-
-from fedstruct.errors import ConfigError
 from fedstruct.fl.flower.credentials import (
     TOKEN_LIFETIME,
     ControlClaims,
@@ -94,20 +97,17 @@ __all__ = [
 CONTROL_KEYS_ENV = "FEDSTRUCT_CONTROL_KEYS"
 #: Environment variable: seconds a guarded SuperNode waits between polls of the SuperLink.
 POLL_INTERVAL_ENV = "FEDSTRUCT_SUPERNODE_POLL_INTERVAL"
-#: Flower 1.41's own wait after a poll that brought no message.
-_FLOWER_POLL_INTERVAL = 3.0
+#: Flower's own wait after a poll that brought no message.
+_FLOWER_POLL_INTERVAL = adapter.FLOWER_POLL_WAIT
 #: The components of the only app a guarded SuperLink or SuperNode runs.
 FEDSTRUCT_COMPONENTS = {
     "serverapp": "fedstruct.experiments.flower.app:server_app",
     "clientapp": "fedstruct.experiments.flower.app:client_app",
 }
 _APP_FILES = {"pyproject.toml", ".info/CONTENT"}
-_FLOWER_SERIES = "1.41."
 
 
 def _log(level: int, text: str) -> None:
-    from flwr.supercore import log
-
     log(level, "fedstruct guard: %s", text)
 
 
@@ -209,7 +209,7 @@ class ControlKeyAuthn(ControlAuthnPlugin):
         except ControlTokenError as refused:
             _log(WARNING, f"refused a Control API call: {refused}")
             return False, None
-        return True, BoundAccount(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME, binding=claims.binding)
+        return True, BoundAccount(*NO_ACCOUNT, binding=claims.binding)
 
     def get_auth_tokens(self, device_code: str) -> AccountAuthCredentials | None:
         """No token exchange: tokens are made by the key holder."""
@@ -284,14 +284,10 @@ def _checked_start_run(start_run: Callable[..., Any]) -> Callable[..., Any]:
 
 def guard_superlink(control_keys: Path | None) -> None:
     """Install the SuperLink's guards in this process (module docstring)."""
-    # by module path: the package ``flwr.superlink.cli`` exports a function of that name
-    superlink_cli = importlib.import_module("flwr.superlink.cli.flower_superlink")
-    control_handlers = importlib.import_module("flwr.superlink.servicer.control.control_handlers")
     if control_keys is not None:
-        plugin = ControlKeyAuthn(load_control_keys(control_keys))
-        superlink_cli.load_control_authn_plugin = lambda: plugin
-        bind_control_handlers(control_handlers)
-    control_handlers.start_run = _checked_start_run(control_handlers.start_run)
+        adapter.replace_control_authn_plugin(ControlKeyAuthn(load_control_keys(control_keys)))
+        bind_control_handlers(adapter.control_handlers())
+    adapter.wrap_start_run(_checked_start_run)
 
 
 # ------------------------------------------------------------- the SuperNode
@@ -300,11 +296,6 @@ class _ForeignApp(Exception):
 
 
 def _checked_pull(pull: Callable[..., Any]) -> Callable[..., Any]:
-    from flwr.app import Error, Message
-    from flwr.common.constant import ErrorCode
-
-    node = importlib.import_module("flwr.supernode.start_client_internal")
-
     def pull_for_fedstruct_app_only(**kwargs: Any) -> Any:
         received: list[Any] = []
         receive, get_fab = kwargs["receive"], kwargs["get_fab"]
@@ -328,10 +319,7 @@ def _checked_pull(pull: Callable[..., Any]) -> Callable[..., Any]:
             message = received[-1]
             _log(ERROR, f"refused run {message.metadata.run_id}: {refused}")
             reason = f"the SuperNode runs fedstruct's app only: {refused}"
-            error = Error(ErrorCode.INVALID_FAB, reason)
-            node._insert_message(
-                Message(error, reply_to=message), kwargs["state"], kwargs["object_store"]
-            )
+            adapter.store_error_reply(message, reason, kwargs["state"], kwargs["object_store"])
             return message.metadata.run_id
 
     return pull_for_fedstruct_app_only
@@ -377,9 +365,12 @@ def poll_interval(environ: Mapping[str, str]) -> float | None:
 def guard_supernode(interval: float | None = None) -> None:
     """Install the SuperNode's guard in this process (module docstring); ``interval``:
     seconds between polls of the SuperLink (``None``: Flower's own)."""
-    node = importlib.import_module("flwr.supernode.start_client_internal")
-    pull = _checked_pull(node._pull_and_store_message)
-    node._pull_and_store_message = pull if interval is None else _polled_every(pull, interval)
+
+    def guarded(pull: Callable[..., Any]) -> Callable[..., Any]:
+        checked = _checked_pull(pull)
+        return checked if interval is None else _polled_every(checked, interval)
+
+    adapter.wrap_message_pull(guarded)
 
 
 # ---------------------------------------------------------------- entry point
@@ -390,27 +381,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     daemons = ("flower-superlink", "flower-supernode")
     if not args or args[0] not in daemons:
         sys.exit(f"error: usage: python -m {__spec__.name} {'|'.join(daemons)} ARGS")
-    if not flwr.__version__.startswith(_FLOWER_SERIES):
-        sys.exit(
-            f"error: fedstruct's guards are written for Flower {_FLOWER_SERIES}x, not "
-            f"{flwr.__version__}; install flwr {_FLOWER_SERIES}x"
-        )
     sys.argv = args
     if args[0] == "flower-superlink":
         keys = os.environ.get(CONTROL_KEYS_ENV)
         guard_superlink(Path(keys) if keys else None)
-        from flwr.superlink.cli import flower_superlink
-
-        flower_superlink()
+        adapter.run_superlink()
     else:
         try:
             interval = poll_interval(os.environ)
         except ConfigError as exc:
             sys.exit(f"error: {exc}")
         guard_supernode(interval)
-        from flwr.supernode.cli import flower_supernode
-
-        flower_supernode()
+        adapter.run_supernode()
 
 
 if __name__ == "__main__":

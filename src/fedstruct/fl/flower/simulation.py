@@ -120,7 +120,8 @@ def _stop_on_interrupt(stop: threading.Event) -> Iterator[Callable[[], None]]:
 
 def _start_ray(backend_config: dict[str, Any]) -> bool:
     """Start Ray as Flower's simulation would (its own ``RayBackend``, which calls
-    ``ray.init`` only if Ray is not running); whether this call started it.
+    ``ray.init``; :func:`~fedstruct.fl.flower.adapter.start_ray_backend`), unless Ray is
+    running; whether this call started it.
 
     Raises
     ------
@@ -128,12 +129,13 @@ def _start_ray(backend_config: dict[str, Any]) -> bool:
         One line, if Ray does not start.
     """
     import ray
-    from flwr.server.superlink.fleet.vce.backend.raybackend import RayBackend
+
+    from fedstruct.fl.flower.adapter import start_ray_backend
 
     if ray.is_initialized():
         return False
     try:
-        RayBackend(backend_config)
+        start_ray_backend(backend_config)
     except Exception as exc:  # Ray's own errors (RuntimeError, ConnectionError...)
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DeploymentError(f"Ray did not start on this machine: {reason}") from None

@@ -1,0 +1,666 @@
+"""Every Flower internal fedstruct uses, in one module, for the Flower versions it knows.
+
+fedstruct uses Flower's public API (``flwr.app``, ``flwr.serverapp``, ``flwr.clientapp``,
+``flwr.simulation`` and the public names of ``flwr.common``) where it needs it. What
+that API does not offer it takes from Flower's internals, and only through this module:
+
+- the **guards** (:mod:`~fedstruct.fl.flower.guard`) install fedstruct's checks in
+  Flower's SuperLink and SuperNode processes: they replace the SuperLink's loader of its
+  Control-API authentication plugin (:func:`replace_control_authn_plugin`), wrap its
+  Control-API handlers (:func:`control_handlers`, :func:`wrap_start_run`) and wrap the
+  SuperNode's pull of a message (:func:`wrap_message_pull`, :func:`store_error_reply`).
+  Flower offers no hook for either (docs/deploy.md, "Flower internals fedstruct relies
+  on", proposes two);
+- **Control API calls** made in this process, each signed for itself
+  (:mod:`~fedstruct.fl.flower.control`): the ``flwr`` CLI's HTTP client
+  (:func:`control_client`), its app bundler (:func:`app_bundle`) and the requests
+  (:func:`start_run_request`...), which Flower offers only as its CLI;
+- **flower-sim** starts Ray as Flower's simulation would (:func:`start_ray_backend`);
+- a reply's **error codes** (:data:`LOST_REPLY_CODES`).
+
+:data:`SYMBOLS` lists each internal, what fedstruct relies on in it and why;
+``tests/fl/test_flower_adapter.py`` checks each against the installed Flower (one
+contract test per symbol). Importing this module refuses, in one line, a Flower whose
+release series is not in :data:`CHECKED_FLOWER` (:func:`require_checked_flower`), so a
+Flower upgrade fails when a Flower command starts, not deep in a run.
+
+Only :mod:`flwr.common.constant` is imported with this module (it loads nothing more
+than the public API does): the other internals load Flower's SuperLink, SuperNode or Ray
+code (up to a second each), which a ClientApp process, started for every message of a
+deployment, must not pay for. They are imported when first used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from fedstruct.errors import DeploymentError
+
+if TYPE_CHECKING:
+    from flwr.proto.control_pb2 import (
+        ListRunsRequest,
+        RegisterNodeRequest,
+        StartRunRequest,
+        UnregisterNodeRequest,
+    )
+    from flwr.supercore.auth.typing import (
+        AccountAuthCredentials,
+        AccountAuthLoginDetails,
+        AccountInfo,
+    )
+    from flwr.supercore.control import ControlHttpClient
+    from flwr.supercore.error import ApiErrorCode, FlowerError
+    from flwr.superlink.auth_plugin import ControlAuthnPlugin
+
+__all__ = [
+    "ACCESS_TOKEN_KEY",
+    "CHECKED_FLOWER",
+    "FLOWER_POLL_WAIT",
+    "INVALID_APP_CODE",
+    "LOST_REPLY_CODES",
+    "NO_ACCOUNT",
+    "SYMBOLS",
+    "AccountAuthCredentials",
+    "AccountAuthLoginDetails",
+    "AccountInfo",
+    "ApiErrorCode",
+    "ControlAuthnPlugin",
+    "ControlHttpClient",
+    "FlowerError",
+    "FlowerSymbol",
+    "app_bundle",
+    "control_client",
+    "control_handlers",
+    "flower_error_reason",
+    "flower_version",
+    "list_runs_request",
+    "register_node_request",
+    "replace_control_authn_plugin",
+    "require_checked_flower",
+    "run_superlink",
+    "run_supernode",
+    "start_ray_backend",
+    "start_run_request",
+    "store_error_reply",
+    "unchecked_flower",
+    "unregister_node_request",
+    "wrap_message_pull",
+    "wrap_start_run",
+]
+
+# ----------------------------------------------------------------- the version
+#: The Flower release series whose internals this module was checked against
+#: (``tests/fl/test_flower_adapter.py`` on each; pyproject's ``flower`` extra allows
+#: exactly these). A new series is added here once those tests pass on it.
+CHECKED_FLOWER = ("1.41", "1.42")
+#: What to install instead of a Flower this module was not checked against.
+_INSTALL = "pip install 'flwr[simulation]>=1.41,<1.43' (or 'fedstruct[flower]')"
+
+
+def flower_version() -> str:
+    """The installed Flower's version (from its package metadata, ``flwr`` or Flower's
+    nightly ``flwr-nightly``: imports no Flower code).
+
+    Raises
+    ------
+    DeploymentError
+        If Flower is not installed.
+    """
+    for distribution in ("flwr", "flwr-nightly"):
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            pass
+    raise DeploymentError(f"Flower is not installed, and this command needs it: {_INSTALL}")
+
+
+def unchecked_flower(installed: str) -> str | None:
+    """Why fedstruct does not run on Flower ``installed`` (one line), or ``None`` if its
+    release series is one of :data:`CHECKED_FLOWER`."""
+    series = ".".join(installed.split(".")[:2])
+    if series in CHECKED_FLOWER:
+        return None
+    known = " and ".join(f"{s}.x" for s in CHECKED_FLOWER)
+    return (
+        f"Flower {installed} is installed, but fedstruct's Flower adapter "
+        f"(fedstruct.fl.flower.adapter) was checked against Flower {known} only: it uses "
+        f"Flower internals that change between releases; {_INSTALL}"
+    )
+
+
+def require_checked_flower(installed: str | None = None) -> str:
+    """The installed Flower's version (or ``installed``), if this module knows it.
+
+    Raises
+    ------
+    DeploymentError
+        One line, if Flower is not installed or its series is not in
+        :data:`CHECKED_FLOWER`.
+    """
+    installed = flower_version() if installed is None else installed
+    reason = unchecked_flower(installed)
+    if reason is not None:
+        raise DeploymentError(reason)
+    return installed
+
+
+require_checked_flower()
+
+try:
+    from flwr.common.constant import (
+        ACCESS_TOKEN_KEY,
+        NOOP_ACCOUNT_NAME,
+        NOOP_FLWR_AID,
+        ErrorCode,
+    )
+except ImportError as missing:  # a broken install of a known series
+    raise DeploymentError(
+        f"Flower {flower_version()} lacks {missing.name or missing}, which fedstruct "
+        f"uses; reinstall it: {_INSTALL}"
+    ) from None
+
+
+# ------------------------------------------------------------- the inventory
+@dataclass(frozen=True)
+class FlowerSymbol:
+    """One Flower internal fedstruct relies on.
+
+    Attributes
+    ----------
+    module
+        The Flower module it lives in.
+    attribute
+        Its name there (``""``: the module itself).
+    needs
+        What fedstruct relies on in it: the parameters of a function, the parameters or
+        attributes of a class, the members of an enum, the attributes of a module.
+    why
+        What fedstruct uses it for (docs/deploy.md lists the same).
+    """
+
+    module: str
+    attribute: str
+    needs: tuple[str, ...] = ()
+    why: str = ""
+
+    @property
+    def name(self) -> str:
+        """``module.attribute`` (or the module's name)."""
+        return f"{self.module}.{self.attribute}" if self.attribute else self.module
+
+    def load(self) -> Any:
+        """The installed Flower's object (imports its module; ``attribute`` may be dotted,
+        e.g. a class's method)."""
+        found: Any = importlib.import_module(self.module)
+        for part in filter(None, self.attribute.split(".")):
+            found = getattr(found, part)
+        return found
+
+    def problem(self) -> str | None:
+        """What the installed Flower lacks of this symbol (one line), or ``None``."""
+        try:
+            found = self.load()
+        except (ImportError, AttributeError) as exc:
+            return f"{self.name} is gone ({exc})"
+        has: set[str] = set()
+        if callable(found):
+            try:
+                has |= set(inspect.signature(found).parameters)
+            except (TypeError, ValueError):  # no signature: a builtin, a protobuf class
+                pass
+        descriptor = getattr(found, "DESCRIPTOR", None)  # a protobuf message: its fields
+        has |= set(getattr(descriptor, "fields_by_name", {}))
+        has |= set(getattr(found, "__dataclass_fields__", {}))
+        missing = [need for need in self.needs if need not in has and not hasattr(found, need)]
+        if missing:
+            return f"{self.name} no longer has {', '.join(missing)}"
+        return None
+
+
+_AUTH_TYPING = "flwr.supercore.auth.typing"
+_ERROR = "flwr.supercore.error"
+_CONTROL_PB2 = "flwr.proto.control_pb2"
+_SUPERLINK_CLI = "flwr.superlink.cli.flower_superlink"
+_HANDLERS = "flwr.superlink.servicer.control.control_handlers"
+_NODE = "flwr.supernode.start_client_internal"
+
+#: Every Flower internal this module wraps (one contract test each).
+SYMBOLS: tuple[FlowerSymbol, ...] = (
+    # a reply's error codes (grid.py, the SuperNode's guard)
+    FlowerSymbol(
+        "flwr.common.constant",
+        "ErrorCode",
+        (
+            "NODE_UNAVAILABLE",
+            "MESSAGE_UNAVAILABLE",
+            "REPLY_MESSAGE_UNAVAILABLE",
+            "CLIENT_APP_CRASHED",
+            "INVALID_FAB",
+        ),
+        "the codes of an error reply Flower made in a node's stead (a dropout), and the "
+        "'invalid FAB' error a guarded SuperNode answers a foreign app's message with",
+    ),
+    # the SuperLink's guard: Control-API authentication
+    FlowerSymbol(
+        "flwr.common.constant",
+        "ACCESS_TOKEN_KEY",
+        why="the metadata key under which Flower hands a call's bearer token to the plugin",
+    ),
+    FlowerSymbol(
+        "flwr.common.constant",
+        "NOOP_FLWR_AID",
+        why="the account id of a call the plugin accepts (open source has one account)",
+    ),
+    FlowerSymbol(
+        "flwr.common.constant",
+        "NOOP_ACCOUNT_NAME",
+        why="the account name of a call the plugin accepts",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.auth_plugin",
+        "ControlAuthnPlugin",
+        (
+            "validate_tokens_in_metadata",
+            "get_login_details",
+            "get_auth_tokens",
+            "refresh_tokens",
+        ),
+        "the interface of a Control-API authentication plugin (fedstruct's ControlKeyAuthn)",
+    ),
+    FlowerSymbol(
+        _AUTH_TYPING,
+        "AccountInfo",
+        ("flwr_aid", "account_name"),
+        "the account the plugin hands to a call's handler (fedstruct's BoundAccount)",
+    ),
+    FlowerSymbol(_AUTH_TYPING, "AccountAuthLoginDetails", why="a type of the plugin interface"),
+    FlowerSymbol(_AUTH_TYPING, "AccountAuthCredentials", why="a type of the plugin interface"),
+    FlowerSymbol(
+        _ERROR,
+        "FlowerError",
+        ("code", "message", "public_details"),
+        "the error a handler raises to refuse a call (its public details reach the caller)",
+    ),
+    FlowerSymbol(
+        _ERROR,
+        "FlowerError.from_json",
+        ("value",),
+        "reads the reason of a call the SuperLink refused (flower_error_reason)",
+    ),
+    FlowerSymbol(
+        _ERROR,
+        "ApiErrorCode",
+        ("NO_PERMISSIONS", "NO_ACCOUNT_AUTH"),
+        "the codes of a refused call",
+    ),
+    FlowerSymbol(
+        _SUPERLINK_CLI,
+        "load_control_authn_plugin",
+        why="hook: the SuperLink's loader of its Control-API authentication plugin, "
+        "replaced by one returning fedstruct's (replace_control_authn_plugin)",
+    ),
+    FlowerSymbol(
+        _HANDLERS,
+        "",
+        ("start_run", "list_runs", "stop_run", "register_node", "unregister_node"),
+        "hook: the Control API's handlers, each bound to the call its token names, "
+        "start_run admitting fedstruct's app only (control_handlers, wrap_start_run)",
+    ),
+    FlowerSymbol(
+        _HANDLERS,
+        "start_run",
+        ("request", "account"),
+        "the handler that accepts a run: wrapped to refuse any app but fedstruct's",
+    ),
+    # the SuperNode's guard
+    FlowerSymbol(
+        _NODE,
+        "_pull_and_store_message",
+        ("state", "object_store", "receive", "get_fab"),
+        "hook: the SuperNode's pull of one message, where the run's app is fetched "
+        "before any of its code runs; wrapped to refuse a foreign app (wrap_message_pull)",
+    ),
+    FlowerSymbol(
+        _NODE,
+        "_insert_message",
+        ("msg", "state", "store"),
+        "stores the node's error reply to a message of a refused app (store_error_reply)",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.cli",
+        "flower_superlink",
+        why="the flower-superlink command, run in the guard's process (run_superlink)",
+    ),
+    FlowerSymbol(
+        "flwr.supernode.cli",
+        "flower_supernode",
+        why="the flower-supernode command, run in the guard's process (run_supernode)",
+    ),
+    # Control API calls (control.py)
+    FlowerSymbol(
+        "flwr.supercore.control",
+        "ControlHttpClient",
+        (
+            "from_server_address",
+            "StartRun",
+            "RegisterNode",
+            "UnregisterNode",
+            "ListRuns",
+            "close",
+        ),
+        "the flwr CLI's Control API client over HTTP (control_client)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.control",
+        "ControlHttpClient.from_server_address",
+        ("server_address", "insecure", "root_certificates", "interceptors"),
+        "connects the client to a SuperLink, over TLS or not, with fedstruct's interceptor",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.protobuf.client",
+        "ProtobufRequestContext",
+        ("message", "request"),
+        "what the client hands an interceptor: fedstruct signs the request's protobuf "
+        "message into the HTTP request's Authorization header (control.SignedCalls)",
+    ),
+    FlowerSymbol(
+        "flwr.cli.cli_client_interceptor",
+        "CliClientHttpInterceptor",
+        ("intercept",),
+        "marks fedstruct's calls as the flwr CLI's, as the SuperLink expects",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.interceptors",
+        "RuntimeVersionHttpInterceptor",
+        ("component_name", "intercept"),
+        "sends the client's Flower version, which the SuperLink checks",
+    ),
+    FlowerSymbol(
+        "flwr.cli.build",
+        "build_fab_from_disk",
+        ("app",),
+        "bundles fedstruct's generated app folder as 'flwr run' would (app_bundle)",
+    ),
+    FlowerSymbol(
+        "flwr.common.serde",
+        "fab_to_proto",
+        ("fab",),
+        "a bundle in a run request (start_run_request)",
+    ),
+    FlowerSymbol(
+        "flwr.common.serde",
+        "user_config_to_proto",
+        ("user_config",),
+        "a run's config overrides in a run request (start_run_request)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.fab",
+        "Fab",
+        ("hash_str", "content", "verifications"),
+        "a bundle with its hash (start_run_request)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.primitives.asymmetric",
+        "public_key_to_bytes",
+        ("public_key",),
+        "a SuperNode's public key as the SuperLink stores it (register_node_request)",
+    ),
+    FlowerSymbol(
+        _CONTROL_PB2,
+        "StartRunRequest",
+        ("fab", "override_config", "app_spec"),
+        "submit a run (the SuperLink's guard reads fab and app_spec)",
+    ),
+    FlowerSymbol(
+        _CONTROL_PB2, "RegisterNodeRequest", ("public_key",), "register a SuperNode's key"
+    ),
+    FlowerSymbol(_CONTROL_PB2, "UnregisterNodeRequest", ("node_id",), "unregister a SuperNode"),
+    FlowerSymbol(_CONTROL_PB2, "ListRunsRequest", ("run_id",), "a run's status"),
+    # flower-sim (simulation.py)
+    FlowerSymbol(
+        "flwr.server.superlink.fleet.vce.backend.raybackend",
+        "RayBackend",
+        ("backend_config",),
+        "starts Ray as Flower's simulation would, before it, so that fedstruct can take "
+        "SIGTERM back and check Ray's workers start (start_ray_backend)",
+    ),
+)
+
+# --------------------------------------------------- classes, imported when read
+#: The classes fedstruct subclasses or raises, by name: imported when first read.
+_CLASSES = {
+    "AccountAuthCredentials": _AUTH_TYPING,
+    "AccountAuthLoginDetails": _AUTH_TYPING,
+    "AccountInfo": _AUTH_TYPING,
+    "ApiErrorCode": _ERROR,
+    "ControlAuthnPlugin": "flwr.superlink.auth_plugin",
+    "ControlHttpClient": "flwr.supercore.control",
+    "FlowerError": _ERROR,
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A class of :data:`_CLASSES`, imported on first read (PEP 562) and kept here."""
+    if name not in _CLASSES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_CLASSES[name]), name)
+    globals()[name] = value
+    return value
+
+
+# ----------------------------------------------------------- error codes
+#: Codes of an error reply Flower makes when a node's answer is lost: a dropout.
+LOST_REPLY_CODES = frozenset(
+    {
+        ErrorCode.NODE_UNAVAILABLE,
+        ErrorCode.MESSAGE_UNAVAILABLE,
+        ErrorCode.REPLY_MESSAGE_UNAVAILABLE,
+        ErrorCode.CLIENT_APP_CRASHED,
+    }
+)
+#: Code of Flower's "invalid FAB" error: the reply a SuperNode makes to a message of an
+#: app it will not run.
+INVALID_APP_CODE: int = ErrorCode.INVALID_FAB
+#: Flower's (account id, account name) of a call on open-source Flower, which has no
+#: accounts: the account fedstruct's plugin hands to a call it accepts.
+NO_ACCOUNT = (NOOP_FLWR_AID, NOOP_ACCOUNT_NAME)
+
+
+# ------------------------------------------------------------ the SuperLink
+def replace_control_authn_plugin(plugin: ControlAuthnPlugin) -> None:
+    """Make the SuperLink started later in this process (:func:`run_superlink`)
+    authenticate every Control API call with ``plugin``.
+
+    Wraps ``flwr.superlink.cli.flower_superlink.load_control_authn_plugin``, which the
+    SuperLink calls at start for its plugin (open-source Flower: one that accepts every
+    caller; only the enterprise edition ships another). It is looked up by name when the
+    SuperLink starts, so replacing the module's attribute is enough (contract test).
+    """
+    # by module path: the package ``flwr.superlink.cli`` exports a function of that name
+    module: Any = importlib.import_module(_SUPERLINK_CLI)
+    module.load_control_authn_plugin = lambda: plugin
+
+
+def control_handlers() -> ModuleType:
+    """Flower's module of Control API handlers
+    (``flwr.superlink.servicer.control.control_handlers``).
+
+    Every call an account makes (submit, list or stop runs, register nodes...) is
+    answered by a function of this module taking ``request, account`` first; Flower's
+    gRPC servicer and HTTP router both call it by module attribute, so a function set on
+    the module answers the call on either transport (contract test).
+    """
+    return importlib.import_module(_HANDLERS)
+
+
+def wrap_start_run(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace the Control API's ``start_run(request, account, ...)`` handler (which
+    accepts a run: ``request`` is a ``StartRunRequest``) with ``wrap(start_run)``."""
+    handlers: Any = control_handlers()
+    handlers.start_run = wrap(handlers.start_run)
+
+
+def run_superlink() -> None:
+    """Run Flower's ``flower-superlink`` command (``flwr.superlink.cli.flower_superlink``)
+    in this process, with this process's ``sys.argv``."""
+    from flwr.superlink.cli import flower_superlink
+
+    flower_superlink()
+
+
+# ------------------------------------------------------------- the SuperNode
+#: Seconds Flower's SuperNode waits after a pull that brought no message
+#: (``time.sleep(3)`` in ``start_client_internal``; contract test).
+FLOWER_POLL_WAIT = 3.0
+
+
+def wrap_message_pull(
+    wrap: Callable[[Callable[..., int | None]], Callable[..., int | None]],
+) -> None:
+    """Replace the SuperNode's pull of one message with ``wrap(pull)``.
+
+    Wraps ``flwr.supernode.start_client_internal._pull_and_store_message``, which the
+    SuperNode's loop calls (by name, with keyword arguments only) to pull the next message
+    from the SuperLink and store it; it returns the message's run id, or ``None`` when
+    there was none (the loop then sleeps :data:`FLOWER_POLL_WAIT` seconds). Of its
+    keyword arguments fedstruct uses ``receive()`` (the next ``(message, object tree)``
+    or ``None``), ``get_fab(fab_hash, run_id)`` (a run's app bundle, fetched before any
+    of its code runs; ``.content`` its bytes), ``state`` and ``object_store`` (for
+    :func:`store_error_reply`).
+    """
+    node: Any = importlib.import_module(_NODE)
+    node._pull_and_store_message = wrap(node._pull_and_store_message)
+
+
+def store_error_reply(message: Any, reason: str, state: Any, object_store: Any) -> None:
+    """Store the SuperNode's reply to ``message``: Flower's "invalid FAB" error with
+    ``reason``, which the node sends to the SuperLink as it would any reply.
+
+    Wraps ``flwr.supernode.start_client_internal._insert_message`` (how Flower stores
+    the reply of an app it refuses to verify); ``state`` and ``object_store`` are the
+    pull's (:func:`wrap_message_pull`).
+    """
+    from flwr.app import Error, Message
+
+    node = importlib.import_module(_NODE)
+    node._insert_message(
+        Message(Error(INVALID_APP_CODE, reason), reply_to=message), state, object_store
+    )
+
+
+def run_supernode() -> None:
+    """Run Flower's ``flower-supernode`` command (``flwr.supernode.cli.flower_supernode``)
+    in this process, with this process's ``sys.argv``."""
+    from flwr.supernode.cli import flower_supernode
+
+    flower_supernode()
+
+
+# ---------------------------------------------------------- Control API calls
+def control_client(
+    address: str,
+    root_certificates: bytes | None,
+    interceptors: Sequence[Any] = (),
+) -> ControlHttpClient:
+    """The ``flwr`` CLI's Control API client (``flwr.supercore.control.ControlHttpClient``)
+    for the SuperLink at ``address``: TLS trusting ``root_certificates`` (PEM bytes;
+    ``None``: plain text).
+
+    It sends the CLI's own headers (``CliClientHttpInterceptor``, and
+    ``RuntimeVersionHttpInterceptor``: the Flower version, which the SuperLink checks),
+    then ``interceptors``: objects with ``intercept(context, call_next)``, where
+    ``context.message`` is the request's protobuf message and ``context.request`` its
+    HTTP request (``httpx.Request``), and which return ``call_next(context)``. Its
+    methods ``StartRun``, ``RegisterNode``, ``UnregisterNode`` and ``ListRuns`` send one
+    request each; ``close()`` ends it.
+    """
+    from flwr.cli.cli_client_interceptor import CliClientHttpInterceptor
+    from flwr.supercore.control import ControlHttpClient
+    from flwr.supercore.interceptors import RuntimeVersionHttpInterceptor
+
+    return ControlHttpClient.from_server_address(
+        server_address=address,
+        insecure=root_certificates is None,
+        root_certificates=root_certificates,
+        interceptors=[
+            CliClientHttpInterceptor(),
+            RuntimeVersionHttpInterceptor(component_name="flwr CLI"),
+            *interceptors,
+        ],
+    )
+
+
+def flower_error_reason(text: str) -> str | None:
+    """The reason a SuperLink gave in the body ``text`` of a refused HTTP call (a
+    ``FlowerError`` as JSON: its public details, else its message), or ``None`` if the
+    body is not one."""
+    from flwr.supercore.error import FlowerError
+
+    error = FlowerError.from_json(text)
+    if error is None:
+        return None
+    return error.public_details or error.message
+
+
+def app_bundle(folder: Any) -> bytes:
+    """The Flower App Bundle (FAB, a zip) of the app in ``folder``, as ``flwr run``
+    builds it (``flwr.cli.build.build_fab_from_disk``)."""
+    from flwr.cli.build import build_fab_from_disk
+
+    return build_fab_from_disk(folder)
+
+
+def start_run_request(
+    fab: bytes, config: Mapping[str, bool | int | float | str]
+) -> StartRunRequest:
+    """The Control API's request to run the app bundle ``fab`` with its run config
+    overridden by ``config``."""
+    from flwr.common.serde import fab_to_proto, user_config_to_proto
+    from flwr.proto.control_pb2 import StartRunRequest
+    from flwr.supercore.fab import Fab
+
+    return StartRunRequest(
+        fab=fab_to_proto(Fab(hashlib.sha256(fab).hexdigest(), fab, {})),
+        override_config=user_config_to_proto(dict(config)),
+    )
+
+
+def register_node_request(public_key: Any) -> RegisterNodeRequest:
+    """The Control API's request to register a SuperNode's ``public_key`` (a loaded
+    ``cryptography`` public key), in the byte form the SuperLink stores."""
+    from flwr.proto.control_pb2 import RegisterNodeRequest
+    from flwr.supercore.primitives.asymmetric import public_key_to_bytes
+
+    return RegisterNodeRequest(public_key=public_key_to_bytes(public_key))
+
+
+def unregister_node_request(node_id: int) -> UnregisterNodeRequest:
+    """The Control API's request to unregister SuperNode ``node_id``."""
+    from flwr.proto.control_pb2 import UnregisterNodeRequest
+
+    return UnregisterNodeRequest(node_id=int(node_id))
+
+
+def list_runs_request(run_id: int) -> ListRunsRequest:
+    """The Control API's request for run ``run_id`` (its answer's ``run_dict`` maps the
+    run id to its status)."""
+    from flwr.proto.control_pb2 import ListRunsRequest
+
+    return ListRunsRequest(run_id=int(run_id))
+
+
+# ---------------------------------------------------------------- flower-sim
+def start_ray_backend(backend_config: dict[str, Any]) -> None:
+    """Start Ray as Flower's simulation would: its own Ray backend
+    (``flwr.server.superlink.fleet.vce.backend.raybackend.RayBackend``), which calls
+    ``ray.init`` with ``backend_config["init_args"]``. Ray's own errors pass through."""
+    from flwr.server.superlink.fleet.vce.backend.raybackend import RayBackend
+
+    RayBackend(backend_config)
