@@ -1,7 +1,8 @@
 """Federated discovery at scale: FedCDnv and fedfci on pigs and on many sites of alarm.
 
 Usage: ``python benchmarks/federated_scale.py [--cases pigs-10 alarm-50 alarm-100 ...]
-[--methods fedcdnv fedfci] [--backend local|flower-sim] [--limit 3600] [--out DIR]``
+[--methods fedcdnv fedfci] [--backend local|flower-sim] [--limit 3600] [--reference]
+[--out DIR]``
 
 Each run is ``fedstruct run METHOD --network NET --clients K --quiet`` in a child process
 (its settings' defaults otherwise: FedCDnv's variable subsets with 15 % latent variables
@@ -9,7 +10,9 @@ and 100-2,000 rows a site, fedfci's 200-500 rows a site with every variable), me
 from outside: wall seconds, CPU seconds and the peak resident memory of the process and
 every process it started (``resource.RUSAGE_CHILDREN``), the run's checkpoint size, and
 from its metrics.json the edge F1, tests, rounds or exchanges. A run past ``--limit``
-seconds is stopped and reported so. Results: ``DIR/federated.json`` and a table printed.
+seconds is stopped and reported so. The runs' one-process search on the pooled rows
+(their ``reference`` setting: a benchmark's comparison, not the federated method) is
+off unless ``--reference`` is given. Results: ``DIR/federated.json`` and a table printed.
 """
 
 from __future__ import annotations
@@ -25,11 +28,22 @@ from pathlib import Path
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
 
 
-def run(method: str, network: str, clients: int, backend: str, out: Path, limit: float) -> dict:
+def run(
+    method: str,
+    network: str,
+    clients: int,
+    backend: str,
+    out: Path,
+    limit: float,
+    reference: bool = False,
+) -> dict:
     """One run in a child process, measured from outside (``os.wait4``: the child's own
-    CPU and peak memory, with those of the processes it waited for)."""
+    CPU and peak memory, with those of the processes it waited for). ``reference``:
+    also the run's one-process search on the pooled rows (the ``reference`` setting),
+    whose time and memory are then counted with the method's."""
     args = [*FEDSTRUCT, "run", method, "--network", network, "--clients", str(clients),
-            "--backend", backend, "--quiet", "--out", str(out), "--overwrite"]  # fmt: skip
+            "--backend", backend, "--quiet", "--out", str(out), "--overwrite",
+            "--set", f"reference={str(reference).lower()}"]  # fmt: skip
     out.parent.mkdir(parents=True, exist_ok=True)
     log = out.parent / f"{out.name}.stderr"
     start = time.perf_counter()
@@ -69,6 +83,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["fedcdnv", "fedfci"])
     parser.add_argument("--backend", default="local")
     parser.add_argument("--limit", type=float, default=3600.0)
+    parser.add_argument("--reference", action="store_true", help="also the pooled search")
     parser.add_argument("--out", type=Path, default=Path("federated-scale"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +97,9 @@ def main() -> None:
             if key in results:
                 continue
             out = args.out / key.replace(" ", "-")
-            results[key] = run(method, network, int(clients), args.backend, out, args.limit)
+            results[key] = run(
+                method, network, int(clients), args.backend, out, args.limit, args.reference
+            )
             store.write_text(json.dumps(results, indent=1))
             print(key, json.dumps(results[key]), flush=True)
     columns = "run | finished | wall s | CPU s | peak MB | checkpoint MB | F1-edge | tests"

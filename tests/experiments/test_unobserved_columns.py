@@ -13,10 +13,8 @@ import pytest
 
 from fedstruct.errors import DataError, FedstructWarning
 from fedstruct.experiments.fcm import FCMRun
-from fedstruct.experiments.fcm import method as fcm_method
 from fedstruct.experiments.fedavg import FedAvgRun
-from fedstruct.experiments.fedavg import method as fedavg_method
-from fedstruct.experiments.runs import runnable
+from fedstruct.experiments.runs import build_estimator, runnable
 from fedstruct.fl import holdout_split
 
 
@@ -53,7 +51,7 @@ def test_fedavg_imputes_an_unobserved_column_from_the_other_sites(tmp_path):
     run, source, clients = fedavg_source(paths, target="y")
     assert source.unobserved == {"h1": ("x",), "h2": ("g",)}
     assert [c.variables[-1] for c in clients[1:]] == ["x", "g"]  # added, missing everywhere
-    model = fedavg_method(run, source).fit(clients)
+    model = build_estimator(run, source).fit(clients)
     stats = model.statistics_
     observed_x = pd.concat([frames[0]["x"], frames[2]["x"]])
     mean, sd = stats.moments("x")  # h0's and h2's values only: about 3, not 0 or 2
@@ -112,7 +110,7 @@ def test_f_cms_inputs_a_site_does_not_observe_are_imputed_from_the_others(tmp_pa
         clients = source.clients()
     assert source.unobserved == {"h1": ("x",)}
     assert [c.variables[:2] for c in clients] == [("x", "z")] * 3
-    model = fcm_method(run, source).fit(clients)
+    model = build_estimator(run, source).fit(clients)
     kept = {k: holdout_split(60, run.validation_fraction, run.seed, f"h{k}")[0] for k in (0, 2)}
     observed_x = pd.concat([frames[k]["x"].iloc[rows] for k, rows in kept.items()])
     x = model.encoder_.columns.continuous.index("x")

@@ -142,11 +142,17 @@ def test_corrected_replicates_are_as_sparse_as_the_run_the_plain_ones_denser() -
     assert edges[True] <= model.graph_.n_edges + 0.5
 
 
-#: A bad bootstrap value -> the one line a run's settings refused it with before the
-#: options were one object (an estimator's parameter: the same line after its method).
+#: A bad bootstrap value -> its one line, the same for a run's settings and the options
+#: object (an estimator's parameter: the same line after its method); a B past the bound
+#: says why there is one.
 BAD_BOOTSTRAP = [
     ({"subsample": 1.0}, "subsample must be a number in (0, 1) (or null), got 1.0"),
-    ({"bootstrap": 20000}, "bootstrap must be an integer in [0, 10000], got 20000"),
+    (
+        {"bootstrap": 20000},
+        "bootstrap = 20000: each replicate runs the whole federation again (about 20000 "
+        "times the fit's own time); give at most 10,000 (an edge's frequency has a "
+        "standard error of at most 0.5/√B; docs/confidence.md)",
+    ),
     ({"bootstrap": -1}, "bootstrap must be an integer in [0, 10000], got -1"),
     ({"jobs": 0}, "jobs must be an integer >= 1 (or null), got 0"),
 ]

@@ -32,6 +32,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import InitVar, dataclass
 from typing import Any
 
+import numpy as np
+
 from fedstruct.constraints import Boolean, Interval, check_fields
 from fedstruct.data._shared import child_seed, make_rng
 from fedstruct.data.client import ClientData
@@ -102,6 +104,14 @@ class BootstrapOptions:
     def __post_init__(self, owner: str) -> None:
         if self.bootstrap is None:
             object.__setattr__(self, "bootstrap", 0)
+        b = self.bootstrap
+        if isinstance(b, int | np.integer) and not isinstance(b, bool) and b > MAX_REPLICATES:
+            raise ConfigError(
+                f"{owner + ' ' if owner else ''}bootstrap = {b}: each replicate runs the "
+                f"whole federation again (about {b} times the fit's own time); give at "
+                f"most {MAX_REPLICATES:,} (an edge's frequency has a standard error of at "
+                "most 0.5/√B; docs/confidence.md)"
+            )
         check_fields(self, _CONSTRAINTS, owner)
 
     @classmethod

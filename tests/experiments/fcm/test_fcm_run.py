@@ -5,8 +5,9 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.fcm import ConceptSource, FCMRun, method
+from fedstruct.experiments.fcm import ConceptSource, FCMRun
 from fedstruct.experiments.fcm.federation import roles
+from fedstruct.experiments.runs import build_estimator
 
 runner = CliRunner()
 
@@ -69,7 +70,7 @@ def test_the_protocol_source_builds_its_data_once_and_scores_against_their_graph
     assert ConceptSource(s).data is not data  # nothing kept between sources (no cache)
     assert list(source.clients().names) == list(source.names)
     assert len(source.test) == int((data.split == 2).sum())
-    model = method(s, source)
+    model = build_estimator(s, source)
     assert model.task == "dysp" and model.cardinalities == data.cardinalities
     schedule = model.participation.schedule
     assert schedule.active(source.names, 1) == ["client-1", "client-2"]

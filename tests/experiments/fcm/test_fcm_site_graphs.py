@@ -14,10 +14,10 @@ import yaml
 
 from fedstruct.data import ClientData
 from fedstruct.errors import ConfigError, FedstructWarning
-from fedstruct.experiments.fcm import FCMRun, method
+from fedstruct.experiments.fcm import FCMRun
 from fedstruct.experiments.fcm.federation import flat_graph, labelled_rows, own_fci_graph
 from fedstruct.experiments.fcm.run import warn_if_task_has_no_parent
-from fedstruct.experiments.runs import execute, runnable
+from fedstruct.experiments.runs import build_estimator, execute, runnable
 from fedstruct.graphs import Graph, write_graph
 from fedstruct.methods.fcm import FCM
 
@@ -105,7 +105,7 @@ def test_flat_builds_the_model_on_every_concept_feeding_the_task(tmp_path):
     source = runnable("fcm").resolve(s)
     assert all(c.graph is None for c in source.clients())
     assert {g.how for g in source.site_graphs.values()} == {"none"}
-    model = method(s, source)
+    model = build_estimator(s, source)
     assert set(model.graph.parents("y")) == set(CONCEPTS) and model.graph.n_edges == 3
     assert flat_graph(["a", "b"], "t").parents("t") == ("a", "b")
     with pytest.raises(ConfigError, match="--graph and client_graphs = flat"):

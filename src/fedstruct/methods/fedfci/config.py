@@ -68,11 +68,12 @@ class FedFCIConfig:
         YAML) the server's search uses; ``None`` (default): none.
     pair_window
         The most conditioning sets one step of a pair's search asks of the sites in one
-        exchange beyond those already computed (default 32): a pair's sets are asked in
-        their order, the window doubling exchange by exchange, so a batch stays a few
-        sets per pair on a wide, dense network (docs/fedfci.md, "Batches"); ``None``:
-        every set a level may need in one exchange (the fewest exchanges; memory and
-        tests grow with the level).
+        exchange beyond those already computed: a pair's sets are asked in their order,
+        the window doubling exchange by exchange, so a batch stays a few sets per pair
+        on a wide, dense network (docs/fedfci.md, "Batches"); ``None``: every set a
+        level may need in one exchange (the fewest exchanges; memory and tests grow
+        with the level). ``"auto"`` (default): 32, and ``None`` under DP, where every
+        exchange spends budget.
     batch_megabytes
         The most memory one exchange's replies take at the server, all sites together
         (default 512): a batch asks each site for at most ``batch_megabytes / sites``
@@ -108,12 +109,20 @@ class FedFCIConfig:
     min_contribution_rows: int = ANONYMITY
     constant_columns: str = "error"
     knowledge: str | Knowledge | None = None
-    pair_window: int | None = DEFAULT_PAIR_WINDOW
+    pair_window: int | str | None = AUTO
     batch_megabytes: int = 512
     max_exchanges: int = 200
     dp_epsilon: float | None = None
     dp_delta: float = 1e-5
     dp_releases: int = 12
+
+    @property
+    def window(self) -> int | None:
+        """``pair_window`` resolved: ``"auto"`` is 32 (``DEFAULT_PAIR_WINDOW``), and
+        ``None`` (whole levels, the fewest exchanges) with ``dp_epsilon``."""
+        if self.pair_window != AUTO:
+            return self.pair_window  # type: ignore[return-value]
+        return None if self.dp_epsilon is not None else DEFAULT_PAIR_WINDOW
 
     def __post_init__(self) -> None:
         check_fields(self, _CONSTRAINTS, "fedfci")
@@ -137,7 +146,7 @@ _CONSTRAINTS = {
     "min_sites": Interval(int, 1),
     "min_contribution_rows": Interval(int, 1),
     "constant_columns": OneOf(("error", "exclude")),
-    "pair_window": Interval(int, 1, allow_none=True),
+    "pair_window": AnyOf(Interval(int, 1), OneOf((AUTO,)), allow_none=True),
     "batch_megabytes": Interval(int, 1),
     "max_exchanges": Interval(int, 1),
     "dp_epsilon": Interval(float, 0, closed="neither", allow_none=True),

@@ -12,7 +12,6 @@ from numpy.typing import NDArray
 from fedstruct.data.client import ClientData
 from fedstruct.discovery.kinds import CG_MIN_ROWS
 from fedstruct.discovery.pds import AUTO
-from fedstruct.discovery.pooled import DEFAULT_PAIR_WINDOW
 from fedstruct.errors import DataError
 from fedstruct.estimators.graph_learner import GraphLearner
 from fedstruct.graphs.graph import NONE, Graph
@@ -110,7 +109,7 @@ class FedFCI(
         min_contribution_rows: int = ANONYMITY,
         constant_columns: str = "error",
         knowledge: str | Knowledge | None = None,
-        pair_window: int | None = DEFAULT_PAIR_WINDOW,
+        pair_window: int | str | None = AUTO,
         batch_megabytes: int = 512,
         max_exchanges: int = 200,
         dp_epsilon: float | None = None,

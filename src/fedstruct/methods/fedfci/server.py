@@ -295,7 +295,7 @@ class FedFCIServer(ServerAlgorithm[FedFCIState]):
                 small_sample=cfg.small_sample,
                 dof=cfg.dof,
                 min_sites=cfg.min_sites,
-                pair_window=cfg.pair_window,
+                pair_window=cfg.window,
                 max_batch_entries=batch_entries(cfg.batch_megabytes, len(state.rows)),
             )
             test.evidence = state.evidence
