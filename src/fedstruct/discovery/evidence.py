@@ -140,7 +140,9 @@ class Evidence:
         size computed by :meth:`CITest.compute_many` (``sets`` of one size, subsets of
         ``pool``) when the test has a batched form. Only the tests up to the first
         independence are recorded; a batch's later values are dropped. ``sets`` is
-        consumed lazily, a batch at a time.
+        consumed lazily, a batch at a time. On a test that gathers its statistics in
+        batches (:attr:`CITest.ask_window` set), the sets are asked one by one up to the
+        window (:meth:`_first_independent_within`).
         """
         a, b = (i, j) if i < j else (j, i)
         stream = iter(sets)
