@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from fedstruct.experiments import execute
-from fedstruct.experiments.artifacts import graph_files, load
 from fedstruct.graphs.io import read_graph_with_weights
+from fedstruct.runs import execute
+from fedstruct.runs.artifacts import graph_files, load
 
 SETTINGS = {"network": "hepar2", "clients": 6, "max_samples": 2000, "min_samples": 2000}
 

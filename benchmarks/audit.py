@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 import fedstruct.fl.client as client_module
-from fedstruct.experiments.runs import execute, runnable, runnable_names
 from fedstruct.fl import Message
 from fedstruct.privacy import PayloadLimit, RowIndex, audit_reply
+from fedstruct.runs.contract import execute, runnable, runnable_names
 
 
 class Timed:

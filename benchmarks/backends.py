@@ -30,11 +30,11 @@ from pathlib import Path
 
 from clientapp_start import import_seconds
 
-from fedstruct.experiments import execute
-from fedstruct.experiments.flower.launcher import FlowerLauncher
-from fedstruct.experiments.launch import Launcher
+from fedstruct.deployment.launcher import FlowerLauncher
 from fedstruct.fl.flower.cluster import DeploymentOptions
 from fedstruct.fl.flower.loopback import LoopbackCluster
+from fedstruct.runs import execute
+from fedstruct.runs.launch import Launcher
 
 SETTINGS = {"network": "asia", "clients": 3, "samples": 3000, "test_samples": 1000}
 BACKENDS = ("local", "flower-sim", "flower")

@@ -40,15 +40,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def _run(settings: dict[str, Any]) -> dict[str, float]:
-    from fedstruct.experiments import execute
+    from fedstruct.runs import execute
 
     with tempfile.TemporaryDirectory() as folder:
         return execute("cafe", [settings], Path(folder), progress=False).metrics
 
 
 def speed(repeats: int) -> None:
-    from fedstruct.experiments.cafe import CafeRun, SplitImages, method
     from fedstruct.fl.grid import torch_threads
+    from fedstruct.methods.cafe import CafeRun, SplitImages, method
 
     settings = CafeRun(rounds=100, local_epochs=5)
     start = time.perf_counter()

@@ -10,7 +10,7 @@ the median and the fastest wall time of each:
 - ``fedstruct run fedavg --help`` (goal: <= 0.8 s on an idle 2-core machine);
 - ``fedstruct export DIR --format dot`` on the folder of a FedCDnv run made first (its
   ``quick`` settings; goal: <= 0.8 s);
-- importing the Flower ClientApp's module (``fedstruct.experiments.flower.app``),
+- importing the Flower ClientApp's module (``fedstruct.deployment.app``),
   which every message of a deployed run starts;
 - ``python -c pass``: the interpreter's own start, for scale.
 
@@ -33,11 +33,11 @@ from pathlib import Path
 MAKE_RUN = """
 import sys
 from pathlib import Path
-from fedstruct.experiments.runs import execute, runnable
+from fedstruct.runs.contract import execute, runnable
 execute("fedcdnv", [dict(runnable("fedcdnv").quick)], Path(sys.argv[1]))
 """
 
-CLIENT_APP = "import fedstruct.experiments.flower.app"
+CLIENT_APP = "import fedstruct.deployment.app"
 
 
 def timed(command: list[str], env: dict[str, str]) -> float:
@@ -66,7 +66,7 @@ def main() -> None:
             "fedstruct run fedavg --help": [*cli, "run", "fedavg", "--help"],
             "fedstruct export DIR --format dot (FedCDnv)": [*cli, "export", str(run), "--format",
                                                             "dot"],
-            "import fedstruct.experiments.flower.app": [*python, "-c", CLIENT_APP],
+            "import fedstruct.deployment.app": [*python, "-c", CLIENT_APP],
         }  # fmt: skip
         load_before = os.getloadavg()
         times: dict[str, list[float]] = {name: [] for name in commands}

@@ -41,7 +41,7 @@ from pathlib import Path
 CLIENT_MESSAGE = """
 import json
 import flwr.supernode.cli  # what the flwr-clientapp script imports
-from fedstruct.experiments.flower.app import _partition
+from fedstruct.deployment.app import _partition
 settings = {"network": "asia", "clients": 3, "samples": 3000, "test_samples": 1000, "rounds": 3}
 model, own = _partition("fedavg", json.dumps(settings), 0)
 client = model.make_client(own)
@@ -56,7 +56,7 @@ client.fit(Message(FIT, arrays=get_params(client.model), config={"round": 1}))
 #: ``--stage``: a message answered without the client (a secure-aggregation stage).
 STAGE_MESSAGE = """
 import flwr.supernode.cli  # what the flwr-clientapp script imports
-import fedstruct.experiments.flower.app
+import fedstruct.deployment.app
 from fedstruct.fl.secagg import client
 """
 #: ``import time: SELF | CUMULATIVE | NAME`` (microseconds; NAME indented by depth)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fedstruct.experiments import execute
+from fedstruct.runs import execute
 
 BASE = {"network": "alarm"}
 DP_SGD = {f"DP-SGD ε = {e:g}": {"dp_epsilon": e} for e in (1.0, 3.0, 8.0)}

@@ -40,9 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
-from fedstruct.experiments.fedcdnv.run import method
-from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
+from fedstruct.methods.fedcdnv.run import method
+from fedstruct.methods.fedcdnv.settings import FedCDnvRun
+from fedstruct.methods.fedcdnv.sources import VariableSubsetTask
 
 NETWORKS = ("alarm", "insurance")
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

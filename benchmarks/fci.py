@@ -28,7 +28,7 @@ from timing import median_time
 from fedstruct.data import load_network
 from fedstruct.discovery.build import make_ci_test
 from fedstruct.discovery.fci import fci
-from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
+from fedstruct.methods.fedcdnv import variable_subset_clients, variable_subsets
 
 
 def causal_learn_fci(values: np.ndarray) -> None:

@@ -15,7 +15,7 @@ import argparse
 import resource
 import time
 
-from fedstruct.experiments.fcm import ConceptSource, FCMRun, method
+from fedstruct.methods.fcm import ConceptSource, FCMRun, method
 
 
 def peak_mb() -> float:

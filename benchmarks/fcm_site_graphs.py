@@ -38,8 +38,8 @@ import pandas as pd
 import yaml
 
 from fedstruct.data.datasets.tables import CONCEPT_CUTS, breast_cancer_concepts
-from fedstruct.experiments.runs import execute
 from fedstruct.graphs import Graph, write_graph
+from fedstruct.runs.contract import execute
 
 TASK = "diagnosis"
 

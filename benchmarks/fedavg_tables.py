@@ -34,8 +34,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from fedstruct.data.datasets.tables import breast_cancer_sites, diabetes_sites
-from fedstruct.experiments.runs import execute
 from fedstruct.fl import holdout_split
+from fedstruct.runs.contract import execute
 
 TEST_FRACTION = 0.2
 CASES = {

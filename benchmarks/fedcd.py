@@ -15,10 +15,16 @@ import resource
 import time
 
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.experiments.fedcd import horizontal_interventions
 from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.random import erdos_renyi_dag
-from fedstruct.methods.fedcd import ENCO, Beliefs, FedCD, InterventionalData, final_graph
+from fedstruct.methods.fedcd import (
+    ENCO,
+    Beliefs,
+    FedCD,
+    InterventionalData,
+    final_graph,
+    horizontal_interventions,
+)
 
 
 def peak_mb() -> float:

@@ -19,9 +19,8 @@ import numpy as np
 
 from fedstruct.data import load_network, network_names
 from fedstruct.discovery import OracleTest, fci
-from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
 from fedstruct.graphs import dag_to_pag
-from fedstruct.methods.fedcdnv import FedCDnv
+from fedstruct.methods.fedcdnv import FedCDnv, variable_subset_clients, variable_subsets
 
 #: Networks whose possible-D-SEP phase needs a bound with the oracle (see docs/local_learners.md).
 PDS_DEPTH = {"water": 3}

@@ -11,7 +11,7 @@ finishes in minutes (say how many)". Per seed:
   alternately), half real, sampled from
   :class:`~fedstruct.data.conditional_gaussian.ConditionalGaussianSCM`;
 - FedCDnv's setting of non-identical variable sets (§4.1,
-  :func:`~fedstruct.experiments.fedcdnv.variable_subsets`): each of the ``--sites``
+  :func:`~fedstruct.methods.fedcdnv.variable_subsets`): each of the ``--sites``
   sites observes ``round(overlap * d)`` of the variables, every variable observed
   somewhere and every two sites sharing one; no latent variable, so the truth is
   the DAG's PAG over every variable;
@@ -42,9 +42,8 @@ from mixed_ci import mixed_model
 
 from fedstruct.data import ClientData
 from fedstruct.data.conditional_gaussian import ConditionalGaussianSCM
-from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
 from fedstruct.graphs import dag_to_pag
-from fedstruct.methods.fedcdnv import FedCDnv
+from fedstruct.methods.fedcdnv import FedCDnv, variable_subset_clients, variable_subsets
 
 
 class FrameSampler:

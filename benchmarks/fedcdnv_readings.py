@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
-from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
-from fedstruct.experiments.settings import subset
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvConfig, graph_scores
 from fedstruct.methods.fedcdnv.aggregate import WEIGHT_COUNTS, aggregate
 from fedstruct.methods.fedcdnv.config import DEFINITE_FROM
 from fedstruct.methods.fedcdnv.server import FedCDnvServer, definite_graph, feddg_status
+from fedstruct.methods.fedcdnv.settings import FedCDnvRun
+from fedstruct.methods.fedcdnv.sources import VariableSubsetTask
 from fedstruct.methods.fedcdnv.theory import definite_pairs
+from fedstruct.runs.settings import subset
 
 METRICS = ("f1_edge", "f1_orientation", "f1_arrowhead", "fdr_c", "fdr_dc", "fdr_nc", "fdr_dnc")
 COUNTS = ("definite_causal", "definite_noncausal", "feddg_edges")

@@ -25,8 +25,8 @@ import pandas as pd
 from fedstruct.data import ClientData, load_network
 from fedstruct.data.gaussian import GAUSSIAN_NETWORKS, load_gaussian_network
 from fedstruct.discovery import fci, make_ci_test
-from fedstruct.experiments.fedfci.federation import mixed_model, with_holes
 from fedstruct.methods.fedfci import FedFCI
+from fedstruct.methods.fedfci.sources import mixed_model, with_holes
 
 
 def rows_of(case: str, n: int, seed: int) -> tuple[pd.DataFrame, str, dict[str, str]]:

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from fedstruct.data import load_network
-from fedstruct.experiments import execute
 from fedstruct.fl.flower.loopback import LoopbackCluster
+from fedstruct.runs import execute
 
 
 def main() -> None:

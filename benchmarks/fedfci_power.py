@@ -8,13 +8,13 @@ Issue 50, targets 2 and 3 (results: docs/results/fedfci.md). Every method reads 
 same CSV files with ``--site`` and is scored by its own run against the same
 ``--truth`` graph file (both runs score with
 :func:`~fedstruct.graphs.metrics.graph_metrics` after
-:func:`~fedstruct.experiments.sites.aligned`), one run at a time, each in a child process
-(:func:`~fedstruct.experiments.runs.execute`, every method's default settings but
+:func:`~fedstruct.runs.sites.aligned`), one run at a time, each in a child process
+(:func:`~fedstruct.runs.contract.execute`, every method's default settings but
 ``constant_columns=exclude`` for fedfci, FedCDnv's default: a variable constant over
 the pooled rows, such as insurance's ``Theft`` in 3,500 rows, otherwise stops the run).
 
 **Power** (target 2): per network and seed, ten sites drawn by fedfci's own sampler
-(:class:`~fedstruct.experiments.fedfci.federation.SampledSites`: every variable observed,
+(:class:`~fedstruct.methods.fedfci.sources.SampledSites`: every variable observed,
 ``n_k`` uniform in [200, 500]); ``mixed`` is its random conditional-Gaussian model
 (``--mixed-variables`` variables, half categorical). The integer columns are declared
 categorical (``kinds``), as the sampler's own runs read them. The truth is the DAG's
@@ -26,7 +26,7 @@ fedfci chose (``pooled`` records whether fedfci's graph equals it).
 **Overlap** (target 3): per ``|V|`` of the ``fedcdnv-synthetic`` recipe (FedCDnv's
 Figure 5: synthetic Erdős–Rényi networks, 6 clients, 15 % latent, each client observing
 85 % of the rest: ``--overlap`` δ, ``n_k`` uniform in [100, 2000]) and seed, FedCDnv's
-own federation (:class:`~fedstruct.experiments.fedcdnv.federation.VariableSubsetTask`):
+own federation (:class:`~fedstruct.methods.fedcdnv.sources.VariableSubsetTask`):
 its clients' rows as site files, its truth (the PAG over the observed variables) as the graph file.
 Methods: fedfci, FedCDnv and FedCDnv-vote, beside FedCDnv's centralised reference (FCI
 on as many fresh rows, every observed variable measured). For the pairs that fewer than
@@ -62,16 +62,16 @@ import pandas as pd
 
 from fedstruct.discovery import fci, make_ci_test
 from fedstruct.errors import FedstructWarning
-from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask
-from fedstruct.experiments.fedcdnv.run import central_reference
-from fedstruct.experiments.fedcdnv.settings import FedCDnvRun
-from fedstruct.experiments.fedfci.federation import SampledSites
-from fedstruct.experiments.fedfci.settings import FedFCIRun
-from fedstruct.experiments.runs import read_outcome
-from fedstruct.experiments.sites import aligned
 from fedstruct.graphs import Graph, dag_to_pag, read_graph
 from fedstruct.graphs.io import write_graph
 from fedstruct.graphs.metrics import graph_metrics
+from fedstruct.methods.fedcdnv.run import central_reference
+from fedstruct.methods.fedcdnv.settings import FedCDnvRun
+from fedstruct.methods.fedcdnv.sources import VariableSubsetTask
+from fedstruct.methods.fedfci.settings import FedFCIRun
+from fedstruct.methods.fedfci.sources import SampledSites
+from fedstruct.runs.contract import read_outcome
+from fedstruct.runs.sites import aligned
 
 #: The compared runs: label -> (method, settings beyond the files).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -137,7 +137,7 @@ class Limits:
 CHILD = (
     "import json, sys, warnings; from pathlib import Path; "
     "from fedstruct.errors import FedstructWarning; "
-    "from fedstruct.experiments.runs import execute; "
+    "from fedstruct.runs.contract import execute; "
     "warnings.filterwarnings('ignore', category=FedstructWarning); "
     "execute(sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3]), reuse=True)"
 )

@@ -24,8 +24,8 @@ TARGETS = ("worst_own_ratio", "public_wins", "public_clear_losses", "beats_mean"
 
 
 def main() -> None:
-    from fedstruct.experiments import execute
-    from fedstruct.experiments.fedngm.recipes import ROWS_PROTOCOL
+    from fedstruct.methods.fedngm.recipes import ROWS_PROTOCOL
+    from fedstruct.runs import execute
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])

@@ -168,8 +168,8 @@ def accuracy(est, rows: pd.DataFrame, target: str, model=None) -> float:
 
 
 def main() -> None:
-    from fedstruct.experiments import use
     from fedstruct.fl.artifact import load
+    from fedstruct.results import use
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--table", choices=["anes96", "breast-cancer"], default="anes96")

@@ -27,10 +27,10 @@ import numpy as np
 
 
 def _fit(clients: int, window: int, rounds: int, queue: mp.Queue) -> None:
-    from fedstruct.experiments.runs import runnable
-    from fedstruct.experiments.settings import apply_settings
-    from fedstruct.experiments.source import checked_clients
     from fedstruct.fl.flower.simulation import FlowerSimBackend
+    from fedstruct.runs.contract import runnable
+    from fedstruct.runs.settings import apply_settings
+    from fedstruct.runs.source import checked_clients
 
     entry = runnable("fedavg")
     given = {"clients": clients, "min_per_client": 5, "rounds": rounds}

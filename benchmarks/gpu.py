@@ -95,8 +95,8 @@ LARGE_EPOCHS = 30
 # ------------------------------------------------------------------ the cases
 def _er_data(d: int, edges_per_node: float, clients: int = 1, seed: int = 0) -> tuple:
     from fedstruct.data.scm import CategoricalSCM
-    from fedstruct.experiments.fedcd import horizontal_interventions
     from fedstruct.graphs.random import erdos_renyi_dag
+    from fedstruct.methods.fedcd import horizontal_interventions
 
     dag = erdos_renyi_dag(d, seed=seed, edges_per_node=edges_per_node, shuffle=True)
     scm = CategoricalSCM(dag, seed=seed)
@@ -202,7 +202,7 @@ def fedcd_d20(device: str, rounds: int, **steps: Any) -> dict[str, Any]:
 
 def fcm(device: str, network: str, rounds: int) -> dict[str, Any]:
     """F-CMs (C²BM), the paper's protocol on ``network``, at most ``rounds`` rounds."""
-    from fedstruct.experiments.fcm import ConceptSource, FCMRun, method
+    from fedstruct.methods.fcm import ConceptSource, FCMRun, method
 
     settings = FCMRun(network=network, seed=0, rounds=rounds, device=device)
     source = ConceptSource(settings)
@@ -216,7 +216,7 @@ def fcm(device: str, network: str, rounds: int) -> dict[str, Any]:
 
 def cafe_digits(device: str, rounds: int) -> dict[str, Any]:
     """CAFE on digits-LT: 100 clients, 10 % per round, 5 local epochs."""
-    from fedstruct.experiments.cafe import CafeRun, SplitImages, method
+    from fedstruct.methods.cafe import CafeRun, SplitImages, method
 
     settings = CafeRun(rounds=rounds, local_epochs=5, device=device)
     source = SplitImages(settings)

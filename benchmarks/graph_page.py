@@ -38,8 +38,8 @@ from urllib.parse import quote
 import numpy as np
 
 from fedstruct.data import load_network
-from fedstruct.experiments.graph_page import write_graph_page
 from fedstruct.graphs import Graph, dag_to_pag
+from fedstruct.results.graph_page import write_graph_page
 
 
 def open_page(chromium: str, url: str, scratch: Path) -> tuple[dict, float, float]:

@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 from fedstruct.discovery.knowledge import Knowledge
-from fedstruct.experiments.fedcd.federation import InterventionTask
-from fedstruct.experiments.fedcd.settings import FedCDRun
 from fedstruct.graphs.metrics import shd
 from fedstruct.methods.fedcd import FedCD
+from fedstruct.methods.fedcd.settings import FedCDRun
+from fedstruct.methods.fedcd.sources import InterventionTask
 
 
 def tiers_of(order: tuple[str, ...], k: int) -> list[list[str]]:

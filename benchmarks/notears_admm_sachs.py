@@ -61,10 +61,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from fedstruct.data.datasets.sachs import RowSampler, load_sachs_data
-from fedstruct.experiments.fedcdnv.federation import VariableSubsetTask, variable_subset_clients
-from fedstruct.experiments.fedcdnv.settings import SACHS, FedCDnvRun
 from fedstruct.graphs import Graph, break_cycles
 from fedstruct.methods.fedcdnv import graph_scores
+from fedstruct.methods.fedcdnv.settings import SACHS, FedCDnvRun
+from fedstruct.methods.fedcdnv.sources import VariableSubsetTask, variable_subset_clients
 
 METRICS = (
     "precision_edge",

@@ -35,7 +35,7 @@ import flwr.supernode.cli  # what the flwr-clientapp script imports
 from flwr.app import Context, RecordDict
 from flwr.app import Message as FlowerMessage
 from flwr.supercore.task_identity import TaskIdentity
-from fedstruct.experiments.flower.app import client_app
+from fedstruct.deployment.app import client_app
 from fedstruct.fl.flower.grid import MESSAGE_TYPE
 from fedstruct.fl.flower.records import raise_if_error, to_records
 from fedstruct.fl.message import Message

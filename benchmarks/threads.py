@@ -20,7 +20,7 @@ import time
 _ENCO = """
 import json, resource, sys, time
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.experiments.fedcd import horizontal_interventions
+from fedstruct.methods.fedcd import horizontal_interventions
 from fedstruct.graphs.random import erdos_renyi_dag
 from fedstruct.methods.fedcd import ENCO, Beliefs, InterventionalData
 from fedstruct.methods.fedcd.enco.learner import ENCOConfig

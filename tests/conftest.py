@@ -32,7 +32,7 @@ if "OMP_NUM_THREADS" not in os.environ:
 #: 2-core machine. The flower-sim file (Ray) is a unit of its own: one Ray at a time.
 FIRST_UNITS = {
     "tests/fl/test_flower_deploy.py": "flower deployments",
-    "tests/experiments/test_node_sites_deployed.py": "flower deployments",
+    "tests/runs/test_node_sites_deployed.py": "flower deployments",
     "tests/fl/test_flower_sim.py": "tests/fl/test_flower_sim.py",
 }
 
@@ -92,7 +92,7 @@ SMALLER_THAN_QUICK: dict[str, dict[str, Any]] = {
 @pytest.fixture(scope="session")
 def small_settings() -> Callable[[str], dict[str, Any]]:
     """A method's quick settings made smaller by :data:`SMALLER_THAN_QUICK`."""
-    from fedstruct.experiments import runnable
+    from fedstruct.runs import runnable
 
     def settings(method: str) -> dict[str, Any]:
         return {**runnable(method).quick, **SMALLER_THAN_QUICK.get(method, {})}

@@ -14,8 +14,8 @@ The rules:
 
 - :data:`LAYERS`, bottom first: a module imports its own layer and those below, never
   one above; a layer with ``only`` imports just those lower layers and modules.
-- :data:`UNITS`: a method never imports another method, and its run slice
-  (``experiments/<m>/``) counts as the method.
+- :data:`UNITS`: a method (``methods/<m>/``: its algorithm and its run) never imports
+  another method.
 - The package's face (``fedstruct/__init__.py``: ``__version__``, ``fedstruct.load``)
   may be imported by every module and may import every module: it exports the top
   (``load``, deferred) and the bottom (``__version__``); its module-level body imports
@@ -87,14 +87,24 @@ LAYERS: tuple[Layer, ...] = (
         only=("base", "graphs", "data", "fedstruct.fl.progress", "fedstruct.fl.device"),
     ),
     Layer("estimators", ("fedstruct.estimators",)),
+    # drawing: the pictures of graphs and curves every run and `show` draw
+    Layer("drawing", ("fedstruct.drawing",)),
+    # runs: the run contract (settings, the registry of runnables, execute, the run
+    # folder, launchers, a run's data, recipes' registry); every method's run builds on it
+    Layer("runs", ("fedstruct.runs",)),
     Layer("methods", ("fedstruct.methods",)),
-    Layer("experiments", ("fedstruct.experiments",)),
+    # results: what a finished run left (predict, sample, query, show, export, its page)
+    Layer("results", ("fedstruct.results",)),
+    # reproduction: what spans methods (comparisons, compositions, robustness, demo)
+    Layer("reproduction", ("fedstruct.reproduction",)),
+    # deployment: the Flower App and the launcher that submits to a SuperLink
+    Layer("deployment", ("fedstruct.deployment",)),
     Layer("cli", ("fedstruct.cli",)),
 )
 
-#: Packages whose sub-packages are methods: ``methods/<m>/`` and its run slice
-#: ``experiments/<m>/`` are one method, which imports no other method's package.
-UNITS: tuple[str, ...] = ("fedstruct.methods", "fedstruct.experiments")
+#: Packages whose sub-packages are methods: ``methods/<m>/`` (the algorithm and its
+#: run) is one method, which imports no other method's package.
+UNITS: tuple[str, ...] = ("fedstruct.methods",)
 
 
 def _under(module: str, prefix: str) -> bool:
@@ -112,7 +122,7 @@ def layer_of(module: str, layers: Iterable[Layer] = LAYERS) -> tuple[int, Layer]
 
 
 def method_of(module: str, methods: set[str], units: Iterable[str] = UNITS) -> str | None:
-    """The method ``module`` belongs to (``fedstruct.experiments.fcm.run`` -> ``fcm``)."""
+    """The method ``module`` belongs to (``fedstruct.methods.fcm.run`` -> ``fcm``)."""
     for unit in units:
         if module.startswith(unit + "."):
             name = module[len(unit) + 1 :].split(".")[0]

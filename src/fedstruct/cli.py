@@ -24,8 +24,8 @@ from typer.core import TyperGroup
 from fedstruct.errors import ConfigError, FedstructError, FedstructWarning
 
 if TYPE_CHECKING:  # imported when a command runs, and then only the method it runs
-    from fedstruct.experiments.runs import Runnable
-    from fedstruct.experiments.settings import SettingInfo
+    from fedstruct.runs.contract import Runnable
+    from fedstruct.runs.settings import SettingInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -127,12 +127,12 @@ class _MethodGroup(TyperGroup):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        from fedstruct.experiments.runs import runnable_names
+        from fedstruct.runs.contract import runnable_names
 
         return list(runnable_names())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from fedstruct.experiments.runs import runnable
+        from fedstruct.runs.contract import runnable
 
         try:  # imports this method's run package only (fedstruct.registry)
             entry = runnable(cmd_name)
@@ -222,7 +222,7 @@ def method_command(entry: Runnable) -> click.Command:
     documented by its setting, and the run options (:data:`RUN_OPTIONS`); its help
     lists every setting with its type, default and documentation.
     """
-    from fedstruct.experiments.settings import describe_settings
+    from fedstruct.runs.settings import describe_settings
 
     infos = {info.name: info for info in describe_settings(entry.settings)}
     flags = {**COMMON_SETTINGS, **entry.options}
@@ -273,9 +273,9 @@ def _run_method(
     control_key: Path | None,
 ) -> None:
     """What ``fedstruct run METHOD ...`` does once its options are parsed."""
-    from fedstruct.experiments.launch import make_launcher
-    from fedstruct.experiments.runs import execute
-    from fedstruct.experiments.settings import load_config_file, parse_assignments
+    from fedstruct.runs.contract import execute
+    from fedstruct.runs.launch import make_launcher
+    from fedstruct.runs.settings import load_config_file, parse_assignments
 
     if resume is not None:
         given = options or config_file or assignments or overwrite
@@ -324,12 +324,12 @@ def _run_method(
 @contextlib.contextmanager
 def _stop_message(out: Path) -> Iterator[None]:
     """On Ctrl-C (SIGINT) during a run: one line saying what the folder holds and how
-    to go on (:func:`~fedstruct.experiments.runs.unfinished_run`), exit status 130 (as
+    to go on (:func:`~fedstruct.runs.contract.unfinished_run`), exit status 130 (as
     a shell reports an interrupted command). Before, the run stopped without a word."""
     try:
         yield
     except KeyboardInterrupt:
-        from fedstruct.experiments.runs import unfinished_run
+        from fedstruct.runs.contract import unfinished_run
 
         try:
             line = unfinished_run(out)
@@ -392,18 +392,18 @@ def show(
     ] = False,
 ) -> None:
     """Show a run: its learned graph as a table and a picture, or a summary if it learned none."""
-    from fedstruct.experiments.artifacts import graph_title
-    from fedstruct.experiments.graph_picture import draw_graph
-    from fedstruct.experiments.run_graphs import saved_graph, saved_graphs
-    from fedstruct.experiments.runs import unfinished_run
+    from fedstruct.drawing.picture import draw_graph
     from fedstruct.fl.artifact import load
+    from fedstruct.runs.artifacts import graph_title
+    from fedstruct.runs.contract import unfinished_run
+    from fedstruct.runs.saved_graphs import saved_graph, saved_graphs
 
     unfinished = unfinished_run(folder)
     if unfinished is not None:
         out_console.print(unfinished, highlight=False, soft_wrap=True)
         return
     if html is not None:
-        from fedstruct.experiments.graph_page import write_run_page
+        from fedstruct.results.graph_page import write_run_page
 
         page = write_run_page(folder, graph, html, overwrite=overwrite)
         out_console.print(f"page: [bold]{page}[/]")
@@ -440,7 +440,7 @@ def _check_picture(path: Path, overwrite: bool, folder: Path) -> None:
     """Refuse a ``show --picture`` file that is not an image (by its suffix), whose
     folder does not exist, that is a file of the run in ``folder`` (always), or that
     exists (unless ``overwrite``)."""
-    from fedstruct.experiments.graph_picture import PICTURE_FORMATS
+    from fedstruct.drawing.picture import PICTURE_FORMATS
 
     suffix = path.suffix.lower().removeprefix(".")
     if suffix not in PICTURE_FORMATS:
@@ -493,7 +493,7 @@ def _print_knowledge(folder: Path, names: Sequence[str]) -> None:
     """The background knowledge the run used (its knowledge.json), if any, and a
     warning if it does not fit the graph over ``names`` shown."""
     from fedstruct.discovery.knowledge import KNOWLEDGE_FILE, Knowledge
-    from fedstruct.experiments.run_knowledge import saved_knowledge_problem
+    from fedstruct.runs.knowledge import saved_knowledge_problem
 
     path = folder / KNOWLEDGE_FILE
     if path.is_file():
@@ -507,7 +507,7 @@ def _print_knowledge(folder: Path, names: Sequence[str]) -> None:
 
 def _print_summary(folder: Path) -> None:
     """``show`` on a run that learned no graph: what ran, on what, and how it did."""
-    from fedstruct.experiments.use import run_summary
+    from fedstruct.results.use import run_summary
 
     summary = run_summary(folder)
     out_console.print(
@@ -544,7 +544,7 @@ def predict(
     overwrite: Overwrite = False,
 ) -> None:
     """Predict with a run's saved model (FedAvg, CAFE, F-CMs, FedNGM)."""
-    from fedstruct.experiments.use import predict_file
+    from fedstruct.results.use import predict_file
 
     _check_out(out, overwrite, {data: "the --data file", **_run_inputs(folder)})
     table, unread = predict_file(folder, data, target or ())
@@ -564,7 +564,7 @@ def sample(
     overwrite: Overwrite = False,
 ) -> None:
     """Draw rows from a FedNGM run's global model."""
-    from fedstruct.experiments.use import sample as draw
+    from fedstruct.results.use import sample as draw
 
     _check_out(out, overwrite, _run_inputs(folder))
     table = draw(folder, n, seed=seed)
@@ -589,7 +589,7 @@ def query(
     ] = None,
 ) -> None:
     """The posterior of a variable given evidence, from a FedNGM run's model."""
-    from fedstruct.experiments.use import query as posterior
+    from fedstruct.results.use import query as posterior
 
     evidence = _evidence(given or ())
     table = posterior(folder, evidence, target, inference)
@@ -618,7 +618,7 @@ def export(
     import sys
     import tempfile
 
-    from fedstruct.experiments.run_graphs import export_graph
+    from fedstruct.runs.saved_graphs import export_graph
 
     if out is not None:
         _check_out(out, overwrite, _run_inputs(folder))
@@ -633,7 +633,7 @@ def export(
 
 def _run_inputs(folder: Path) -> dict[Path, str]:
     """The files of the run in ``folder`` (never an --out), each with its description."""
-    from fedstruct.experiments.run_graphs import run_files
+    from fedstruct.runs.saved_graphs import run_files
 
     return {path: f"a file of the run in {folder}" for path in run_files(folder)}
 
@@ -729,7 +729,7 @@ def reproduce(
     ] = None,
 ) -> None:
     """Reproduce a paper's table or figure with a named recipe."""
-    from fedstruct.experiments.recipes import recipe_list, run_recipe
+    from fedstruct.runs.recipes import recipe_list, run_recipe
 
     if list_recipes or not recipe:
         table = Table(title="Recipes")
@@ -761,7 +761,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", help="Results folder.")] = Path("results/demo"),
 ) -> None:
     """A two-minute tour: federations under realistic participation, with plots."""
-    from fedstruct.experiments.demo import run_demo
+    from fedstruct.reproduction.demo import run_demo
 
     report = run_demo(out)
     out_console.print(report.table)
@@ -792,7 +792,7 @@ def _exec(
     folder its runs keep their results in)."""
     import os
 
-    from fedstruct.experiments.flower.contract import RUNS_ENV
+    from fedstruct.deployment.contract import RUNS_ENV
     from fedstruct.fl.flower.cluster import flower_env, guarded
     from fedstruct.fl.flower.guard import CONTROL_KEYS_ENV
 
@@ -1115,8 +1115,8 @@ def _headline(metrics: dict[str, float], out: Path) -> dict[str, float]:
     ``continuous_global_client-1_mae``) when there are more than :data:`_SHORT`."""
     if len(metrics) <= _SHORT:
         return metrics
-    from fedstruct.experiments.runs import read_config, runnable
-    from fedstruct.experiments.settings import apply_settings
+    from fedstruct.runs.contract import read_config, runnable
+    from fedstruct.runs.settings import apply_settings
 
     config = read_config(out)
     entry = runnable(config["method"])

@@ -1,7 +1,7 @@
 """Names a package exports from its modules, imported when first read (PEP 562).
 
 A method's package (``fedstruct.methods.fedavg``) and its run package
-(``fedstruct.experiments.fedavg``) export their classes and functions by name, but
+(``fedstruct.methods.fedavg``) export their classes and functions by name, but
 importing the package must not import them all: ``fedstruct run fedavg --help`` needs
 FedAvg's settings, not torch. A package lists what it exports and where::
 

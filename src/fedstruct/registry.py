@@ -6,18 +6,19 @@ A method has two parts (docs/architecture.md, "How methods are found"):
   (``fedstruct/methods/NAME/estimator.py``). The class registers itself when it is
   defined: a class statement that names ``method=`` calls :func:`register_estimator`
   (:meth:`fedstruct.estimators.FederatedEstimator.__init_subclass__`);
-- its **run** package (``fedstruct/experiments/NAME/``), whose import registers
-  ``fedstruct run NAME`` (:func:`fedstruct.experiments.runs.register`), and whose
-  ``recipes`` module, if it has one, its recipes.
+- its **run** module (``fedstruct/methods/NAME/runnable.py``), whose import registers
+  ``fedstruct run NAME`` (:func:`fedstruct.runs.contract.register`); the ``recipes``
+  module in the run package or beside the run module, if there is one, registers its
+  recipes.
 
 The registry holds each method's two module names and imports a module only when
 that method is used: ``fedstruct --help`` lists names without importing any method,
-``fedstruct run fedavg`` imports FedAvg's run package and nothing of the others,
+``fedstruct run fedavg`` imports FedAvg's run module and nothing of the others,
 ``fedstruct export DIR`` imports the estimator of the run in ``DIR`` only. A method
 is found in one of three places, and none of them is a file to edit:
 
-1. fedstruct's own: a package ``fedstruct/experiments/NAME/`` with a twin
-   ``fedstruct/methods/NAME/`` (the two folders are listed, not imported);
+1. fedstruct's own: a package ``fedstruct/methods/NAME/`` with an ``estimator``
+   module, a ``runnable`` module or both (listed, not imported);
 2. an installed package: entry points in the groups ``fedstruct.methods`` (the
    estimator's module) and ``fedstruct.runs`` (the run module), in its
    ``pyproject.toml``::
@@ -41,6 +42,7 @@ import importlib.util
 import pkgutil
 from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -194,26 +196,33 @@ def estimator_class(name: str) -> type[Any]:
 # ---------------------------------------------------------------- finding them
 @cache
 def _builtin() -> dict[str, MethodModules]:
-    """fedstruct's own methods: the run packages with a twin method package."""
-    runs = _subpackages("fedstruct.experiments")
-    estimators = _subpackages("fedstruct.methods")
-    return {
-        name: MethodModules(
-            name,
-            f"fedstruct.methods.{name}.estimator",
-            f"fedstruct.experiments.{name}",
-            "fedstruct",
-        )
-        for name in sorted(runs & estimators)
-    }
+    """fedstruct's own methods: the packages ``fedstruct/methods/NAME/``, with their
+    ``estimator`` and ``runnable`` modules (found without importing any)."""
+    found = {}
+    for name, modules in _subpackages("fedstruct.methods").items():
+        estimator = f"fedstruct.methods.{name}.estimator" if "estimator" in modules else None
+        run = f"fedstruct.methods.{name}.runnable" if "runnable" in modules else None
+        if estimator or run:
+            found[name] = MethodModules(name, estimator, run, "fedstruct")
+    return dict(sorted(found.items()))
 
 
-def _subpackages(package: str) -> set[str]:
-    """The names of ``package``'s sub-packages, found without importing it."""
+def _subpackages(package: str) -> dict[str, set[str]]:
+    """``package``'s sub-packages, each with the names of its modules, found without
+    importing any of them."""
     spec = importlib.util.find_spec(package)
     if spec is None or spec.submodule_search_locations is None:
-        return set()
-    return {m.name for m in pkgutil.iter_modules(spec.submodule_search_locations) if m.ispkg}
+        return {}
+    return {
+        m.name: {
+            inner.name
+            for inner in pkgutil.iter_modules(
+                [str(Path(location) / m.name) for location in spec.submodule_search_locations]
+            )
+        }
+        for m in pkgutil.iter_modules(spec.submodule_search_locations)
+        if m.ispkg
+    }
 
 
 def _installed() -> dict[str, MethodModules]:

@@ -167,8 +167,8 @@ def test_horizontal_applies_min_per_client() -> None:
 
 
 def test_fedavg_iid_split_applies_min_per_client() -> None:
-    from fedstruct.experiments.fedavg.federation import NetworkTask
-    from fedstruct.experiments.fedavg.settings import FedAvgRun
+    from fedstruct.methods.fedavg.settings import FedAvgRun
+    from fedstruct.methods.fedavg.sources import NetworkTask
 
     fine = FedAvgRun(clients=4, samples=80, min_per_client=20)
     assert [c.n_rows for c in NetworkTask(fine).clients()] == [20] * 4

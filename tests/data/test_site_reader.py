@@ -46,7 +46,7 @@ def test_text_after_the_head_is_typed_as_pandas_types_it(tmp_path: Path) -> None
 
 
 def test_a_path_with_an_equals_sign_is_a_path(tmp_path: Path) -> None:
-    """NAME=PATH is the command line's grammar (experiments/site_args.py), not the
+    """NAME=PATH is the command line's grammar (runs/site_args.py), not the
     data layer's: read_federation takes the string as the file's path."""
     path = tmp_path / "k=v.csv"
     path.write_text("x\n" + "".join(f"{i % 3}\n" for i in range(12)))

@@ -58,7 +58,7 @@ from fedstruct.errors import (
     SampleSizeError,
     UnknownVariableError,
 )
-from fedstruct.experiments.site_args import parse_site_args
+from fedstruct.runs.site_args import parse_site_args
 
 
 def read_small_federation(source, **options):

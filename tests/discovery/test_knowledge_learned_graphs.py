@@ -9,9 +9,9 @@ from fedstruct.discovery import Knowledge
 from fedstruct.discovery.background import knowledge_dag
 from fedstruct.discovery.knowledge import violations
 from fedstruct.errors import KnowledgeError
-from fedstruct.experiments.fcm.federation import own_fci_graph
 from fedstruct.graphs import Graph
 from fedstruct.methods.fcm import aggregate_graphs
+from fedstruct.methods.fcm.sources import own_fci_graph
 from fedstruct.methods.fedngm import FedNGM
 from fedstruct.methods.fedngm.structure import merge_graphs
 

@@ -11,7 +11,7 @@ from fedstruct.data.gaussian import load_gaussian_network
 from fedstruct.discovery import fci, make_ci_test, pc, rfci
 from fedstruct.discovery.pooled import PooledSites, PooledTest, search_step
 from fedstruct.discovery.statistics import Frame, Plan, SiteTable, site_statistics
-from fedstruct.experiments.fedfci.federation import mixed_model
+from fedstruct.methods.fedfci.sources import mixed_model
 
 
 def split(rows: pd.DataFrame, k: int) -> list[pd.DataFrame]:

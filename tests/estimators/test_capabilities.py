@@ -7,7 +7,6 @@ import pytest
 
 from fedstruct.errors import ArtifactError
 from fedstruct.estimators import GraphLearner, JointModel, Predictor
-from fedstruct.experiments import use
 from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.fcm import FCM
 from fedstruct.methods.fedavg import FedAvg
@@ -16,6 +15,7 @@ from fedstruct.methods.fedcdnv import FedCDnv
 from fedstruct.methods.fedfci import FedFCI
 from fedstruct.methods.fedngm import FedNGM
 from fedstruct.registry import estimator_class, method_names
+from fedstruct.results import use
 
 
 def test_each_method_declares_what_it_can_do():

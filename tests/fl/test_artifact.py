@@ -18,11 +18,11 @@ import fedstruct
 from fedstruct.cli import app
 from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ArtifactError, ConfigError
-from fedstruct.experiments.artifacts import write_artifacts
-from fedstruct.experiments.runs import execute
 from fedstruct.fl.artifact import MODEL_JSON, MODEL_WEIGHTS, load, read_model, write_model_json
 from fedstruct.methods.fedavg import FedAvg
 from fedstruct.methods.fedcdnv import FedCDnv
+from fedstruct.runs.artifacts import write_artifacts
+from fedstruct.runs.contract import execute
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ import pytest
 from fedstruct.data import ClientData
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.fedcd.federation import vertical_interventions
-from fedstruct.experiments.runs import runnable
-from fedstruct.experiments.settings import apply_settings
 from fedstruct.fl.bootstrap import BootstrapOptions, ResampledSites, replicate_graphs
 from fedstruct.graphs.random import chain_dag
 from fedstruct.methods.fedcd import FedCD
+from fedstruct.methods.fedcd.sources import vertical_interventions
 from fedstruct.methods.fedcdnv import FedCDnv
+from fedstruct.runs.contract import runnable
+from fedstruct.runs.settings import apply_settings
 
 SMALL_ENCO = {"model_steps": 10, "graph_steps": 5, "graphs_per_step": 5}
 

@@ -223,7 +223,7 @@ def test_a_changed_tensor_byte_is_refused(tmp_path):
 def stopped(tmp_path_factory):
     """A FedAvg run of 3 rounds on asia stopped after round 1, as ``fedstruct run
     fedavg --stop-after 1`` leaves it."""
-    from fedstruct.experiments.runs import execute
+    from fedstruct.runs.contract import execute
 
     out = tmp_path_factory.mktemp("stopped") / "run"
     settings = {"network": "asia", "clients": 2, "rounds": 3, "samples": 600, "test_samples": 200}

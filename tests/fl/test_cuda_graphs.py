@@ -61,10 +61,15 @@ def test_each_replay_draws_new_random_numbers_from_its_generator():
 
 def test_enco_recorded_on_the_gpu_learns_the_graph_the_op_by_op_run_learns():
     from fedstruct.data.scm import CategoricalSCM
-    from fedstruct.experiments.fedcd import horizontal_interventions
     from fedstruct.graphs.metrics import shd
     from fedstruct.graphs.random import erdos_renyi_dag
-    from fedstruct.methods.fedcd import ENCO, Beliefs, InterventionalData, final_graph
+    from fedstruct.methods.fedcd import (
+        ENCO,
+        Beliefs,
+        InterventionalData,
+        final_graph,
+        horizontal_interventions,
+    )
     from fedstruct.methods.fedcd.enco import ENCOConfig
 
     dag = erdos_renyi_dag(8, seed=0, edges_per_node=1.0, shuffle=True)

@@ -134,7 +134,7 @@ def test_a_routed_neural_view_moves_its_masks_with_its_weights():
 
 
 def test_a_supernode_takes_its_own_device_over_the_runs():
-    from fedstruct.experiments.flower.app import node_settings
+    from fedstruct.deployment.app import node_settings
 
     settings = json.dumps({"device": "auto", "rounds": 3})
     context = SimpleNamespace(run_config={"settings": settings}, node_config={"device": "cpu"})
@@ -161,9 +161,9 @@ def test_a_model_saved_on_a_gpu_machine_loads_and_predicts_on_the_cpu(tmp_path, 
     """model.json records device 'cuda' (as a GPU run writes it); the weights are CPU
     arrays, so a machine without a GPU loads the model and predicts the same."""
     from fedstruct.data import horizontal, load_network
-    from fedstruct.experiments.artifacts import write_artifacts
     from fedstruct.fl.artifact import MODEL_JSON, load, write_model_json
     from fedstruct.methods.fedavg import FedAvg
+    from fedstruct.runs.artifacts import write_artifacts
 
     net = load_network("asia")
     model = FedAvg("dysp", net.cardinalities, rounds=1, device="cpu").fit(

@@ -20,19 +20,19 @@ from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.errors import ConfigError, DataError, NotFittedError
 from fedstruct.estimators import FederatedEstimator, GraphLearner
-from fedstruct.experiments.artifacts import write_artifacts
-from fedstruct.experiments.cafe.federation import image_clients
-from fedstruct.experiments.fedcd.federation import horizontal_interventions
 from fedstruct.graphs import Graph
 from fedstruct.graphs.io import write_graph
 from fedstruct.graphs.random import chain_dag
 from fedstruct.methods.cafe import CAFE
+from fedstruct.methods.cafe.sources import image_clients
 from fedstruct.methods.fcm import FCM
 from fedstruct.methods.fedavg import FedAvg
 from fedstruct.methods.fedcd import FedCD
+from fedstruct.methods.fedcd.sources import horizontal_interventions
 from fedstruct.methods.fedcdnv import FedCDnv
 from fedstruct.methods.fedngm import FedNGM
 from fedstruct.registry import estimator_class, method_names
+from fedstruct.runs.artifacts import write_artifacts
 
 
 def method_estimators() -> dict[str, type[FederatedEstimator]]:

@@ -247,7 +247,7 @@ def test_a_lost_reply_and_a_refused_app_have_codes_of_their_own():
 
 # --------------------------------------------------------- Control API calls
 def test_a_run_request_carries_the_bundle_of_fedstructs_app_and_its_hash(tmp_path):
-    from fedstruct.experiments.flower.deploy import write_app
+    from fedstruct.deployment.submit import write_app
 
     fab = adapter.app_bundle(write_app(tmp_path / "app"))
     names = zipfile.ZipFile(io.BytesIO(fab)).namelist()

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.run_folder import prepare_out
 from fedstruct.fl.flower.cluster import Link, superlink_command, supernode_command
 from fedstruct.fl.flower.credentials import make_certificates, make_node_key
 from fedstruct.fl.flower.loopback import free_port
+from fedstruct.runs.folder import prepare_out
 
 runner = CliRunner()
 
@@ -170,7 +170,7 @@ def test_missing_certificate_files_are_one_line(tmp_path):
 def test_only_fedstruct_own_app_passes_the_guard(tmp_path, write_foreign_app):
     from flwr.cli.build import build_fab_from_disk
 
-    from fedstruct.experiments.flower.deploy import write_app
+    from fedstruct.deployment.submit import write_app
     from fedstruct.fl.flower.guard import FEDSTRUCT_COMPONENTS, app_problem
 
     assert app_problem(build_fab_from_disk(write_app(tmp_path / "ours"))) is None
@@ -401,8 +401,8 @@ def test_a_control_key_that_is_a_folder_and_bad_ports_are_one_line(tmp_path):
 
 
 def test_a_run_writes_only_inside_the_superlinks_runs_folder(tmp_path):
+    from fedstruct.deployment.contract import RUNS_ENV, results_folder
     from fedstruct.errors import DeploymentError
-    from fedstruct.experiments.flower.contract import RUNS_ENV, results_folder
 
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -3,7 +3,7 @@
 Flower starts a ClientApp process per message, so each round costs a few seconds
 here even though the clusters poll every :data:`POLL` s instead of Flower's 3 s;
 the runs are short and each test proves several things: a plain deployment's
-result equals the local backend's in tests/experiments/test_node_sites_deployed.py
+result equals the local backend's in tests/runs/test_node_sites_deployed.py
 and, after a stop and a resume, here; nodes that require secure aggregation give the
 local secure run's result, and the survivors' sum when one of them is stopped
 mid-round; a control token is good for one call, once, and is never stored.
@@ -31,8 +31,6 @@ from flwr.common.constant import ErrorCode
 from flwr.proto.control_pb2 import ListRunsRequest
 
 from fedstruct.errors import CheckpointError, DeploymentError
-from fedstruct.experiments import execute
-from fedstruct.experiments.launch import LocalLauncher
 from fedstruct.fl import LocalBackend, LocalGrid, Message
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower import control
@@ -43,6 +41,8 @@ from fedstruct.fl.flower.credentials import call_binding
 from fedstruct.fl.flower.grid import HELLO
 from fedstruct.fl.flower.loopback import FEDSTRUCT, PATIENCE, LoopbackCluster
 from fedstruct.fl.secagg import protocol as p
+from fedstruct.runs import execute
+from fedstruct.runs.launch import LocalLauncher
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
@@ -469,7 +469,7 @@ def test_a_control_token_is_good_for_one_call_once_and_never_stored(tmp_path, mo
     (registering a rogue node key) or with other arguments (another run's status), is
     refused, and the rogue key stays unregistered; a signed run whose results folder
     is outside the SuperLink's runs folder fails in one line and writes nothing there."""
-    from fedstruct.experiments.flower.deploy import write_app
+    from fedstruct.deployment.submit import write_app
     from fedstruct.fl.flower.cluster import ControlKeyRefused
     from fedstruct.fl.flower.credentials import (
         make_certificates,

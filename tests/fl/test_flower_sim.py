@@ -18,12 +18,12 @@ pytest.importorskip("flwr")
 
 from fedstruct.data import horizontal, load_network
 from fedstruct.errors import ConfigError, DeploymentError
-from fedstruct.experiments import execute, runnable_names
 from fedstruct.fl import Participation, get_backend
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower.loopback import FEDSTRUCT, PATIENCE
 from fedstruct.fl.flower.simulation import FlowerSimBackend
 from fedstruct.methods.fedavg import FedAvg
+from fedstruct.runs import execute, runnable_names
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
@@ -191,7 +191,7 @@ def test_ctrl_c_stops_a_flower_sim_run_at_once_and_resume_gives_the_uninterrupte
     if sig != signal.SIGINT:
         return
     # resumed in this process as 'fedstruct run fedavg --resume OUT' resumes it (that
-    # option: tests/experiments/test_cli.py), on config.json's backend, flower-sim,
+    # option: tests/cli/test_cli.py), on config.json's backend, flower-sim,
     # for one more round than Ctrl-C left; the uninterrupted run stops there too
     last = read_checkpoint_header(out / CHECKPOINT_FILE)["round"]
     execute("fedavg", [], out, resume=True, stop_after=last + 1)

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from fedstruct.errors import ConfigError
-from fedstruct.experiments import compare
 from fedstruct.fl import threads
 from fedstruct.fl.threads import THREADS_ENV, default_threads, usable_cores
+from fedstruct.runs import compare
 
 
 def test_the_default_is_one_thread_and_does_not_follow_the_machine_size(monkeypatch):

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import pytest
 
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.cafe.settings import CafeRun
-from fedstruct.experiments.fedavg.settings import FedAvgRun
-from fedstruct.experiments.settings import apply_settings, describe_settings
 from fedstruct.methods.cafe.config import CafeConfig
+from fedstruct.methods.cafe.settings import CafeRun
 from fedstruct.methods.fedavg.config import FedAvgConfig
+from fedstruct.methods.fedavg.settings import FedAvgRun
 from fedstruct.privacy.settings import CentralDPSettings, DPSGDSettings
+from fedstruct.runs.settings import apply_settings, describe_settings
 
 SHARED = [f.name for f in dataclasses.fields(DPSGDSettings)] + [
     f.name for f in dataclasses.fields(CentralDPSettings)

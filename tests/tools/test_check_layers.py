@@ -51,17 +51,17 @@ def test_deferred_relative_and_type_checking_imports_count(make_tree):
 
 
                 def load():
-                    from ..experiments import runs
+                    from ..runs import contract
                     import fedstruct.privacy.audit
                 """,
             "methods/fedavg/config.py": "",
-            "experiments/runs.py": "",
+            "runs/contract.py": "",
             "privacy/audit.py": "",
         },
     )
     assert violations(src) == [
         ("data/client.py", 4, "layer data may not import layer methods"),
-        ("data/client.py", 8, "layer data may not import layer experiments"),
+        ("data/client.py", 8, "layer data may not import layer runs"),
         ("data/client.py", 9, "layer data may not import layer privacy"),
     ]
 
@@ -107,29 +107,29 @@ def test_discovery_imports_only_graphs_data_and_the_progress_and_device_settings
     ]
 
 
-def test_methods_never_import_each_other_and_a_run_slice_counts_as_its_method(make_tree):
+def test_methods_never_import_each_other_and_a_methods_run_is_part_of_it(make_tree):
     src = make_tree(
         {
             "methods/fedavg/estimator.py": "from fedstruct.methods.fedcd import config\n",
             "methods/fedcd/config.py": "",
-            "experiments/fedavg/run.py": "from fedstruct.methods.fedavg import estimator\n",
-            "experiments/fedcd/run.py": "from fedstruct.experiments.fedavg import run\n",
-            "experiments/compositions.py": """\
-                from fedstruct.experiments.fedavg import run
+            "methods/fedavg/run.py": "from fedstruct.methods.fedavg import estimator\n",
+            "methods/fedcd/run.py": "from fedstruct.methods.fedavg import run\n",
+            "reproduction/compositions.py": """\
+                from fedstruct.methods.fedavg import run
                 from fedstruct.methods.fedcd import config
                 """,
         },
     )
     assert violations(src) == [
         (
-            "experiments/fedcd/run.py",
-            1,
-            "method fedcd may not import method fedavg: methods never import each other",
-        ),
-        (
             "methods/fedavg/estimator.py",
             1,
             "method fedavg may not import method fedcd: methods never import each other",
+        ),
+        (
+            "methods/fedcd/run.py",
+            1,
+            "method fedcd may not import method fedavg: methods never import each other",
         ),
     ]
 
@@ -159,9 +159,9 @@ def test_estimators_sit_between_discovery_and_methods(make_tree):
 def test_every_module_may_read_the_package_s_face_and_the_face_may_import_any(make_tree):
     src = make_tree(
         {
-            "__init__.py": "def load():\n    from fedstruct.experiments import runs\n",
+            "__init__.py": "def load():\n    from fedstruct.runs import contract\n",
             "graphs/io.py": "from fedstruct import __version__\n",
-            "experiments/runs.py": "",
+            "runs/contract.py": "",
         },
     )
     assert check(src) == []

@@ -76,7 +76,7 @@ class MixedDataset:
     groups
         Optional group id per row (e.g. one person observed in several years).
         Partitioners keep a group's rows together so that no group sits on both sides
-        of a train/test split (see :mod:`fedstruct.experiments.fedngm.federation`).
+        of a train/test split (see :mod:`fedstruct.methods.fedngm.sources`).
 
     Raises
     ------

@@ -6,7 +6,7 @@
 
 A paper's own way of building its clients (FedCDnv's variable subsets with latent
 variables, FED-CD's interventional splits, ...) lives in that method's slice,
-``fedstruct.experiments.<method>.federation``.
+``fedstruct.runs.<method>.federation``.
 
 No partitioner drops data silently: every row (or kept index) goes to exactly one
 client, and impossible requests raise :class:`~fedstruct.errors.PartitionError` or

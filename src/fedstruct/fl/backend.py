@@ -11,7 +11,7 @@ A method exposes how to build its clients and its server algorithm (the
 
 Every registered backend provides a grid here. Submitting a run to a SuperLink
 (``fedstruct run ... --backend flower``) is not a backend but a launcher
-(:mod:`fedstruct.experiments.launch`). No method changes when a backend is added.
+(:mod:`fedstruct.runs.launch`). No method changes when a backend is added.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ circle marks, ``---`` in an undirected graph, a random direction otherwise). A k
 with no candidate pair left is drawn again. Any graph kind is accepted (DAG, PAG,
 undirected), so every aggregator of the library meets the same adversary; unlike
 F-CMs' App. E.6 perturbation of a DAG
-(:func:`~fedstruct.experiments.fcm.federation.perturb_dag`) the result need not be
+(:func:`~fedstruct.methods.fcm.sources.perturb_dag`) the result need not be
 acyclic: a client that lies need not send a DAG.
 """
 

@@ -6,7 +6,7 @@ server step is a post-processing of the noised mean update inherits
 :class:`CentralDPSettings` (the six ``central_dp_*`` settings). Each class holds its
 fields' defaults, their documentation (the numpy ``Parameters`` entries that
 ``fedstruct run METHOD --help`` shows, read along the MRO by
-:func:`fedstruct.experiments.settings.describe_settings`) and their validation (its
+:func:`fedstruct.runs.settings.describe_settings`) and their validation (its
 ``__post_init__``, which calls on to the next class's, so that a config can inherit
 both). A method's own refusals (an algorithm whose upload DP does not protect) stay
 in the method's config, which calls ``super().__post_init__()`` where its checks want

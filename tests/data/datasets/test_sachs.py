@@ -24,7 +24,7 @@ from fedstruct.data.datasets.sachs import (
 )
 from fedstruct.data.networks import load_network
 from fedstruct.errors import ConfigError, DataError, SampleSizeError
-from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
+from fedstruct.methods.fedcdnv.sources import variable_subset_clients, variable_subsets
 
 CDT_SHA256 = "fc331dcd0bc1d8765986b88cd1d23dd5a3f52e4ffc299fdf96de9d522ddf01aa"
 CDT_HEADER = "praf,pmek,plcg,PIP2,PIP3,p44/42,pakts473,PKA,PKC,P38,pjnk"

@@ -12,10 +12,10 @@ from fedstruct.data import ClientData
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.data.images import to_rows
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.cafe.federation import image_clients
 from fedstruct.fl import Participation
 from fedstruct.fl.secagg import protocol
 from fedstruct.methods.cafe import CAFE, CafeConfig
+from fedstruct.methods.cafe.sources import image_clients
 from fedstruct.methods.fedavg import FedAvg
 
 

@@ -8,11 +8,11 @@ import torch
 
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.errors import ConfigError, PartitionError
-from fedstruct.experiments.cafe.federation import image_clients
 from fedstruct.fl import LateReply, Message, Participation
 from fedstruct.fl.params import get_params
 from fedstruct.methods.cafe import CAFE, CafeClient, CafeConfig, CafeServer
 from fedstruct.methods.cafe.client import FIT, prefixed
+from fedstruct.methods.cafe.sources import image_clients
 
 
 class ScriptedGrid:

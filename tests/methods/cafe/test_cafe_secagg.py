@@ -9,11 +9,11 @@ import pytest
 
 from fedstruct.data.datasets.images import load_digits
 from fedstruct.errors import ConfigError
-from fedstruct.experiments.cafe.federation import image_clients
 from fedstruct.fl import Participation
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.methods.cafe import CAFE
 from fedstruct.methods.cafe.server import POOLED_SITES
+from fedstruct.methods.cafe.sources import image_clients
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from fedstruct.data.scm import CategoricalSCM
-from fedstruct.experiments.fedcd.federation import vertical_interventions
 from fedstruct.graphs.random import chain_dag
 from fedstruct.methods.fedcd import ENCOConfig, FedCD
 from fedstruct.methods.fedcd.enco.learner import GRAPH_STAGE, MODEL_STAGE
 from fedstruct.methods.fedcd.progress import EncoPace
+from fedstruct.methods.fedcd.sources import vertical_interventions
 
 TINY = {"model_steps": 10, "graph_steps": 2, "graphs_per_step": 5, "batch_size": 32}
 

@@ -8,13 +8,13 @@ from fedstruct.data import ClientData
 from fedstruct.data.scm import CategoricalSCM
 from fedstruct.discovery import Knowledge
 from fedstruct.errors import DataError, UnknownVariableError
-from fedstruct.experiments.fedcd.federation import horizontal_interventions, vertical_interventions
 from fedstruct.fl import Message
 from fedstruct.graphs.metrics import shd
 from fedstruct.graphs.random import chain_dag
 from fedstruct.methods.fedcd import ENCO, Beliefs, ENCOConfig, FedCD, InterventionalData
 from fedstruct.methods.fedcd.client import FIT
 from fedstruct.methods.fedcd.knowledge import NO_EDGE, SURE, FixedEdges
+from fedstruct.methods.fedcd.sources import horizontal_interventions, vertical_interventions
 
 SMALL = {"model_steps": 150, "graph_steps": 30, "graphs_per_step": 40}
 #: Enough ENCO to run the protocol, not to learn: tests of what crosses the wire.

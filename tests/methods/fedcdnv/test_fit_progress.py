@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from fedstruct.data import load_network
 from fedstruct.data.client import ClientData
-from fedstruct.experiments.fedcdnv import variable_subset_clients, variable_subsets
-from fedstruct.methods.fedcdnv import FedCDnv
+from fedstruct.methods.fedcdnv import FedCDnv, variable_subset_clients, variable_subsets
 
 
 def asia(n=500, seed=0):

@@ -8,9 +8,9 @@ from fedstruct.data import ClientData, load_network
 from fedstruct.discovery import Knowledge, OracleTest, fci
 from fedstruct.discovery.background import respect_knowledge
 from fedstruct.errors import DataError
-from fedstruct.experiments.fedcdnv.federation import variable_subset_clients, variable_subsets
 from fedstruct.graphs import Graph
 from fedstruct.methods.fedcdnv import FedCDnv, FedCDnvClient
+from fedstruct.methods.fedcdnv.sources import variable_subset_clients, variable_subsets
 from fedstruct.methods.fedcdnv.update import c_update
 
 # U -> X <- Z -> Y <- V: colliders at X and Y, Z hidden from client "a".

@@ -9,7 +9,6 @@ import torch
 
 from fedstruct.data.mixed import make_mixed_data
 from fedstruct.errors import ConfigError, DataError
-from fedstruct.experiments.fedngm.federation import synthetic_federation
 from fedstruct.fl import Message
 from fedstruct.methods.fedngm.client import summary_arrays, summary_from_message
 from fedstruct.methods.fedngm.config import FedNGMConfig
@@ -24,6 +23,7 @@ from fedstruct.methods.fedngm.schema import (
     skewness,
     summarise,
 )
+from fedstruct.methods.fedngm.sources import synthetic_federation
 from fedstruct.methods.fedngm.structure import (
     glasso_graph,
     partial_correlation_threshold,

@@ -11,7 +11,6 @@ import pytest
 
 from fedstruct.data.client import ClientData
 from fedstruct.errors import FedstructWarning
-from fedstruct.experiments import use
 from fedstruct.fl.grid import torch_threads
 from fedstruct.graphs.undirected import undirected
 from fedstruct.methods.fedngm import FedNGM
@@ -20,6 +19,7 @@ from fedstruct.methods.fedngm.model import fit_ngm, isolated_message
 from fedstruct.methods.fedngm.schema import Schema
 from fedstruct.methods.fedngm.structure import glasso_graph
 from fedstruct.methods.fedngm.train import batch_rows
+from fedstruct.results import use
 
 #: P(y = 1 | x), a survey's vote given party identification (anes96: 0.015 ... 0.954).
 P_Y = np.array([0.02, 0.06, 0.06, 0.3, 0.75, 0.83, 0.95])

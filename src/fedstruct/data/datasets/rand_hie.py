@@ -6,7 +6,7 @@ Trivedi 2005, *Microeconometrics*, ch. 20; bundled as
 Nothing is downloaded: the files are read from the installed package (statsmodels
 is a dependency of pgmpy, which fedstruct requires). FedNGM's experiment uses it in
 place of the CDC infant-mortality files, which cannot be shipped
-(:mod:`fedstruct.experiments.fedngm.federation`).
+(:mod:`fedstruct.methods.fedngm.sources`).
 """
 
 from __future__ import annotations

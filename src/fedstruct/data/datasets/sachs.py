@@ -19,7 +19,7 @@ and how the conditions were recovered). Nothing is downloaded.
 * :func:`sachs_ground_truth` — the 17-edge bnlearn ``sachs`` DAG (default) or the
   18-edge list cdt pairs with the data.
 * :class:`RowSampler` — draws rows from a fixed table, so the real data plug into the
-  partitioners (e.g. :func:`fedstruct.experiments.fedcdnv.federation.variable_subset_clients`).
+  partitioners (e.g. :func:`fedstruct.methods.fedcdnv.sources.variable_subset_clients`).
 """
 
 from __future__ import annotations

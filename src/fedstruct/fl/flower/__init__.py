@@ -7,7 +7,7 @@ backend with :func:`fedstruct.fl.backend.register_backend`, loading its module o
 when asked for, so that a local run and :mod:`fedstruct.fl.flower.cluster` (process
 commands) stay light. A deployment is no backend here: ``fedstruct run ... --backend
 flower`` chooses the launcher that submits the run to a SuperLink
-(:mod:`fedstruct.experiments.flower.launcher`), whose ServerApp runs it on the
+(:mod:`fedstruct.deployment.launcher`), whose ServerApp runs it on the
 deployment backend (:mod:`~fedstruct.fl.flower.deployment`) around the real grid.
 
 - :mod:`~fedstruct.fl.flower.records`: Message <-> Flower records;

@@ -22,7 +22,7 @@ flower-superlink ARGS``), which adds, in the same process and before Flower star
   file (``--insecure`` loopback tests) the Control API stays open.
 - **SuperLink, runs**: a run is accepted only if its app is fedstruct's deployment
   app (:func:`app_problem`): a bundle holding nothing but its ``pyproject.toml``,
-  whose components are :mod:`fedstruct.experiments.flower.app`'s and which asks for
+  whose components are :mod:`fedstruct.deployment.app`'s and which asks for
   no package; apps stored on, or fetched from, Flower Hub are refused.
 - **SuperNode**: before a run's first message is handed to any app process, the
   node checks the run's app the same way and answers every message of a foreign app
@@ -101,8 +101,8 @@ POLL_INTERVAL_ENV = "FEDSTRUCT_SUPERNODE_POLL_INTERVAL"
 _FLOWER_POLL_INTERVAL = adapter.FLOWER_POLL_WAIT
 #: The components of the only app a guarded SuperLink or SuperNode runs.
 FEDSTRUCT_COMPONENTS = {
-    "serverapp": "fedstruct.experiments.flower.app:server_app",
-    "clientapp": "fedstruct.experiments.flower.app:client_app",
+    "serverapp": "fedstruct.deployment.app:server_app",
+    "clientapp": "fedstruct.deployment.app:client_app",
 }
 _APP_FILES = {"pyproject.toml", ".info/CONTENT"}
 
@@ -120,7 +120,7 @@ def _table(value: Any, *keys: str) -> Any:
 def app_problem(fab: bytes) -> str | None:
     """Why the Flower App Bundle ``fab`` is not fedstruct's deployment app, or ``None``.
 
-    fedstruct's app (written by :func:`~fedstruct.experiments.flower.deploy.write_app`)
+    fedstruct's app (written by :func:`~fedstruct.deployment.submit.write_app`)
     ships no code: only a ``pyproject.toml`` naming the installed fedstruct's
     components, so a bundle with any other file, other components or dependencies
     would run code that is not the installed fedstruct's.

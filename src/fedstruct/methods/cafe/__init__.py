@@ -12,7 +12,7 @@ participation and local optimiser), each with its published objective.
 Examples
 --------
 >>> from fedstruct.data.datasets.images import load_digits
->>> from fedstruct.experiments.cafe import image_clients
+>>> from fedstruct.methods.cafe import image_clients
 >>> digits = load_digits(seed=0)
 >>> fed = image_clients(digits, 5, alpha=1.0, seed=0)
 >>> est = CAFE(digits.shape, digits.n_classes, rounds=3, local_epochs=1).fit(fed.clients)
@@ -32,7 +32,16 @@ if TYPE_CHECKING:
     from fedstruct.methods.cafe.config import ALGORITHMS, BACKBONES, CafeConfig
     from fedstruct.methods.cafe.estimator import CAFE
     from fedstruct.methods.cafe.networks import DriftNet
+    from fedstruct.methods.cafe.run import class_groups, run_cafe
     from fedstruct.methods.cafe.server import CafeServer, CafeState
+    from fedstruct.methods.cafe.settings import CafeRun
+    from fedstruct.methods.cafe.sources import (
+        ImageFederation,
+        SiteImages,
+        SiteTable,
+        SplitImages,
+        image_clients,
+    )
 
 __all__ = [
     "ALGORITHMS",
@@ -40,12 +49,20 @@ __all__ = [
     "CAFE",
     "CafeClient",
     "CafeConfig",
+    "CafeRun",
     "CafeServer",
     "CafeState",
     "DriftNet",
+    "ImageFederation",
+    "SiteImages",
+    "SiteTable",
+    "SplitImages",
+    "class_groups",
     "cosine_logits",
     "drift_basis",
+    "image_clients",
     "remove_drift",
+    "run_cafe",
 ]
 
 # the classes and functions are imported when first read: importing the config
@@ -58,11 +75,19 @@ __getattr__, __dir__ = lazy_exports(
         "CAFE": "estimator",
         "CafeClient": "client",
         "CafeConfig": "config",
+        "CafeRun": "settings",
         "CafeServer": "server",
         "CafeState": "server",
         "DriftNet": "networks",
+        "ImageFederation": "sources",
+        "SiteImages": "sources",
+        "SiteTable": "sources",
+        "SplitImages": "sources",
+        "class_groups": "run",
         "cosine_logits": "classifier",
         "drift_basis": "classifier",
+        "image_clients": "sources",
         "remove_drift": "classifier",
+        "run_cafe": "run",
     },
 )

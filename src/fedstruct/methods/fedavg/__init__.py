@@ -26,14 +26,19 @@ if TYPE_CHECKING:
     from fedstruct.methods.fedavg.config import FedAvgConfig
     from fedstruct.methods.fedavg.estimator import FedAvg
     from fedstruct.methods.fedavg.model import TabularSchema
+    from fedstruct.methods.fedavg.run import run_fedavg
     from fedstruct.methods.fedavg.server import FedAvgServer
+    from fedstruct.methods.fedavg.settings import FedAvgRun, default_target
 
 __all__ = [
     "FedAvg",
     "FedAvgClient",
     "FedAvgConfig",
+    "FedAvgRun",
     "FedAvgServer",
     "TabularSchema",
+    "default_target",
+    "run_fedavg",
 ]
 
 # the classes and functions are imported when first read: importing the config
@@ -44,7 +49,10 @@ __getattr__, __dir__ = lazy_exports(
         "FedAvg": "estimator",
         "FedAvgClient": "client",
         "FedAvgConfig": "config",
+        "FedAvgRun": "settings",
         "FedAvgServer": "server",
         "TabularSchema": "model",
+        "default_target": "settings",
+        "run_fedavg": "run",
     },
 )

@@ -13,7 +13,7 @@ summaries and counts over a shared grid (:mod:`fedstruct.fl.binning`).
 Examples
 --------
 >>> from fedstruct.data import load_network
->>> from fedstruct.experiments.fedcd import vertical_interventions
+>>> from fedstruct.methods.fedcd import vertical_interventions
 >>> net = load_network("asia")
 >>> clients = vertical_interventions(net, 2, n_observational=2000,
 ...                                  n_per_intervention=200, seed=0)
@@ -39,7 +39,15 @@ if TYPE_CHECKING:
         LocalLearner,
         final_graph,
     )
+    from fedstruct.methods.fedcd.run import pooled, run_fedcd
     from fedstruct.methods.fedcd.server import FedCDServer
+    from fedstruct.methods.fedcd.settings import FedCDRun
+    from fedstruct.methods.fedcd.sources import (
+        InterventionTask,
+        RegimeSites,
+        horizontal_interventions,
+        vertical_interventions,
+    )
 
 __all__ = [
     "ENCO",
@@ -48,10 +56,17 @@ __all__ = [
     "FedCD",
     "FedCDClient",
     "FedCDConfig",
+    "FedCDRun",
     "FedCDServer",
+    "InterventionTask",
     "InterventionalData",
     "LocalLearner",
+    "RegimeSites",
     "final_graph",
+    "horizontal_interventions",
+    "pooled",
+    "run_fedcd",
+    "vertical_interventions",
 ]
 
 # the classes and functions are imported when first read: importing the config
@@ -59,15 +74,22 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "ENCO": "enco",
         "Beliefs": "learner",
+        "ENCO": "enco",
         "ENCOConfig": "enco",
         "FedCD": "estimator",
         "FedCDClient": "client",
         "FedCDConfig": "config",
+        "FedCDRun": "settings",
         "FedCDServer": "server",
+        "InterventionTask": "sources",
         "InterventionalData": "learner",
         "LocalLearner": "learner",
+        "RegimeSites": "sources",
         "final_graph": "learner",
+        "horizontal_interventions": "sources",
+        "pooled": "run",
+        "run_fedcd": "run",
+        "vertical_interventions": "sources",
     },
 )

@@ -26,9 +26,21 @@ if TYPE_CHECKING:
     from fedstruct.methods.fedfci.client import FedFCIClient
     from fedstruct.methods.fedfci.config import FedFCIConfig
     from fedstruct.methods.fedfci.estimator import FedFCI
+    from fedstruct.methods.fedfci.run import run_fedfci
     from fedstruct.methods.fedfci.server import FedFCIServer
+    from fedstruct.methods.fedfci.settings import FedFCIRun
+    from fedstruct.methods.fedfci.sources import SampledSites, mixed_model
 
-__all__ = ["FedFCI", "FedFCIClient", "FedFCIConfig", "FedFCIServer"]
+__all__ = [
+    "FedFCI",
+    "FedFCIClient",
+    "FedFCIConfig",
+    "FedFCIRun",
+    "FedFCIServer",
+    "SampledSites",
+    "mixed_model",
+    "run_fedfci",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -36,6 +48,10 @@ __getattr__, __dir__ = lazy_exports(
         "FedFCI": "estimator",
         "FedFCIClient": "client",
         "FedFCIConfig": "config",
+        "FedFCIRun": "settings",
         "FedFCIServer": "server",
+        "SampledSites": "sources",
+        "mixed_model": "sources",
+        "run_fedfci": "run",
     },
 )

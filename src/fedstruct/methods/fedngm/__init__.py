@@ -34,25 +34,39 @@ if TYPE_CHECKING:
     from fedstruct.methods.fedngm.estimator import FedNGM
     from fedstruct.methods.fedngm.metrics import prediction_metrics, sample_fidelity
     from fedstruct.methods.fedngm.model import NGM, fit_ngm, stitch
+    from fedstruct.methods.fedngm.run import CLEAR_LOSS, run_fedngm
     from fedstruct.methods.fedngm.schema import KINDS, Schema
     from fedstruct.methods.fedngm.server import FedNGMServer
+    from fedstruct.methods.fedngm.settings import DATASETS, FedNGMRun
+    from fedstruct.methods.fedngm.sources import (
+        SubpopulationSource,
+        health_insurance_federation,
+        targets,
+    )
     from fedstruct.methods.fedngm.structure import glasso_graph, merge_graphs
 
 __all__ = [
+    "CLEAR_LOSS",
+    "DATASETS",
     "KINDS",
     "NGM",
     "FedNGM",
     "FedNGMClient",
     "FedNGMConfig",
+    "FedNGMRun",
     "FedNGMServer",
     "Schema",
+    "SubpopulationSource",
     "fit_ngm",
     "glasso_graph",
+    "health_insurance_federation",
     "local_graph",
     "merge_graphs",
     "prediction_metrics",
+    "run_fedngm",
     "sample_fidelity",
     "stitch",
+    "targets",
 ]
 
 # the classes and functions are imported when first read: importing the config
@@ -60,19 +74,26 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "KINDS": "schema",
-        "NGM": "model",
+        "CLEAR_LOSS": "run",
+        "DATASETS": "settings",
         "FedNGM": "estimator",
         "FedNGMClient": "client",
         "FedNGMConfig": "config",
+        "FedNGMRun": "settings",
         "FedNGMServer": "server",
+        "KINDS": "schema",
+        "NGM": "model",
         "Schema": "schema",
+        "SubpopulationSource": "sources",
         "fit_ngm": "model",
         "glasso_graph": "structure",
+        "health_insurance_federation": "sources",
         "local_graph": "client",
         "merge_graphs": "structure",
         "prediction_metrics": "metrics",
+        "run_fedngm": "run",
         "sample_fidelity": "metrics",
         "stitch": "model",
+        "targets": "sources",
     },
 )
