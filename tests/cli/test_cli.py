@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -265,7 +266,7 @@ def test_console_script_runs_as_a_subprocess(tmp_path):
 
 
 def test_a_run_with_many_metrics_shows_the_federation_s_only(tmp_path):
-    from fedstruct.cli import _headline
+    from fedstruct.cli.app import _headline
 
     (tmp_path / "config.json").write_text(json.dumps({"method": "fedngm", "settings": {}}))
     metrics = {"common_variables": 5.0, "worst_own_ratio": 0.9}
@@ -501,7 +502,7 @@ def test_every_picture_format_is_one_matplotlib_writes():
 def test_the_legend_says_what_fci_can_claim_of_a_bidirected_edge():
     """issue 49, item 9: `<->` was explained as "neither causes the other" (on ecoli70,
     with no hidden variable, every such edge was a direct cause in the truth)."""
-    from fedstruct.cli import _mark_legend
+    from fedstruct.cli.results import _mark_legend
     from fedstruct.graphs import Graph
 
     pag = Graph.from_edges(["A", "B", "C"], ["A <-> B", "B o-> C"])
@@ -532,3 +533,59 @@ def test_each_overwrite_option_says_what_it_replaces():
     keys = runner.invoke(app, ["flower", "node-key", "--help"], terminal_width=200).output
     assert "Replace --out if it exists" in predict and "deploy.md" not in predict
     assert "Replace files that exist (see docs/deploy.md first)" in keys
+
+
+TOY_LAUNCHER = """
+from fedstruct.errors import ConfigError
+from fedstruct.runs.launch import LauncherOption
+
+OPTIONS = (LauncherOption("queue", "queue", "str", "short", "the batch queue to submit to."),)
+
+
+class ToyLauncher:
+    recorded = ("toy",)
+
+    @classmethod
+    def from_options(cls, options):
+        raise ConfigError(f"toy launcher read queue={options['queue']}")
+"""
+
+
+def test_a_launcher_declares_its_own_options_and_the_run_command_mounts_them(tmp_path, monkeypatch):
+    """issue 52: a new launcher adds its options without editing the command line; the
+    run command hands them back to that launcher by name."""
+    from fedstruct.runs import launch
+
+    (tmp_path / "toy_launcher.py").write_text(TOY_LAUNCHER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toy = launch.Submitting("toy_launcher:ToyLauncher", "toy_launcher:OPTIONS")
+    monkeypatch.setitem(launch.SUBMITTING, "toy", toy)
+    shown = runner.invoke(app, ["run", "fedavg", "--help"], terminal_width=200)
+    assert "--queue" in shown.output and "--backend toy: the batch queue" in shown.output
+    assert "--superlink" in shown.output  # Flower's, declared by its launcher
+    out = tmp_path / "run"
+    args = ["run", "fedavg", "--out", str(out), "--backend", "toy", "--queue", "long"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "toy launcher read queue=long" in result.output
+
+
+def test_the_command_line_declares_no_launchers_option():
+    """issue 52's done-when: cli/ holds no launcher's option; each launcher declares them
+    (fedstruct.runs.launch.launcher_options). ``fedstruct flower supernode --superlink``
+    is the node's own option (cli/flower.py), not the run command's."""
+    import ast
+
+    import fedstruct.cli
+    from fedstruct.runs.launch import launcher_options
+
+    flags = {f"--{o.flag}" for options in launcher_options().values() for o in options}
+    assert "--superlink" in flags
+    found = []
+    for path in Path(fedstruct.cli.__file__).parent.glob("*.py"):
+        if path.name == "flower.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Option":
+                words = [a.value for a in ast.walk(node) if isinstance(a, ast.Constant)]
+                found += [f"{path.name}: {w}" for w in words if w in flags]
+    assert found == []

@@ -225,16 +225,17 @@ def test_a_supernode_can_require_secure_aggregation(monkeypatch, tmp_path):
 
     from typer.testing import CliRunner
 
-    from fedstruct import cli
+    from fedstruct.cli import app
+    from fedstruct.cli import flower as flower_commands
     from fedstruct.fl.flower import cluster
     from fedstruct.fl.flower.client_app import requires_secure_aggregation
 
     started = []
-    monkeypatch.setattr(cli, "_exec", lambda cmd, home, *rest: started.append(cmd))
+    monkeypatch.setattr(flower_commands, "_exec", lambda cmd, home, *rest: started.append(cmd))
     monkeypatch.setattr(cluster, "wait_reachable", lambda link, timeout: None)
     args = ["flower", "supernode", "--partition", "0", "--insecure", "--home", str(tmp_path)]
     for flag, expected in (([], False), (["--require-secure-aggregation"], True)):
-        result = CliRunner().invoke(cli.app, [*args, *flag])
+        result = CliRunner().invoke(app, [*args, *flag])
         assert result.exit_code == 0, result.output
         config = started[-1][started[-1].index("--node-config") + 1]
         assert ("require-secure-aggregation=true" in config) is expected

@@ -80,6 +80,7 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
     which must lie inside the SuperLink's runs folder (:func:`results_folder`)."""
     from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
     from fedstruct.runs.contract import run_resolved, runnable
+    from fedstruct.runs.control import RunControl
     from fedstruct.runs.settings import apply_settings
 
     cfg = context.run_config
@@ -101,8 +102,7 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
             settings,
             out,
             backend,
-            resume=bool(cfg["resume"]),
-            stop_after=int(cfg["stop-after"]) or None,
+            RunControl(resume=bool(cfg["resume"]), stop_after=int(cfg["stop-after"]) or None),
             view=view,
         )
     except FedstructError as exc:

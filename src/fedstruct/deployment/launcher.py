@@ -105,7 +105,5 @@ class FlowerLauncher:
             run.out,
             settings_dict(run.settings),
             self.options,
-            resume=run.resume,
-            stop_after=run.stop_after,
-            progress=run.progress,
+            run.control,
         )

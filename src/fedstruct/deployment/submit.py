@@ -25,6 +25,7 @@ from fedstruct.deployment.contract import ERROR_FILE, RUN_CONFIG_DEFAULTS
 from fedstruct.errors import DeploymentError, FedstructError
 from fedstruct.fl.flower.cluster import ControlKeyRefused, DeploymentOptions, Link
 from fedstruct.fl.flower.control import run_status, start_run
+from fedstruct.runs.control import RunControl
 from fedstruct.runs.outcome import RunOutcome
 
 __all__ = ["submit", "write_app"]
@@ -76,12 +77,11 @@ def submit(
     out: Path,
     settings: dict[str, Any],
     options: DeploymentOptions,
-    *,
-    resume: bool = False,
-    stop_after: int | None = None,
-    progress: bool = True,
+    control: RunControl,
 ) -> RunOutcome:
-    """Submit run ``name`` to the SuperLink, wait for it, and read its results.
+    """Submit run ``name`` to the SuperLink, wait for it, and read its results;
+    ``control``'s ``resume`` and ``stop_after`` go to the ServerApp in the run config,
+    its ``progress`` decides whether this side shows the run's progress.
 
     Raises
     ------
@@ -99,15 +99,15 @@ def submit(
         "method": name,
         "settings": json.dumps(settings, sort_keys=True),
         "out": str(out),
-        "resume": resume,
-        "stop-after": stop_after or 0,
+        "resume": control.resume,
+        "stop-after": control.stop_after or 0,
         "min-nodes": options.min_nodes,
         "join-timeout": options.join_timeout,
         "reply-timeout": options.reply_timeout,
     }
     (out / ERROR_FILE).unlink(missing_ok=True)
     run_id = str(start_run(link, options.key, app, values))
-    status, details = _wait(run_id, link, options.key, name, out, progress)
+    status, details = _wait(run_id, link, options.key, name, out, control.progress)
     if status == "finished:completed":
         return _read_outcome(out)
     error = out / ERROR_FILE

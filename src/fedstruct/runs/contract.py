@@ -738,9 +738,6 @@ def run_resolved(
     backend: Backend,
     control: RunControl | None = None,
     view: SiteView | None = None,
-    *,
-    resume: bool | None = None,
-    stop_after: int | None = None,
 ) -> RunOutcome:
     """Run resolved ``settings`` on ``backend`` here, driven as ``control`` says (by
     default: every round, afresh, quietly), and write metrics, history and plots.
@@ -749,15 +746,10 @@ def run_resolved(
     deployment ServerApp passes its :func:`~fedstruct.runs.source.server_view`),
     and ``--truth`` is read and checked before round 1. The deployment ServerApp calls
     this directly with the backend built around its Flower grid (``config.json`` was
-    written by the submitting side), giving ``resume`` and ``stop_after`` as it reads
-    them from its run config: when given they replace ``control``'s.
+    written by the submitting side) and the ``resume`` and ``stop_after`` its run
+    config gives.
     """
     control = control or RunControl()
-    control = dataclasses.replace(
-        control,
-        resume=control.resume if resume is None else resume,
-        stop_after=control.stop_after if stop_after is None else stop_after,
-    )
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     write_record(out, "running")

@@ -9,6 +9,10 @@ to; a *launcher* decides where the run happens and reads its own options:
   (:data:`SUBMITTING`): ``flower`` sends it to a SuperLink
   (:class:`fedstruct.deployment.launcher.FlowerLauncher`).
 
+A launcher declares the command-line options it reads (:class:`LauncherOption`,
+:func:`launcher_options`); the command line mounts them on every ``fedstruct run``
+command and hands them back by name.
+
 :func:`~fedstruct.runs.contract.execute` resolves the settings, asks the launcher to
 check them and what it adds to ``config.json``, and hands it a :class:`PreparedRun`.
 """
@@ -29,17 +33,67 @@ from fedstruct.runs.outcome import RunOutcome
 __all__ = [
     "SUBMITTING",
     "Launcher",
+    "LauncherOption",
     "LocalLauncher",
     "PreparedRun",
+    "Submitting",
     "launcher_names",
+    "launcher_options",
     "make_launcher",
 ]
 
-#: Launchers that submit a run to be run elsewhere: name -> ``module:Class``, imported
-#: when chosen. The class has ``from_options(options)`` (see :func:`make_launcher`) and
-#: ``recorded``, the ``config.json`` keys its :meth:`Launcher.record` writes.
-SUBMITTING: dict[str, str] = {
-    "flower": "fedstruct.deployment.launcher:FlowerLauncher",
+
+@dataclass(frozen=True)
+class LauncherOption:
+    """A command-line option a launcher reads (``fedstruct run ... --backend NAME``):
+    the launcher declares it, the command line mounts it.
+
+    Attributes
+    ----------
+    flag
+        The option as typed, without ``--`` (``min-nodes``).
+    name
+        The key :meth:`Launcher.from_options` reads it by (``min_nodes``).
+    kind
+        Its type: ``str``, ``int``, ``float`` or ``path``.
+    default
+        Its value when not given.
+    help
+        One line for ``--help``.
+    """
+
+    flag: str
+    name: str
+    kind: str
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Submitting:
+    """A launcher that submits a run to be run elsewhere, imported only when chosen.
+
+    Attributes
+    ----------
+    launcher
+        ``module:Class``; the class has ``from_options(options)`` (see
+        :func:`make_launcher`) and ``recorded``, the ``config.json`` keys its
+        :meth:`Launcher.record` writes.
+    options
+        ``module:NAME`` of its :class:`LauncherOption` tuple, in a module light to
+        import (``fedstruct run --help`` reads it without importing the launcher).
+    """
+
+    launcher: str
+    options: str
+
+
+#: Launchers that submit a run to be run elsewhere, by ``--backend`` name.
+SUBMITTING: dict[str, Submitting] = {
+    "flower": Submitting(
+        "fedstruct.deployment.launcher:FlowerLauncher",
+        "fedstruct.deployment.options:LAUNCHER_OPTIONS",
+    ),
 }
 
 
@@ -67,21 +121,6 @@ class PreparedRun:
     out: Path
     control: RunControl
     here: Callable[[Backend], RunOutcome]
-
-    @property
-    def resume(self) -> bool:
-        """``control.resume``, what a launcher that submits passes on."""
-        return self.control.resume
-
-    @property
-    def progress(self) -> bool:
-        """``control.progress``."""
-        return self.control.progress
-
-    @property
-    def stop_after(self) -> int | None:
-        """``control.stop_after``."""
-        return self.control.stop_after
 
 
 class Launcher(Protocol):
@@ -178,7 +217,18 @@ def make_launcher(name: str, options: Mapping[str, Any] | None = None) -> Launch
     return LocalLauncher.from_options(name, options)
 
 
+def launcher_options() -> dict[str, tuple[LauncherOption, ...]]:
+    """The options of every launcher that reads any, by ``--backend`` name (each
+    launcher's options module imported, not the launcher)."""
+    return {name: _imported(entry.options) for name, entry in SUBMITTING.items()}
+
+
 def _submitting_class(name: str) -> Any:
     """The class of the submitting launcher ``name`` (its module imported now)."""
-    module, _, cls = SUBMITTING[name].partition(":")
-    return getattr(import_module(module), cls)
+    return _imported(SUBMITTING[name].launcher)
+
+
+def _imported(target: str) -> Any:
+    """The object ``module:NAME`` names, its module imported."""
+    module, _, name = target.partition(":")
+    return getattr(import_module(module), name)

@@ -9,7 +9,7 @@ the seeds with :func:`recipe_seeds` and passes them to the recipe as ``seeds=``,
 the folder's ``recipe.json`` records the seeds that ran.
 
 A method's recipes live in its run package's ``recipes`` module
-(``fedstruct/runs/NAME/recipes.py``), which registers them when imported;
+(``fedstruct/methods/NAME/recipes.py``), which registers them when imported;
 recipes that combine methods live in :data:`SHARED_RECIPES`. They are imported when
 ``fedstruct reproduce`` first asks for a recipe, never by a run.
 """
