@@ -4,8 +4,10 @@ Causal graphs, concept-based models, neural graphical models and drift-aware
 classifiers, learned across institutions whose data cannot move.
 
 Layers (imports only point down): ``graphs`` and ``data`` at the bottom, then
-``privacy``, ``fl`` (the federated runtime), ``methods`` (one folder per published
-method) and, on top, ``experiments`` and the command line (``fedstruct.cli``).
+``privacy``, ``fl`` (the federated runtime), ``discovery``, ``estimators``,
+``drawing``, ``runs`` (the run contract), ``methods`` (one package per published
+method: its algorithm and its run), ``results``, ``reproduction``, ``deployment`` and,
+on top, the command line (``fedstruct.cli``); docs/architecture.md.
 """
 
 from typing import Any

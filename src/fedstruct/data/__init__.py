@@ -4,7 +4,7 @@ Everything here works offline: the benchmark networks are read from files that s
 inside installed packages, and the synthetic data are generated. Real data that ship
 with a package, and readers of standard files a user already has, are in
 :mod:`fedstruct.data.datasets`. A paper's own way of building its clients lives in
-that method's slice, ``fedstruct.runs.<method>.federation``.
+that method's run, ``fedstruct.methods.<method>.sources``.
 """
 
 from fedstruct.data.client import OBSERVATIONAL, ClientData, ClientsOnDemand, check_federation

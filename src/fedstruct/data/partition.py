@@ -5,8 +5,8 @@
   et al. 2019 for the long tail, Hsu et al. 2019 for the Dirichlet split).
 
 A paper's own way of building its clients (FedCDnv's variable subsets with latent
-variables, FED-CD's interventional splits, ...) lives in that method's slice,
-``fedstruct.runs.<method>.federation``.
+variables, FED-CD's interventional splits, ...) lives in that method's run,
+``fedstruct.methods.<method>.sources``.
 
 No partitioner drops data silently: every row (or kept index) goes to exactly one
 client, and impossible requests raise :class:`~fedstruct.errors.PartitionError` or

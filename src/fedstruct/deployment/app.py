@@ -23,7 +23,7 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
   names, row count, or an image site's shape, class names and counts; never a row);
   the server merges the descriptions into the federation schema and sends it
   (:data:`FEDERATION_SCHEMA`); each node keeps it in its state, reads and encodes
-  its own file with it, builds its client (every check of the method's slice runs
+  its own file with it, builds its client (every check of the method's run runs
   there, on its own file) and reports what it dropped and found constant. The
   server then runs the method on a source over
   :func:`~fedstruct.runs.source.server_view` (that schema and those reports,

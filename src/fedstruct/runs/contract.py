@@ -4,7 +4,7 @@ Every runnable method registers a :class:`Runnable` with three pieces, so that t
 same run works in one process and across machines:
 
 - ``source(settings, sites)``: the run's data, resolved once
-  (:mod:`fedstruct.runs.source`): the slice's protocol when ``sites`` is
+  (:mod:`fedstruct.runs.source`): the method's protocol when ``sites`` is
   ``None``, else the user's site files as the method reads them
   (:class:`~fedstruct.runs.source.SiteFiles`: the files the settings name, a
   deployed node's own file, or a deployment server's schema-only view). Its clients
@@ -386,7 +386,7 @@ class Runnable:
     summary: str
     settings: type
     #: ``source(settings, sites)``: the run's data (:mod:`fedstruct.runs.source`)
-    #: from the user's site ``sites``, or the slice's protocol when ``sites`` is ``None``.
+    #: from the user's site ``sites``, or the method's protocol when ``sites`` is ``None``.
     source: Callable[[Any, SiteFiles | None], Source]
     #: ``run(settings, ctx, model, source)``: fit on ``ctx`` and score.
     run: Callable[[Any, RunContext, Any, Any], RunOutcome]
@@ -417,9 +417,9 @@ class Runnable:
         return settings.client_names()
 
     def resolve(self, settings: Any, view: SiteView | None = None) -> Source:
-        """The run's data: the slice's source over the site files of ``view``, by
+        """The run's data: the method's source over the site files of ``view``, by
         default those the settings name (:func:`~fedstruct.runs.source.site_view`;
-        none: the slice's protocol)."""
+        none: the method's protocol)."""
         view = view if view is not None else site_view(settings)
         return self.source(settings, None if view is None else self.site_files(settings, view))
 

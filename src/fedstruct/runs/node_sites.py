@@ -14,7 +14,7 @@ it over Flower; tests call the steps in one process):
 2. :func:`merge` — on the server: the federation schema from every description;
 3. :func:`build_own` — on each node: the run's source over its own file
    (:func:`~fedstruct.runs.source.node_view`), its client encoded with that
-   schema (every check of the method's slice runs here), and its report to the
+   schema (every check of the method's run runs here), and its report to the
    server (rows dropped, constant columns), audited like the description;
 4. the server runs the method on the source over
    :func:`~fedstruct.runs.source.server_view`: the schema and the reports, no
@@ -66,7 +66,7 @@ def build_own(
     Raises
     ------
     FedstructError
-        Whatever the method's slice finds wrong with the file (missing values, a
+        Whatever the method's run finds wrong with the file (missing values, a
         text column where numbers are needed, ...), named by site and column.
     """
     source = entry.resolve(settings, node_view(settings, spec, schema))

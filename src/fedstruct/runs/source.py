@@ -1,13 +1,13 @@
-"""A run's data, resolved once: the :class:`Source` every slice receives.
+"""A run's data, resolved once: the :class:`Source` every method's run receives.
 
 A run's data come from one of three places, decided once per run, here:
 
-- **the paper's protocol** of the method's slice (a network sampled with the run's
-  seed, a concept data set, CIFAR-10 split by a Dirichlet draw): the slice's own
+- **the paper's protocol** of the method's run (a network sampled with the run's
+  seed, a concept data set, CIFAR-10 split by a Dirichlet draw): the method's own
   :class:`Source`, built from the settings;
 - **the user's site files** (``--site``/``--sites``): :class:`SiteFiles`, the files
   read in the method's :class:`~fedstruct.data.formats.SiteFormat` (tables or images)
-  with the method's column roles, once, when first asked for, wrapped by the slice's
+  with the method's column roles, once, when first asked for, wrapped by the method's
   source that names the method's roles (FedAvg's target, F-CMs' concepts and task);
 - **a deployed process's view of sites whose files stay on their own SuperNodes**
   (``--node-site``): the same :class:`SiteFiles` over a :class:`SiteView` that holds
@@ -16,7 +16,7 @@ A run's data come from one of three places, decided once per run, here:
 
 :func:`site_view` reads what the settings say of the files (the manifest, once) without
 reading any file; :meth:`~fedstruct.runs.contract.Runnable.resolve` hands the view
-(``None`` for built-in data) to the slice's ``source(settings, view)``. Nothing is kept
+(``None`` for built-in data) to the method's ``source(settings, view)``. Nothing is kept
 between runs: a source lives as long as its run.
 """
 
@@ -62,7 +62,7 @@ class Source(ABC):
     """A run's data (module docstring): the clients' names, the clients when asked
     for, the truth to score against, and, on a user's files, the files read.
 
-    A slice's source adds what its method needs (FedAvg's target and levels, FED-CD's
+    A method's source adds what its method needs (FedAvg's target and levels, FED-CD's
     regime, CAFE's test images). Built-in sources leave :attr:`sites` ``None``.
     """
 
@@ -100,7 +100,7 @@ class Source(ABC):
     def levels(self) -> dict[str, int] | None:
         """Each categorical or ordinal variable's number of levels, where the run knows
         them before any client answers (a user's tables: the federation schema's; a
-        slice's source says its own), else ``None``."""
+        method's source says its own), else ``None``."""
         if self.sites is None:
             return None
         cardinalities = getattr(self.sites.schema, "cardinalities", None)
@@ -108,7 +108,7 @@ class Source(ABC):
 
     def graph_variables(self) -> tuple[str, ...]:
         """The variables a learned graph is over, which a knowledge file may name: the
-        sites' columns on a user's files, else the truth's variables (a slice's source
+        sites' columns on a user's files, else the truth's variables (a method's source
         whose graph covers fewer, e.g. without latent variables, says its own)."""
         if self.sites is not None:
             return tuple(self.sites.schema.variables)
@@ -221,7 +221,7 @@ class SiteFiles(Source):
     column ``roles`` (``regime``, ``supervised``), once, when first asked for.
 
     It is a :class:`Source` itself (its :attr:`sites` is itself): a method without
-    roles of its own may run on it as it is; a slice's source wraps it to add them.
+    roles of its own may run on it as it is; a method's source wraps it to add them.
 
     Parameters
     ----------
@@ -331,8 +331,8 @@ class SiteFiles(Source):
 
 
 class OnSites(Source):
-    """A slice's source over the user's site files: their names, clients and truth;
-    the slice adds its roles (FedAvg's target, F-CMs' concepts and task, ...).
+    """A method's source over the user's site files: their names, clients and truth;
+    the method adds its roles (FedAvg's target, F-CMs' concepts and task, ...).
 
     Parameters
     ----------

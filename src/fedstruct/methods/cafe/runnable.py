@@ -1,8 +1,8 @@
-"""CAFE's slice of the experiments: settings, the paper's federation, run, recipes.
+"""CAFE's run: settings, the paper's federation, run, recipes.
 
-Importing it registers ``fedstruct run cafe`` with its settings only: its federation
+Importing it registers ``fedstruct run cafe`` with its settings only: its sources
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
-for them (:mod:`fedstruct.runs.recipes`), and the names below when first read.
+for them (:mod:`fedstruct.runs.recipes`).
 Its data (:func:`~fedstruct.methods.cafe.sources.source`) are the paper's
 Dirichlet split of an image set, or the user's image sites or table sites (a class
 column ``target``).

@@ -1,8 +1,8 @@
-"""F-CMs' slice of the experiments: settings, concept data, the paper's federation, run, recipes.
+"""F-CMs' run: settings, concept data, the paper's federation, run, recipes.
 
-Importing it registers ``fedstruct run fcm`` with its settings only: its federation
+Importing it registers ``fedstruct run fcm`` with its settings only: its sources
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
-for them (:mod:`fedstruct.runs.recipes`), and the names below when first read.
+for them (:mod:`fedstruct.runs.recipes`).
 Its data (:func:`~fedstruct.methods.fcm.sources.source`) are the paper's concept
 data set split over the clients, or the user's site files with concepts and a task.
 """

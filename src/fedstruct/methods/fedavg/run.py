@@ -28,7 +28,7 @@ def run_fedavg(
     those of the federated evaluation on the sites' held-out rows."""
     if source.sites is not None:  # the user's files
         return _on_files(settings, ctx, model, cast(SiteTask, source))
-    task = cast(NetworkTask, source)  # the slice's protocol
+    task = cast(NetworkTask, source)  # the method's protocol
     target = model.target
     test = task.test_rows()
     ctx.fit(model, source, test=test)

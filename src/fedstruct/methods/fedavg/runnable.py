@@ -1,8 +1,8 @@
-"""FedAvg's slice of the experiments (the runtime's reference): settings, federation, run, recipe.
+"""FedAvg's run (the runtime's reference): settings, federation, run, recipe.
 
-Importing it registers ``fedstruct run fedavg`` with its settings only: its federation
+Importing it registers ``fedstruct run fedavg`` with its settings only: its sources
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
-for them (:mod:`fedstruct.runs.recipes`), and the names below when first read.
+for them (:mod:`fedstruct.runs.recipes`).
 Its data (:func:`~fedstruct.methods.fedavg.sources.source`) are rows sampled
 from a network or the user's site files.
 """

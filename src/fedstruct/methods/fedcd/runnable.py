@@ -1,8 +1,8 @@
-"""FED-CD's slice of the experiments: settings, the paper's federations, run, recipes.
+"""FED-CD's run: settings, the paper's federations, run, recipes.
 
-Importing it registers ``fedstruct run fedcd`` with its settings only: its federation
+Importing it registers ``fedstruct run fedcd`` with its settings only: its sources
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
-for them (:mod:`fedstruct.runs.recipes`), and the names below when first read.
+for them (:mod:`fedstruct.runs.recipes`).
 Its data (:func:`~fedstruct.methods.fedcd.sources.source`) are the paper's
 interventional federation (:class:`~fedstruct.methods.fedcd.sources.InterventionTask`)
 or the user's site files with their ``regime`` column

@@ -1,8 +1,8 @@
-"""FedCDnv's slice of the experiments: settings, the paper's federations, run, recipes.
+"""FedCDnv's run: settings, the paper's federations, run, recipes.
 
-Importing it registers ``fedstruct run fedcdnv`` with its settings only: its federation
+Importing it registers ``fedstruct run fedcdnv`` with its settings only: its sources
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
-for them (:mod:`fedstruct.runs.recipes`), and the names below when first read.
+for them (:mod:`fedstruct.runs.recipes`).
 Its data (:func:`~fedstruct.methods.fedcdnv.sources.source`) are the paper's
 variable subsets (:class:`~fedstruct.methods.fedcdnv.sources.VariableSubsetTask`)
 or the user's site files.

@@ -1,6 +1,6 @@
-"""Pooled federated discovery's slice of the experiments: settings, sites, run.
+"""Pooled federated discovery's run: settings, sites, run.
 
-Importing it registers ``fedstruct run fedfci`` with its settings only; its federation
+Importing it registers ``fedstruct run fedfci`` with its settings only; its sources
 and run are imported when a run starts.
 """
 

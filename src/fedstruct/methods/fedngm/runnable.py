@@ -1,8 +1,8 @@
-"""FedNGM's slice of the experiments: settings, the paper's federations, run, recipes.
+"""FedNGM's run: settings, the paper's federations, run, recipes.
 
-Importing it registers ``fedstruct run fedngm`` with its settings only: its federation
+Importing it registers ``fedstruct run fedngm`` with its settings only: its sources
 and run are imported when a run starts, its recipes when ``fedstruct reproduce`` asks
-for them (:mod:`fedstruct.runs.recipes`), and the names below when first read.
+for them (:mod:`fedstruct.runs.recipes`).
 Its data (:func:`~fedstruct.methods.fedngm.sources.source`) are the paper's
 federation of a data set (:class:`~fedstruct.methods.fedngm.sources.SubpopulationSource`)
 or the user's site files.
