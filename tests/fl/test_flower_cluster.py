@@ -168,9 +168,8 @@ def test_missing_certificate_files_are_one_line(tmp_path):
 
 
 def test_only_fedstruct_own_app_passes_the_guard(tmp_path, write_foreign_app):
-    from flwr.cli.build import build_fab_from_disk
-
     from fedstruct.deployment.submit import write_app
+    from fedstruct.fl.flower.adapter import app_bundle as build_fab_from_disk
     from fedstruct.fl.flower.guard import FEDSTRUCT_COMPONENTS, app_problem
 
     assert app_problem(build_fab_from_disk(write_app(tmp_path / "ours"))) is None
@@ -194,8 +193,7 @@ def test_only_fedstruct_own_app_passes_the_guard(tmp_path, write_foreign_app):
 
 
 def test_control_tokens_are_checked_by_key_signature_and_age(tmp_path):
-    from flwr.proto.control_pb2 import ListRunsRequest
-
+    from fedstruct.fl.flower.adapter import list_runs_request
     from fedstruct.fl.flower.credentials import (
         TOKEN_LIFETIME,
         ControlTokenError,
@@ -211,7 +209,7 @@ def test_control_tokens_are_checked_by_key_signature_and_age(tmp_path):
     other, other_pub = make_control_key(tmp_path / "other")
     assert key.stat().st_mode & 0o777 == 0o600 and pub.read_text().startswith("ssh-ed25519 ")
     keys = load_control_keys(pub)
-    binding = call_binding(ListRunsRequest(run_id=5))
+    binding = call_binding(list_runs_request(5))
     token = control_token(key, binding)
     claims = verify_control_token(token, keys)
     assert claims.binding == binding
@@ -227,7 +225,7 @@ def test_control_tokens_are_checked_by_key_signature_and_age(tmp_path):
     with pytest.raises(ControlTokenError, match="signature"):
         verify_control_token(f"{forged}.{signature}", keys)
     # the call a token names is signed: naming another one breaks the signature
-    rebound = body.replace(binding, call_binding(ListRunsRequest(run_id=6)))
+    rebound = body.replace(binding, call_binding(list_runs_request(6)))
     with pytest.raises(ControlTokenError, match="signature"):
         verify_control_token(f"{rebound}.{signature}", keys)
     with pytest.raises(ControlTokenError, match="not a fedstruct control token"):
@@ -256,11 +254,10 @@ def test_a_token_is_answered_only_for_the_call_and_arguments_it_names():
     status neither lists another run nor registers a node."""
     import types
 
-    from flwr.common.constant import NOOP_ACCOUNT_NAME, NOOP_FLWR_AID
-    from flwr.proto.control_pb2 import ListRunsRequest, RegisterNodeRequest
-    from flwr.supercore.auth.typing import AccountInfo
-    from flwr.supercore.error import FlowerError
+    from cryptography.hazmat.primitives.asymmetric import ec
 
+    from fedstruct.fl.flower import adapter
+    from fedstruct.fl.flower.adapter import list_runs_request, register_node_request
     from fedstruct.fl.flower.credentials import call_binding
     from fedstruct.fl.flower.guard import WRONG_CALL, BoundAccount, bind_control_handlers
 
@@ -279,17 +276,18 @@ def test_a_token_is_answered_only_for_the_call_and_arguments_it_names():
         fn.__module__ = handlers.__name__
         setattr(handlers, fn.__name__, fn)
     assert sorted(bind_control_handlers(handlers)) == ["list_runs", "register_node"]
-    status = ListRunsRequest(run_id=5)
-    account = BoundAccount(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME, binding=call_binding(status))
+    rogue = ec.generate_private_key(ec.SECP384R1()).public_key()
+    status = list_runs_request(5)
+    account = BoundAccount(*adapter.NO_ACCOUNT, binding=call_binding(status))
     assert handlers.list_runs(status, account, None) == ("listed", 5)
     assert handlers.list_runs(request=status, account=account, state=None) == ("listed", 5)
     refused = [
-        (ListRunsRequest(run_id=6), handlers.list_runs, account),  # other arguments
-        (RegisterNodeRequest(public_key=b"rogue"), handlers.register_node, account),  # call
-        (status, handlers.list_runs, AccountInfo(NOOP_FLWR_AID, NOOP_ACCOUNT_NAME)),  # none
+        (list_runs_request(6), handlers.list_runs, account),  # other arguments
+        (register_node_request(rogue), handlers.register_node, account),  # another call
+        (status, handlers.list_runs, adapter.AccountInfo(*adapter.NO_ACCOUNT)),  # none
     ]
     for request, handler, who in refused:
-        with pytest.raises(FlowerError, match=WRONG_CALL):
+        with pytest.raises(adapter.FlowerError, match=WRONG_CALL):
             handler(request, who, None)
     assert handlers.get_login_details(None, None) == "no account needed"
 
@@ -321,7 +319,10 @@ def test_a_guarded_supernode_polls_at_the_interval_the_environment_gives(monkeyp
     for bad in ("0", "-1", "5", "soon", "nan"):
         with pytest.raises(ConfigError, match=f"{POLL_INTERVAL_ENV}='{bad}' is not a number"):
             poll_interval({POLL_INTERVAL_ENV: bad})
-    node = importlib.import_module("flwr.supernode.start_client_internal")
+    from fedstruct.fl.flower.adapter import SYMBOLS
+
+    pull = next(s for s in SYMBOLS if s.attribute == "_pull_and_store_message")
+    node = importlib.import_module(pull.module)
     answers = iter([None, None, 7])  # two empty polls, then a message of run 7
     monkeypatch.setattr(node, "_pull_and_store_message", lambda **kwargs: next(answers))
     guard_supernode(0.01)

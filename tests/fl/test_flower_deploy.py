@@ -27,13 +27,12 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from flwr.common.constant import ErrorCode
-from flwr.proto.control_pb2 import ListRunsRequest
 
 from fedstruct.errors import CheckpointError, DeploymentError
 from fedstruct.fl import LocalBackend, LocalGrid, Message
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.fl.flower import control
+from fedstruct.fl.flower.adapter import INVALID_APP_CODE, list_runs_request
 from fedstruct.fl.flower.client_app import LOG_PREFIX
 from fedstruct.fl.flower.cluster import Link, flower_env, wait_reachable
 from fedstruct.fl.flower.control import register_node, run_status, start_run
@@ -455,7 +454,7 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
         while not report.exists():
             assert time.monotonic() < deadline, c.log("superlink")[-2000:]
             time.sleep(0.5)
-        assert json.loads(report.read_text()) == [int(ErrorCode.INVALID_FAB)]
+        assert json.loads(report.read_text()) == [int(INVALID_APP_CODE)]
         assert not marker.exists()
         assert "fedstruct guard: refused run" in c.log("node0")
     finally:
@@ -506,11 +505,11 @@ def test_a_control_token_is_good_for_one_call_once_and_never_stored(tmp_path, mo
             register_node(link, key, rogue)
         assert "the control token was used before (a replay)" in c.log("superlink")
         # fresh tokens made for one run's status: for another call, for other arguments
-        status = made(key, call_binding(ListRunsRequest(run_id=1)))
+        status = made(key, call_binding(list_runs_request(1)))
         monkeypatch.setattr(control, "control_token", lambda path, binding: status)
         with pytest.raises(DeploymentError, match=f"refused to register a node: {WRONG_CALL}"):
             register_node(link, key, rogue)
-        other = made(key, call_binding(ListRunsRequest(run_id=1)))
+        other = made(key, call_binding(list_runs_request(1)))
         monkeypatch.setattr(control, "control_token", lambda path, binding: other)
         with pytest.raises(DeploymentError, match=f"refused to tell a run's status: {WRONG_CALL}"):
             run_status(link, key, 2)
