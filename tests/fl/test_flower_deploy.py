@@ -461,6 +461,48 @@ def test_a_supernode_refuses_an_app_that_is_not_fedstruct(tmp_path, write_foreig
         c.close()
 
 
+def test_nodes_run_only_the_runs_their_operators_approved(tmp_path):
+    """Two nodes started with --approve FILE approving FedAvg with exactly one run's
+    settings (the line 'fedstruct flower approve' prints): a run of another method
+    stops at the nodes' first message, before any data are read, with the node's
+    one-line reason at the submitter (exit 2) and one line in its log; the approved
+    run runs and gives the local backend's result."""
+    from typer.testing import CliRunner
+
+    from fedstruct.cli import app
+
+    sets = [
+        a for k, v in {"clients": 2, "rounds": 1, **SIZES}.items() for a in ("--set", f"{k}={v}")
+    ]
+    printed = CliRunner().invoke(app, ["flower", "approve", "fedavg", *sets])
+    line = printed.output.strip().splitlines()[-1].strip()
+    assert line.startswith("- fedavg@"), printed.output
+    approval = tmp_path / "approve.yaml"
+    approval.write_text(f"approve:\n  {line}\n")
+    with LoopbackCluster(tmp_path / "cluster", poll_interval=POLL, runs=tmp_path) as c:
+        c.superlink("--insecure")
+        c.wait_connected(
+            *(c.supernode(k, "--insecure", "--approve", str(approval)) for k in (0, 1))
+        )
+        refused = c.fedstruct(
+            "run", "fedcdnv", "--clients", "2", "--quiet", "--backend", "flower",
+            "--superlink", c.address, "--out", str(tmp_path / "unapproved"),
+        )  # fmt: skip
+        assert refused.returncode == 2, refused.stderr
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: SuperNode of partition ")
+        assert "does not approve this run: its approval file approves fedavg (1 settings" in last
+        assert "'- fedcdnv@" in last
+        logs = [node_lines(c, f"node{k}") for k in (0, 1)]
+        refusals = [x for lines in logs for x in lines if " refused " in x]
+        assert refusals and all("refused fedstruct.hello: DeploymentError:" in x for x in refusals)
+        assert not any(" answered " in x for lines in logs for x in lines)
+        approved = c.fedstruct(*run_args(c, tmp_path / "approved", 2, 1))
+        assert approved.returncode == 0, approved.stderr
+    deployed = json.loads((tmp_path / "approved" / "metrics.json").read_text())
+    assert deployed == local_metrics(tmp_path / "local", 2, 1)
+
+
 def test_a_control_token_is_good_for_one_call_once_and_never_stored(tmp_path, monkeypatch):
     """The attacks of issue 49 on a TLS SuperLink with control keys and node keys: a
     token is never on disk (nothing to steal after signed calls); a captured token

@@ -166,6 +166,14 @@ def flower_supernode(
             "(default: the run's --device setting)."
         ),
     ] = None,
+    approve: Annotated[
+        Path | None,
+        typer.Option(
+            help="Approval file: the methods (and, optionally, exact settings digests) this "
+            "node runs; any other run is refused before any data are read (default: any "
+            "run). See 'fedstruct flower approve'."
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
     """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
@@ -185,6 +193,12 @@ def flower_supernode(
 
         resolve_device(device)  # this machine runs the node: refuse a GPU it lacks now
         node_config["device"] = device
+    if approve is not None:
+        from fedstruct.deployment.approval import APPROVE, read_approval
+        from fedstruct.runs.contract import runnable_names
+
+        read_approval(approve, runnable_names())  # one line for a bad file, before starting
+        node_config[APPROVE] = str(approve.resolve())
     link = Link(superlink, root_certificates)
     cmd = supernode_command(
         partition,
@@ -337,3 +351,72 @@ def flower_node_key(
 
     private, public = make_node_key(path, overwrite=overwrite)
     out_console.print(f"wrote {private} (keep it) and {public} (register it)")
+
+
+@flower_app.command("approve")
+@bad_input_exits_2
+def flower_approve(
+    method: Annotated[
+        str | None, typer.Argument(help="The method to approve (its settings: --config, --set).")
+    ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="YAML/JSON file of the run's settings.")
+    ] = None,
+    assignments: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="One setting of the run (repeatable)."),
+    ] = None,
+    node_site: Annotated[
+        list[str] | None,
+        typer.Option("--node-site", help="A site of the run, as 'fedstruct run' names it."),
+    ] = None,
+    run: Annotated[
+        Path | None,
+        typer.Option("--run", help="A prepared run's folder (its config.json), instead of METHOD."),
+    ] = None,
+) -> None:
+    """Print the settings digest of a run and the line that approves it in a node's
+    --approve file: for METHOD with the settings 'fedstruct run' would be given, or
+    for the run a folder's config.json holds."""
+    from fedstruct.deployment.approval import BACKEND, approval_line
+    from fedstruct.runs.digest import settings_digest
+
+    if (method is None) == (run is None):
+        raise ConfigError(
+            "give METHOD (with its settings: --config, --set, --node-site) or --run DIR "
+            "(a prepared run's folder), one of them"
+        )
+    if run is not None:
+        from fedstruct.runs.contract import read_config
+
+        if config_file or assignments or node_site:
+            raise ConfigError("--run takes the settings from the run's config.json; give no other")
+        config = read_config(run)
+        method, settings = str(config["method"]), config["settings"]
+    else:
+        from fedstruct.runs.contract import runnable
+        from fedstruct.runs.inputs import absolute_paths
+        from fedstruct.runs.settings import (
+            apply_settings,
+            load_config_file,
+            parse_assignments,
+            settings_dict,
+        )
+
+        entry = runnable(method)
+        layers = [
+            load_config_file(config_file) if config_file else {},
+            {"node_sites": list(node_site)} if node_site else {},
+            parse_assignments(assignments or []),
+        ]
+        resolved = absolute_paths(apply_settings(entry.settings(), *layers, method=entry.name))
+        method, settings = entry.name, settings_dict(resolved)
+    digest = settings_digest(method, settings, BACKEND)
+    out_console.print(f"{method} settings digest: {digest}", highlight=False, soft_wrap=True)
+    out_console.print(
+        "approve exactly these settings on a node: add this line under 'approve:' in its "
+        "--approve file (or the line '" + approval_line(method) + "' for any settings):",
+        highlight=False,
+        soft_wrap=True,
+    )
+    out_console.print(f"  {approval_line(method, digest)}", highlight=False, soft_wrap=True)

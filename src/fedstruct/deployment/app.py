@@ -30,6 +30,12 @@ Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two wa
   no file); each node builds its client from its own file only
   (:func:`~fedstruct.runs.source.node_view`).
 
+A node started with ``--approve FILE`` answers only the runs its operator approved
+(:mod:`~fedstruct.deployment.approval`): the method, and optionally the exact settings
+by their digest. Every message of another run, HELLO first, is refused before the
+node does anything else (:func:`_admit`): the run stops with the node's one-line
+reason, and no file of the node is read.
+
 Either way a node trains where its own ``device`` says (node config, ``fedstruct
 flower supernode --device``; :func:`node_settings`), else where the run's setting
 does; what it sends is the same CPU arrays (:mod:`fedstruct.fl.device`).
@@ -47,6 +53,7 @@ from flwr.app import ConfigRecord, Context
 from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
+from fedstruct.deployment.approval import APPROVE
 from fedstruct.deployment.contract import ERROR_FILE, results_folder
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
 from fedstruct.fl.flower.client_app import make_client_app, partition_of
@@ -228,6 +235,27 @@ def _identify(context: Context) -> dict[str, int | str]:
     return {"site": _site_name(context)}
 
 
+def _node_label(context: Context) -> str:
+    """How the node names itself to the coordinator: its site, or its partition."""
+    identity = _identify(context)
+    if "site" in identity:
+        return f"SuperNode {identity['site']!r}"
+    return f"SuperNode of partition {identity['partition']}"
+
+
+def _admit(message: Message, context: Context) -> None:
+    """Refuse every message of a run this node does not approve (node config
+    ``approve``: ``fedstruct flower supernode --approve FILE``), before anything else."""
+    path = context.node_config.get(APPROVE)
+    if not path:
+        return
+    from fedstruct.deployment.approval import check_approved
+
+    method = str(context.run_config["method"])
+    settings = json.loads(str(context.run_config["settings"]))
+    check_approved(_node_label(context), Path(str(path)), method, settings)
+
+
 def _describe(message: Message, context: Context) -> Message:
     """Handshake step 1: what this node reports of its own file."""
     from fedstruct.runs.node_sites import describe
@@ -301,4 +329,5 @@ client_app = make_client_app(
     _client_for,
     identify=_identify,
     handlers={DESCRIBE_SITE: _describe, FEDERATION_SCHEMA: _take_schema},
+    admit=_admit,
 )

@@ -25,7 +25,6 @@ same run works in one process and across machines:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import time
@@ -52,6 +51,7 @@ from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import estimator_class, import_part, method_names
 from fedstruct.runs.artifacts import write_artifacts
 from fedstruct.runs.control import RunControl
+from fedstruct.runs.digest import settings_digest
 from fedstruct.runs.folder import (
     RUN_FILE,
     folder_lock,
@@ -636,10 +636,9 @@ def _resumed_launcher(given: Launcher, saved: Mapping[str, Any], out: Path) -> L
 
 
 def _settings_digest(config: Mapping[str, Any]) -> str:
-    """SHA-256 of a ``config.json``'s method, settings and backend (as JSON)."""
-    keys = ("method", "settings", "backend")
-    text = json.dumps({k: config.get(k) for k in keys}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """The :func:`~fedstruct.runs.digest.settings_digest` of a ``config.json``'s method,
+    settings and backend."""
+    return settings_digest(config["method"], config["settings"], config.get("backend"))
 
 
 def _same_run_state(out: Path, digest: str, inputs: Mapping[str, str]) -> str | None:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # imported where a client is built: a stage answered without 
 __all__ = [
     "LOG_PREFIX",
     "REQUIRE_SECURE_AGGREGATION",
+    "Admit",
     "ClientFactory",
     "Handler",
     "Identify",
@@ -65,6 +66,9 @@ ClientFactory = Callable[[Context], "Client"]
 Identify = Callable[[Context], dict[str, int | str]]
 #: ``handler(message, context) -> reply`` for a message outside the method's protocol.
 Handler = Callable[[Message, Context], Message]
+#: ``admit(message, context)``: raises a FedstructError for a message the node refuses
+#: to answer at all (its own policy, e.g. the runs it approves).
+Admit = Callable[[Message, Context], None]
 
 _STATE_RECORD = "fedstruct.state"
 #: The secure-aggregation session in progress (SuperNode memory only).
@@ -111,6 +115,7 @@ def make_client_app(
     identify: Identify = _by_partition,
     handlers: Mapping[str, Handler] | None = None,
     threads: int | None = 1,
+    admit: Admit | None = None,
 ) -> ClientApp:
     """A ``ClientApp`` answering every fedstruct message with the factory's client.
 
@@ -126,11 +131,16 @@ def make_client_app(
     threads
         Torch threads while the client computes (as ``LocalGrid``'s ``client_threads``,
         so results match the in-process grid).
+    admit
+        Called first for every message, HELLO included: its error refuses the message
+        before anything else is done (no data read, no client built).
     """
     app = ClientApp()
     extra = dict(handlers or {})
 
     def answer(msg: Message, context: Context) -> Message:
+        if admit is not None:
+            admit(msg, context)
         if msg.kind == HELLO:
             return Message(HELLO, config=identify(context))
         if msg.kind in extra:
