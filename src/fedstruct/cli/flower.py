@@ -128,14 +128,28 @@ def flower_supernode(
         int | None, typer.Option(help="The partition of a built-in federation this node hosts.")
     ] = None,
     data: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A data set this node offers: PATH or NAME=PATH (a table, image folder or "
+            ".npz; repeatable; NAME defaults to the file's stem); read only here."
+        ),
+    ] = None,
+    manifest: Annotated[
         Path | None,
-        typer.Option(help="This site's own file (table, image folder or .npz); read only here."),
+        typer.Option(
+            help="A manifest of the data sets this node offers, and what its catalogue may "
+            "say of each (docs/deploy.md, 'What a node offers'); instead of --data."
+        ),
     ] = None,
     name: Annotated[
-        str | None, typer.Option(help="With --data: the site's name (default: the file's stem).")
+        str | None,
+        typer.Option(
+            help="The node's site name, which runs give with --node-site (default: the name "
+            "of its only data set)."
+        ),
     ] = None,
     graph: Annotated[
-        Path | None, typer.Option(help="With --data: the site's own graph file (F-CMs).")
+        Path | None, typer.Option(help="With one --data: the site's own graph file (F-CMs).")
     ] = None,
     superlink: Annotated[str, typer.Option(help="The SuperLink's host:port.")] = "127.0.0.1:9091",
     root_certificates: Annotated[
@@ -176,14 +190,15 @@ def flower_supernode(
     ] = None,
     home: Home = None,
 ) -> None:
-    """Start a SuperNode: for a site's own file (--data), or a built-in partition."""
+    """Start a SuperNode: for a site's own data sets (--data, --manifest), or a built-in
+    partition."""
     from fedstruct.errors import DeploymentError
     from fedstruct.fl.flower.cluster import Link, default_home, supernode_command, wait_reachable
     from fedstruct.fl.flower.control import tls_problem
 
     if root_certificates is None and not insecure:
         raise ConfigError("give --root-certificates CA.crt for TLS, or --insecure for loopback")
-    node_config: dict[str, Any] = dict(_site_node_config(partition, data, name, graph))
+    node_config: dict[str, Any] = dict(_site_node_config(partition, data, manifest, name, graph))
     if require_secure_aggregation:
         from fedstruct.fl.flower.client_app import REQUIRE_SECURE_AGGREGATION
 
@@ -215,27 +230,60 @@ def flower_supernode(
 
 
 def _site_node_config(
-    partition: int | None, data: Path | None, name: str | None, graph: Path | None
+    partition: int | None,
+    data: list[str] | None,
+    manifest: Path | None,
+    name: str | None,
+    graph: Path | None,
 ) -> dict[str, str]:
-    """The node config of a site's own file (``data``, ``site``, ``graph``), checked here."""
-    if (partition is None) == (data is None):
+    """The node config of a node offering its own data sets (``site``, ``datasets``:
+    :class:`~fedstruct.deployment.node.NodeOffer`), checked here; none for a partition."""
+    if sum(x is not None and x != [] for x in (partition, data, manifest)) != 1:
         raise ConfigError(
-            "give the node's data: --data FILE (the site's own file) or --partition K "
-            "(a built-in federation), one of them"
+            "give the node's data: --data FILE (the site's own file; NAME=FILE repeated for "
+            "several data sets), --manifest FILE or --partition K (a built-in federation), "
+            "one of them"
         )
-    if data is None:
+    if partition is not None:
         if name or graph:
             raise ConfigError("--name and --graph describe a site's own file: add --data FILE")
         return {}
-    for path, flag in ((data, "--data"), (graph, "--graph")):
-        if path is not None and not path.exists():
-            raise ConfigError(f"{flag} {path} does not exist; give the path of this site's file")
-    from fedstruct.data.sites import site_name
+    from fedstruct.data.catalogue import read_node_manifest
+    from fedstruct.deployment.node import NodeOffer, Offered
+    from fedstruct.runs.site_args import parse_site_args
 
-    config = {"data": str(data.resolve()), "site": name or site_name(data)}
+    if manifest is not None:
+        specs = read_node_manifest(manifest)
+    else:
+        specs = parse_site_args(data or [], "--data")
+        for spec in specs:
+            if not spec.path.exists():
+                raise ConfigError(
+                    f"--data {spec.path} does not exist; give the path of this site's file"
+                )
     if graph is not None:
-        config["graph"] = str(graph.resolve())
-    return config
+        if manifest is not None or len(specs) != 1:
+            raise ConfigError(
+                "--graph goes with one --data file; give each data set its graph in a "
+                "--manifest (graph: FILE)"
+            )
+        if not graph.exists():
+            raise ConfigError(f"--graph {graph} does not exist; give the path of this site's file")
+    if name is None and len(specs) > 1:
+        raise ConfigError(
+            f"this node offers several data sets ({', '.join(s.name for s in specs)}): give "
+            "it a site name, --name SITE (runs name it with --node-site SITE:DATASET)"
+        )
+    offered = tuple(
+        Offered(
+            spec.name,
+            str(spec.path.resolve()),
+            str(graph.resolve()) if graph else str(spec.options.get("graph", "")),
+            tuple(spec.options.get("share", ())),
+        )
+        for spec in specs
+    )
+    return NodeOffer(name or specs[0].name, offered).to_config()
 
 
 ReplaceKeys = Annotated[
@@ -420,3 +468,43 @@ def flower_approve(
         soft_wrap=True,
     )
     out_console.print(f"  {approval_line(method, digest)}", highlight=False, soft_wrap=True)
+
+
+@flower_app.command("catalogue")
+@bad_input_exits_2
+def flower_catalogue(
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Folder for catalogue.json, inside the SuperLink's runs folder (as a run's --out)."
+        ),
+    ],
+    superlink: SuperlinkAddress = "127.0.0.1:9091",
+    root_certificates: RootCertificates = None,
+    control_key: ControlKey = None,
+    min_nodes: Annotated[
+        int, typer.Option(help="Wait until this many SuperNodes are connected (0: those that are).")
+    ] = 0,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the catalogue already in --out.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """List what each connected SuperNode offers, before any run: its data sets, their
+    columns, kinds and rows, and only the statistics each data set's owner allows."""
+    from fedstruct.deployment.catalogue import catalogue_lines, request_catalogue
+    from fedstruct.fl.flower.cluster import DeploymentOptions
+
+    if min_nodes < 0:
+        raise ConfigError(f"--min-nodes {min_nodes} must be 0 or more")
+    key = control_key.resolve() if control_key else None
+    options = DeploymentOptions(
+        superlink=superlink,
+        root_certificates=str(root_certificates) if root_certificates else None,
+        min_nodes=min_nodes,
+        control_key=str(key) if key else None,
+    )
+    _control_link(superlink, root_certificates, control_key)  # one line for a bad key file
+    nodes = request_catalogue(out, options, overwrite=overwrite, progress=not quiet)
+    for line in catalogue_lines(nodes):
+        out_console.print(line, highlight=False, soft_wrap=True, markup=False)

@@ -36,6 +36,14 @@ by their digest. Every message of another run, HELLO first, is refused before th
 node does anything else (:func:`_admit`): the run stops with the node's one-line
 reason, and no file of the node is read.
 
+A node may offer several data sets (``--data NAME=PATH`` repeated, ``--manifest``:
+:mod:`~fedstruct.deployment.node`); a run names the one it uses at each node
+(``--node-site SITE:DATASET``), and a node that does not offer it refuses the run's
+first message. A catalogue run (method :data:`~fedstruct.deployment.catalogue.CATALOGUE`,
+``fedstruct flower catalogue``) runs no method: it asks every connected node what it
+offers (:data:`CATALOGUE` messages, answered whatever the node approves) and writes
+the answers into its results folder.
+
 Either way a node trains where its own ``device`` says (node config, ``fedstruct
 flower supernode --device``; :func:`node_settings`), else where the run's setting
 does; what it sends is the same CPU arrays (:mod:`fedstruct.fl.device`).
@@ -54,7 +62,9 @@ from flwr.serverapp import Grid as FlowerGridAPI
 from flwr.serverapp import ServerApp
 
 from fedstruct.deployment.approval import APPROVE
+from fedstruct.deployment.catalogue import CATALOGUE
 from fedstruct.deployment.contract import ERROR_FILE, results_folder
+from fedstruct.deployment.node import NodeOffer
 from fedstruct.errors import ConfigError, FedstructError, ProtocolError
 from fedstruct.fl.flower.client_app import make_client_app, partition_of
 from fedstruct.fl.message import Message
@@ -99,6 +109,11 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
         reply_timeout=float(cfg["reply-timeout"]),
     )
     try:
+        if str(cfg["method"]) == CATALOGUE:  # what each node offers: no method runs
+            from fedstruct.deployment.catalogue import write_catalogue
+
+            write_catalogue(backend, out)
+            return
         entry = runnable(str(cfg["method"]))
         settings = apply_settings(
             entry.settings(), json.loads(str(cfg["settings"])), method=entry.name
@@ -190,31 +205,28 @@ def node_settings(context: Context) -> str:
     return json.dumps({**settings, "device": str(device)})
 
 
+def _offer(context: Context) -> NodeOffer | None:
+    """What this SuperNode offers (node config ``site``, ``datasets``), or ``None`` for
+    a node hosting a built-in partition."""
+    return NodeOffer.from_config(context.node_config)
+
+
+def _requested(context: Context, offer: NodeOffer) -> str | None:
+    """The data set the run asks of this node (its ``node_datasets`` setting), read
+    from the submitted settings without applying them."""
+    chosen = json.loads(str(context.run_config["settings"])).get("node_datasets") or {}
+    value = chosen.get(offer.name)
+    return None if value is None else str(value)
+
+
 def _own_site(context: Context) -> SiteSpec | None:
-    """The site whose file this SuperNode holds (node config ``data``, ``site``,
-    ``graph``), or ``None`` for a node hosting a built-in partition."""
-    config = context.node_config
-    if "data" not in config:
+    """The site whose file this SuperNode holds for the run: the data set the run asks
+    of it (:meth:`NodeOffer.dataset`), named as the node; ``None`` for a node hosting a
+    built-in partition."""
+    offer = _offer(context)
+    if offer is None:
         return None
-    from fedstruct.data.sites import SiteSpec
-
-    options = {"graph": str(config["graph"])} if config.get("graph") else {}
-    return SiteSpec(_site_name(context), _site_path(context), options)
-
-
-def _site_path(context: Context) -> Path:
-    return Path(str(context.node_config["data"])).expanduser()
-
-
-def _site_name(context: Context) -> str:
-    """The name of the site whose file this SuperNode holds (its ``site``, else the
-    file's name)."""
-    name = context.node_config.get("site")
-    if name:
-        return str(name)
-    from fedstruct.data.sites import site_name
-
-    return site_name(_site_path(context))
+    return offer.dataset(_requested(context, offer)).spec(offer.name)
 
 
 def _require_site(context: Context) -> SiteSpec:
@@ -230,9 +242,10 @@ def _require_site(context: Context) -> SiteSpec:
 def _identify(context: Context) -> dict[str, int | str]:
     """The node's answer to HELLO (and its name in a secure-aggregation stage's errors),
     without building its site (no data module imported)."""
-    if "data" not in context.node_config:
+    offer = _offer(context)
+    if offer is None:
         return {"partition": partition_of(context)}
-    return {"site": _site_name(context)}
+    return {"site": offer.name}
 
 
 def _node_label(context: Context) -> str:
@@ -244,16 +257,38 @@ def _node_label(context: Context) -> str:
 
 
 def _admit(message: Message, context: Context) -> None:
-    """Refuse every message of a run this node does not approve (node config
-    ``approve``: ``fedstruct flower supernode --approve FILE``), before anything else."""
-    path = context.node_config.get(APPROVE)
-    if not path:
-        return
-    from fedstruct.deployment.approval import check_approved
-
+    """What the node checks before it answers any message of a run, HELLO first: that
+    its operator approves the run (node config ``approve``: ``fedstruct flower
+    supernode --approve FILE``) and, for a run that names this node's site, that the
+    node offers the data set the run asks of it. A catalogue is always answered."""
     method = str(context.run_config["method"])
-    settings = json.loads(str(context.run_config["settings"]))
-    check_approved(_node_label(context), Path(str(path)), method, settings)
+    if method == CATALOGUE:
+        return
+    path = context.node_config.get(APPROVE)
+    if path:
+        from fedstruct.deployment.approval import check_approved
+
+        settings = json.loads(str(context.run_config["settings"]))
+        check_approved(_node_label(context), Path(str(path)), method, settings)
+    offer = _offer(context)
+    if offer is not None and offer.name in _run_sites(context):
+        offer.dataset(_requested(context, offer))
+
+
+def _run_sites(context: Context) -> list[str]:
+    """The sites the run names (``node_sites``), from the submitted settings."""
+    return list(json.loads(str(context.run_config["settings"])).get("node_sites") or ())
+
+
+def _catalogue(message: Message, context: Context) -> Message:
+    """What this node offers, each data set described as its owner allows
+    (:func:`fedstruct.deployment.catalogue.describe_offer`)."""
+    from fedstruct.deployment.catalogue import describe_offer
+
+    offer = _offer(context)
+    node = offer.name if offer is not None else f"partition {partition_of(context)}"
+    datasets = describe_offer(offer) if offer is not None else []
+    return Message(CATALOGUE, config={"node": node, "datasets": json.dumps(datasets)})
 
 
 def _describe(message: Message, context: Context) -> Message:
@@ -328,6 +363,6 @@ def _client_for(context: Context) -> Client:
 client_app = make_client_app(
     _client_for,
     identify=_identify,
-    handlers={DESCRIBE_SITE: _describe, FEDERATION_SCHEMA: _take_schema},
+    handlers={DESCRIBE_SITE: _describe, FEDERATION_SCHEMA: _take_schema, CATALOGUE: _catalogue},
     admit=_admit,
 )

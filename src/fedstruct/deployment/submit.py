@@ -28,7 +28,7 @@ from fedstruct.fl.flower.control import run_status, start_run
 from fedstruct.runs.control import RunControl
 from fedstruct.runs.outcome import RunOutcome
 
-__all__ = ["submit", "write_app"]
+__all__ = ["run_app", "submit", "write_app"]
 
 
 def _toml(value: Any) -> str:
@@ -93,8 +93,6 @@ def submit(
         SuperNode hosting a partition that does not exist.
     """
     out = out.resolve()
-    link = options.link()
-    app = write_app(out / "flower-app")
     values: dict[str, str | int | float | bool] = {
         "method": name,
         "settings": json.dumps(settings, sort_keys=True),
@@ -105,11 +103,32 @@ def submit(
         "join-timeout": options.join_timeout,
         "reply-timeout": options.reply_timeout,
     }
+    run_app(name, out, values, options, control.progress)
+    return _read_outcome(out)
+
+
+def run_app(
+    name: str,
+    out: Path,
+    values: dict[str, str | int | float | bool],
+    options: DeploymentOptions,
+    progress: bool,
+) -> None:
+    """Submit fedstruct's app with the run config ``values`` (results folder ``out``)
+    and wait until it has completed (``name``: what it runs, in messages).
+
+    Raises
+    ------
+    DeploymentError, FedstructError
+        As :func:`submit`.
+    """
+    link = options.link()
+    app = write_app(out / "flower-app")
     (out / ERROR_FILE).unlink(missing_ok=True)
     run_id = str(start_run(link, options.key, app, values))
-    status, details = _wait(run_id, link, options.key, name, out, control.progress)
+    status, details = _wait(run_id, link, options.key, name, out, progress)
     if status == "finished:completed":
-        return _read_outcome(out)
+        return
     error = out / ERROR_FILE
     if error.is_file():
         saved = json.loads(error.read_text())

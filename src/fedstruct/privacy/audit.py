@@ -94,7 +94,7 @@ number would "match"); their bound on entries still applies.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -460,7 +460,11 @@ def _check_mark_matrix(client: str, kind: str, name: str, array: NDArray) -> Non
 
 
 def audit_description(
-    description: Mapping[str, Any], limits: SchemaLimits, site: str, step: str = "describe"
+    description: Mapping[str, Any],
+    limits: SchemaLimits,
+    site: str,
+    step: str = "describe",
+    aggregates: Collection[str] = (),
 ) -> None:
     """Reject a schema-handshake reply that says more than a site may.
 
@@ -470,7 +474,8 @@ def audit_description(
     real numbers: those would be values of the data), and its row count and level
     names (``n_rows``, ``levels.<column>``) must keep within ``limits``
     (:meth:`~fedstruct.data.sites.SchemaLimits.check`: enough rows, not too many
-    levels, no identifier).
+    levels, no identifier, no names of people, no free text). A node's catalogue
+    (:mod:`fedstruct.data.catalogue`) passes the same audit.
 
     Parameters
     ----------
@@ -482,6 +487,10 @@ def audit_description(
         The site's name, for the message.
     step
         The handshake step, for the message.
+    aggregates
+        Prefixes of the keys that may hold one finite real number each, an aggregate
+        over the site's rows its owner lets leave (a catalogue's ``mean.<column>``,
+        ``std.<column>``); every other key holds no real number.
 
     Raises
     ------
@@ -490,6 +499,8 @@ def audit_description(
     """
     where = f"site {site!r}: schema handshake ({step})"
     for key, value in description.items():
+        if str(key).startswith(tuple(aggregates)) and _finite_real(value):
+            continue
         items = value if isinstance(value, list | tuple) else [value]
         bad = [v for v in items if isinstance(v, float) or not isinstance(v, str | int)]
         if bad:
@@ -509,6 +520,11 @@ def audit_description(
         limits.check(site, int(rows or 0), levels)
     except DataError as exc:
         raise PrivacyViolationError(f"{where}: {exc}") from exc
+
+
+def _finite_real(value: Any) -> bool:
+    """Whether ``value`` is one finite real number (not a bool, not a list)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
 
 
 def audit_reply(

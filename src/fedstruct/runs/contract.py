@@ -69,6 +69,7 @@ from fedstruct.runs.inputs import absolute_paths, changed_input, input_digests
 from fedstruct.runs.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.runs.outcome import RunOutcome
 from fedstruct.runs.settings import SEED, apply_settings, settings_dict, subset
+from fedstruct.runs.site_args import split_node_sites
 from fedstruct.runs.sites import site_specs
 from fedstruct.runs.source import SiteFiles, SiteView, Source, checked_clients, site_view
 
@@ -134,7 +135,13 @@ class FederationSettings:
     node_sites
         Sites whose files stay on their own SuperNodes (``--node-site NAME``, with
         ``--backend flower``; each node started with ``fedstruct flower supernode
-        --data FILE --name NAME``), in client order.
+        --data FILE --name NAME``), in client order. ``--node-site NAME:DATASET``
+        also names the data set the run uses at a node that offers several
+        (``node_datasets``).
+    node_datasets
+        Site -> the data set the run uses at its node (``--node-site SITE:DATASET``,
+        or ``--set node_datasets.SITE=DATASET``); a site left out uses its node's only
+        data set (``fedstruct flower catalogue`` lists what each node offers).
     min_site_rows
         The fewest rows a site's file may hold (its schema, which leaves the site,
         would give its rows away); empty: the manifest's, else 10.
@@ -196,6 +203,7 @@ class FederationSettings:
     missing: str | None = None
     kinds: dict[str, str] = field(default_factory=dict)
     node_sites: tuple[str, ...] = ()
+    node_datasets: dict[str, str] = field(default_factory=dict)
     min_site_rows: int | None = None
     max_site_levels: int | None = None
     bootstrap: int = 0
@@ -220,6 +228,9 @@ class FederationSettings:
                 "(--site/--sites); a run on built-in data is scored against the data's own "
                 "graph: drop --truth"
             )
+        sites, datasets = split_node_sites(self.node_sites, self.node_datasets)
+        object.__setattr__(self, "node_sites", sites)  # SITE:DATASET -> SITE, node_datasets
+        object.__setattr__(self, "node_datasets", datasets)
         if len(set(self.node_sites)) != len(self.node_sites):
             raise ConfigError(f"--node-site names a site twice: {list(self.node_sites)}")
         default_clients = type(self).__dataclass_fields__["clients"].default

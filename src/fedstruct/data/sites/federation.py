@@ -308,6 +308,21 @@ def describe_site(
     return _limited_schema(table, kinds_of, limits or SchemaLimits(), declared), site_regime
 
 
+def read_site_table(spec: SiteSpec) -> tuple[SiteTable, dict[str, str]]:
+    """One site's table and its columns' kinds, inferred (kinds declared in
+    ``spec.options`` win): what its owner sees of the file, e.g. for a node's catalogue
+    (:mod:`fedstruct.data.catalogue`).
+
+    Raises
+    ------
+    DataError
+        As :func:`read_federation` for this site's file.
+    """
+    settings = {"kinds": {}, "delimiter": None, "regime": None, "supervised": ()}
+    table, kinds, _, _, _ = _read_spec(spec, Manifest((spec,)), settings)
+    return table, kinds
+
+
 def _spec_path(manifest: Manifest, site: str) -> Path | None:
     return next((s.path for s in manifest.sites if s.name == site), None)
 

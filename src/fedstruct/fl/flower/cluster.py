@@ -270,7 +270,7 @@ def supernode_command(
         "--port",
         str(check_port(port, "--port")),
         "--node-config",
-        " ".join(f"{k}={json.dumps(v)}" for k, v in config.items()),
+        " ".join(f"{k}={_node_config_value(v)}" for k, v in config.items()),
     ]
     if link.root_certificates is None:
         if auth_key is not None:
@@ -282,6 +282,23 @@ def supernode_command(
             cmd += ["--auth-supernode-private-key", str(auth_key)]
     _require_checked_flower()
     return cmd
+
+
+def _node_config_value(value: Any) -> str:
+    """``value`` as Flower's ``--node-config`` parser reads it back (TOML): JSON for a
+    number, a bool or a string, but a TOML literal string (``'...'``, read verbatim) for
+    a string holding ``"`` (a JSON text, e.g. the data sets a node offers).
+
+    Raises
+    ------
+    ConfigError
+        For a string holding both ``"`` and ``'``, which neither form carries.
+    """
+    if isinstance(value, str) and '"' in value:
+        if "'" in value:
+            raise ConfigError(f"node config value {value!r} holds both ' and \"; drop one")
+        return f"'{value}'"
+    return json.dumps(value)
 
 
 def wait_reachable(link: Link, timeout: float) -> None:

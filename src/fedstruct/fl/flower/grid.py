@@ -44,7 +44,7 @@ from fedstruct.fl.grid import Grid
 from fedstruct.fl.message import Message
 from fedstruct.fl.participation import Participation
 
-__all__ = ["HELLO", "MESSAGE_TYPE", "FlowerGrid"]
+__all__ = ["HELLO", "MESSAGE_TYPE", "FlowerGrid", "ask_every_node"]
 
 #: The Flower message type of every fedstruct message (our kind travels in the config).
 MESSAGE_TYPE = "query.fedstruct"
@@ -231,3 +231,59 @@ class FlowerGrid(Grid):
             raise ProtocolError(f"Flower node {fid} failed on a fedstruct message: {reason}")
         raise_if_error(reply.content)
         return from_records(reply.content)
+
+
+class _EveryNode(FlowerGrid):
+    """A grid over whichever SuperNodes are connected, asked by their Flower ids: it
+    names no client, so it asks no node which it hosts."""
+
+    def __init__(
+        self,
+        grid: FlowerGridAPI,
+        *,
+        reply_timeout: float,
+        poll_interval: float,
+        stop: threading.Event | None,
+    ) -> None:
+        super().__init__(
+            grid, (), min_nodes=0, reply_timeout=reply_timeout, poll_interval=poll_interval,
+            stop=stop,
+        )  # fmt: skip
+
+    def _discover(self) -> None:
+        """Nothing to learn: nodes are asked by their Flower ids."""
+
+
+def ask_every_node(
+    grid: FlowerGridAPI,
+    message: Message,
+    *,
+    min_nodes: int = 0,
+    join_timeout: float = 120.0,
+    reply_timeout: float = 600.0,
+    poll_interval: float = 0.05,
+    stop: threading.Event | None = None,
+) -> dict[int, Message]:
+    """``message`` to every SuperNode connected to the SuperLink, outside any federation
+    (no HELLO, no client: e.g. a catalogue of what each node offers), once at least
+    ``min_nodes`` are connected; Flower node id -> its answer (a node that leaves
+    meanwhile gives none).
+
+    Raises
+    ------
+    ProtocolError
+        If fewer than ``min_nodes`` nodes connect within ``join_timeout`` seconds.
+    FedstructError
+        A node's own error (same class, same message).
+    """
+    asker = _EveryNode(grid, reply_timeout=reply_timeout, poll_interval=poll_interval, stop=stop)
+    deadline = time.monotonic() + join_timeout
+    while len(nodes := sorted(grid.get_node_ids())) < min_nodes:
+        asker._raise_if_stopped()
+        if time.monotonic() > deadline:
+            raise ProtocolError(
+                f"only {len(nodes)} of {min_nodes} SuperNodes connected within "
+                f"{join_timeout:.0f} s; start them, or ask fewer (--min-nodes)"
+            )
+        time.sleep(poll_interval)
+    return asker._roundtrip({fid: message for fid in nodes}, reply_timeout)
