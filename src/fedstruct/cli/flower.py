@@ -451,7 +451,7 @@ def flower_approve(
             settings_dict,
         )
 
-        entry = runnable(method)
+        entry = runnable(str(method))
         layers = [
             load_config_file(config_file) if config_file else {},
             {"node_sites": list(node_site)} if node_site else {},

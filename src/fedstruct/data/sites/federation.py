@@ -318,7 +318,7 @@ def read_site_table(spec: SiteSpec) -> tuple[SiteTable, dict[str, str]]:
     DataError
         As :func:`read_federation` for this site's file.
     """
-    settings = {"kinds": {}, "delimiter": None, "regime": None, "supervised": ()}
+    settings: dict[str, Any] = {"kinds": {}, "delimiter": None, "regime": None, "supervised": ()}
     table, kinds, _, _, _ = _read_spec(spec, Manifest((spec,)), settings)
     return table, kinds
 
