@@ -68,6 +68,7 @@ from fedstruct.runs.folder import (
 from fedstruct.runs.inputs import absolute_paths, changed_input, input_digests
 from fedstruct.runs.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.runs.outcome import RunOutcome
+from fedstruct.runs.progress import ProgressFile
 from fedstruct.runs.settings import SEED, apply_settings, settings_dict, subset
 from fedstruct.runs.sites import site_specs
 from fedstruct.runs.source import SiteFiles, SiteView, Source, checked_clients, site_view
@@ -342,9 +343,10 @@ class RunContext:
     def fit(
         self, model: FederatedEstimator, data: Source | Sequence[Any], **extra: Any
     ) -> FederatedEstimator:
-        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint
-        and its control's resume, progress and stop-after (every method's run fits
-        this way).
+        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint,
+        its control's resume, progress and stop-after, and the run's progress file
+        rewritten after every round (:mod:`~fedstruct.runs.progress`; every method's
+        run fits this way).
 
         ``data`` is the run's :class:`~fedstruct.runs.source.Source` (its
         clients on a backend that runs them here, their names on a deployment, whose
@@ -366,6 +368,7 @@ class RunContext:
             resume=self.control.resume,
             progress=self.control.progress,
             stop_after=self.control.stop_after,
+            on_round=ProgressFile(self.out),
             **extra,
         )
 
