@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev,flower]"
+	$(PY) -m pip install --quiet -e ".[dev,flower,track]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -303,6 +303,62 @@ def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_pat
     assert json.loads((out / "config.json").read_text())["backend"] == "flower"
 
 
+def test_a_tracked_deployed_run_and_its_status_by_run_id(cluster, tmp_path):
+    """issue 53, items 5 and 6, on loopback (submitter, SuperLink and SuperNodes in their
+    own processes): the submitter names the run id; while the run runs, ``fedstruct
+    status ID --superlink`` gives Flower's status and, with ``--out``, the rounds done;
+    the submitter logs the run to MLflow (every round's series equal to history.json's,
+    metrics.json's values, the files); an id the SuperLink does not know is one line."""
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    out = tmp_path / "run"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    track = ("--track", "mlflow", "--track-uri", uri)
+    proc = subprocess.Popen(
+        [*FEDSTRUCT, *run_args(cluster, out, 2, 2, *track)],
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        said = next((line for line in proc.stderr if line.startswith("submitted: run ")), "")
+        assert said, proc.communicate(timeout=PATIENCE)[1]  # the submitter names the run
+        run_id = said.split()[2]
+        wait_for_round(out, 1, proc)
+        running = cluster.fedstruct(
+            "status", run_id, "--superlink", cluster.address, "--out", str(out)
+        )
+        _, stderr = proc.communicate(timeout=PATIENCE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    assert running.returncode == 0, running.stderr
+    lines = running.stdout.splitlines()
+    assert lines[0].startswith(f"run {run_id} at {cluster.address}: ")
+    assert any(line.startswith("  round      ") and line.endswith(" of 2") for line in lines)
+    ended = cluster.fedstruct("status", run_id, "--superlink", cluster.address)
+    assert ended.stdout.strip() == f"run {run_id} at {cluster.address}: finished:completed"
+    unknown = cluster.fedstruct("status", "987654321", "--superlink", cluster.address)
+    assert unknown.returncode == 2
+    (line,) = unknown.stderr.strip().splitlines()  # Flower 1.41: "Run ID not found."
+    assert line.startswith("error: run 987654321: ") and "not found" in line.lower()
+    client = MlflowClient(uri)
+    (tracked,) = client.search_runs([client.get_experiment_by_name("fedstruct").experiment_id])
+    assert tracked.info.status == "FINISHED"
+    assert tracked.data.params["backend"] == "flower"
+    history = json.loads((out / "history.json").read_text())
+    for key in ("test_accuracy", "clients_answered"):
+        logged = client.get_metric_history(tracked.info.run_id, f"round/{key}")
+        assert sorted((m.step, m.value) for m in logged) == [(h["round"], h[key]) for h in history]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {k: tracked.data.metrics[k] for k in metrics} == metrics
+    artifacts = {a.path for a in client.list_artifacts(tracked.info.run_id)}
+    assert {"config.json", "history.json", "metrics.json", "model.safetensors"} <= artifacts
+
+
 def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
     """Runs last in this module: it stops node 0. Five rounds: node 2 joins once round
     1 is done (asked in round 2, 3 or 4); node 0 leaves once round 3 is done (its

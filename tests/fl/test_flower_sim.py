@@ -112,6 +112,36 @@ class TestFlowerSimEqualsLocal:
         assert sim.metrics == pytest.approx(local.metrics, rel=1e-6, abs=1e-9)
         assert local.metrics["test_accuracy"] > 0.6
 
+    def test_a_tracked_flower_sim_run_logs_every_round_and_its_metrics(
+        self, small_settings, tmp_path
+    ):
+        """issue 53, item 5: a flower-sim run tracked in MLflow (by its own process, the
+        rounds read from its progress file): every round's series equals history.json's
+        and the final metrics metrics.json's."""
+        pytest.importorskip("mlflow")
+        from mlflow import MlflowClient
+
+        from fedstruct.runs.control import Tracking
+
+        uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        out = tmp_path / "sim"
+        settings = small_settings("fedavg")
+        outcome = execute(
+            "fedavg", [settings], out, backend="flower-sim", track=Tracking("mlflow", uri)
+        )
+        assert outcome.tracked.startswith("MLflow run ")
+        client = MlflowClient(uri)
+        (run,) = client.search_runs([client.get_experiment_by_name("fedstruct").experiment_id])
+        assert run.info.status == "FINISHED" and run.data.params["backend"] == "flower-sim"
+        history = json.loads((out / "history.json").read_text())
+        for key in ("test_accuracy", "train_loss"):
+            logged = client.get_metric_history(run.info.run_id, f"round/{key}")
+            assert sorted((m.step, m.value) for m in logged) == [
+                (h["round"], h[key]) for h in history
+            ]
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert {k: run.data.metrics[k] for k in metrics} == metrics
+
 
 def test_flower_is_not_a_python_level_backend():
     with pytest.raises(ConfigError, match="runs on a SuperLink"):

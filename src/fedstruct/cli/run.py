@@ -15,6 +15,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from fedstruct.errors import ConfigError, FedstructError
+from fedstruct.runs.control import TRACKERS
 
 if TYPE_CHECKING:  # imported when a command runs, and then only the method it runs
     from fedstruct.runs.contract import Runnable
@@ -104,6 +105,13 @@ RUN_OPTIONS = [
     click.Option(["--stop-after"], type=int,
                  help="Stop after this round; continue later with --resume."),
     click.Option(["--quiet"], is_flag=True, help="No progress bar."),
+    click.Option(["--track"], type=click.Choice(TRACKERS),
+                 help="Also log the settings, each round's numbers, the final metrics and "
+                 "the files to MLflow or TensorBoard (pip install \"fedstruct[track]\")."),
+    click.Option(["--track-uri"], metavar="URI",
+                 help="--track mlflow: the tracking URI [default: $MLFLOW_TRACKING_URI, else "
+                 "sqlite:///mlflow.db here]; --track tensorboard: the events' folder "
+                 "[default: DIR/tensorboard]."),
 ]  # fmt: skip
 
 _CLICK_TYPES: dict[str, click.ParamType] = {
@@ -193,12 +201,20 @@ def _run_method(
     resume: Path | None,
     stop_after: int | None,
     quiet: bool,
+    track: str | None,
+    track_uri: str | None,
 ) -> None:
     """What ``fedstruct run METHOD ...`` does once its options are parsed
     (``launcher_given``: the launchers' own options, by name)."""
     from fedstruct.runs.contract import execute
+    from fedstruct.runs.control import Tracking
     from fedstruct.runs.launch import make_launcher
     from fedstruct.runs.settings import load_config_file, parse_assignments
+
+    if track_uri is not None and track is None:
+        raise ConfigError("--track-uri says where --track logs the run: add --track mlflow "
+                          "or --track tensorboard")  # fmt: skip
+    tracking = None if track is None else Tracking(track, track_uri)
 
     if resume is not None:
         given = options or config_file or assignments or overwrite
@@ -208,10 +224,17 @@ def _run_method(
             )
         with _stop_message(resume):
             outcome = execute(
-                method, [], resume, resume=True, progress=not quiet, stop_after=stop_after
+                method,
+                [],
+                resume,
+                resume=True,
+                progress=not quiet,
+                stop_after=stop_after,
+                track=tracking,
             )
         print_metrics(method, outcome.metrics, resume)
         _print_kinds(outcome.kinds)
+        _print_tracked(outcome.tracked)
         return
     if out is None:
         raise ConfigError("--out DIR is required: the folder for config.json, metrics.json, plots")
@@ -230,9 +253,17 @@ def _run_method(
             backend=launcher,
             stop_after=stop_after,
             overwrite=overwrite,
+            track=tracking,
         )
     print_metrics(method, outcome.metrics, out)
     _print_kinds(outcome.kinds)
+    _print_tracked(outcome.tracked)
+
+
+def _print_tracked(where: str) -> None:
+    """Where ``--track`` logged the run (nothing without it)."""
+    if where:
+        out_console.print(f"tracked: {escape(where)}", highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager

@@ -126,6 +126,12 @@ def run_app(
     app = write_app(out / "flower-app")
     (out / ERROR_FILE).unlink(missing_ok=True)
     run_id = str(start_run(link, options.key, app, values))
+    Console(stderr=True).print(
+        f"submitted: run {run_id} at {link.address} ('fedstruct status {run_id} --superlink "
+        f"{link.address}' tells how far it is)",
+        highlight=False,
+        soft_wrap=True,
+    )
     status, details = _wait(run_id, link, options.key, name, out, progress)
     if status == "finished:completed":
         return

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -37,6 +37,7 @@ from fedstruct.fl.backend import Backend, run_on_backend
 from fedstruct.fl.divergence import diverged, non_finite
 from fedstruct.fl.grid import torch_threads
 from fedstruct.fl.participation import Participation
+from fedstruct.fl.rounds import RoundReport
 from fedstruct.fl.secagg import SecAggConfig
 from fedstruct.fl.threads import default_threads
 from fedstruct.registry import register_estimator
@@ -253,6 +254,7 @@ class FederatedEstimator(Persistent, BaseEstimator, ABC):
         resume: bool = False,
         progress: bool = False,
         stop_after: int | None = None,
+        on_round: Callable[[RoundReport], None] | None = None,
     ) -> Self:
         """Check the parameters (:meth:`prepare`), run the method over ``clients`` and
         keep what it learned.
@@ -271,6 +273,9 @@ class FederatedEstimator(Persistent, BaseEstimator, ABC):
             Show a progress bar.
         stop_after
             Stop after this round (as if interrupted).
+        on_round
+            Called after each round with what an observer may see of it
+            (:class:`~fedstruct.fl.rounds.RoundReport`; a run's progress file).
 
         Sets ``history_`` (per-round records), ``traffic_`` (bytes each way per round
         and client) and the method's own attributes (:meth:`learn`). Torch runs with
@@ -302,6 +307,7 @@ class FederatedEstimator(Persistent, BaseEstimator, ABC):
                 progress=progress,
                 stop_after=stop_after,
                 label=self.method,
+                on_round=on_round,
             )
         self.history_ = result.state.history
         self.traffic_ = result.grid.traffic

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the runtime imports are in the functions: a ClientApp proce
     from fedstruct.fl.federation import ServerAlgorithm
     from fedstruct.fl.grid import Grid
     from fedstruct.fl.participation import Participation
+    from fedstruct.fl.rounds import RoundReport
     from fedstruct.fl.secagg import SecAggConfig
 
 __all__ = [
@@ -173,6 +174,7 @@ def run_on_backend(
     progress: bool = False,
     stop_after: int | None = None,
     label: str = "federation",
+    on_round: Callable[[RoundReport], None] | None = None,
 ) -> RunResult:
     """Run ``method`` over ``clients`` on ``backend``.
 
@@ -185,6 +187,8 @@ def run_on_backend(
         How the server sums summable replies (:func:`fedstruct.fl.summation.send_and_sum`):
         ``None`` in the clear, a :class:`~fedstruct.fl.secagg.SecAggConfig` securely,
         on whichever backend (it is set on the grid the backend provides).
+    on_round
+        Called after each round (:func:`~fedstruct.fl.federation.run_federation`).
 
     Raises
     ------
@@ -217,6 +221,7 @@ def run_on_backend(
             progress=progress,
             stop_after=stop_after,
             label=label,
+            on_round=on_round,
         )
         cut_short = stop_after is not None and last >= stop_after
         if not (cut_short and not server.is_done(state, last)):

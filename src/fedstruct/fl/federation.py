@@ -12,8 +12,9 @@ and its clients from :meth:`Client.rng`.
 from __future__ import annotations
 
 import dataclasses
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -23,6 +24,7 @@ from fedstruct.errors import CheckpointError
 from fedstruct.fl.checkpoint import read_header, read_tree, write_tree
 from fedstruct.fl.grid import Grid
 from fedstruct.fl.progress import show_progress
+from fedstruct.fl.rounds import RoundReport, round_report
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -282,6 +284,7 @@ def run_federation(
     progress: bool = False,
     stop_after: int | None = None,
     label: str = "federation",
+    on_round: Callable[[RoundReport], None] | None = None,
 ) -> tuple[S, int]:
     """Run ``server`` on ``grid`` until it is done.
 
@@ -306,6 +309,10 @@ def run_federation(
         then holds an unfinished run, as after an interruption).
     label
         Text in front of the progress bar.
+    on_round
+        Called after each round, once its checkpoint is saved, with what an observer
+        may see of it (:class:`~fedstruct.fl.rounds.RoundReport`: a run's progress
+        file, its tracking); it changes nothing the run computes.
 
     Returns
     -------
@@ -346,6 +353,7 @@ def run_federation(
         label, server.rounds, enabled=progress, completed=start - 1, unit="round"
     ) as bar:
         for rnd in range(start, server.rounds + 1):
+            began = time.perf_counter()
             grid.begin_round(rnd)
             state = server.run_round(grid, state, rnd)
             done = server.is_done(state, rnd)
@@ -361,6 +369,11 @@ def run_federation(
                     },
                 )
             bar.update(rnd, server.describe(state))
+            if on_round is not None:
+                seconds = time.perf_counter() - began
+                on_round(
+                    round_report(grid, state, rnd, rounds=server.rounds, done=done, seconds=seconds)
+                )
             if done or (stop_after is not None and rnd >= stop_after):
                 break
     return state, rnd

@@ -50,7 +50,7 @@ from fedstruct.fl.bootstrap import BootstrapOptions
 from fedstruct.fl.federation import CHECKPOINT_FILE, read_checkpoint_header
 from fedstruct.registry import estimator_class, import_part, method_names
 from fedstruct.runs.artifacts import write_artifacts
-from fedstruct.runs.control import RunControl
+from fedstruct.runs.control import RunControl, Tracking
 from fedstruct.runs.digest import settings_digest
 from fedstruct.runs.folder import (
     RUN_FILE,
@@ -68,10 +68,12 @@ from fedstruct.runs.folder import (
 from fedstruct.runs.inputs import absolute_paths, changed_input, input_digests
 from fedstruct.runs.launch import Launcher, PreparedRun, make_launcher
 from fedstruct.runs.outcome import RunOutcome
+from fedstruct.runs.progress import ProgressFile
 from fedstruct.runs.settings import SEED, apply_settings, settings_dict, subset
 from fedstruct.runs.site_args import split_node_sites
 from fedstruct.runs.sites import site_specs
 from fedstruct.runs.source import SiteFiles, SiteView, Source, checked_clients, site_view
+from fedstruct.runs.tracking import check_tracking, track_run
 
 if TYPE_CHECKING:
     from fedstruct.estimators import FederatedEstimator
@@ -353,9 +355,10 @@ class RunContext:
     def fit(
         self, model: FederatedEstimator, data: Source | Sequence[Any], **extra: Any
     ) -> FederatedEstimator:
-        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint
-        and its control's resume, progress and stop-after (every method's run fits
-        this way).
+        """``model.fit(clients, **extra)`` on this context's backend, with its checkpoint,
+        its control's resume, progress and stop-after, and the run's progress file
+        rewritten after every round (:mod:`~fedstruct.runs.progress`; every method's
+        run fits this way).
 
         ``data`` is the run's :class:`~fedstruct.runs.source.Source` (its
         clients on a backend that runs them here, their names on a deployment, whose
@@ -377,6 +380,7 @@ class RunContext:
             resume=self.control.resume,
             progress=self.control.progress,
             stop_after=self.control.stop_after,
+            on_round=ProgressFile(self.out),
             **extra,
         )
 
@@ -507,9 +511,10 @@ def execute(
     stop_after: int | None = None,
     overwrite: bool = False,
     reuse: bool = False,
+    track: Tracking | None = None,
 ) -> RunOutcome:
     """Run method ``name`` with settings layers applied over its defaults (``resume``,
-    ``progress``, ``stop_after``, ``overwrite`` and ``reuse`` are one
+    ``progress``, ``stop_after``, ``overwrite``, ``reuse`` and ``track`` are one
     :class:`~fedstruct.runs.control.RunControl`, checked here and passed on
     as one).
 
@@ -534,18 +539,21 @@ def execute(
     outcome is read back from its files (:func:`read_outcome`), and a run that was
     interrupted or stopped after saving a round resumes from its checkpoint (one
     stopped before its first round is run afresh, replacing only its own files); any
-    other folder is treated as without ``reuse``.
+    other folder is treated as without ``reuse``. With ``track`` the run is logged to
+    MLflow or TensorBoard as well (:mod:`~fedstruct.runs.tracking`: the extra is
+    imported and the store reached before anything is written).
 
     Raises
     ------
     ConfigError
-        For an unknown method, setting or backend, a ``stop_after`` below 1, a resume
+        For an unknown method, setting or backend, a ``stop_after`` below 1, a tracking
+        extra that is not installed or a tracking URI out of reach, a resume
         folder without a valid ``config.json`` of this method and ``run.json``, or whose
         input files changed since it began, an ``out`` holding another run
         (without ``overwrite``) or anything else, an ``out`` another live process is
         writing (its lock), or an ``out`` that cannot be written.
     """
-    control = RunControl(resume, progress, stop_after, overwrite, reuse)
+    control = RunControl(resume, progress, stop_after, overwrite, reuse, track)
     entry = runnable(name)
     launcher = make_launcher(backend) if isinstance(backend, str) else backend
     return _execute(entry, layers, out, launcher, control)
@@ -597,6 +605,8 @@ def _execute(
                 reuse=False,
             )
             return _execute(entry, layers, out, launcher, again)
+    if control.track is not None:
+        check_tracking(control.track, out)  # before the folder is written
     with folder_lock(out):
         if resume:
             _check_resumable(out, digest, settings, checkpoint=launcher.checkpoint_here)
@@ -606,15 +616,18 @@ def _execute(
             write_record(out, "running", kept=kept, settings_digest=digest, inputs=inputs)
         _write_json(out / "config.json", config)
         try:
-            return launcher.launch(
-                PreparedRun(
-                    name,
-                    settings,
-                    out,
-                    control,
-                    here=lambda on: run_resolved(entry, settings, out, on, control),
+            with track_run(control.track, out, config) as tracked:
+                return tracked(
+                    launcher.launch(
+                        PreparedRun(
+                            name,
+                            settings,
+                            out,
+                            control,
+                            here=lambda on: run_resolved(entry, settings, out, on, control),
+                        )
+                    )
                 )
-            )
         except Exception as exc:
             _record_failure(out, exc)
             raise

@@ -1,5 +1,6 @@
 """How a run is driven, not what it computes: the run-control block of ``fedstruct run``
-(``--resume``, ``--quiet``, ``--stop-after``, ``--overwrite``, a recipe's reuse),
+(``--resume``, ``--quiet``, ``--stop-after``, ``--overwrite``, a recipe's reuse, and
+where it is tracked: ``--track``, ``--track-uri``),
 declared and checked once and passed as one value from
 :func:`~fedstruct.runs.contract.execute` to the launcher
 (:class:`~fedstruct.runs.launch.PreparedRun`), the run here
@@ -14,7 +15,40 @@ from dataclasses import dataclass
 
 from fedstruct.errors import ConfigError
 
-__all__ = ["RunControl"]
+__all__ = ["TRACKERS", "RunControl", "Tracking"]
+
+#: What ``--track`` takes (:mod:`fedstruct.runs.tracking`).
+TRACKERS = ("mlflow", "tensorboard")
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """Where a run's settings, per-round metrics, final metrics and files are logged
+    besides its folder (``--track KIND [--track-uri URI]``; :mod:`fedstruct.runs.tracking`).
+
+    Parameters
+    ----------
+    kind
+        ``mlflow`` or ``tensorboard``.
+    uri
+        MLflow: a tracking URI (default: ``$MLFLOW_TRACKING_URI``, else a SQLite store
+        ``mlflow.db`` in the current folder); TensorBoard: the folder of event files
+        (default: the run folder's ``tensorboard/``). ``None``: the default.
+
+    Raises
+    ------
+    ConfigError
+        For another kind, or an empty URI.
+    """
+
+    kind: str
+    uri: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in TRACKERS:
+            raise ConfigError(f"--track {self.kind}: choose one of {', '.join(TRACKERS)}")
+        if self.uri is not None and not self.uri.strip():
+            raise ConfigError("--track-uri is empty; give a tracking URI or leave it out")
 
 
 @dataclass(frozen=True)
@@ -37,6 +71,8 @@ class RunControl:
     reuse
         A recipe's run: pick up a folder holding this very run where it stopped
         (:func:`~fedstruct.runs.contract.execute`).
+    track
+        Log the run to MLflow or TensorBoard as well (:class:`Tracking`); ``None``: not.
 
     Raises
     ------
@@ -49,6 +85,7 @@ class RunControl:
     stop_after: int | None = None
     overwrite: bool = False
     reuse: bool = False
+    track: Tracking | None = None
 
     def __post_init__(self) -> None:
         stop = self.stop_after

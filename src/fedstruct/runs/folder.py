@@ -46,6 +46,7 @@ from fedstruct.fl.federation import CHECKPOINT_FILE
 
 __all__ = [
     "LOCK_FILE",
+    "PROGRESS_FILE",
     "RUN_FILE",
     "RUN_FORMAT",
     "folder_lock",
@@ -69,11 +70,13 @@ RUN_FILE = "run.json"
 RUN_FORMAT = "fedstruct.run"
 #: The lock held while a process writes the folder.
 LOCK_FILE = "run.lock"
+#: Where the run says how far it is, rewritten after every round (:mod:`~fedstruct.runs.progress`).
+PROGRESS_FILE = "progress.json"
 #: Names a run writes whatever the method; an entry of these names that the previous
 #: run did not write is never written over.
 _OWN_NAMES = (
     "config.json", RUN_FILE, "metrics.json", "history.json", CHECKPOINT_FILE,
-    "model.json", "model.safetensors",
+    "model.json", "model.safetensors", PROGRESS_FILE,
 )  # fmt: skip
 #: Files that mark a folder as holding a fedstruct run (of any version).
 _RUN_MARKERS = ("config.json", RUN_FILE, "metrics.json")
