@@ -318,14 +318,9 @@ class FederatedEstimator(Persistent, BaseEstimator, ABC):
         return self
 
     def _check_fit_clients(self, clients: Any) -> None:
-        """Refuse what ``fit`` cannot take as its clients: anything but a list (or tuple)
-        of :class:`~fedstruct.data.ClientData`, or of names on a deployment backend.
-
-        Raises
-        ------
-        DataError
-            One line saying what ``fit`` takes and what it got.
-        """
+        """Refuse what ``fit`` cannot take as its clients (a one-line :class:`DataError`):
+        anything but a list (or tuple) of :class:`~fedstruct.data.ClientData`, or of
+        names on a deployment backend."""
         if isinstance(clients, str | bytes) or not isinstance(clients, Sequence):
             got = type(clients).__name__
         else:
@@ -342,13 +337,7 @@ class FederatedEstimator(Persistent, BaseEstimator, ABC):
     def _check_converged(self) -> None:
         """Refuse a model whose learned weights are not finite, for a method trained
         with a ``learning_rate`` (its SGD or Adam diverged: every prediction would be
-        NaN or one class).
-
-        Raises
-        ------
-        ConfigError
-            Naming the weight and the learning rate.
-        """
+        NaN or one class): a :class:`ConfigError` naming the weight and the rate."""
         rate = getattr(self.config_, "learning_rate", None)
         if rate is None:
             return
