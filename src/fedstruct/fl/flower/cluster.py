@@ -5,9 +5,11 @@
   ``--disable-runtime-dependency-installation`` (no package downloads at run time).
 - A **SuperNode** (``flower-supernode``) hosts one partition (``partition-id`` in its
   node config) or one site's own file (``data``, ``site``) and has a runtime port of
-  its own (several may share a machine).
-- Both start ``flower-superexec`` by name, so the environment puts this Python's
-  ``bin`` directory first on ``PATH``.
+  its own (several may share a machine). It runs with ``--isolation process``: its
+  guard hands every ClientApp task to one warm worker per run
+  (:mod:`fedstruct.fl.flower.dispatch`) instead of a process per message.
+- The SuperLink starts ``flower-superexec`` by name (for its ServerApps), so the
+  environment puts this Python's ``bin`` directory first on ``PATH``.
 - Both daemons run under fedstruct's guards (:func:`guarded`,
   :mod:`fedstruct.fl.flower.guard`): the SuperLink answers its Control API only to
   holders of a control key, and both run fedstruct's app only.
@@ -149,6 +151,10 @@ class DeploymentOptions:
         Private control key that signs every call to the SuperLink's Control API
         (``None``: unsigned calls, which a SuperLink with ``--control-keys`` refuses).
         ``config.json`` keeps its path (never the key), so ``--resume`` signs too.
+    results
+        The name of the run's results folder in the SuperLink's runs folder, chosen
+        when the run is first submitted (``None`` until then), so that ``--resume``
+        continues it there.
     """
 
     superlink: str = DEFAULT_SUPERLINK
@@ -158,6 +164,7 @@ class DeploymentOptions:
     reply_timeout: float = 600.0
     home: str | None = None
     control_key: str | None = None
+    results: str | None = None
 
     def link(self) -> Link:
         """The SuperLink to talk to (checks the address and the certificate file)."""
@@ -269,6 +276,8 @@ def supernode_command(
         "127.0.0.1",
         "--port",
         str(check_port(port, "--port")),
+        "--isolation",
+        "process",  # its ClientApp tasks go to warm workers (fl.flower.dispatch)
         "--node-config",
         " ".join(f"{k}={json.dumps(v)}" for k, v in config.items()),
     ]
