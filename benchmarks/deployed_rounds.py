@@ -111,7 +111,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
 
         return run
 
-    in_process("local")(1, "warm-up")  # imports
+    in_process("local")(1, "local-warm-up")  # imports
     local_cpu = {}
     for rounds in (args.r1, args.r2):
         started = time.process_time()
@@ -127,7 +127,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         launcher = FlowerLauncher(DeploymentOptions(superlink=cluster.address))
         asked: dict[int, list[int]] = {args.r1: [], args.r2: []}
         cpu: dict[int, list[float]] = {args.r1: [], args.r2: []}
-        deployed_run(cluster, launcher, root / "warm-up", 1)  # the cluster's first run
+        deployed_run(cluster, launcher, root / "flower-warm-up", 1)  # the cluster's first run
 
         def deployed(rounds: int, tag: str) -> None:
             before, used = received(cluster), cluster_cpu(cluster)

@@ -820,7 +820,11 @@ def answer_clientapp_task(
                 details = f"{type(exc)}:<'{exc}'>"
                 code = ErrorCode.CLIENT_APP_RAISED_EXCEPTION
                 reply = Message(Error(code, details), reply_to=message)
-        push_message(client, reply, context)
+        try:
+            push_message(client, reply, context)
+        except Exception as exc:
+            status, details = SubStatus.FAILED, f"the reply was not pushed: {exc}"
+            raise
     finally:
         push_task_output(client=client, context=context, sub_status=status, details=details)
         if heartbeat.is_running:

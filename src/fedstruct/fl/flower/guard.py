@@ -37,8 +37,7 @@ A guarded SuperNode started with ``--isolation process`` answers its messages wi
 workers, one per run (:mod:`fedstruct.fl.flower.dispatch`, at the Runtime API its
 ``--host`` and ``--port`` give; :func:`runtime_address`): each message it pulls is
 handed to the dispatcher at once and its answer awaited before Flower's loop looks for
-it.
-It polls the SuperLink again :data:`FASTEST_POLL` seconds after a message, then waits
+it. Every guarded SuperNode polls the SuperLink again :data:`FASTEST_POLL` seconds after a message, then waits
 twice as long after each empty poll, up to the seconds :data:`POLL_INTERVAL_ENV` gives
 (Flower's own wait, 3 s, when unset): the next message of a run is picked up soon
 (a message that comes ``t`` seconds after the last waits at most about ``t`` more),
@@ -131,8 +130,9 @@ FEDSTRUCT_COMPONENTS = {
     "clientapp": "fedstruct.deployment.app:client_app",
 }
 _APP_FILES = {"pyproject.toml", ".info/CONTENT"}
-#: What answers it on the SuperLink: ``answer(request JSON) -> bytes``, raising a
-#: FedstructError to refuse (named as the app's components are: a layer above this one).
+#: What answers fedstruct's results call (:data:`RESULTS_PATH`) on the SuperLink:
+#: ``answer(request JSON) -> bytes``, raising a FedstructError to refuse (named as the
+#: app's components are: it lives in a layer above this one).
 FEDSTRUCT_RESULTS = "fedstruct.deployment.results:answer"
 
 
