@@ -165,17 +165,33 @@ def test_the_guard_waits_for_the_answer_of_the_task_its_pull_made(monkeypatch):
 
 
 def test_a_guarded_supernode_polls_soon_after_a_message_then_less_often(monkeypatch):
+    """After a message the node polls again soon, then 1.5 times later each time, at
+    most ACTIVE_POLL apart while a run is likely going (ACTIVE_SECONDS), then up to
+    the interval the environment gives."""
+    from fedstruct.fl.flower import guard
+
     node = importlib.import_module("flwr.supernode.start_client_internal")
-    answers = iter([None] * 7 + [1] + [None, 2])
+    clock = [0.0]
+    answers = iter([1] + [None] * 60 + [2, None, 3])
     waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(round(seconds, 4))
+        clock[0] += seconds
+
     monkeypatch.setattr(node, "_pull_and_store_message", lambda **kwargs: next(answers))
-    monkeypatch.setattr("fedstruct.fl.flower.guard.time.sleep", waits.append)
+    monkeypatch.setattr("fedstruct.fl.flower.guard.time.sleep", sleep)
+    monkeypatch.setattr("fedstruct.fl.flower.guard.time.monotonic", lambda: clock[0])
     guard_supernode(1.0)
     pull = node._pull_and_store_message
     assert pull(receive=lambda: None, get_fab=None) == 1
-    assert waits == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]  # doubling up to the interval
     assert pull(receive=lambda: None, get_fab=None) == 2
-    assert waits[7:] == [FASTEST_POLL]  # soon again after a message
+    assert waits[:6] == [0.05, 0.075, 0.1125, 0.1688, 0.25, 0.25]  # soon, then every 0.25
+    ramp = next(i for i, w in enumerate(waits) if w > guard.ACTIVE_POLL)
+    assert sum(waits[:ramp]) >= guard.ACTIVE_SECONDS  # longer waits once the run is idle
+    assert waits[ramp:60] == [0.375, 0.5625, 0.8438] + [1.0] * (57 - ramp)
+    assert pull(receive=lambda: None, get_fab=None) == 3
+    assert waits[60:] == [FASTEST_POLL]  # soon again after a message
 
 
 def test_the_runtime_api_of_a_node_with_warm_workers_is_read_from_its_arguments():

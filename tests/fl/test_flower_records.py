@@ -75,8 +75,8 @@ def test_foreign_records_are_a_protocol_error():
 
 def test_a_message_is_few_flower_objects(monkeypatch):
     """A deployment sends each Flower object of a message in a request of its own at
-    every hop: a model's arrays travel packed in one array (its data and one chunk),
-    metrics in the config record; a message without arrays is three objects."""
+    every hop: a model's arrays and the metrics travel in the config record, so that a
+    message is three objects; arrays of more than INLINE_BYTES are one chunked array."""
     from flwr.app import Message as FlowerMessage
     from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
     from flwr.supercore.task_identity import TaskIdentity
@@ -91,11 +91,15 @@ def test_a_message_is_few_flower_objects(monkeypatch):
         flower = FlowerMessage(to_records(msg), dst_node_id=1, message_type="query.fedstruct")
         return sorted(type(o).__name__ for o in get_all_nested_objects(flower).values())
 
+    assert objects(fit) == objects(evaluate) == ["ConfigRecord", "Message", "RecordDict"]
+    assert over_the_wire(fit).metrics == {"loss": 0.5, "n": 10}
+    monkeypatch.setattr("fedstruct.fl.flower.records.INLINE_BYTES", 100)
     assert objects(fit) == sorted(
         ["ArrayChunk", "Array", "ArrayRecord", "ConfigRecord", "RecordDict", "Message"]
     )
-    assert objects(evaluate) == ["ConfigRecord", "Message", "RecordDict"]
-    assert over_the_wire(fit).metrics == {"loss": 0.5, "n": 10}
+    back = over_the_wire(fit)
+    assert set(back.arrays) == set(weights) and back.metrics == fit.metrics
+    np.testing.assert_array_equal(back.arrays["3.weight"], weights["3.weight"])
 
 
 def test_packed_arrays_that_are_not_fedstructs_and_reserved_keys_are_refused():
@@ -108,5 +112,6 @@ def test_packed_arrays_that_are_not_fedstructs_and_reserved_keys_are_refused():
             unpack(bad)
     with pytest.raises(ProtocolError, match="holds Python objects"):
         pack({"o": np.array([object()])})
-    with pytest.raises(ProtocolError, match="is reserved"):
-        to_records(Message("k", config={METRIC_PREFIX + "x": 1}))
+    for key in (METRIC_PREFIX + "x", "fedstruct.arrays", "fedstruct.kind"):
+        with pytest.raises(ProtocolError, match="is reserved"):
+            to_records(Message("k", config={key: 1}))

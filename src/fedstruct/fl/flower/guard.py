@@ -37,11 +37,12 @@ A guarded SuperNode started with ``--isolation process`` answers its messages wi
 workers, one per run (:mod:`fedstruct.fl.flower.dispatch`, at the Runtime API its
 ``--host`` and ``--port`` give; :func:`runtime_address`): each message it pulls is
 handed to the dispatcher at once and its answer awaited before Flower's loop looks for
-it. Every guarded SuperNode polls the SuperLink again :data:`FASTEST_POLL` seconds after a message, then waits
-twice as long after each empty poll, up to the seconds :data:`POLL_INTERVAL_ENV` gives
-(Flower's own wait, 3 s, when unset): the next message of a run is picked up soon
-(a message that comes ``t`` seconds after the last waits at most about ``t`` more),
-and an idle node asks no more often than Flower's would.
+it. Every guarded SuperNode polls the SuperLink again :data:`FASTEST_POLL` seconds
+after a message, then 1.5 times as long after each empty poll, at most
+:data:`ACTIVE_POLL` seconds apart for :data:`ACTIVE_SECONDS` after a message (a run's
+next message is picked up within that), then up to the seconds
+:data:`POLL_INTERVAL_ENV` gives (Flower's own wait, 3 s, when unset): an idle node
+asks no more often than Flower's would.
 
 The guards wrap Flower functions (the Control API's handlers, ``start_run``
 among them, and the SuperNode's ``_pull_and_store_message``) and replace its
@@ -95,6 +96,8 @@ if TYPE_CHECKING:
     from fedstruct.fl.flower.dispatch import Dispatcher
 
 __all__ = [
+    "ACTIVE_POLL",
+    "ACTIVE_SECONDS",
     "CONTROL_KEYS_ENV",
     "FASTEST_POLL",
     "FEDSTRUCT_COMPONENTS",
@@ -123,7 +126,10 @@ _FLOWER_POLL_INTERVAL = adapter.FLOWER_POLL_WAIT
 #: Seconds a guarded SuperNode waits before its first poll after a message.
 FASTEST_POLL = 0.05
 #: How much longer each wait after an empty poll is than the one before.
-_POLL_BACKOFF = 2.0
+_POLL_BACKOFF = 1.5
+#: The longest wait while a run is going: within :data:`ACTIVE_SECONDS` of a message.
+ACTIVE_POLL = 0.25
+ACTIVE_SECONDS = 10.0
 #: The components of the only app a guarded SuperLink or SuperNode runs.
 FEDSTRUCT_COMPONENTS = {
     "serverapp": "fedstruct.deployment.app:server_app",
@@ -417,15 +423,18 @@ def _checked_pull(pull: Callable[..., Any]) -> Callable[..., Any]:
 def _polled_soon(pull: Callable[..., Any], slowest: float) -> Callable[..., Any]:
     """``pull`` retried until it brings a message, :data:`FASTEST_POLL` seconds after
     the last message, each wait :data:`_POLL_BACKOFF` times the one before, at most
-    ``slowest``: Flower's loop then never reaches its own 3 s wait."""
-    wait = FASTEST_POLL
+    :data:`ACTIVE_POLL` within :data:`ACTIVE_SECONDS` of the last message (the run's
+    next message: its round's other nodes may answer later than this one), then at
+    most ``slowest``: Flower's loop then never reaches its own 3 s wait."""
+    wait, last = FASTEST_POLL, time.monotonic()
 
     def pull_soon_after_a_message(**kwargs: Any) -> Any:
-        nonlocal wait
+        nonlocal wait, last
         while (run_id := pull(**kwargs)) is None:
             time.sleep(wait)
-            wait = min(slowest, wait * _POLL_BACKOFF)
-        wait = FASTEST_POLL
+            active = time.monotonic() - last < ACTIVE_SECONDS
+            wait = min(ACTIVE_POLL if active else slowest, slowest, wait * _POLL_BACKOFF)
+        wait, last = FASTEST_POLL, time.monotonic()
         return run_id
 
     return pull_soon_after_a_message

@@ -8,9 +8,11 @@ deployment sends every object of a message in a request of its own, at every hop
   :data:`KIND_KEY` and each metric under :data:`METRIC_PREFIX` + its name (scalars,
   str, bytes and lists of one type are Flower's own config values; ragged data
   already travel as JSON bytes);
-- ``"arrays"``, only when the message has arrays: an ``ArrayRecord`` of one ``uint8``
-  array, every array packed in it (:func:`pack`: a JSON header of names, dtypes and
-  shapes, then their bytes; no pickle), which Flower cuts into chunks when it is large.
+- the message's arrays packed together (:func:`pack`: a JSON header of names, dtypes
+  and shapes, then their bytes; no pickle): up to :data:`INLINE_BYTES`, as one bytes
+  value of the config record under :data:`ARRAYS_KEY` (a message is then three Flower
+  objects: itself, its ``RecordDict`` and that record); larger, as the one ``uint8``
+  array of an ``ArrayRecord`` ``"arrays"``, which Flower cuts into chunks.
 
 A client-side :class:`~fedstruct.errors.FedstructError` travels back in-band as an
 error reply (:func:`error_records`) so the server can raise the same exception with
@@ -30,8 +32,10 @@ from fedstruct.errors import FedstructError, ProtocolError
 from fedstruct.fl.message import Message
 
 __all__ = [
+    "ARRAYS_KEY",
     "ERROR_KEY",
     "HELLO",
+    "INLINE_BYTES",
     "KIND_KEY",
     "METRIC_PREFIX",
     "REASON_KEY",
@@ -46,6 +50,10 @@ __all__ = [
 KIND_KEY = "fedstruct.kind"
 #: What starts the config key of each metric.
 METRIC_PREFIX = "fedstruct.metric."
+#: The config key of a message's packed arrays, when they are at most INLINE_BYTES.
+ARRAYS_KEY = "fedstruct.arrays"
+#: The most bytes of packed arrays that travel in the config record.
+INLINE_BYTES = 1024 * 1024
 #: The name of the one packed array of the ``"arrays"`` record.
 _PACKED = "fedstruct.packed"
 ERROR_KEY = "fedstruct.error"
@@ -65,13 +73,20 @@ def to_records(message: Message) -> RecordDict:
         If a config key starts with :data:`METRIC_PREFIX` or an array holds Python
         objects.
     """
-    taken = [k for k in message.config if k.startswith(METRIC_PREFIX) or k == KIND_KEY]
+    reserved = (KIND_KEY, ARRAYS_KEY)
+    taken = [k for k in message.config if k.startswith(METRIC_PREFIX) or k in reserved]
     if taken:
         raise ProtocolError(f"message {message.kind!r}: config key {taken[0]!r} is reserved")
-    metrics = {METRIC_PREFIX + k: v for k, v in message.metrics.items()}
-    records = {"config": ConfigRecord({**message.config, **metrics, KIND_KEY: message.kind})}
+    config = {**message.config, **{METRIC_PREFIX + k: v for k, v in message.metrics.items()}}
+    config[KIND_KEY] = message.kind
+    records = {}
     if message.arrays:
-        records["arrays"] = ArrayRecord({_PACKED: Array(pack(message.arrays))})
+        packed = pack(message.arrays)
+        if packed.size <= INLINE_BYTES:
+            config[ARRAYS_KEY] = packed.tobytes()
+        else:
+            records["arrays"] = ArrayRecord({_PACKED: Array(packed)})
+    records["config"] = ConfigRecord(config)
     return RecordDict(records)
 
 
@@ -86,8 +101,14 @@ def from_records(content: RecordDict) -> Message:
     try:
         config = dict(content.config_records["config"])
         kind = config.pop(KIND_KEY)
-        packed = content.array_records.get("arrays")
-        arrays = unpack(packed[_PACKED].numpy()) if packed is not None else {}
+        record = content.array_records.get("arrays")
+        inline = config.pop(ARRAYS_KEY, None)
+        if record is not None:
+            arrays = unpack(record[_PACKED].numpy())
+        elif isinstance(inline, bytes):
+            arrays = unpack(np.frombuffer(inline, dtype=np.uint8))
+        else:
+            arrays = {}
     except KeyError as exc:
         raise ProtocolError(
             f"a Flower message without fedstruct records ({exc}); both sides must run fedstruct"
