@@ -11,6 +11,8 @@ Three figures, each a ratio against a reference timed in the same script, median
    default intervals, no poll setting); the overhead is
    ``((T_flower(r2) - T_flower(r1)) - (T_local(r2) - T_local(r1))) / exchanges``, where
    ``exchanges`` is what the added rounds asked each node (the nodes' logs count them).
+   Every deployed run starts once the nodes' workers are ready (their logs say so), as
+   after a pause between runs.
    The CPU seconds of every process of the cluster (SuperLink, ServerApp, SuperNodes,
    their workers; Linux's ``/proc``) are counted the same way: on a loaded machine the
    wall time stretches with the load, the CPU time much less.
@@ -69,6 +71,19 @@ def cluster_cpu(cluster: LoopbackCluster) -> float:
         if int(fields[3]) in sessions:  # utime, stime, cutime, cstime
             total += sum(int(x) for x in fields[11:15])
     return total / tick
+
+
+def workers_ready(cluster: LoopbackCluster, timeout: float = 300.0) -> None:
+    """Wait until every worker the SuperNodes started has loaded its app (each node's
+    log says so): a run then starts on idle nodes, as it would after a pause."""
+    deadline = time.monotonic() + timeout
+    while True:
+        logs = [cluster.log(n) for n in cluster.procs if n != "superlink"]
+        if all(log.count(" ready") >= log.count("started worker") for log in logs):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError("the nodes' workers did not get ready")
+        time.sleep(0.5)
 
 
 def received(cluster: LoopbackCluster) -> int:
@@ -130,6 +145,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         deployed_run(cluster, launcher, root / "flower-warm-up", 1)  # the cluster's first run
 
         def deployed(rounds: int, tag: str) -> None:
+            workers_ready(cluster)
             before, used = received(cluster), cluster_cpu(cluster)
             deployed_run(cluster, launcher, root / tag, rounds)
             asked[rounds].append((received(cluster) - before) // SETTINGS["clients"])
@@ -177,6 +193,7 @@ def secure(args: argparse.Namespace, root: Path) -> None:
         local, deployed = [], []
         for rep in range(args.repeats):
             local.append(command("--out", str(root / f"local-{rep}")))
+            workers_ready(cluster)
             submit = ["--backend", "flower", "--superlink", cluster.address]
             deployed.append(
                 command(*submit, "--out", str(root / f"deployed-{rep}"), env=cluster.env)

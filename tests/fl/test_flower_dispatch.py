@@ -91,13 +91,17 @@ def node(tmp_path):
         ]
 
     yield dispatcher, answer, seen, spawned
+    with dispatcher._changed:
+        workers = list(dispatcher._workers)
+    for worker in workers:  # its listener logs its start before the test's output ends
+        worker.ready.wait(timeout=60)
     for proc in spawned:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
 
 
-def test_every_task_of_a_run_goes_to_one_worker_and_each_run_has_its_own(node):
+def test_every_task_of_a_run_goes_to_one_worker_and_each_run_has_its_own(node, monkeypatch):
     dispatcher, answer, seen, spawned = node
     for token, run_id in [("a1", 1), ("a2", 1), ("b1", 2), ("a3", 1), ("b2", 2)]:
         answer(token, run_id)
@@ -105,10 +109,18 @@ def test_every_task_of_a_run_goes_to_one_worker_and_each_run_has_its_own(node):
     by_token = dict((t, p) for p, t in seen())
     assert by_token["a1"] == by_token["a2"] == by_token["a3"]
     assert by_token["b1"] == by_token["b2"] != by_token["a1"]
-    # the first task of each run went to the spare started beforehand; one spare is left
+    # run a's first task went to the spare started beforehand, run b's to a new worker:
+    # no spare is started while tasks keep coming, one is once the node is idle
     assert by_token["a1"] == spawned[0].pid and by_token["b1"] == spawned[1].pid
-    assert len(spawned) == 3 and spawned[2].poll() is None
+    assert len(spawned) == 2
     assert dispatcher.answered == 5
+    monkeypatch.setattr(dispatch, "SPARE_AFTER", 0.0)
+    dispatcher.task_created()  # wakes it: the node is idle now
+    deadline = time.monotonic() + 60
+    while len(spawned) < 3:
+        assert time.monotonic() < deadline, "no spare started"
+        time.sleep(0.05)
+    assert spawned[2].poll() is None
 
 
 def test_a_worker_that_died_ends_its_task_and_is_replaced_at_the_next(node):
@@ -253,8 +265,9 @@ def test_the_worker_loads_fedstructs_own_clientapp():
     assert load_clientapp() is client_app
 
 
-def test_a_worker_module_imports_no_method_or_torch(tmp_path):
-    """The spare worker is started ahead of a run: it loads the ClientApp only."""
+def test_loading_the_clientapp_imports_no_method_or_torch(tmp_path):
+    """A worker loads fedstruct's ClientApp, which imports no method (nor torch: the
+    worker imports it itself, before it reports ready)."""
     code = (
         "import sys; from fedstruct.fl.flower.worker import load_clientapp; load_clientapp(); "
         "print('torch' in sys.modules)"

@@ -760,6 +760,19 @@ def runtime_client(address: str, component: str, token: str | None = None) -> An
     )
 
 
+def load_clientapp_runtime() -> None:
+    """Import what :func:`answer_clientapp_task` uses of Flower, so that a worker's
+    first task does not wait for it."""
+    for module in (
+        "flwr.supercore.interceptors",
+        "flwr.supercore.retry",
+        "flwr.supercore.runtime",
+        "flwr.supercore.heartbeat",
+        "flwr.supernode.runtime.run_clientapp",
+    ):
+        importlib.import_module(module)
+
+
 def acquire_clientapp_task(client: Any) -> tuple[str, int] | None:
     """The token and run id of a ClientApp task the node behind ``client``
     (:func:`runtime_client`) has for this caller, or ``None`` if it has none: what

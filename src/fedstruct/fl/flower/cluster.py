@@ -67,9 +67,19 @@ def default_home() -> Path:
     return Path(os.environ.get("FLWR_HOME", Path.home() / ".fedstruct" / "flower"))
 
 
+#: Flower's environment variable: seconds between a SuperExec's looks for a task (on the
+#: SuperLink: a submitted run's ServerApp to start).
+SUPEREXEC_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
+#: Its value unless the environment gives one (Flower's own: 1 s).
+SUPEREXEC_POLL = "0.25"
+
+
 def flower_env(home: Path) -> dict[str, str]:
-    """The environment for Flower processes: private home, no telemetry, our ``bin`` on PATH."""
+    """The environment for Flower processes: private home, no telemetry, our ``bin`` on
+    PATH, a submitted run started within :data:`SUPEREXEC_POLL` seconds (unless the
+    environment sets :data:`SUPEREXEC_POLL_ENV`)."""
     env = dict(os.environ)
+    env.setdefault(SUPEREXEC_POLL_ENV, SUPEREXEC_POLL)
     env["FLWR_HOME"] = str(home)
     env["FLWR_TELEMETRY_ENABLED"] = "0"
     env["FLWR_DISABLE_UPDATE_CHECK"] = "1"

@@ -11,7 +11,10 @@ the run's first message that answers all the others, so that a message costs wha
 work costs. The guard then waits for the worker's answer (:meth:`Dispatcher.wait`)
 before Flower's loop looks for it, instead of Flower's half-second polls.
 
-A spare worker, its ClientApp already loaded, is kept ready for the next run. A run's
+A spare worker, its ClientApp (and torch, which most methods train with) already loaded,
+is kept ready for the next run; once it is given a run, the next spare is started when
+the node has had no task for :data:`SPARE_AFTER` seconds, so that its start-up does not
+compete with the run's messages for the node's processors. A run's
 worker that has had no message for :data:`IDLE_SECONDS` is ended (its input closed),
 and so is the least recently used idle one when more than :data:`MAX_WORKERS` run.
 A worker that dies is replaced at its run's next message; the task it was answering
@@ -33,12 +36,14 @@ from typing import IO, Any
 
 from fedstruct.fl.flower.worker import DONE, READY
 
-__all__ = ["IDLE_SECONDS", "MAX_WORKERS", "Dispatcher"]
+__all__ = ["IDLE_SECONDS", "MAX_WORKERS", "SPARE_AFTER", "Dispatcher"]
 
 #: Seconds a run's worker is kept without a message before it is ended.
 IDLE_SECONDS = 600.0
 #: At most this many runs' workers at once (the least recently used idle one ends).
 MAX_WORKERS = 4
+#: Seconds without a task after which a new spare worker is started.
+SPARE_AFTER = 5.0
 #: Seconds between the dispatcher's own looks for a task when nothing wakes it.
 _LOOK_EVERY = 1.0
 
@@ -91,6 +96,7 @@ class Dispatcher:
         self._workers: list[_Worker] = []
         self._changed = threading.Condition()
         self._answered = 0
+        self._last_task = float("-inf")
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="fedstruct-dispatcher")
         self._thread.daemon = True
@@ -122,19 +128,20 @@ class Dispatcher:
 
     # ------------------------------------------------------------- its own thread
     def _serve(self) -> None:
-        """Acquire the node's task when woken (one: the node makes one at a time), and
-        every :data:`_LOOK_EVERY` seconds all it has (none, unless a wake was missed)."""
+        """Acquire every task the node has when woken, and every :data:`_LOOK_EVERY`
+        seconds. The wake is cleared before the node is asked: a task made before
+        :meth:`task_created` woke it is acquired now, one made after wakes it again."""
         while True:
-            woken = self._wake.wait(_LOOK_EVERY)
+            self._wake.wait(_LOOK_EVERY)
             self._wake.clear()
             try:
                 with self._changed:
-                    self._retire(time.monotonic())
-                    self._keep_spare()
+                    now = time.monotonic()
+                    self._retire(now)
+                    if now - self._last_task > SPARE_AFTER:
+                        self._keep_spare()
                 while (task := self._acquire()) is not None:
                     self._hand(*task)
-                    if woken:
-                        break
             except Exception as exc:  # the node's API not up yet, or gone: look again
                 _log(DEBUG, f"no task acquired ({type(exc).__name__}: {exc})")
                 self._client = None
@@ -150,6 +157,7 @@ class Dispatcher:
         """Write ``token`` to the worker of run ``run_id`` (the spare, or a new one, for
         its first task)."""
         with self._changed:
+            self._last_task = time.monotonic()
             for attempt in range(2):
                 worker = self._worker_of(run_id)
                 worker.run_id, worker.busy, worker.last = run_id, True, time.monotonic()
@@ -163,7 +171,6 @@ class Dispatcher:
                     self._drop(worker)
                     if attempt:
                         raise
-            self._keep_spare()
 
     def _worker_of(self, run_id: int) -> _Worker:
         for worker in self._workers:
@@ -184,6 +191,7 @@ class Dispatcher:
         finally:
             os.close(write)
         worker = _Worker(proc, os.fdopen(read, "r"))
+        _log(INFO, f"started worker {proc.pid}")
         self._workers.append(worker)
         threading.Thread(target=self._listen, args=(worker,), daemon=True).start()
         return worker
@@ -201,6 +209,7 @@ class Dispatcher:
             with self._changed:
                 if line.strip() == READY:
                     worker.ready.set()
+                    _log(INFO, f"worker {worker.proc.pid} ready")
                 elif line.strip() == DONE:
                     worker.busy, worker.last = False, time.monotonic()
                     self._answered += 1

@@ -59,6 +59,19 @@ class _Tasks:
             raise KeyboardInterrupt
 
 
+def _preload() -> None:
+    """Import what a task needs of Flower, and torch, which most methods train with,
+    before the run's first message (a spare worker starts while its node is idle); a
+    node without torch goes on."""
+    from fedstruct.fl.flower import adapter
+
+    adapter.load_clientapp_runtime()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Answer the tasks whose tokens arrive on standard input (module docstring)."""
     from flwr.common import log
@@ -69,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     address, fd = list(sys.argv[1:] if argv is None else argv)
     report = os.fdopen(int(fd), "w", buffering=1)
     app = load_clientapp()
+    _preload()
     signal.signal(signal.SIGINT, _Tasks.interrupt)
     report.write(READY + "\n")
     for line in sys.stdin:
