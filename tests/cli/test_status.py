@@ -110,7 +110,7 @@ def test_watch_follows_a_run_round_by_round_until_it_finishes(tmp_path, monkeypa
         (["missing-folder"], "missing-folder is not a folder"),
         (["."], "holds no run.json, so it is not the folder of a fedstruct run"),
         (["abc", "--superlink", "127.0.0.1:1"], "abc is not a run id"),
-        (["7", "--out", "x"], "are for a deployed run: add --superlink"),
+        (["7", "--control-key", "x"], "are for a deployed run: add --superlink"),
         (["7", "--superlink", "127.0.0.1:1"], "run 7: cannot tell a run's status: the Super"),
         (["7", "--superlink", "no-port"], "no-port"),
         (["x", "--interval", "0"], "--interval 0: give the seconds between refreshes"),

@@ -320,3 +320,49 @@ def test_the_control_client_hands_interceptors_the_request_and_raises_a_refusal(
     assert headers["flwr-component-name"] == "flwr CLI"  # the CLI's own headers too
     assert adapter.flower_error_reason(refused.value.response.text) == "not yours"
     assert adapter.flower_error_reason("<html>bad gateway</html>") is None
+
+
+def test_a_control_route_fedstruct_adds_is_authenticated_like_flowers_calls(monkeypatch):
+    """add_control_route: the SuperLink's app, built as flower-superlink builds it, answers
+    POST on the path with the endpoint once Flower has authenticated the call (its
+    account on the request's state; a refused token never reaches the endpoint), and a
+    FlowerError the endpoint raises reaches the caller as Flower's refusals do."""
+    from fastapi.testclient import TestClient
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    extensions = importlib.import_module("flwr.superlink.extensions")
+    main = importlib.import_module("flwr.superlink.main")
+    assert "extensions.configure_app(fastapi_app)" in inspect.getsource(main.create_app)
+    monkeypatch.setattr(extensions, "configure_app", extensions.configure_app)
+    account = adapter.AccountInfo(*adapter.NO_ACCOUNT)
+
+    class Plugin:
+        def validate_tokens_in_metadata(self, metadata):
+            token = dict(metadata).get(adapter.ACCESS_TOKEN_KEY)
+            return (token == "good", account if token == "good" else None)
+
+    monkeypatch.setattr(main, "load_control_authn_plugin", Plugin)
+    seen = []
+
+    async def endpoint(request: Request) -> Response:
+        seen.append(request.state.account)
+        if await request.body() == b"refuse":
+            raise adapter.FlowerError(
+                adapter.ApiErrorCode.NO_PERMISSIONS, "no", public_details="not yours"
+            )
+        return Response(b"answer", media_type=adapter.protobuf_media_type())
+
+    endpoint.__annotations__ = {"request": Request, "return": Response}
+    adapter.add_control_route("/v1/control/fedstruct-test", endpoint)
+    client = TestClient(main.create_app())
+    path = "/v1/control/fedstruct-test"
+    assert client.post(path, headers={"Authorization": "Bearer bad"}).status_code == 401
+    assert client.post(path).status_code == 401
+    assert seen == []
+    answered = client.post(path, headers={"Authorization": "Bearer good"}, content=b"ask")
+    assert (answered.status_code, answered.content) == (200, b"answer")
+    assert seen == [account]
+    refused = client.post(path, headers={"Authorization": "Bearer good"}, content=b"refuse")
+    assert refused.status_code == 403
+    assert adapter.flower_error_reason(refused.text) == "not yours"

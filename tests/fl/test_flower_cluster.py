@@ -88,6 +88,8 @@ def test_command_lines(tmp_path):
         "127.0.0.1",
         "--port",
         "9096",
+        "--isolation",
+        "process",
         "--node-config",
         "partition-id=2",
         "--insecure",
@@ -469,3 +471,71 @@ def test_a_wrong_ca_is_named_as_such(tmp_path):
         stop.set()
         thread.join()
         server.close()
+
+
+def test_the_results_call_answers_only_a_token_made_for_it(tmp_path, monkeypatch):
+    """The results call on a SuperLink with control keys (guard.results_endpoint on the
+    SuperLink's app): a request signed for itself is answered; the same token again (a
+    replay), a token made for other arguments, or none, are refused, and the answer
+    never runs; the answer's own refusal reaches the caller as its one line."""
+    import importlib
+
+    from fastapi.testclient import TestClient
+    from google.protobuf.wrappers_pb2 import BytesValue, StringValue
+
+    from fedstruct.errors import DeploymentError
+    from fedstruct.fl.flower import adapter
+    from fedstruct.fl.flower.control import RESULTS_PATH
+    from fedstruct.fl.flower.credentials import (
+        call_binding,
+        control_token,
+        load_control_keys,
+        make_control_key,
+    )
+    from fedstruct.fl.flower.guard import ControlKeyAuthn, results_endpoint
+
+    key, public = make_control_key(tmp_path / "coordinator")
+    main = importlib.import_module("flwr.superlink.main")
+    extensions = importlib.import_module("flwr.superlink.extensions")
+    monkeypatch.setattr(extensions, "configure_app", extensions.configure_app)
+    plugin = ControlKeyAuthn(load_control_keys(public))
+    monkeypatch.setattr(main, "load_control_authn_plugin", lambda: plugin)
+    answered: list[str] = []
+
+    def answer(request: str) -> bytes:
+        answered.append(request)
+        if "missing" in request:
+            raise DeploymentError("the SuperLink keeps no run in its results folder 'missing'")
+        return b"files of " + request.encode()
+
+    adapter.add_control_route(RESULTS_PATH, results_endpoint(answer, bound=True))
+    client = TestClient(main.create_app())
+
+    def post(request: str, token: str | None):
+        body = StringValue(value=request)
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        return client.post(RESULTS_PATH, content=body.SerializeToString(), headers=headers)
+
+    def signed(request: str) -> str:
+        return control_token(key, call_binding(StringValue(value=request)))
+
+    token = signed('{"folder": "a"}')
+    ok = post('{"folder": "a"}', token)
+    assert ok.status_code == 200
+    assert BytesValue.FromString(ok.content).value == b'files of {"folder": "a"}'
+    assert post('{"folder": "a"}', token).status_code == 401  # a replay
+    assert post('{"folder": "b"}', signed('{"folder": "a"}')).status_code == 403  # other args
+    assert post('{"folder": "a"}', None).status_code == 401
+    assert answered == ['{"folder": "a"}']
+    refused = post('{"folder": "missing"}', signed('{"folder": "missing"}'))
+    assert adapter.flower_error_reason(refused.text) == (
+        "the SuperLink keeps no run in its results folder 'missing'"
+    )
+
+
+def test_fetching_a_run_without_a_superlink_is_one_line(tmp_path):
+    address = f"127.0.0.1:{free_port()}"
+    text = one_line_error(["flower", "fetch", "5", "--out", str(tmp_path / "x"),
+                           "--superlink", address])  # fmt: skip
+    assert f"cannot tell a run's status: the SuperLink at {address} does not answer" in text
+    assert not (tmp_path / "x").exists()

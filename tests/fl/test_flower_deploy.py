@@ -1,12 +1,16 @@
 """Flower deployment on loopback: SuperLink + SuperNodes as separate processes.
 
-Flower starts a ClientApp process per message, so each round costs a few seconds
-here even though the clusters poll every :data:`POLL` s instead of Flower's 3 s;
-the runs are short and each test proves several things: a plain deployment's
-result equals the local backend's in tests/runs/test_node_sites_deployed.py
-and, after a stop and a resume, here; nodes that require secure aggregation give the
-local secure run's result, and the survivors' sum when one of them is stopped
-mid-round; a control token is good for one call, once, and is never stored.
+Each SuperNode answers a run's messages with one warm worker (its first message
+builds the client, the others reuse it) and its SuperExec polls every :data:`POLL` s
+instead of Flower's 1 s; the runs are short and each test proves several things: a
+plain deployment's result equals the local backend's in
+tests/runs/test_node_sites_deployed.py and, after a stop and a resume, here; nodes that
+require secure aggregation give the local secure run's result, and the survivors' sum
+when one of them is stopped mid-round; a control token is good for one call, once, and
+is never stored; a run's results reach a submitter in another folder and home, and are
+fetched again elsewhere, where the run resumes. A node joins or leaves between a run
+stopped after a round (``--stop-after``) and its ``--resume``: a round of warm workers
+is over sooner than a node starts.
 
 Every wait is on an event (a log line, a checkpoint, a process's end) bounded by
 :data:`~fedstruct.fl.flower.loopback.PATIENCE`, far above what a busy machine needs;
@@ -16,6 +20,7 @@ no test depends on how fast the machine is.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -42,6 +47,7 @@ from fedstruct.fl.flower.loopback import FEDSTRUCT, PATIENCE, LoopbackCluster
 from fedstruct.fl.secagg import protocol as p
 from fedstruct.runs import execute
 from fedstruct.runs.launch import LocalLauncher
+from fedstruct.runs.progress import read_progress
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
@@ -98,12 +104,16 @@ def checkpoint_round(out: Path) -> int:
         return 0
 
 
-def wait_for_round(out: Path, rnd: int, proc: subprocess.Popen, timeout: float = PATIENCE) -> None:
+def wait_for_progress(
+    out: Path, rnd: int, proc: subprocess.Popen, timeout: float = PATIENCE
+) -> None:
+    """Wait until the submitter's folder ``out`` says round ``rnd`` is done (the progress
+    it mirrors from the SuperLink while it waits)."""
     deadline = time.monotonic() + timeout
-    while checkpoint_round(out) < rnd:
+    while ((read_progress(out) or {}).get("round") or 0) < rnd:
         assert proc.poll() is None, f"the run ended before round {rnd}"
         assert time.monotonic() < deadline, f"round {rnd} not reached in {timeout} s"
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def local_metrics(out: Path, clients: int, rounds: int) -> dict:
@@ -275,27 +285,25 @@ class TestNodesThatRequireSecureAggregation:
 
 
 def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_path):
+    """A run stopped after round 1 is resumed once a SuperNode hosting a partition the
+    federation does not have has joined: the run stops with that node's one-line error
+    and the checkpoint keeps round 1; resumed again without that node, the deployed
+    rounds give the local backend's result. (The node joins between the two runs: a
+    round of warm workers is over sooner than a node starts.)"""
     out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [*FEDSTRUCT, *run_args(cluster, out, 2, 4)],
-        env=cluster.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    first = cluster.fedstruct(*run_args(cluster, out, 2, 4, "--stop-after", "1"))
+    assert first.returncode == 0, first.stderr
+    assert checkpoint_round(out) == 1
+    bad = cluster.supernode(5, "--insecure", name="bad")  # the federation has partitions 0..1
     try:
-        wait_for_round(out, 1, proc)
-        cluster.supernode(5, "--insecure", name="bad")  # the federation has partitions 0..1
-        _, stderr = proc.communicate(timeout=PATIENCE)
+        cluster.wait_connected(bad)
+        failed = cluster.fedstruct("run", "fedavg", "--resume", str(out), "--quiet")
     finally:
-        if proc.poll() is None:
-            proc.kill()
         cluster.stop("bad")
-    assert proc.returncode == 2
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert failed.returncode == 2
+    lines = [line for line in failed.stderr.strip().splitlines() if line.strip()]
     assert lines[-1].startswith("error: a SuperNode hosts partition 5, but the federation has 2")
-    done = checkpoint_round(out)
-    assert 1 <= done < 4  # the finished rounds are kept
+    assert checkpoint_round(out) == 1  # the finished round is kept
     resumed = cluster.fedstruct("run", "fedavg", "--resume", str(out), "--quiet")
     assert resumed.returncode == 0, resumed.stderr
     # the deployed rounds, stopped and resumed, give the local backend's result
@@ -304,11 +312,12 @@ def test_bad_partition_stops_the_run_and_the_checkpoint_resumes(cluster, tmp_pat
 
 
 def test_a_tracked_deployed_run_and_its_status_by_run_id(cluster, tmp_path):
-    """issue 53, items 5 and 6, on loopback (submitter, SuperLink and SuperNodes in their
-    own processes): the submitter names the run id; while the run runs, ``fedstruct
-    status ID --superlink`` gives Flower's status and, with ``--out``, the rounds done;
-    the submitter logs the run to MLflow (every round's series equal to history.json's,
-    metrics.json's values, the files); an id the SuperLink does not know is one line."""
+    """issue 53, items 1, 5 and 6, on loopback (submitter, SuperLink and SuperNodes in
+    their own processes): the submitter names the run id and mirrors the run's progress
+    into its own folder while it runs; ``fedstruct status ID --superlink`` gives Flower's
+    status and the rounds done, asked of the SuperLink; the submitter logs the run to
+    MLflow (every round's series equal to history.json's, metrics.json's values, the
+    files fetched back); an id the SuperLink does not know is one line."""
     pytest.importorskip("mlflow")
     from mlflow import MlflowClient
 
@@ -326,10 +335,9 @@ def test_a_tracked_deployed_run_and_its_status_by_run_id(cluster, tmp_path):
         said = next((line for line in proc.stderr if line.startswith("submitted: run ")), "")
         assert said, proc.communicate(timeout=PATIENCE)[1]  # the submitter names the run
         run_id = said.split()[2]
-        wait_for_round(out, 1, proc)
-        running = cluster.fedstruct(
-            "status", run_id, "--superlink", cluster.address, "--out", str(out)
-        )
+        wait_for_progress(out, 1, proc)  # mirrored from the SuperLink's folder
+        running = cluster.fedstruct("status", run_id, "--superlink", cluster.address)
+        here = cluster.fedstruct("status", str(out))  # the submitter's own folder
         _, stderr = proc.communicate(timeout=PATIENCE)
     finally:
         if proc.poll() is None:
@@ -339,12 +347,16 @@ def test_a_tracked_deployed_run_and_its_status_by_run_id(cluster, tmp_path):
     lines = running.stdout.splitlines()
     assert lines[0].startswith(f"run {run_id} at {cluster.address}: ")
     assert any(line.startswith("  round      ") and line.endswith(" of 2") for line in lines)
+    assert here.returncode == 0, here.stderr
+    assert "a fedavg run, " in here.stdout and " of 2" in here.stdout  # running, or just ended
     ended = cluster.fedstruct("status", run_id, "--superlink", cluster.address)
-    assert ended.stdout.strip() == f"run {run_id} at {cluster.address}: finished:completed"
+    lines = ended.stdout.splitlines()
+    assert lines[0] == f"run {run_id} at {cluster.address}: finished:completed"
+    assert "a fedavg run, finished" in lines[1] and lines[2] == "  round      2 of 2"
     unknown = cluster.fedstruct("status", "987654321", "--superlink", cluster.address)
     assert unknown.returncode == 2
-    (line,) = unknown.stderr.strip().splitlines()  # Flower 1.41: "Run ID not found."
-    assert line.startswith("error: run 987654321: ") and "not found" in line.lower()
+    (line,) = unknown.stderr.strip().splitlines()
+    assert line.startswith("error: run 987654321: ") and "knows no run 987654321" in line
     client = MlflowClient(uri)
     (tracked,) = client.search_runs([client.get_experiment_by_name("fedstruct").experiment_id])
     assert tracked.info.status == "FINISHED"
@@ -359,35 +371,28 @@ def test_a_tracked_deployed_run_and_its_status_by_run_id(cluster, tmp_path):
     assert {"config.json", "history.json", "metrics.json", "model.safetensors"} <= artifacts
 
 
-def test_nodes_join_and_leave_mid_run(cluster, tmp_path):
-    """Runs last in this module: it stops node 0. Five rounds: node 2 joins once round
-    1 is done (asked in round 2, 3 or 4); node 0 leaves once round 3 is done (its
-    SIGTERM deregisters it as it exits, before ``stop`` returns), so round 5 cannot ask
-    it."""
+def test_nodes_join_and_leave_between_rounds(cluster, tmp_path):
+    """Runs last of the tests on the module's cluster: it stops node 0. Five rounds with
+    --min-nodes 2, stopped after round 1 and after round 3 and resumed: node 2 joins
+    after round 1 and is asked from round 2 on; node 0 leaves after round 3 (its SIGTERM
+    deregisters it as it exits) and is asked no more. (A node dropping out during a
+    round: the secure-aggregation class above.)"""
     out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [*FEDSTRUCT, *run_args(cluster, out, 3, 5, "--min-nodes", "2")],
-        env=cluster.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    first = cluster.fedstruct(
+        *run_args(cluster, out, 3, 5, "--min-nodes", "2", "--stop-after", "1")
     )
-    try:
-        wait_for_round(out, 1, proc)
-        cluster.supernode(2, "--insecure")  # joins: takes part from a later round
-        wait_for_round(out, 3, proc)
-        cluster.stop("node0", signal.SIGTERM)  # leaves: a dropout, not a crash
-        _, stderr = proc.communicate(timeout=PATIENCE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, stderr
+    assert first.returncode == 0, first.stderr
+    cluster.wait_connected(cluster.supernode(2, "--insecure"))  # joins
+    middle = cluster.fedstruct(
+        "run", "fedavg", "--resume", str(out), "--stop-after", "3", "--quiet"
+    )
+    assert middle.returncode == 0, middle.stderr
+    cluster.stop("node0", signal.SIGTERM)  # leaves: a dropout, not a crash
+    last = cluster.fedstruct("run", "fedavg", "--resume", str(out), "--quiet")
+    assert last.returncode == 0, last.stderr
     history = json.loads((out / "history.json").read_text())
-    asked = [h["clients_asked"] for h in history]
-    assert asked[0] == 2  # node 2 was not there yet
-    assert 3 in asked[1:4]  # it joined
-    assert asked[-1] == 2  # node 0 left
-    assert all(h["clients_answered"] <= h["clients_asked"] for h in history)
+    assert [h["clients_asked"] for h in history] == [2, 3, 3, 2, 2]
+    assert all(h["clients_answered"] == h["clients_asked"] for h in history)
 
 
 def at_once(
@@ -632,3 +637,109 @@ def test_a_control_token_is_good_for_one_call_once_and_never_stored(tmp_path, mo
     for path in (f for f in tmp_path.rglob("*") if f.is_file()):
         content = path.read_bytes()
         assert b"fsc2." not in content and not any(t.encode() in content for t in sent), path
+
+
+def test_results_reach_a_submitter_elsewhere_and_are_fetched_again(tmp_path):
+    """Issue 53 on a TLS SuperLink with control keys, started in its own folder (runs
+    in superlink/runs), and a submitter in another working directory and HOME, with no
+    FLWR_HOME: a run stopped after round 1 comes back whole to the submitter's ./run
+    over the signed channel, the same bytes as the SuperLink's copy, its run.json
+    naming the Flower run; 'fedstruct flower fetch RUN --out DIR' brings it into a new
+    folder on another 'machine', where '--resume' finishes the run, and 'show' and
+    'predict' read it; fetching again brings that folder up to date. An unknown run, and
+    a folder holding files of no run, are one line and exit 2. Each node answered each
+    run's messages with one warm worker, and started no ClientApp process per message."""
+    c = LoopbackCluster(
+        tmp_path / "superlink", poll_interval=POLL, runs=tmp_path / "superlink" / "runs"
+    )
+    c.runs.mkdir()
+    certs, keys = tmp_path / "superlink" / "certs", tmp_path / "superlink" / "keys"
+    made = at_once(
+        c, ["flower", "certificates", str(certs)], ["flower", "control-key", str(keys / "c")]
+    )
+    assert [m.returncode for m in made] == [0, 0], [m.stderr for m in made]
+    tls = ["--root-certificates", str(certs / "ca.crt")]
+    env = {**c.env, "HOME": str(tmp_path / "home")}
+    env.pop("FLWR_HOME")
+    if env.get("PYTHONPATH"):  # the same fedstruct from another working directory
+        paths = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
+    signed = ["--superlink", c.address, *tls, "--control-key", str(keys / "c")]
+
+    def command(where: str, *args: str) -> subprocess.CompletedProcess:
+        cwd = tmp_path / where
+        cwd.mkdir(exist_ok=True)
+        return subprocess.run([*FEDSTRUCT, *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=PATIENCE, check=False)  # fmt: skip
+
+    try:
+        c.superlink("--certificates", str(certs), "--control-keys", str(keys / "c.pub"))
+        c.wait_connected(c.supernode(0, *tls), c.supernode(1, *tls))
+        sizes = [a for k, v in SIZES.items() for a in ("--set", f"{k}={v}")]
+        first = command("workstation", "run", "fedavg", "--clients", "2", "--rounds", "2",
+                        *sizes, "--stop-after", "1", "--quiet", "--backend", "flower",
+                        *signed, "--out", "run")  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        out = tmp_path / "workstation" / "run"
+        record = json.loads((out / "run.json").read_text())
+        assert record["status"] == "stopped" and record["figures"]
+        run_id = record["flower_run"]
+        kept = c.runs / json.loads((out / "config.json").read_text())["deployment"]["results"]
+        assert kept.name == record["results"] and kept.name.startswith("run-")
+        names = ["metrics.json", "history.json", CHECKPOINT_FILE, *record["figures"]]
+        for name in names:
+            assert (out / name).read_bytes() == (kept / name).read_bytes(), name
+        assert checkpoint_round(out) == 1
+        # another machine fetches it, resumes it there, and reads its results
+        again = command("laptop", "flower", "fetch", str(run_id), "--out", "copy", *signed)
+        assert again.returncode == 0, again.stderr
+        copy = tmp_path / "laptop" / "copy"
+        for name in names:
+            assert (copy / name).read_bytes() == (kept / name).read_bytes(), name
+        deployment = json.loads((copy / "config.json").read_text())["deployment"]
+        assert deployment["results"] == kept.name and deployment["superlink"] == c.address
+        resumed = command("laptop", "run", "fedavg", "--resume", "copy", "--quiet")
+        assert resumed.returncode == 0, resumed.stderr
+        finished = json.loads((copy / "run.json").read_text())
+        assert finished["status"] == "finished" and finished["flower_run"] != run_id
+        assert len(json.loads((copy / "history.json").read_text())) == 2
+        assert (copy / "model.json").read_bytes() == (kept / "model.json").read_bytes()
+        shown = command("laptop", "show", "copy")
+        assert shown.returncode == 0, shown.stderr
+        rows = first_client_rows({"clients": 2, **SIZES}).head(20)
+        rows.to_csv(tmp_path / "laptop" / "rows.csv", index=False)
+        predicted = command("laptop", "predict", "copy", "--data", "rows.csv", "--out", "p.csv")
+        assert predicted.returncode == 0, predicted.stderr
+        assert len((tmp_path / "laptop" / "p.csv").read_text().splitlines()) == 21
+        update = command("laptop", "flower", "fetch", str(finished["flower_run"]), "--out",
+                         "copy", *signed)  # fmt: skip
+        assert update.returncode == 0, update.stderr  # the same run: brought up to date
+        # bad input: one line, exit 2
+        (tmp_path / "laptop" / "notes").mkdir()
+        (tmp_path / "laptop" / "notes" / "mine.txt").write_text("mine\n")
+        for args, words in [
+            (["12345", "--out", "x"], "knows no run 12345"),
+            ([str(run_id), "--out", "notes"], "holds no fedstruct run"),
+        ]:
+            bad = command("laptop", "flower", "fetch", *args, *signed)
+            assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+            assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert (tmp_path / "laptop" / "notes" / "mine.txt").read_text() == "mine\n"
+        for node in ("node0", "node1"):
+            log = c.log(node)
+            assert "Start `flwr-clientapp` process" not in log
+            for flower_run in (run_id, finished["flower_run"]):
+                assert log.count(f"run {flower_run}'s messages go to worker") == 1
+            assert len(answered(node_lines(c, node))) > 4
+    finally:
+        c.close()
+
+
+def first_client_rows(settings: dict):
+    """The rows of client 0 of fedavg's built-in federation with ``settings``."""
+    from fedstruct.runs import runnable
+    from fedstruct.runs.settings import apply_settings
+
+    entry = runnable("fedavg")
+    chosen = apply_settings(entry.settings(), settings, method="fedavg")
+    return entry.resolve(chosen).clients()[0].rows.reset_index(drop=True)

@@ -71,3 +71,47 @@ def test_foreign_records_are_a_protocol_error():
 
     with pytest.raises(ProtocolError, match="without fedstruct records"):
         from_records(RecordDict({"config": ConfigRecord({"x": 1})}))
+
+
+def test_a_message_is_few_flower_objects(monkeypatch):
+    """A deployment sends each Flower object of a message in a request of its own at
+    every hop: a model's arrays and the metrics travel in the config record, so that a
+    message is three objects; arrays of more than INLINE_BYTES are one chunked array."""
+    from flwr.app import Message as FlowerMessage
+    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for name in ("_run_id", "_node_id", "_task_id"):  # as in a task's process
+        monkeypatch.setattr(TaskIdentity, name, 1, raising=False)
+    weights = {f"{k}.weight": np.ones((32, 14), np.float32) * k for k in range(4)}
+    fit = Message("fedavg.fit", weights, {"round": 1}, {"loss": 0.5, "n": 10})
+    evaluate = Message("fedavg.evaluate", metrics={"correct": 3, "n": 10})
+
+    def objects(msg: Message) -> list[str]:
+        flower = FlowerMessage(to_records(msg), dst_node_id=1, message_type="query.fedstruct")
+        return sorted(type(o).__name__ for o in get_all_nested_objects(flower).values())
+
+    assert objects(fit) == objects(evaluate) == ["ConfigRecord", "Message", "RecordDict"]
+    assert over_the_wire(fit).metrics == {"loss": 0.5, "n": 10}
+    monkeypatch.setattr("fedstruct.fl.flower.records.INLINE_BYTES", 100)
+    assert objects(fit) == sorted(
+        ["ArrayChunk", "Array", "ArrayRecord", "ConfigRecord", "RecordDict", "Message"]
+    )
+    back = over_the_wire(fit)
+    assert set(back.arrays) == set(weights) and back.metrics == fit.metrics
+    np.testing.assert_array_equal(back.arrays["3.weight"], weights["3.weight"])
+
+
+def test_packed_arrays_that_are_not_fedstructs_and_reserved_keys_are_refused():
+    from fedstruct.fl.flower.records import METRIC_PREFIX, pack, unpack
+
+    packed = pack({"a": np.arange(6, dtype=np.int64).reshape(2, 3)})
+    np.testing.assert_array_equal(unpack(packed)["a"], np.arange(6).reshape(2, 3))
+    for bad in (packed[:-1], np.concatenate([packed, packed[:1]]), packed[4:]):
+        with pytest.raises(ProtocolError, match="not fedstruct's packing"):
+            unpack(bad)
+    with pytest.raises(ProtocolError, match="holds Python objects"):
+        pack({"o": np.array([object()])})
+    for key in (METRIC_PREFIX + "x", "fedstruct.arrays", "fedstruct.kind"):
+        with pytest.raises(ProtocolError, match="is reserved"):
+            to_records(Message("k", config={key: 1}))

@@ -12,7 +12,7 @@ from fedstruct.errors import ConfigError
 from fedstruct.fl.rounds import RoundReport
 from fedstruct.runs import execute
 from fedstruct.runs.folder import PROGRESS_FILE, folder_lock, read_record, write_record
-from fedstruct.runs.progress import ProgressFile, read_progress, run_progress
+from fedstruct.runs.progress import ProgressFile, progress_of, read_progress, run_progress
 
 SETTINGS = {"network": "asia", "clients": 3, "rounds": 3, "samples": 600, "test_samples": 200}
 NAMES = ("client-1", "client-2", "client-3")
@@ -112,3 +112,23 @@ def test_a_progress_file_that_is_not_fedstruct_s_is_refused(finished, tmp_path):
     (out / PROGRESS_FILE).write_text('{"round": "three"}\n')
     with pytest.raises(ConfigError, match="is not a progress file of this fedstruct"):
         run_progress(out)
+
+
+def test_a_deployed_runs_progress_alone_says_where_it_stands(tmp_path):
+    """``progress_of``: what ``fedstruct status ID --superlink`` shows from the progress
+    the SuperLink gives (no folder on this machine): the same round, sites, bytes and
+    remaining time as the folder's, the elapsed time from the progress's own clock."""
+    clock = iter([1000.0, 1004.0, 1010.0])
+    write = ProgressFile(tmp_path, clock=lambda: next(clock))
+    write(_report(1, 4.0))
+    write(_report(2, 6.0))
+    progress = read_progress(tmp_path)
+    running = progress_of(tmp_path, "fedavg", "running", progress, now=1100.0)
+    assert (running.method, running.state, running.round, running.rounds) == (
+        "fedavg", "running", 2, 10
+    )  # fmt: skip
+    assert running.remaining == pytest.approx(5.0 * 8) and running.elapsed == 100.0
+    assert running.asked == NAMES and running.answered == NAMES[:2]
+    assert (running.bytes_down, running.bytes_up) == (200, 100)
+    stopped = progress_of(tmp_path, "fedavg", "stopped", progress, now=1100.0)
+    assert (stopped.elapsed, stopped.remaining, stopped.ended) == (10.0, None, True)

@@ -353,6 +353,41 @@ def flower_unregister(
     out_console.print(f"unregistered SuperNode {node_id}")
 
 
+@flower_app.command("fetch")
+@bad_input_exits_2
+def flower_fetch(
+    run_id: Annotated[
+        int, typer.Argument(metavar="RUN", help="The run id 'fedstruct run' printed (flower_run).")
+    ],
+    out: Annotated[Path, typer.Option(help="Folder to bring the run's results into.")],
+    superlink: SuperlinkAddress = "127.0.0.1:9091",
+    root_certificates: RootCertificates = None,
+    control_key: ControlKey = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace another run in --out (only the files it wrote)."),
+    ] = False,
+) -> None:
+    """Bring a deployed run's results (config, metrics, history, graph, model, plots)
+    from the SuperLink into --out: 'fedstruct show', 'predict' and 'run --resume' then
+    work there. The run's own folder is brought up to date."""
+    from fedstruct.deployment.submit import fetch_run
+    from fedstruct.fl.flower.cluster import DeploymentOptions
+
+    _control_link(superlink, root_certificates, control_key)
+    options = DeploymentOptions(
+        superlink=superlink,
+        root_certificates=str(root_certificates.resolve()) if root_certificates else None,
+        control_key=str(control_key.resolve()) if control_key else None,
+    )
+    fetched = fetch_run(run_id, out, options, overwrite=overwrite)
+    status = fetched.record.get("status", "?")
+    out_console.print(
+        f"fetched run {run_id} ({status}): {len(fetched.files)} files, "
+        f"{fetched.size / 1e6:.1f} MB into {out}"
+    )
+
+
 @flower_app.command("certificates")
 @bad_input_exits_2
 def flower_certificates(
@@ -476,7 +511,7 @@ def flower_catalogue(
     out: Annotated[
         Path,
         typer.Option(
-            help="Folder for catalogue.json, inside the SuperLink's runs folder (as a run's --out)."
+            help="Folder on this machine for catalogue.json (fetched back from the SuperLink)."
         ),
     ],
     superlink: SuperlinkAddress = "127.0.0.1:9091",

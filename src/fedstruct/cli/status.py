@@ -54,22 +54,15 @@ def status(
     control_key: Annotated[
         Path | None, typer.Option(help="Private control key the SuperLink accepts.")
     ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="With --superlink: the deployed run's folder, when this machine sees it "
-            "(its rounds, sites, bytes and metrics)."
-        ),
-    ] = None,
 ) -> None:
     """Where a run stands: round, sites asked and answered, bytes, elapsed and remaining
     time, last metrics."""
     if interval <= 0:
         raise ConfigError(f"--interval {interval:g}: give the seconds between refreshes, > 0")
     if superlink is None:
-        if out is not None or root_certificates is not None or control_key is not None:
+        if root_certificates is not None or control_key is not None:
             raise ConfigError(
-                "--out, --root-certificates and --control-key are for a deployed run: add "
+                "--root-certificates and --control-key are for a deployed run: add "
                 "--superlink HOST:PORT and give its run id"
             )
         folder = Path(run)
@@ -84,7 +77,7 @@ def status(
         control_key=str(control_key) if control_key else None,
     )
     link = options.link()
-    _show(lambda: _deployed_status(link, options.key, run_id, out), watch, interval)
+    _show(lambda: _deployed_status(link, options.key, run_id), watch, interval)
 
 
 def _run_id(run: str) -> int:
@@ -145,33 +138,44 @@ def _folder_status(folder: Path) -> tuple[str, bool]:
     return describe(progress), progress.ended
 
 
-def _deployed_status(
-    link: Link, key: Path | None, run_id: int, out: Path | None
-) -> tuple[str, bool]:
-    """Flower's status of run ``run_id`` and, with ``out``, where its folder says it stands.
+def _deployed_status(link: Link, key: Path | None, run_id: int) -> tuple[str, bool]:
+    """Flower's status of run ``run_id`` and, from the progress of its folder on the
+    SuperLink (:func:`~fedstruct.deployment.results.pull_progress`), where it stands.
 
     Raises
     ------
     DeploymentError
         If the SuperLink does not answer, or knows no such run.
     """
-    from fedstruct.fl.flower.control import run_status
-    from fedstruct.runs.progress import run_progress
+    from fedstruct.deployment.results import pull_progress
+    from fedstruct.fl.flower.control import pull_results, run_results_folder, run_status
+    from fedstruct.runs.progress import progress_of
 
     try:
         flower, details = run_status(link, key, run_id)
+        _, folder, method = run_results_folder(link, key, run_id)
     except DeploymentError as exc:  # say which run it was about
         raise DeploymentError(f"run {run_id}: {exc}") from None
     lines = [f"run {run_id} at {link.address}: {flower or 'pending'}"]
     first = details.splitlines()[0] if details else ""
     if first and flower.startswith("finished") and flower != "finished:completed":
         lines.append(f"  {first}")
-    if out is not None:
-        try:
-            lines.append(describe(run_progress(out)))
-        except ConfigError as exc:  # not started yet, or not this machine's folder
-            lines.append(f"  {exc}")
+    try:
+        progress = pull_progress(lambda request: pull_results(link, key, request), folder)
+    except DeploymentError:  # its folder is not written yet (or no longer there)
+        progress = None
+    if progress is not None:
+        state = _FLOWER_STATES.get(flower, "running")
+        lines.append(describe(progress_of(Path(folder), method, state, progress)))
     return "\n".join(lines), flower.startswith("finished")
+
+
+#: The state of a run as ``describe`` names it, for Flower's finished statuses.
+_FLOWER_STATES = {
+    "finished:completed": "finished",
+    "finished:failed": "failed",
+    "finished:stopped": "stopped",
+}
 
 
 def describe(progress: RunProgress) -> str:

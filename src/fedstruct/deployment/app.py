@@ -1,10 +1,13 @@
 """The Flower App of a deployment: ``server_app`` and ``client_app`` for ``flwr run``.
 
 ``fedstruct run METHOD --backend flower`` submits a run whose run config carries the
-method's name, its resolved settings (JSON) and the results folder. The SuperLink
-starts :data:`server_app`, which runs
-:func:`~fedstruct.runs.contract.run_resolved` with the deployment backend around
-Flower's grid. Every SuperNode answers with :data:`client_app`, in one of two ways:
+method's name, its resolved settings (JSON), the submitter's ``config.json`` and the
+name of its results folder. The SuperLink starts :data:`server_app`, which writes the
+run's folder inside the SuperLink's runs folder (holding its lock for the run; a new
+run's folder must be new or empty), and runs
+:func:`~fedstruct.runs.contract.run_resolved` there with the deployment backend around
+Flower's grid; the submitter fetches the folder back (:mod:`fedstruct.deployment.results`).
+Every SuperNode answers with :data:`client_app`, in one of two ways:
 
 - **Built-in data** (the node has a ``partition-id``): it rebuilds its partition of
   the federation from the same settings (deterministic in the seed) and hosts the
@@ -42,7 +45,7 @@ A node may offer several data sets (``--data NAME=PATH`` repeated, ``--manifest`
 first message. A catalogue run (method :data:`~fedstruct.deployment.catalogue.CATALOGUE`,
 ``fedstruct flower catalogue``) runs no method: it asks every connected node what it
 offers (:data:`CATALOGUE` messages, answered whatever the node approves) and writes
-the answers into its results folder.
+the answers into its results folder, which the submitter fetches back as a run's.
 
 Either way a node trains where its own ``device`` says (node config, ``fedstruct
 flower supernode --device``; :func:`node_settings`), else where the run's setting
@@ -98,6 +101,7 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
     from fedstruct.fl.flower.deployment import FlowerDeploymentBackend
     from fedstruct.runs.contract import run_resolved, runnable
     from fedstruct.runs.control import RunControl
+    from fedstruct.runs.folder import folder_lock, update_files, write_record
     from fedstruct.runs.settings import apply_settings
 
     cfg = context.run_config
@@ -108,31 +112,64 @@ def _serve(grid: FlowerGridAPI, context: Context) -> None:
         join_timeout=float(cfg["join-timeout"]),
         reply_timeout=float(cfg["reply-timeout"]),
     )
-    try:
-        if str(cfg["method"]) == CATALOGUE:  # what each node offers: no method runs
-            from fedstruct.deployment.catalogue import write_catalogue
+    resume = bool(cfg["resume"])
+    with folder_lock(out):
+        try:
+            _prepare(out, str(cfg["config"]), resume=resume)
+            if str(cfg["method"]) == CATALOGUE:  # what each node offers: no method runs
+                from fedstruct.deployment.catalogue import write_catalogue
 
-            write_catalogue(backend, out)
-            return
-        entry = runnable(str(cfg["method"]))
-        settings = apply_settings(
-            entry.settings(), json.loads(str(cfg["settings"])), method=entry.name
+                write_catalogue(backend, out)
+                write_record(out, "finished")
+                return
+            entry = runnable(str(cfg["method"]))
+            settings = apply_settings(
+                entry.settings(), json.loads(str(cfg["settings"])), method=entry.name
+            )
+            view = _handshake(backend, entry, settings) if settings.node_sites else None
+            run_resolved(
+                entry,
+                settings,
+                out,
+                backend,
+                RunControl(resume=resume, stop_after=int(cfg["stop-after"]) or None),
+                view=view,
+            )
+        except FedstructError as exc:
+            (out / ERROR_FILE).write_text(
+                json.dumps({"class": type(exc).__name__, "message": str(exc)}) + "\n"
+            )
+            update_files(out)
+            raise
+
+
+def _prepare(out: Path, config: str, *, resume: bool) -> None:
+    """Make the run's results folder ready (its lock held): a new run's must be new or
+    empty, a resumed run's must hold it; the submitter's ``config.json`` is written
+    there (so that the folder, fetched anywhere, is a whole run's).
+
+    Raises
+    ------
+    ConfigError
+        A new run's folder holds files, a resumed run's holds no run.
+    """
+    from fedstruct.files import parse_json
+    from fedstruct.fl.checkpoint import write_atomically
+    from fedstruct.runs.folder import LOCK_FILE, reopen, write_record
+
+    if resume:
+        reopen(out)
+    elif [p for p in out.iterdir() if p.name != LOCK_FILE]:
+        raise ConfigError(
+            f"the SuperLink's results folder {out.name!r} holds files already; submit the "
+            "run again (it gets a new folder) or resume the run that wrote them"
         )
-        view = _handshake(backend, entry, settings) if settings.node_sites else None
-        run_resolved(
-            entry,
-            settings,
-            out,
-            backend,
-            RunControl(resume=bool(cfg["resume"]), stop_after=int(cfg["stop-after"]) or None),
-            view=view,
-        )
-    except FedstructError as exc:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ERROR_FILE).write_text(
-            json.dumps({"class": type(exc).__name__, "message": str(exc)}) + "\n"
-        )
-        raise
+    else:
+        write_record(out, "running")
+    (out / ERROR_FILE).unlink(missing_ok=True)
+    submitted = parse_json(config, "the submitted config.json")
+    if isinstance(submitted, dict) and submitted:
+        write_atomically(out / "config.json", (json.dumps(submitted, indent=2) + "\n").encode())
 
 
 def _handshake(backend: FlowerDeploymentBackend, entry: Runnable, settings: Any) -> SiteView:

@@ -4,8 +4,9 @@ A catalogue is a tiny run of fedstruct's own app whose ``method`` is
 :data:`CATALOGUE`: its ServerApp runs no method, asks every connected SuperNode what
 it offers (one :data:`CATALOGUE` message each,
 :func:`~fedstruct.fl.flower.grid.ask_every_node`) and writes the answers into its
-results folder (:data:`CATALOGUE_FILE`, inside the SuperLink's runs folder as every
-run's); the submitter reads them from there and prints them (:func:`catalogue_lines`).
+results folder (:data:`CATALOGUE_FILE`, in a new folder of the SuperLink's runs folder
+as every run's); the submitter fetches that folder back, as a run's, and prints the
+catalogue (:func:`catalogue_lines`).
 
 Each node answers with its name and, for each data set it offers, what that data
 set's owner allows (:func:`describe_offer`:
@@ -46,7 +47,7 @@ CATALOGUE = "fedstruct.catalogue"
 #: The file a catalogue run writes into its results folder.
 CATALOGUE_FILE = "catalogue.json"
 #: The files a catalogue run leaves in its folder (and may find there from an earlier one).
-_OWN_FILES = {CATALOGUE_FILE, "flower-app", "error.json"}
+_OWN_FILES = {CATALOGUE_FILE, "flower-app", "error.json", "run.json", "run.lock"}
 
 
 def describe_offer(offer: NodeOffer) -> list[dict[str, Any]]:
@@ -105,8 +106,9 @@ def write_catalogue(backend: FlowerDeploymentBackend, out: Path) -> list[dict[st
 def request_catalogue(
     out: Path, options: DeploymentOptions, *, overwrite: bool = False, progress: bool = True
 ) -> list[dict[str, Any]]:
-    """Submit a catalogue run to the SuperLink, wait for it, and read the catalogue it
-    wrote to ``out`` (inside the SuperLink's runs folder, as a run's ``--out``).
+    """Submit a catalogue run to the SuperLink, wait for it, fetch the catalogue it
+    wrote (in a new folder of the SuperLink's runs folder) into ``out``, on this
+    machine, and read it.
 
     Raises
     ------
@@ -116,8 +118,10 @@ def request_catalogue(
         As :func:`~fedstruct.deployment.submit.submit`.
     """
     from fedstruct.deployment.contract import RUN_CONFIG_DEFAULTS
+    from fedstruct.deployment.results import new_name
     from fedstruct.deployment.submit import run_app
     from fedstruct.files import parse_json, read_text
+    from fedstruct.runs.folder import folder_lock
 
     out = out.resolve()
     target = out / CATALOGUE_FILE
@@ -130,19 +134,20 @@ def request_catalogue(
                 f"--out {out} holds files that are not a catalogue's ({', '.join(other[:3])}); "
                 "give an empty or new folder"
             )
-    if target.exists():
-        if not overwrite:
-            raise ConfigError(f"{target} exists; pass --overwrite to replace it, or another --out")
-        target.unlink()
-    values = {
-        **RUN_CONFIG_DEFAULTS,
-        "method": CATALOGUE,
-        "out": str(out),
-        "min-nodes": options.min_nodes,
-        "join-timeout": options.join_timeout,
-        "reply-timeout": options.reply_timeout,
-    }
-    run_app(CATALOGUE, out, values, options, progress)
+    if target.exists() and not overwrite:
+        raise ConfigError(f"{target} exists; pass --overwrite to replace it, or another --out")
+    with folder_lock(out):
+        target.unlink(missing_ok=True)
+        results = new_name(out)
+        values = {
+            **RUN_CONFIG_DEFAULTS,
+            "method": CATALOGUE,
+            "out": results,
+            "min-nodes": options.min_nodes,
+            "join-timeout": options.join_timeout,
+            "reply-timeout": options.reply_timeout,
+        }
+        run_app(CATALOGUE, out, results, values, options, progress)
     data = parse_json(read_text(target, "catalogue"), f"catalogue {target}")
     return list(data["nodes"])
 

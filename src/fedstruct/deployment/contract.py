@@ -19,10 +19,13 @@ ERROR_FILE = "error.json"
 #: (``fedstruct flower superlink --runs DIR``; its ServerApp processes inherit it).
 RUNS_ENV = "FEDSTRUCT_SUPERLINK_RUNS"
 
-#: The run-config keys of the app (declared in its pyproject.toml), with defaults.
+#: The run-config keys of the app (declared in its pyproject.toml), with defaults:
+#: ``out`` names the run's results folder in the SuperLink's runs folder, ``config``
+#: is the submitter's ``config.json`` (JSON), written there too.
 RUN_CONFIG_DEFAULTS: dict[str, str | int | float | bool] = {
     "method": "",
     "settings": "{}",
+    "config": "{}",
     "out": "",
     "resume": False,
     "stop-after": 0,

@@ -2,12 +2,18 @@
 
 The run's folder gets a tiny Flower App (``flower-app/pyproject.toml``, whose
 components are :mod:`fedstruct.deployment.app`); it is submitted with a run
-config naming the method, its resolved settings and the folder itself, each call to
-the SuperLink signed for itself (:mod:`fedstruct.fl.flower.control`). The SuperLink's
-ServerApp writes ``config.json``, ``metrics.json``, plots and the per-round checkpoint
-into the folder (a path on the SuperLink's machine, inside the folder the SuperLink
-keeps runs in: :func:`~fedstruct.deployment.contract.results_folder`), and
-this module polls the run's status until it ends and reads the results back.
+config naming the method, its resolved settings, its ``config.json`` and the name of
+its results folder on the SuperLink (new for a new run, :func:`~fedstruct.deployment.
+results.new_name`, and kept in ``config.json`` under ``deployment``; the same for
+``--resume``), each call to the SuperLink signed for itself
+(:mod:`fedstruct.fl.flower.control`). The SuperLink's ServerApp writes ``metrics.json``,
+plots, the model and the per-round checkpoint into that folder, inside the folder the
+SuperLink keeps runs in (:func:`~fedstruct.deployment.contract.results_folder`); this
+module polls the run's status until it ends, then fetches the folder's files back into
+the run's own folder over the same signed channel
+(:func:`~fedstruct.deployment.results.fetch`) and reads the results there, wherever the
+submitter is. The SuperLink keeps its copy: ``fedstruct flower fetch RUN --out DIR``
+brings it back later (:func:`fetch_run`).
 """
 
 from __future__ import annotations
@@ -22,13 +28,17 @@ from rich.status import Status
 
 from fedstruct import __version__, errors
 from fedstruct.deployment.contract import ERROR_FILE, RUN_CONFIG_DEFAULTS
-from fedstruct.errors import DeploymentError, FedstructError
+from fedstruct.deployment.results import Fetched, fetch, mirror_progress, new_name, record_fetched
+from fedstruct.errors import ConfigError, DeploymentError, FedstructError
+from fedstruct.files import parse_json, read_text
+from fedstruct.fl.checkpoint import write_atomically
 from fedstruct.fl.flower.cluster import ControlKeyRefused, DeploymentOptions, Link
-from fedstruct.fl.flower.control import run_status, start_run
+from fedstruct.fl.flower.control import pull_results, run_status, start_run
 from fedstruct.runs.control import RunControl
+from fedstruct.runs.folder import read_record, write_record
 from fedstruct.runs.outcome import RunOutcome
 
-__all__ = ["run_app", "submit", "write_app"]
+__all__ = ["fetch_back", "fetch_run", "run_app", "submit", "write_app"]
 
 
 def _toml(value: Any) -> str:
@@ -93,29 +103,33 @@ def submit(
         SuperNode hosting a partition that does not exist.
     """
     out = out.resolve()
+    config, results = _results_folder(out, options, resume=control.resume)
     values: dict[str, str | int | float | bool] = {
         "method": name,
         "settings": json.dumps(settings, sort_keys=True),
-        "out": str(out),
+        "config": json.dumps(config, sort_keys=True),
+        "out": results,
         "resume": control.resume,
         "stop-after": control.stop_after or 0,
         "min-nodes": options.min_nodes,
         "join-timeout": options.join_timeout,
         "reply-timeout": options.reply_timeout,
     }
-    run_app(name, out, values, options, control.progress)
+    run_app(name, out, results, values, options, control.progress)
     return _read_outcome(out)
 
 
 def run_app(
     name: str,
     out: Path,
+    results: str,
     values: dict[str, str | int | float | bool],
     options: DeploymentOptions,
     progress: bool,
 ) -> None:
-    """Submit fedstruct's app with the run config ``values`` (results folder ``out``)
-    and wait until it has completed (``name``: what it runs, in messages).
+    """Submit fedstruct's app with the run config ``values``, wait until it has ended
+    (``name``: what it runs, in messages), and fetch its folder ``results`` on the
+    SuperLink back into ``out`` (its lock held by the caller).
 
     Raises
     ------
@@ -132,7 +146,18 @@ def run_app(
         highlight=False,
         soft_wrap=True,
     )
-    status, details = _wait(run_id, link, options.key, name, out, progress)
+    write_record(out, "running", flower_run=int(run_id), results=results)
+    status, details = _wait(run_id, link, options.key, name, out, results, progress)
+    try:
+        fetch_back(link, options.key, results, out, flower_run=int(run_id))
+    except DeploymentError as exc:
+        if status == "finished:completed" or isinstance(exc, ControlKeyRefused):
+            raise DeploymentError(
+                f"run {run_id} finished on the SuperLink, but its results could not be "
+                f"fetched ({exc}); fetch them with 'fedstruct flower fetch {run_id} --out "
+                f"{out}' and the same --superlink, --root-certificates and --control-key"
+            ) from None
+        # a run that failed before writing its folder: its error is Flower's details
     if status == "finished:completed":
         return
     error = out / ERROR_FILE
@@ -147,8 +172,137 @@ def run_app(
     raise DeploymentError(f"run {run_id} ended {status}: {first}")
 
 
+def _results_folder(
+    out: Path, options: DeploymentOptions, *, resume: bool
+) -> tuple[dict[str, Any], str]:
+    """The run's ``config.json`` and the name of its results folder on the SuperLink:
+    a new name for a new run (written into ``config.json``), the recorded one for a
+    resumed run.
+
+    Raises
+    ------
+    ConfigError
+        For a resumed run whose ``config.json`` names no results folder (submitted by a
+        fedstruct that wrote the results on the SuperLink's machine only).
+    """
+    path = out / "config.json"
+    config = parse_json(read_text(path, "config.json"), str(path))
+    deployment = config.setdefault("deployment", {})
+    if resume:
+        if not options.results:
+            raise ConfigError(
+                f"--resume {out}: its config.json names no results folder on the SuperLink "
+                "(the run was submitted by an older fedstruct); resume it with that "
+                "fedstruct, or start the run again"
+            )
+        return config, options.results
+    deployment["results"] = new_name(out)
+    write_atomically(path, (json.dumps(config, indent=2) + "\n").encode())
+    return config, deployment["results"]
+
+
+def fetch_back(link: Link, key: Path | None, results: str, out: Path, **details: Any) -> Fetched:
+    """Fetch the files of the run in results folder ``results`` on the SuperLink into
+    the run's own folder ``out`` (its lock held by the caller; its ``config.json`` and
+    the entries its ``run.json`` keeps are left alone), and record there the run's
+    status and details as the SuperLink's record says, with ``details``.
+
+    Raises
+    ------
+    DeploymentError
+        As :func:`~fedstruct.deployment.results.fetch`.
+    """
+    record = read_record(out) or {}
+    fetched = fetch(
+        lambda request: pull_results(link, key, request),
+        results,
+        out,
+        skip={"config.json"},
+        kept=record.get("kept", []),
+    )
+    record_fetched(out, fetched.record, results=results, **details)
+    return fetched
+
+
+def fetch_run(
+    run_id: int, out: Path, options: DeploymentOptions, *, overwrite: bool = False
+) -> Fetched:
+    """``fedstruct flower fetch RUN --out DIR``: bring the results of run ``run_id``
+    from the SuperLink into ``out``, a whole run's folder there (``--resume``, ``show``
+    and ``predict`` work on it): the folder of the run itself (the one that submitted
+    it, or an earlier fetch of it) is brought up to date, any other must be new or
+    empty, or hold another run and ``overwrite`` (its files only are replaced). Its
+    ``config.json`` names the SuperLink, CA and control key of ``options``, so that
+    ``--resume`` submits from here.
+
+    Raises
+    ------
+    DeploymentError
+        One line: an unknown run, a run still going, the SuperLink's refusal.
+    ConfigError
+        ``out`` holds another run (without ``overwrite``) or files of no run.
+    """
+    from fedstruct.fl.flower.control import run_results_folder
+    from fedstruct.runs.folder import folder_lock, prepare_out
+
+    link = options.link()
+    status, results, _ = run_results_folder(link, options.key, run_id)
+    if not status.startswith("finished"):
+        raise DeploymentError(
+            f"run {run_id} is {status or 'pending'} on the SuperLink; fetch it once it has ended"
+        )
+    out = out.resolve()
+    with folder_lock(out):
+        record = read_record(out)
+        if record is not None and _is_of(out, record, results):  # the run's own folder
+            kept = list(record["kept"])
+        else:
+            kept = prepare_out(out, overwrite=overwrite)
+            write_record(out, "running", kept=kept, results=results, flower_run=run_id)
+        path = out / "config.json"
+        ours = path.is_file()  # the submitter's, or an earlier fetch's: kept as it is
+        fetched = fetch(
+            lambda request: pull_results(link, options.key, request),
+            results,
+            out,
+            skip={"config.json"} if ours else (),
+            kept=kept,
+        )
+        config = (
+            None
+            if ours or not path.is_file()
+            else parse_json(read_text(path, "config.json"), str(path))
+        )
+        if isinstance(config, dict):
+            config["deployment"] = {
+                **config.get("deployment", {}),
+                "superlink": options.superlink,
+                "root_certificates": options.root_certificates,
+                "control_key": options.control_key,
+                "results": results,
+            }
+            write_atomically(path, (json.dumps(config, indent=2) + "\n").encode())
+        record_fetched(out, fetched.record, results=results, flower_run=run_id)
+        return fetched
+
+
+def _is_of(out: Path, record: dict[str, Any], results: str) -> bool:
+    """Whether the run recorded in ``out`` is the one whose folder on the SuperLink is
+    ``results`` (its ``run.json`` or its ``config.json`` says so)."""
+    if record.get("results") == results:
+        return True
+    try:
+        config = parse_json(read_text(out / "config.json", "config.json"), "config.json")
+    except ConfigError:
+        return False
+    deployment = config.get("deployment") if isinstance(config, dict) else None
+    return isinstance(deployment, dict) and deployment.get("results") == results
+
+
 #: How Flower's run status details begin when the ServerApp raised.
 _SERVERAPP_FAILED = "ServerApp failed with exception: "
+#: The longest wait between two looks at a run's status (the first comes sooner).
+_STATUS_POLL = 1.0
 
 
 def _wait(
@@ -157,11 +311,15 @@ def _wait(
     key: Path | None,
     name: str,
     out: Path,
+    results: str,
     progress: bool,
 ) -> tuple[str, str]:
-    """Poll the run's status until it has finished; return ``(status, details)``."""
+    """Poll the run's status until it has finished; return ``(status, details)``. While
+    it runs, its progress on the SuperLink is mirrored into ``out`` (at most every
+    :data:`_STATUS_POLL` seconds), for ``fedstruct status DIR`` and ``--track``."""
     view = Status(f"run {run_id} submitted", console=Console(stderr=True)) if progress else None
     started = time.monotonic()
+    wait = 0.1
     if view is not None:
         view.start()
     try:
@@ -172,21 +330,37 @@ def _wait(
                 raise
             except DeploymentError:
                 raise DeploymentError(
-                    f"lost the SuperLink at {link.address} during run {run_id}; the checkpoint "
-                    f"in {out} holds the finished rounds: resume with "
-                    f"'fedstruct run {name} --resume {out}'"
+                    f"lost the SuperLink at {link.address} during run {run_id}; its checkpoint "
+                    "in the run's results folder on the SuperLink holds the finished rounds: "
+                    f"resume with 'fedstruct run {name} --resume {out}'"
                 ) from None
             if status.startswith("finished"):
                 return status, details
+            where = _mirror(link, key, results, out) if status == "running" else ""
             if view is not None:
                 elapsed = time.monotonic() - started
                 view.update(
-                    f"run {run_id} on {link.address}: {status or 'pending'} ({elapsed:.0f} s)"
+                    f"run {run_id} on {link.address}: {status or 'pending'}{where} "
+                    f"({elapsed:.0f} s)"
                 )
-            time.sleep(1.0)
+            time.sleep(wait)
+            wait = min(_STATUS_POLL, wait * 1.5)
     finally:
         if view is not None:
             view.stop()
+
+
+def _mirror(link: Link, key: Path | None, results: str, out: Path) -> str:
+    """Mirror the run's progress into ``out``; the round it is at (``", round 2 of
+    5"``), or ``""`` when the SuperLink has none to give yet."""
+    from fedstruct.runs.progress import read_progress
+
+    try:
+        mirror_progress(lambda request: pull_results(link, key, request), results, out)
+        progress = read_progress(out)
+    except (DeploymentError, ConfigError):  # no folder or round yet: the next look
+        return ""
+    return f", round {progress['round']} of {progress['rounds']}" if progress else ""
 
 
 def _read_outcome(out: Path) -> RunOutcome:

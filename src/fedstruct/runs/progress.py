@@ -37,7 +37,9 @@ __all__ = [
     "PROGRESS_FORMAT",
     "ProgressFile",
     "RunProgress",
+    "check_progress",
     "numeric_values",
+    "progress_of",
     "read_progress",
     "run_progress",
 ]
@@ -116,6 +118,17 @@ def read_progress(out: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     progress = parse_json(read_text(path, PROGRESS_FILE, limit=_LIMIT), str(path))
+    return check_progress(progress, str(path))
+
+
+def check_progress(progress: Any, where: str) -> dict[str, Any]:
+    """``progress`` (parsed JSON, from ``where``) if it is a progress file's content.
+
+    Raises
+    ------
+    ConfigError
+        If it is not a progress file of this fedstruct.
+    """
     numbers = ("round", "rounds", "bytes_down", "bytes_up", "timed_rounds")
     if (
         not isinstance(progress, dict)
@@ -124,7 +137,7 @@ def read_progress(out: Path) -> dict[str, Any] | None:
         or not isinstance(progress.get("metrics"), dict)
     ):
         raise ConfigError(
-            f"{path} is not a progress file of this fedstruct; it is rewritten after the "
+            f"{where} is not a progress file of this fedstruct; it is rewritten after the "
             "run's next round"
         )
     return progress
@@ -222,9 +235,7 @@ def run_progress(out: Path, now: float | None = None) -> RunProgress:
         began = _lock_since(out) or progress.get("started")
         if isinstance(began, (int, float)):
             elapsed = max((time.time() if now is None else now) - float(began), 0.0)
-        if progress.get("timed_rounds"):
-            mean = float(progress["seconds_in_rounds"]) / progress["timed_rounds"]
-            remaining = 0.0 if progress["done"] else mean * max(rounds - done, 0)
+        remaining = _remaining(progress, rounds, done)
     else:
         if isinstance(record.get("seconds"), (int, float)):
             elapsed = float(record["seconds"])
@@ -249,6 +260,49 @@ def run_progress(out: Path, now: float | None = None) -> RunProgress:
         metrics={k: v for k, v in metrics.items() if not _non_finite(v)},
         error=str(record.get("error", "")) if state == "failed" else "",
     )
+
+
+def progress_of(
+    folder: Path, method: str, state: str, progress: Mapping[str, Any], now: float | None = None
+) -> RunProgress:
+    """Where a run stands from its progress file's content alone (a deployed run's, as
+    the SuperLink gives it: :func:`~fedstruct.deployment.results.pull_progress`), in
+    ``state`` (as :func:`run_progress`'s) as its server says."""
+    done, rounds = int(progress["round"]), int(progress["rounds"])
+    started, updated = progress.get("started"), progress.get("updated")
+    clock = time.time() if now is None else now
+    elapsed = remaining = None
+    if isinstance(started, (int, float)):
+        end = clock if state == "running" else updated
+        elapsed = max(float(end) - float(started), 0.0) if isinstance(end, (int, float)) else None
+    if state == "running":
+        remaining = _remaining(progress, rounds, done)
+    elif state == "finished":
+        remaining = 0.0
+    metrics = numeric_values(progress.get("metrics", {}))
+    return RunProgress(
+        folder=folder,
+        method=method,
+        state=state,
+        round=done,
+        rounds=rounds,
+        asked=tuple(str(site) for site in progress.get("asked", ())),
+        answered=tuple(str(site) for site in progress.get("answered", ())),
+        bytes_down=int(progress["bytes_down"]),
+        bytes_up=int(progress["bytes_up"]),
+        elapsed=elapsed,
+        remaining=remaining,
+        metrics={k: v for k, v in metrics.items() if not _non_finite(v)},
+    )
+
+
+def _remaining(progress: Mapping[str, Any], rounds: int, done: int) -> float | None:
+    """Seconds left: the mean time of the rounds timed so far times the rounds left
+    (``None`` before a round has been timed)."""
+    if not progress.get("timed_rounds"):
+        return None
+    mean = float(progress["seconds_in_rounds"]) / progress["timed_rounds"]
+    return 0.0 if progress["done"] else mean * max(rounds - done, 0)
 
 
 def _lock_since(out: Path) -> float | None:

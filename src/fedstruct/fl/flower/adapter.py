@@ -7,10 +7,18 @@ that API does not offer it takes from Flower's internals, and only through this 
 - the **guards** (:mod:`~fedstruct.fl.flower.guard`) install fedstruct's checks in
   Flower's SuperLink and SuperNode processes: they replace the SuperLink's loader of its
   Control-API authentication plugin (:func:`replace_control_authn_plugin`), wrap its
-  Control-API handlers (:func:`control_handlers`, :func:`wrap_start_run`) and wrap the
-  SuperNode's pull of a message (:func:`wrap_message_pull`, :func:`store_error_reply`).
+  Control-API handlers (:func:`control_handlers`, :func:`wrap_start_run`), add a call
+  of fedstruct's own to its Control API (:func:`add_control_route`: a run's results
+  for whoever submitted it, :func:`call_control_route` on the caller's side) and wrap
+  the SuperNode's pull of a message (:func:`wrap_message_pull`,
+  :func:`store_error_reply`).
   Flower offers no hook for either (docs/deploy.md, "Flower internals fedstruct relies
   on", proposes two);
+- a SuperNode's **warm workers** (:mod:`~fedstruct.fl.flower.dispatch`,
+  :mod:`~fedstruct.fl.flower.worker`): the node's Runtime API client
+  (:func:`runtime_client`), the acquisition of a ClientApp task
+  (:func:`acquire_clientapp_task`) and the answer to one, as ``flwr-clientapp`` gives
+  it, in a process that answers many (:func:`answer_clientapp_task`);
 - **Control API calls** made in this process, each signed for itself
   (:mod:`~fedstruct.fl.flower.control`): the ``flwr`` CLI's HTTP client
   (:func:`control_client`), its app bundler (:func:`app_bundle`) and the requests
@@ -62,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCESS_TOKEN_KEY",
     "CHECKED_FLOWER",
+    "CLIENTAPP_ISOLATION",
     "FLOWER_POLL_WAIT",
     "INVALID_APP_CODE",
     "LOST_REPLY_CODES",
@@ -75,17 +84,23 @@ __all__ = [
     "ControlHttpClient",
     "FlowerError",
     "FlowerSymbol",
+    "acquire_clientapp_task",
+    "add_control_route",
+    "answer_clientapp_task",
     "app_bundle",
+    "call_control_route",
     "control_client",
     "control_handlers",
     "flower_error_reason",
     "flower_version",
     "list_runs_request",
+    "protobuf_media_type",
     "register_node_request",
     "replace_control_authn_plugin",
     "require_checked_flower",
     "run_superlink",
     "run_supernode",
+    "runtime_client",
     "start_ray_backend",
     "start_run_request",
     "store_error_reply",
@@ -156,9 +171,11 @@ require_checked_flower()
 try:
     from flwr.common.constant import (
         ACCESS_TOKEN_KEY,
+        ISOLATION_MODE_PROCESS,
         NOOP_ACCOUNT_NAME,
         NOOP_FLWR_AID,
         ErrorCode,
+        SubStatus,
     )
 except ImportError as missing:  # a broken install of a known series
     raise DeploymentError(
@@ -243,9 +260,11 @@ SYMBOLS: tuple[FlowerSymbol, ...] = (
             "REPLY_MESSAGE_UNAVAILABLE",
             "CLIENT_APP_CRASHED",
             "INVALID_FAB",
+            "CLIENT_APP_RAISED_EXCEPTION",
         ),
-        "the codes of an error reply Flower made in a node's stead (a dropout), and the "
-        "'invalid FAB' error a guarded SuperNode answers a foreign app's message with",
+        "the codes of an error reply Flower made in a node's stead (a dropout), the "
+        "'invalid FAB' error a guarded SuperNode answers a foreign app's message with, and "
+        "the error a warm worker answers with when its ClientApp raised",
     ),
     # the SuperLink's guard: Control-API authentication
     FlowerSymbol(
@@ -319,6 +338,26 @@ SYMBOLS: tuple[FlowerSymbol, ...] = (
         ("request", "account"),
         "the handler that accepts a run: wrapped to refuse any app but fedstruct's",
     ),
+    FlowerSymbol(
+        "flwr.superlink.extensions",
+        "configure_app",
+        ("app",),
+        "hook: called by the SuperLink on its HTTP app once Flower's routes are in; "
+        "wrapped to add fedstruct's results call to the Control API (add_control_route)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.protobuf.constants",
+        "PROTOBUF_MEDIA_TYPE",
+        why="the media type of a protobuf answer on the Control API (add_control_route)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.protobuf.client",
+        "ProtobufClient._unary_unary",
+        ("path", "rpc_method", "request", "response_type"),
+        "sends one protobuf request to a Control API path, through the client's "
+        "interceptors (fedstruct's signature among them), and reads the protobuf answer "
+        "(call_control_route)",
+    ),
     # the SuperNode's guard
     FlowerSymbol(
         _NODE,
@@ -332,6 +371,102 @@ SYMBOLS: tuple[FlowerSymbol, ...] = (
         "_insert_message",
         ("msg", "state", "store"),
         "stores the node's error reply to a message of a refused app (store_error_reply)",
+    ),
+    # the SuperNode's warm workers (dispatch.py, worker.py)
+    FlowerSymbol(
+        "flwr.common.constant",
+        "ISOLATION_MODE_PROCESS",
+        why="'flower-supernode --isolation process': the node starts no flower-superexec; "
+        "fedstruct's dispatcher hands its ClientApp tasks to warm workers",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.runtime",
+        "RuntimeHttpClient",
+        (
+            "from_server_address",
+            "AcquireTask",
+            "SendTaskHeartbeat",
+            "PullTaskInput",
+            "PullMessages",
+            "PushMessages",
+            "PushTaskOutput",
+            "close",
+        ),
+        "the SuperNode's Runtime API client, as flower-superexec and flwr-clientapp use it "
+        "(runtime_client)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.runtime",
+        "RuntimeHttpClient.from_server_address",
+        ("server_address", "insecure", "root_certificates", "interceptors", "retry_invoker"),
+        "connects to the node's Runtime API on its own machine (runtime_client)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.interceptors",
+        "RuntimeTokenHttpInterceptor",
+        ("token",),
+        "sends a task's token with each Runtime API call of that task (runtime_client)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.retry",
+        "make_simple_http_retry_invoker",
+        why="retries a task's Runtime API calls as flwr-clientapp does (runtime_client)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "AcquireTaskRequest",
+        ("supported_task_types",),
+        "asks the node for a ClientApp task to run (acquire_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "AcquireTaskResponse",
+        ("task", "token"),
+        "a task (its run id) and the token that gives its input (acquire_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.constant",
+        "TaskType",
+        ("CLIENT_APP",),
+        "the kind of task a warm worker answers (acquire_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.heartbeat",
+        "HeartbeatSender",
+        ("heartbeat_fn", "start", "stop", "is_running"),
+        "keeps a task alive at the node while it is answered (answer_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.heartbeat",
+        "make_task_heartbeat_fn_http",
+        ("client",),
+        "the task's heartbeat over the Runtime API (answer_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supernode.runtime.run_clientapp",
+        "pull_task_input",
+        ("client",),
+        "a task's message, context, run and app bundle, as flwr-clientapp pulls them "
+        "(answer_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supernode.runtime.run_clientapp",
+        "push_message",
+        ("client", "message", "context"),
+        "sends a task's reply to the node (answer_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supernode.runtime.run_clientapp",
+        "push_task_output",
+        ("client", "context", "sub_status", "details"),
+        "ends a task with its context (the node's state for the run) and status "
+        "(answer_clientapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.common.constant",
+        "SubStatus",
+        ("COMPLETED", "FAILED"),
+        "how a task ended (answer_clientapp_task)",
     ),
     FlowerSymbol(
         "flwr.superlink.cli",
@@ -500,6 +635,35 @@ def control_handlers() -> ModuleType:
     return importlib.import_module(_HANDLERS)
 
 
+def add_control_route(path: str, endpoint: Callable[..., Any]) -> None:
+    """Make the SuperLink started later in this process (:func:`run_superlink`) answer
+    ``POST path`` (under ``/v1/control/``) with ``endpoint``, a FastAPI endpoint taking
+    the ``starlette`` request.
+
+    Wraps ``flwr.superlink.extensions.configure_app``, which the SuperLink calls (by
+    module attribute) on its HTTP app once Flower's own routes are in. A path under
+    ``/v1/control/`` is authenticated like every Control API call before ``endpoint``
+    runs (Flower's ``ControlAuthenticationMiddleware`` sets ``request.state.account``;
+    a refused token never reaches it), and a ``FlowerError`` it raises is answered as
+    Flower answers a refused call (contract tests).
+    """
+    extensions: Any = importlib.import_module("flwr.superlink.extensions")
+    configure = extensions.configure_app
+
+    def configure_with_fedstruct_route(app: Any) -> None:
+        configure(app)
+        app.add_api_route(path, endpoint, methods=["POST"], include_in_schema=False)
+
+    extensions.configure_app = configure_with_fedstruct_route
+
+
+def protobuf_media_type() -> str:
+    """The media type of a protobuf answer on Flower's Control API."""
+    from flwr.supercore.protobuf.constants import PROTOBUF_MEDIA_TYPE
+
+    return PROTOBUF_MEDIA_TYPE
+
+
 def wrap_start_run(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Replace the Control API's ``start_run(request, account, ...)`` handler (which
     accepts a run: ``request`` is a ``StartRunRequest``) with ``wrap(start_run)``."""
@@ -563,6 +727,124 @@ def run_supernode() -> None:
     flower_supernode()
 
 
+# ------------------------------------------------ the SuperNode's warm workers
+#: The ``flower-supernode --isolation`` mode in which the node starts no
+#: ``flower-superexec``: another process acquires its ClientApp tasks (fedstruct's
+#: dispatcher, :mod:`fedstruct.fl.flower.dispatch`).
+CLIENTAPP_ISOLATION: str = ISOLATION_MODE_PROCESS
+
+
+def runtime_client(address: str, component: str, token: str | None = None) -> Any:
+    """Flower's client of a SuperNode's Runtime API (``flwr.supercore.runtime.
+    RuntimeHttpClient``) at ``address`` (plain HTTP on the node's own machine, as
+    ``fedstruct flower supernode`` serves it), sending ``component`` as its Flower
+    component (the node checks its version) and, for a task, the task's ``token``
+    with every call, whose calls are then retried as ``flwr-clientapp`` retries them.
+    """
+    from flwr.supercore.interceptors import (
+        RuntimeTokenHttpInterceptor,
+        RuntimeVersionHttpInterceptor,
+    )
+    from flwr.supercore.retry import make_simple_http_retry_invoker
+    from flwr.supercore.runtime import RuntimeHttpClient
+
+    interceptors: list[Any] = [RuntimeVersionHttpInterceptor(component_name=component)]
+    if token is not None:
+        interceptors.append(RuntimeTokenHttpInterceptor(token))
+    return RuntimeHttpClient.from_server_address(
+        server_address=address,
+        insecure=True,
+        root_certificates=None,
+        interceptors=interceptors,
+        retry_invoker=None if token is None else make_simple_http_retry_invoker(),
+    )
+
+
+def load_clientapp_runtime() -> None:
+    """Import what :func:`answer_clientapp_task` uses of Flower, so that a worker's
+    first task does not wait for it."""
+    for module in (
+        "flwr.supercore.interceptors",
+        "flwr.supercore.retry",
+        "flwr.supercore.runtime",
+        "flwr.supercore.heartbeat",
+        "flwr.supernode.runtime.run_clientapp",
+    ):
+        importlib.import_module(module)
+
+
+def acquire_clientapp_task(client: Any) -> tuple[str, int] | None:
+    """The token and run id of a ClientApp task the node behind ``client``
+    (:func:`runtime_client`) has for this caller, or ``None`` if it has none: what
+    ``flower-superexec`` asks before it starts a ``flwr-clientapp`` process."""
+    from flwr.proto.runtime_pb2 import AcquireTaskRequest
+    from flwr.supercore.constant import TaskType
+
+    answer = client.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
+    if not answer.HasField("task") or not answer.token:
+        return None
+    return str(answer.token), int(answer.task.run_id)
+
+
+def answer_clientapp_task(
+    address: str,
+    token: str,
+    app: Callable[[Any, Any], Any],
+    check: Callable[[bytes], str | None],
+) -> None:
+    """Answer the ClientApp task of ``token`` at the SuperNode's Runtime API at
+    ``address`` as ``flwr-clientapp`` answers it
+    (``flwr.supernode.runtime.run_clientapp.run_clientapp``), in this process, which
+    may answer many: keep the task alive (heartbeat), pull its message, context and
+    app bundle, reply with ``app(message, context)``, push the reply and the context
+    (the node's state for the run) with the task's status.
+
+    Unlike ``flwr-clientapp`` it neither installs the bundle nor loads an app from it:
+    ``app`` is the caller's, and a bundle for which ``check(bundle bytes)`` gives a
+    reason is answered with Flower's "invalid FAB" error and that reason. An exception
+    of ``app`` is answered with Flower's ClientApp error, as ``flwr-clientapp``
+    answers it, and the task fails; this function raises only what ``KeyboardInterrupt``
+    and the like raise.
+    """
+    from flwr.app import Error, Message
+    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
+    from flwr.supernode.runtime.run_clientapp import (
+        pull_task_input,
+        push_message,
+        push_task_output,
+    )
+
+    client = runtime_client(address, "flwr-clientapp", token)
+    heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
+    context, reply = None, None
+    status, details = SubStatus.FAILED, "ClientApp task failed due to unknown reason"
+    try:
+        heartbeat.start()
+        message, context, _, fab = pull_task_input(client)
+        reason = check(bytes(fab.content))
+        if reason is not None:
+            reply = Message(Error(INVALID_APP_CODE, reason), reply_to=message)
+            details = reason
+        else:
+            try:
+                reply = app(message, context)
+                status, details = SubStatus.COMPLETED, ""
+            except Exception as exc:  # answered as flwr-clientapp answers it
+                details = f"{type(exc)}:<'{exc}'>"
+                code = ErrorCode.CLIENT_APP_RAISED_EXCEPTION
+                reply = Message(Error(code, details), reply_to=message)
+        try:
+            push_message(client, reply, context)
+        except Exception as exc:
+            status, details = SubStatus.FAILED, f"the reply was not pushed: {exc}"
+            raise
+    finally:
+        push_task_output(client=client, context=context, sub_status=status, details=details)
+        if heartbeat.is_running:
+            heartbeat.stop()
+        client.close()
+
+
 # ---------------------------------------------------------- Control API calls
 def control_client(
     address: str,
@@ -594,6 +876,18 @@ def control_client(
             RuntimeVersionHttpInterceptor(component_name="flwr CLI"),
             *interceptors,
         ],
+    )
+
+
+def call_control_route(client: ControlHttpClient, path: str, request: Any, answer: type) -> Any:
+    """Send ``request`` (a protobuf message) to the Control API's ``path`` through
+    ``client`` (:func:`control_client`: its interceptors sign it) and read the answer
+    as an ``answer`` message (``flwr.supercore.protobuf.client.ProtobufClient.
+    _unary_unary``, which every call of the client makes). A refusal raises
+    ``httpx.HTTPStatusError`` with Flower's error in its body, as for Flower's calls."""
+    rpc_method = f"/fedstruct.Control/{path.rstrip('/').rpartition('/')[2]}"
+    return client._unary_unary(
+        path=path, rpc_method=rpc_method, request=request, response_type=answer
     )
 
 

@@ -5,9 +5,11 @@
   ``--disable-runtime-dependency-installation`` (no package downloads at run time).
 - A **SuperNode** (``flower-supernode``) hosts one partition (``partition-id`` in its
   node config) or one site's own file (``data``, ``site``) and has a runtime port of
-  its own (several may share a machine).
-- Both start ``flower-superexec`` by name, so the environment puts this Python's
-  ``bin`` directory first on ``PATH``.
+  its own (several may share a machine). It runs with ``--isolation process``: its
+  guard hands every ClientApp task to one warm worker per run
+  (:mod:`fedstruct.fl.flower.dispatch`) instead of a process per message.
+- The SuperLink starts ``flower-superexec`` by name (for its ServerApps), so the
+  environment puts this Python's ``bin`` directory first on ``PATH``.
 - Both daemons run under fedstruct's guards (:func:`guarded`,
   :mod:`fedstruct.fl.flower.guard`): the SuperLink answers its Control API only to
   holders of a control key, and both run fedstruct's app only.
@@ -65,9 +67,19 @@ def default_home() -> Path:
     return Path(os.environ.get("FLWR_HOME", Path.home() / ".fedstruct" / "flower"))
 
 
+#: Flower's environment variable: seconds between a SuperExec's looks for a task (on the
+#: SuperLink: a submitted run's ServerApp to start).
+SUPEREXEC_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
+#: Its value unless the environment gives one (Flower's own: 1 s).
+SUPEREXEC_POLL = "0.25"
+
+
 def flower_env(home: Path) -> dict[str, str]:
-    """The environment for Flower processes: private home, no telemetry, our ``bin`` on PATH."""
+    """The environment for Flower processes: private home, no telemetry, our ``bin`` on
+    PATH, a submitted run started within :data:`SUPEREXEC_POLL` seconds (unless the
+    environment sets :data:`SUPEREXEC_POLL_ENV`)."""
     env = dict(os.environ)
+    env.setdefault(SUPEREXEC_POLL_ENV, SUPEREXEC_POLL)
     env["FLWR_HOME"] = str(home)
     env["FLWR_TELEMETRY_ENABLED"] = "0"
     env["FLWR_DISABLE_UPDATE_CHECK"] = "1"
@@ -149,6 +161,10 @@ class DeploymentOptions:
         Private control key that signs every call to the SuperLink's Control API
         (``None``: unsigned calls, which a SuperLink with ``--control-keys`` refuses).
         ``config.json`` keeps its path (never the key), so ``--resume`` signs too.
+    results
+        The name of the run's results folder in the SuperLink's runs folder, chosen
+        when the run is first submitted (``None`` until then), so that ``--resume``
+        continues it there.
     """
 
     superlink: str = DEFAULT_SUPERLINK
@@ -158,6 +174,7 @@ class DeploymentOptions:
     reply_timeout: float = 600.0
     home: str | None = None
     control_key: str | None = None
+    results: str | None = None
 
     def link(self) -> Link:
         """The SuperLink to talk to (checks the address and the certificate file)."""
@@ -269,6 +286,8 @@ def supernode_command(
         "127.0.0.1",
         "--port",
         str(check_port(port, "--port")),
+        "--isolation",
+        "process",  # its ClientApp tasks go to warm workers (fl.flower.dispatch)
         "--node-config",
         " ".join(f"{k}={_node_config_value(v)}" for k, v in config.items()),
     ]

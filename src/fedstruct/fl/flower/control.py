@@ -1,8 +1,10 @@
 """Calls to a SuperLink's Control API, made in this process and signed one by one.
 
-fedstruct submits runs, registers SuperNodes and asks a run's status with Flower's own
-protobuf-over-HTTP client (the one its ``flwr`` CLI uses, taken through
-:mod:`~fedstruct.fl.flower.adapter`), not through the CLI: each
+fedstruct submits runs, registers SuperNodes, asks a run's status and fetches a run's
+results (:func:`pull_results`, a call of fedstruct's own on the SuperLink: see
+:mod:`fedstruct.deployment.results`) with Flower's own protobuf-over-HTTP client (the
+one its ``flwr`` CLI uses, taken through :mod:`~fedstruct.fl.flower.adapter`), not
+through the CLI: each
 request is signed for itself just before it is sent (:class:`SignedCalls`), with a
 token bound to that call and its arguments
 (:func:`~fedstruct.fl.flower.credentials.call_binding`) and a fresh nonce, which the
@@ -34,9 +36,12 @@ if TYPE_CHECKING:
     from fedstruct.fl.flower.adapter import ControlHttpClient
 
 __all__ = [
+    "RESULTS_PATH",
     "SignedCalls",
     "control_client",
+    "pull_results",
     "register_node",
+    "run_results_folder",
     "run_status",
     "start_run",
     "tls_problem",
@@ -44,6 +49,9 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+#: The Control API path of fedstruct's results call (the SuperLink's guard serves it).
+RESULTS_PATH = "/v1/control/fedstruct-results"
 
 #: How Flower reports a Control API call refused for want of authentication.
 _AUTH_FAILED = ("Authentication failed", "Not authenticated", "401 Unauthorized")
@@ -185,23 +193,93 @@ def unregister_node(link: Link, key: Path | None, node_id: int) -> None:
     _call(link, key, "unregister a node", lambda client: client.UnregisterNode(request))
 
 
+def _run(link: Link, key: Path | None, run_id: int) -> Any:
+    """What the SuperLink knows of run ``run_id`` (Flower's ``Run`` message).
+
+    Raises
+    ------
+    DeploymentError
+        As :func:`_call`; for a run the SuperLink does not know, one line saying so.
+    """
+    from fedstruct.fl.flower.adapter import list_runs_request
+
+    request = list_runs_request(run_id)
+    unknown = DeploymentError(
+        f"the SuperLink at {link.address} knows no run {run_id}; give the run id "
+        "'fedstruct run' printed (flower_run in its folder's run.json)"
+    )
+    try:
+        answer = _call(link, key, "tell a run's status", lambda client: client.ListRuns(request))
+    except ControlKeyRefused:
+        raise
+    except DeploymentError as exc:
+        if "not found" in str(exc).lower():
+            raise unknown from None
+        raise
+    if int(run_id) not in answer.run_dict:
+        raise unknown
+    return answer.run_dict[int(run_id)]
+
+
 def run_status(link: Link, key: Path | None, run_id: int) -> tuple[str, str]:
     """Run ``run_id``'s status (``"running"``, ``"finished:completed"``...) and details.
 
     Raises
     ------
     DeploymentError
-        As :func:`_call`.
+        As :func:`_run`.
     """
-    from fedstruct.fl.flower.adapter import list_runs_request
-
-    request = list_runs_request(run_id)
-    answer = _call(link, key, "tell a run's status", lambda client: client.ListRuns(request))
-    if int(run_id) not in answer.run_dict:
-        raise DeploymentError(f"the SuperLink at {link.address} knows no run {run_id}")
-    status = answer.run_dict[int(run_id)].status
+    status = _run(link, key, run_id).status
     text = f"{status.status}:{status.sub_status}" if status.sub_status else status.status
     return text, status.details
+
+
+def run_results_folder(link: Link, key: Path | None, run_id: int) -> tuple[str, str, str]:
+    """Run ``run_id``'s status (as :func:`run_status`), the results folder its run
+    config names (``out``: a name in the SuperLink's runs folder) and its method.
+
+    Raises
+    ------
+    DeploymentError
+        As :func:`_run`, or for a run that is not fedstruct's (no results folder).
+    """
+    run = _run(link, key, run_id)
+    status = run.status
+    text = f"{status.status}:{status.sub_status}" if status.sub_status else status.status
+    folder, method = (_config_string(run.override_config, name) for name in ("out", "method"))
+    if not folder:
+        raise DeploymentError(f"run {run_id} names no results folder: it is not a fedstruct run")
+    return text, folder, method
+
+
+def _config_string(config: Any, name: str) -> str:
+    """The string ``name`` of a Flower run config (``""`` if it has none)."""
+    value = config.get(name)
+    return value.string if value is not None and value.WhichOneof("scalar") == "string" else ""
+
+
+def pull_results(link: Link, key: Path | None, request: str) -> bytes:
+    """The SuperLink's answer to a results request (JSON: see
+    :mod:`fedstruct.deployment.results`), a signed call of its own.
+
+    Raises
+    ------
+    DeploymentError
+        As :func:`_call` (the SuperLink's one-line refusal, e.g. no such folder).
+    """
+    from google.protobuf.wrappers_pb2 import BytesValue, StringValue  # type: ignore[import-untyped]
+
+    from fedstruct.fl.flower.adapter import call_control_route
+
+    answer = _call(
+        link,
+        key,
+        "fetch a run's results",
+        lambda client: call_control_route(
+            client, RESULTS_PATH, StringValue(value=request), BytesValue
+        ),
+    )
+    return bytes(answer.value)
 
 
 def tls_problem(link: Link, timeout: float = 30.0) -> str | None:

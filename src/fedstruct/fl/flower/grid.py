@@ -48,6 +48,11 @@ __all__ = ["HELLO", "MESSAGE_TYPE", "FlowerGrid", "ask_every_node"]
 
 #: The Flower message type of every fedstruct message (our kind travels in the config).
 MESSAGE_TYPE = "query.fedstruct"
+#: Seconds before the first look for an exchange's answers; each later wait is
+#: :data:`_BACKOFF` times the one before, up to the grid's ``poll_interval``: a quick
+#: answer is read at once, a slow one costs a few polls.
+_FIRST_WAIT = 0.01
+_BACKOFF = 1.5
 
 
 class FlowerGrid(Grid):
@@ -68,7 +73,7 @@ class FlowerGrid(Grid):
     reply_timeout
         Seconds to wait for the answers of one exchange; later answers are lost.
     poll_interval
-        Seconds between polls for answers.
+        The longest wait between polls for answers (the first comes sooner).
     max_in_flight
         At most this many messages of an exchange at the SuperLink at once (module
         docstring); ``None``: all at once (a deployment, whose nodes compute in parallel).
@@ -183,6 +188,7 @@ class FlowerGrid(Grid):
         answers: dict[int, Message] = {}
         deadline = time.monotonic() + timeout
         last_check = time.monotonic()
+        wait = min(self.poll_interval, _FIRST_WAIT)
         while (pending or unsent) and time.monotonic() < deadline:
             self._raise_if_stopped()
             room = len(unsent) if self.max_in_flight is None else self.max_in_flight - len(pending)
@@ -203,7 +209,8 @@ class FlowerGrid(Grid):
                 unsent = [(fid, msg) for fid, msg in unsent if fid in live]
                 last_check = time.monotonic()
             if pending:
-                time.sleep(self.poll_interval)
+                time.sleep(wait)
+                wait = min(self.poll_interval, wait * _BACKOFF)
         self._raise_if_stopped()  # answers missing because of the interrupt are not dropouts
         return answers
 

@@ -24,13 +24,25 @@ flower-superlink ARGS``), which adds, in the same process and before Flower star
   app (:func:`app_problem`): a bundle holding nothing but its ``pyproject.toml``,
   whose components are :mod:`fedstruct.deployment.app`'s and which asks for
   no package; apps stored on, or fetched from, Flower Hub are refused.
+- **SuperLink, results**: one call of fedstruct's own joins the Control API,
+  :data:`RESULTS_PATH` (:func:`results_endpoint`): a run's results folder, a list of
+  its files then each file in chunks, for whoever submitted it; it is authenticated
+  and bound to its arguments like every other call, and answered by
+  :data:`FEDSTRUCT_RESULTS` (docs/deploy.md, "Results back to the submitter").
 - **SuperNode**: before a run's first message is handed to any app process, the
   node checks the run's app the same way and answers every message of a foreign app
   with Flower's "invalid FAB" error instead of running it.
 
-A guarded SuperNode also takes the seconds between its polls of the SuperLink from
-:data:`POLL_INTERVAL_ENV` (Flower's own wait, 3 s, when unset): a loopback cluster polls
-faster, so its rounds do not wait out the interval (:mod:`fedstruct.fl.flower.loopback`).
+A guarded SuperNode started with ``--isolation process`` answers its messages with warm
+workers, one per run (:mod:`fedstruct.fl.flower.dispatch`, at the Runtime API its
+``--host`` and ``--port`` give; :func:`runtime_address`): each message it pulls is
+handed to the dispatcher at once and its answer awaited before Flower's loop looks for
+it. Every guarded SuperNode polls the SuperLink again :data:`FASTEST_POLL` seconds
+after a message, then 1.5 times as long after each empty poll, at most
+:data:`ACTIVE_POLL` seconds apart for :data:`ACTIVE_SECONDS` after a message (a run's
+next message is picked up within that), then up to the seconds
+:data:`POLL_INTERVAL_ENV` gives (Flower's own wait, 3 s, when unset): an idle node
+asks no more often than Flower's would.
 
 The guards wrap Flower functions (the Control API's handlers, ``start_run``
 among them, and the SuperNode's ``_pull_and_store_message``) and replace its
@@ -54,7 +66,7 @@ from dataclasses import dataclass
 from logging import ERROR, WARNING
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flwr.common import log
 
@@ -70,6 +82,7 @@ from fedstruct.fl.flower.adapter import (
     ControlAuthnPlugin,
     FlowerError,
 )
+from fedstruct.fl.flower.control import RESULTS_PATH
 from fedstruct.fl.flower.credentials import (
     TOKEN_LIFETIME,
     ControlClaims,
@@ -79,18 +92,29 @@ from fedstruct.fl.flower.credentials import (
     verify_control_token,
 )
 
+if TYPE_CHECKING:
+    from fedstruct.fl.flower.dispatch import Dispatcher
+
 __all__ = [
+    "ACTIVE_POLL",
+    "ACTIVE_SECONDS",
     "CONTROL_KEYS_ENV",
+    "FASTEST_POLL",
     "FEDSTRUCT_COMPONENTS",
+    "FEDSTRUCT_RESULTS",
     "POLL_INTERVAL_ENV",
+    "RESULTS_PATH",
     "BoundAccount",
     "ControlKeyAuthn",
     "app_problem",
     "bind_control_handlers",
     "guard_superlink",
     "guard_supernode",
+    "load_component",
     "main",
     "poll_interval",
+    "results_endpoint",
+    "runtime_address",
 ]
 
 #: Environment variable naming the SuperLink's file of control public keys.
@@ -99,12 +123,23 @@ CONTROL_KEYS_ENV = "FEDSTRUCT_CONTROL_KEYS"
 POLL_INTERVAL_ENV = "FEDSTRUCT_SUPERNODE_POLL_INTERVAL"
 #: Flower's own wait after a poll that brought no message.
 _FLOWER_POLL_INTERVAL = adapter.FLOWER_POLL_WAIT
+#: Seconds a guarded SuperNode waits before its first poll after a message.
+FASTEST_POLL = 0.05
+#: How much longer each wait after an empty poll is than the one before.
+_POLL_BACKOFF = 1.5
+#: The longest wait while a run is going: within :data:`ACTIVE_SECONDS` of a message.
+ACTIVE_POLL = 0.25
+ACTIVE_SECONDS = 10.0
 #: The components of the only app a guarded SuperLink or SuperNode runs.
 FEDSTRUCT_COMPONENTS = {
     "serverapp": "fedstruct.deployment.app:server_app",
     "clientapp": "fedstruct.deployment.app:client_app",
 }
 _APP_FILES = {"pyproject.toml", ".info/CONTENT"}
+#: What answers fedstruct's results call (:data:`RESULTS_PATH`) on the SuperLink:
+#: ``answer(request JSON) -> bytes``, raising a FedstructError to refuse (named as the
+#: app's components are: it lives in a layer above this one).
+FEDSTRUCT_RESULTS = "fedstruct.deployment.results:answer"
 
 
 def _log(level: int, text: str) -> None:
@@ -282,12 +317,72 @@ def _checked_start_run(start_run: Callable[..., Any]) -> Callable[..., Any]:
     return start_run_of_fedstruct_app
 
 
+def results_endpoint(answer: Callable[[str], bytes], bound: bool) -> Callable[..., Any]:
+    """The SuperLink's endpoint of :data:`RESULTS_PATH`: its request is a protobuf
+    ``StringValue`` (fedstruct's JSON request), its answer a ``BytesValue`` holding
+    ``answer(request)``. With ``bound`` (a SuperLink with control keys) it answers only
+    a :class:`BoundAccount` whose token was made for this very request, as
+    :func:`bind_control_handlers` makes Flower's handlers do; Flower authenticated the
+    call before (:func:`~fedstruct.fl.flower.adapter.add_control_route`). A
+    FedstructError of ``answer`` is refused with its one line."""
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+    from google.protobuf.wrappers_pb2 import BytesValue, StringValue  # type: ignore[import-untyped]
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from fedstruct.errors import FedstructError
+
+    media = adapter.protobuf_media_type()
+
+    async def fedstruct_results(request: Request) -> Response:
+        try:
+            asked = StringValue.FromString(await request.body())
+        except DecodeError:
+            raise FlowerError(
+                ApiErrorCode.FORBIDDEN_ACTION,
+                "not a fedstruct results request",
+                public_details="not a fedstruct results request",
+            ) from None
+        account = getattr(request.state, "account", None)
+        if bound and (
+            not isinstance(account, BoundAccount) or account.binding != call_binding(asked)
+        ):
+            _log(WARNING, f"refused a Control API call (fedstruct results): {WRONG_CALL}")
+            raise FlowerError(
+                ApiErrorCode.NO_PERMISSIONS,
+                WRONG_CALL,
+                public_details=f"{WRONG_CALL}; sign each call for itself",
+            )
+        try:
+            data = await run_in_threadpool(answer, asked.value)
+        except FedstructError as refused:
+            raise FlowerError(
+                ApiErrorCode.FORBIDDEN_ACTION, str(refused), public_details=str(refused)
+            ) from None
+        return Response(BytesValue(value=data).SerializeToString(), media_type=media)
+
+    # FastAPI reads the annotations: the classes themselves, not this module's strings
+    fedstruct_results.__annotations__ = {"request": Request, "return": Response}
+    return fedstruct_results
+
+
+def load_component(reference: str) -> Any:
+    """The object ``module:name`` names (one of fedstruct's components), imported."""
+    import importlib
+
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def guard_superlink(control_keys: Path | None) -> None:
     """Install the SuperLink's guards in this process (module docstring)."""
     if control_keys is not None:
         adapter.replace_control_authn_plugin(ControlKeyAuthn(load_control_keys(control_keys)))
         bind_control_handlers(adapter.control_handlers())
     adapter.wrap_start_run(_checked_start_run)
+    answer = load_component(FEDSTRUCT_RESULTS)
+    adapter.add_control_route(RESULTS_PATH, results_endpoint(answer, control_keys is not None))
 
 
 # ------------------------------------------------------------- the SuperNode
@@ -325,16 +420,40 @@ def _checked_pull(pull: Callable[..., Any]) -> Callable[..., Any]:
     return pull_for_fedstruct_app_only
 
 
-def _polled_every(pull: Callable[..., Any], interval: float) -> Callable[..., Any]:
-    """``pull`` retried every ``interval`` seconds until it brings a message: Flower's
-    loop then never reaches its own 3 s wait."""
+def _polled_soon(pull: Callable[..., Any], slowest: float) -> Callable[..., Any]:
+    """``pull`` retried until it brings a message, :data:`FASTEST_POLL` seconds after
+    the last message, each wait :data:`_POLL_BACKOFF` times the one before, at most
+    :data:`ACTIVE_POLL` within :data:`ACTIVE_SECONDS` of the last message (the run's
+    next message: its round's other nodes may answer later than this one), then at
+    most ``slowest``: Flower's loop then never reaches its own 3 s wait."""
+    wait, last = FASTEST_POLL, time.monotonic()
 
-    def pull_every_interval(**kwargs: Any) -> Any:
+    def pull_soon_after_a_message(**kwargs: Any) -> Any:
+        nonlocal wait, last
         while (run_id := pull(**kwargs)) is None:
-            time.sleep(interval)
+            time.sleep(wait)
+            active = time.monotonic() - last < ACTIVE_SECONDS
+            wait = min(ACTIVE_POLL if active else slowest, slowest, wait * _POLL_BACKOFF)
+        wait, last = FASTEST_POLL, time.monotonic()
         return run_id
 
-    return pull_every_interval
+    return pull_soon_after_a_message
+
+
+def _answered_by(pull: Callable[..., Any], dispatcher: Dispatcher) -> Callable[..., Any]:
+    """Flower's ``pull``, which stores a message and makes a task of it, followed by the
+    task's answer: the dispatcher is woken at once, and Flower's loop, which polls the
+    node's state for the answer every half second, finds it there."""
+
+    def pull_and_answer(**kwargs: Any) -> Any:
+        since = dispatcher.answered
+        run_id = pull(**kwargs)
+        if run_id is not None:  # a task was made (a refused app raised before)
+            dispatcher.task_created()
+            dispatcher.wait(since)
+        return run_id
+
+    return pull_and_answer
 
 
 def poll_interval(environ: Mapping[str, str]) -> float | None:
@@ -362,13 +481,33 @@ def poll_interval(environ: Mapping[str, str]) -> float | None:
     return value
 
 
-def guard_supernode(interval: float | None = None) -> None:
+def runtime_address(argv: Sequence[str]) -> str | None:
+    """The Runtime API (``host:port``) of the SuperNode whose ``flower-supernode``
+    arguments are ``argv``, if it runs with ``--isolation process`` (its ClientApp tasks
+    then go to fedstruct's warm workers); ``None`` otherwise."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--isolation")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port")
+    known, _ = parser.parse_known_args(list(argv))
+    if known.isolation != adapter.CLIENTAPP_ISOLATION or not known.port:
+        return None
+    host = f"[{known.host}]" if ":" in known.host else known.host
+    return f"{host}:{known.port}"
+
+
+def guard_supernode(interval: float | None = None, dispatcher: Dispatcher | None = None) -> None:
     """Install the SuperNode's guard in this process (module docstring); ``interval``:
-    seconds between polls of the SuperLink (``None``: Flower's own)."""
+    the longest wait between polls of the SuperLink (``None``: Flower's 3 s);
+    ``dispatcher``: the one that hands the node's tasks to warm workers (``None``:
+    Flower starts a process per message)."""
 
     def guarded(pull: Callable[..., Any]) -> Callable[..., Any]:
-        checked = _checked_pull(pull)
-        return checked if interval is None else _polled_every(checked, interval)
+        answered = pull if dispatcher is None else _answered_by(pull, dispatcher)
+        checked = _checked_pull(answered)
+        return _polled_soon(checked, _FLOWER_POLL_INTERVAL if interval is None else interval)
 
     adapter.wrap_message_pull(guarded)
 
@@ -391,7 +530,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             interval = poll_interval(os.environ)
         except ConfigError as exc:
             sys.exit(f"error: {exc}")
-        guard_supernode(interval)
+        runtime = runtime_address(args[1:])
+        dispatcher = None
+        if runtime is not None:
+            from fedstruct.fl.flower.dispatch import Dispatcher
+
+            dispatcher = Dispatcher(runtime).start()
+        guard_supernode(interval, dispatcher)
         adapter.run_supernode()
 
 

@@ -29,10 +29,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from fedstruct.fl.flower.cluster import SUPEREXEC_POLL_ENV
 from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
-
-#: Flower's environment variable for a SuperExec's seconds between task polls.
-SUPEREXEC_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
 
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
 
