@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from fedstruct.cli import app
 from fedstruct.errors import ConfigError
+from fedstruct.graphs.graph import Graph
 from fedstruct.methods.fcm import FCMRun
 from fedstruct.methods.fcm import concept_metrics as cm
 from fedstruct.methods.fcm.interventions import effect_sums, intervention_counts, level_order
 from fedstruct.methods.fcm.model import ConceptModel, ModelSpec, module_key
-from fedstruct.graphs.graph import Graph
 
 runner = CliRunner()
 
@@ -213,6 +213,27 @@ def test_a_small_federation_reports_the_concept_metrics_per_round_and_final(tmp_
     assert metrics["intervention_auc"] == pytest.approx(np.mean(points))
     assert all("val_intervention_auc" in h and "val_cace_mean" in h for h in history)
     assert [("cas" in h) for h in history] == [False, True, False, True]  # every 2 rounds
+    shown = runner.invoke(app, ["show", str(tmp_path / "cbm")])
+    assert shown.exit_code == 0 and "concept metrics" in shown.output
+    assert "intervention_auc" in shown.output and "cas" in shown.output
     opaque, opaque_history = _run(tmp_path, "opaque", "--model", "opaque")
     assert "cas" in opaque and "cace_mean" not in opaque and "intervention_auc" not in opaque
     assert not any("val_intervention_auc" in h for h in opaque_history)
+
+
+@pytest.mark.slow
+def test_the_interventions_recipe_draws_one_curve_per_policy(tmp_path, monkeypatch):
+    from fedstruct.methods.fcm import recipes
+    from fedstruct.methods.fcm.config import INTERVENTION_POLICIES
+    from fedstruct.runs.recipes import run_recipe
+
+    tiny = {"samples": 1200, "rounds": 3, "max_epochs": 3, "clients": 4, "initial_clients": 2,
+            "arrival_round": 2, "clients_per_round": 3, "autoencoder_epochs": 3,
+            "metric_rows": 100, "concept_metrics_every": 0}  # fmt: skip
+    monkeypatch.setattr(recipes, "QUICK", tiny)
+    run_recipe("fcm-interventions", quick=True, out=tmp_path)
+    rows = {r["name"]: r for r in json.loads((tmp_path / "results.json").read_text())}
+    for policy in INTERVENTION_POLICIES:
+        assert recipes.policy_label("asia", "c2bm", policy) in rows
+        assert np.isfinite(rows[recipes.policy_label("asia", "c2bm", policy)]["intervention_auc"])
+    assert (tmp_path / "policies_asia_c2bm.png").stat().st_size > 10_000

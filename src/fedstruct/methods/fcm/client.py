@@ -42,12 +42,12 @@ __all__ = [
     "EFFECT",
     "EVALUATE",
     "FRAME",
+    "ORDER",
     "STATISTICS",
     "SUMS",
     "TRAIN",
     "VOTE",
     "FCMClient",
-    "ORDER",
     "LocalConceptData",
     "evaluate_entries",
     "input_columns",
@@ -418,7 +418,7 @@ def intervention_sums(
     concepts = list(spec.concepts)
     curve = intervention_counts(model, x, truth, concepts, policy, order, seed)
     out = {f"{CURVE}{t}": float(c) for t, c in enumerate(curve.correct)}
-    for j, (c, sums) in enumerate(effect_sums(model, x, concepts).items()):
+    for j, sums in enumerate(effect_sums(model, x, concepts).values()):
         for (s, y), value in np.ndenumerate(sums):
             out[f"{EFFECT}{j}:{s}:{y}"] = float(value)
     return out

@@ -58,8 +58,8 @@ __all__ = [
     "indicator_targets",
     "intervention_auc",
     "k_medoids",
-    "niche_impurity_score",
     "niche_helper",
+    "niche_impurity_score",
     "oracle_impurity_score",
     "purity_helper",
     "purity_matrices",
@@ -96,7 +96,9 @@ def k_medoids(points: NDArray[np.floating], k: int, max_iter: int = 300) -> NDAr
             members = np.flatnonzero(labels == c)
             if not len(members):
                 continue
-            costs = distances[np.ix_(members, members)].sum(axis=1)
+            # distances *to* each member (column sums): scikit-learn's distances are
+            # symmetric only up to rounding, and on near-ties this side decides
+            costs = distances[np.ix_(members, members)].sum(axis=0)
             best = int(np.argmin(costs))
             current = costs[int(np.argmax(members == medoids[c]))]
             if costs[best] < current:
@@ -167,14 +169,17 @@ def _proba(
     helper: Any, inputs: NDArray, labels: NDArray, train: NDArray, test: NDArray, k: int
 ) -> NDArray[np.floating]:
     """The helper's state probabilities for the test rows, ``(n_test, k)`` (a state
-    absent from the training rows gets 0)."""
+    absent from the training rows gets 0; a row the helper cannot score, e.g. a
+    constant representation with no variance, gets a uniform one: it informs nothing)."""
     helper.fit(inputs[train], labels[train])
     out = np.zeros((len(test), k))
     classes = np.asarray(helper.classes_, dtype=int)
     if len(classes) == 1:
         out[:, classes[0]] = 1.0
     else:
-        out[:, classes] = helper.predict_proba(inputs[test])
+        with np.errstate(all="ignore"):
+            out[:, classes] = helper.predict_proba(inputs[test])
+    out[~np.isfinite(out).all(axis=1)] = 1.0 / k
     return out
 
 

@@ -28,6 +28,7 @@ from fedstruct.methods.fcm.train import label_matrix
 
 __all__ = [
     "REPRESENTATION_METRICS",
+    "SUMMARY_METRICS",
     "accuracy_metrics",
     "concept_quality",
     "concept_representations",
@@ -185,6 +186,15 @@ def intervention_curve(
 #: The metrics of :func:`concept_quality` that read the concepts' representations of
 #: rows together (clustering, helper classifiers): never a sum over rows.
 REPRESENTATION_METRICS = ("cas", "ois", "nis")
+#: The concept metrics ``fedstruct show`` lists for a run (the final model's; on a
+#: user's files, the kept round's federated ones).
+SUMMARY_METRICS = (
+    *REPRESENTATION_METRICS,
+    "cace_mean",
+    "intervention_auc",
+    "val_cace_mean",
+    "val_intervention_auc",
+)
 
 
 def concept_representations(model: ConceptModel, x: np.ndarray) -> dict[str, np.ndarray]:
