@@ -141,6 +141,18 @@ def _load_cem(cem_src: Path, name: str):
     return module
 
 
+def _our_metrics():
+    """fedstruct's concept_metrics.py loaded by path (it needs only numpy and
+    scikit-learn), to run it under the benchmark environment's numpy."""
+    if not hasattr(np, "trapezoid"):  # numpy < 2
+        np.trapezoid = np.trapz  # noqa: NPY201  (numpy 1 has only this name)
+    path = Path(__file__).parents[1] / "src/fedstruct/methods/fcm/concept_metrics.py"
+    spec = importlib.util.spec_from_file_location("fedstruct_concept_metrics", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def check(out: Path, cem_src: Path | None) -> None:
     """Step 2: the references on the saved arrays, against fedstruct's values."""
     arrays = np.load(out / "predictions.npz")
@@ -158,6 +170,12 @@ def check(out: Path, cem_src: Path | None) -> None:
                 ref = cas.concept_alignment_score(reps, labels, labels[:, 0], 5,
                                                   progress_bar=False)[0]  # fmt: skip
             rows.append((f"{name} CAS", "cem", ours[name]["cas"], ref))
+            # fedstruct's k-medoids under this environment's numpy: np.argpartition
+            # breaks ties among equally central points differently in numpy 1 and 2
+            here = _our_metrics().concept_alignment_score(
+                [reps[:, j] for j in range(reps.shape[1])], labels
+            )
+            rows.append((f"{name} CAS, fedstruct under numpy {np.__version__}", "cem", here, ref))
             # cem has no rule for a concept with one state in the test split (a NaN
             # AUC): give it the concepts fedstruct keeps (finite columns)
             purity, oracle_m = arrays[f"{name}_purity"], arrays[f"{name}_oracle"]
