@@ -95,8 +95,22 @@ def show(
     for line in _mark_legend(learned.edges()):
         out_console.print(line, highlight=False)
     _print_knowledge(folder, learned.names)
+    if model.method == "fcm":
+        _print_concept_metrics(folder)
     draw_graph(learned, path, title=title, weights=weights or None)
     out_console.print(f"picture: [bold]{path}[/]")
+
+
+def _print_concept_metrics(folder: Path) -> None:
+    """An F-CMs run's concept metrics (CAS, OIS, NIS, CaCE, intervention AUC), when
+    its metrics.json has them (docs/fcm.md, "Concept metrics")."""
+    from fedstruct.methods.fcm.evaluate import SUMMARY_METRICS
+    from fedstruct.results.use import run_summary
+
+    metrics = run_summary(folder).metrics
+    shown = {k: metrics[k] for k in SUMMARY_METRICS if k in metrics}
+    if shown:
+        metrics_table("fcm: concept metrics", shown, folder)
 
 
 def _check_picture(path: Path, overwrite: bool, folder: Path) -> None:

@@ -25,6 +25,7 @@ from fedstruct.fl.message import config_entries
 from fedstruct.fl.secagg.planes import PLANES, plane_names, planes
 from fedstruct.graphs.combine import vote_terms
 from fedstruct.methods.fcm.config import FCMConfig
+from fedstruct.methods.fcm.interventions import effect_sums, intervention_counts
 from fedstruct.methods.fcm.model import ENCODER, ConceptModel, ModelSpec, module_key, node_of
 from fedstruct.methods.fcm.train import (
     PrivateSGD,
@@ -36,17 +37,22 @@ from fedstruct.methods.fcm.train import (
 from fedstruct.privacy.dp import PrivacyLedger
 
 __all__ = [
+    "CURVE",
     "DESCRIBE",
+    "EFFECT",
     "EVALUATE",
     "FRAME",
+    "ORDER",
     "STATISTICS",
     "SUMS",
     "TRAIN",
     "VOTE",
     "FCMClient",
     "LocalConceptData",
+    "evaluate_entries",
     "input_columns",
     "input_frame",
+    "intervention_sums",
 ]
 
 DESCRIBE = "fcm.describe"
@@ -345,16 +351,23 @@ class FCMClient(Client):
         """Restore the DP ledger."""
         self.ledger = PrivacyLedger(state.get("ledger", ()))
 
-    @handles(EVALUATE, max_entries=8, summable=True)
+    @handles(EVALUATE, max_entries=lambda c, m: evaluate_entries(m), summable=True)
     def evaluate(self, msg: Message) -> Message:
         """Eq. (2) and task-loss sums, and correct task and concept predictions, on the
-        held-out rows."""
+        held-out rows; with a concept model, the sums of its intervention curve and of
+        CaCE's terms there (:func:`intervention_sums`)."""
+        spec, model = self._model(msg)
         n = len(self.local.x_val)
+        sums = intervention_sums(
+            model, self.local.x_val.to(self.device), label_matrix(self.local.labels_val, spec),
+            [str(v) for v in msg.config.get(ORDER, [])],  # type: ignore[union-attr]
+            self.config.intervention_policy, self.rng(msg, stream=1),
+        )  # fmt: skip
         if n == 0:
             return Message(EVALUATE, metrics={"n": 0, "loss_sum": 0.0, "task_loss_sum": 0.0,
                                               "n_task": 0, "task_correct": 0.0,
-                                              "concept_correct": 0.0, "n_concept": 0})  # fmt: skip
-        spec, model = self._model(msg)
+                                              "concept_correct": 0.0, "n_concept": 0,
+                                              **sums})  # fmt: skip
         truth = label_matrix(self.local.labels_val, spec)
         x, truth = self.local.x_val.to(self.device), truth.to(self.device)
         losses = validation_losses(model, x, truth, self.config.concept_weight)
@@ -369,8 +382,46 @@ class FCMClient(Client):
                 "task_correct": losses["task_correct"],
                 "concept_correct": losses["concept_correct"],
                 "n_concept": losses["concept_known"],
+                **sums,
             },
         )
+
+
+#: A config key of EVALUATE: the concepts in the ``graph_level`` order (the server's
+#: aggregated graph's levels).
+ORDER = "order"
+#: Prefixes of EVALUATE's metrics: ``curve:<t>`` rows whose task state is right after
+#: ``t`` interventions; ``effect:<j>:<s>:<y>`` the sum of ``p(Y = y | do(C_j = s))``
+#: over the rows (``j``: the concept's index in the spec).
+CURVE, EFFECT = "curve:", "effect:"
+
+
+def evaluate_entries(msg: Message) -> int:
+    """The bound of an EVALUATE reply: eight sums, the curve's points and CaCE's terms
+    for the broadcast spec."""
+    spec = ModelSpec.from_json(str(msg.config["spec"]))
+    k_task = spec.cardinalities[spec.task]
+    terms = sum(spec.cardinalities[c] * k_task for c in spec.concepts)
+    return 8 + len(spec.concepts) + 1 + terms
+
+
+def intervention_sums(
+    model: ConceptModel, x: torch.Tensor, truth: torch.Tensor, order, policy: str, seed
+) -> dict[str, float]:
+    """A client's summable terms of the intervention curve (``policy``, on its rows
+    with a task label, intervening only where it has the concept's label) and of
+    CaCE (every row), over every concept of the model; none for the opaque model,
+    whose task reads no concept."""
+    spec = model.spec
+    if spec.architecture == "opaque" or not spec.concepts:
+        return {}
+    concepts = list(spec.concepts)
+    curve = intervention_counts(model, x, truth, concepts, policy, order, seed)
+    out = {f"{CURVE}{t}": float(c) for t, c in enumerate(curve.correct)}
+    for j, sums in enumerate(effect_sums(model, x, concepts).values()):
+        for (s, y), value in np.ndenumerate(sums):
+            out[f"{EFFECT}{j}:{s}:{y}"] = float(value)
+    return out
 
 
 def _module_summands(

@@ -11,7 +11,14 @@ from fedstruct.graphs.pag import BIDIRECTED_RULES
 from fedstruct.privacy.dp import DPBudget
 from fedstruct.privacy.settings import refuse_unused
 
-__all__ = ["ARCHITECTURES", "FEDERATED_REGIMES", "GRAPH_BASED", "REGIMES", "FCMConfig"]
+__all__ = [
+    "ARCHITECTURES",
+    "FEDERATED_REGIMES",
+    "GRAPH_BASED",
+    "INTERVENTION_POLICIES",
+    "REGIMES",
+    "FCMConfig",
+]
 
 #: The concept-model instantiations (§4.3, App. C) and the opaque baseline.
 ARCHITECTURES = ("opaque", "cbm", "cem", "cgm", "c2bm")
@@ -24,6 +31,14 @@ FEDERATED_REGIMES = ("fcm", "sfcm", "sfcm-reinit")
 REGIMES = (*FEDERATED_REGIMES, "local", "central")
 #: How input columns are scaled (:attr:`FCMConfig.input_scaling`).
 INPUT_SCALINGS = ("auto", "federated", "none")
+#: The orders in which concepts are intervened on (:mod:`fedstruct.methods.fcm.interventions`).
+INTERVENTION_POLICIES = (
+    "graph_level",
+    "random",
+    "uncertainty",
+    "group_uncertainty",
+    "optimal_greedy",
+)
 #: Default concept-module width per instantiation (the reference code's configurations).
 CONCEPT_HIDDEN = {"opaque": 8, "cbm": 8, "cem": 8, "cgm": 8, "c2bm": 4}
 
@@ -115,6 +130,12 @@ class FCMConfig:
         (:func:`~fedstruct.discovery.knowledge.check_graph`). A graph the run learns
         keeps to it: a site's own FCI graph, and the server's vote (denied edges out,
         required edges in, forbidden paths cut). ``None`` (default): none.
+    intervention_policy
+        The order in which the intervention curve intervenes on concepts, one at a
+        time (:mod:`~fedstruct.methods.fcm.interventions`): ``graph_level`` (default:
+        the graph's levels, §5.2), ``random``, ``uncertainty``, ``group_uncertainty``
+        or ``optimal_greedy`` (an oracle). Every round's ``val_intervention_auc`` and
+        the run's ``intervention_auc`` follow it.
     device
         Where the clients train: ``auto`` (a CUDA GPU when torch finds one, else
         the CPU), ``cpu``, ``cuda`` or ``cuda:N`` (:mod:`fedstruct.fl.device`;
@@ -145,6 +166,7 @@ class FCMConfig:
     dp_rounds: int | None = None
     input_scaling: str = "auto"
     knowledge: str | Knowledge | None = None
+    intervention_policy: str = "graph_level"
     device: str = AUTO
 
     def __post_init__(self) -> None:
@@ -187,6 +209,7 @@ _CONSTRAINTS = {
     "graph_memory": OneOf(("all", "round")),
     "bidirected": OneOf(BIDIRECTED_RULES),
     "input_scaling": OneOf(INPUT_SCALINGS),
+    "intervention_policy": OneOf(INTERVENTION_POLICIES),
     **{
         name: Interval(int, 1)
         for name in (

@@ -137,6 +137,7 @@ class FCM(
         dp_rounds: int | None = None,
         input_scaling: str = "auto",
         knowledge: str | Knowledge | None = None,
+        intervention_policy: str = "graph_level",
         device: str = AUTO,
         secure_aggregation: bool | SecAggConfig = False,
     ) -> None:
@@ -170,6 +171,7 @@ class FCM(
         self.dp_rounds = dp_rounds
         self.input_scaling = input_scaling
         self.knowledge = knowledge
+        self.intervention_policy = intervention_policy
         self.device = device
 
     def check_params(self) -> None:
@@ -217,7 +219,8 @@ class FCM(
             knowledge = load_knowledge(self.config_.knowledge)
             check_graph(given, knowledge, f"the concept graph {graph_name(self.graph)}")
             given = dag_member(given, self.config_.bidirected)
-        return FCMServer(self.config_, self.task, self.cardinalities_, self.seed, given)
+        monitor = getattr(self, "round_monitor", None)
+        return FCMServer(self.config_, self.task, self.cardinalities_, self.seed, given, monitor)
 
     def learn(self, state: FCMState) -> None:
         """The best model (by the early-stopping criterion), graph and concept space.

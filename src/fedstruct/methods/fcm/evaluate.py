@@ -21,11 +21,17 @@ import pandas as pd
 import torch
 
 from fedstruct.graphs.graph import Graph
+from fedstruct.methods.fcm import concept_metrics as cm
+from fedstruct.methods.fcm.interventions import effect_sums, intervention_counts, level_order
 from fedstruct.methods.fcm.model import ConceptModel
 from fedstruct.methods.fcm.train import label_matrix
 
 __all__ = [
+    "REPRESENTATION_METRICS",
+    "SUMMARY_METRICS",
     "accuracy_metrics",
+    "concept_quality",
+    "concept_representations",
     "intervention_curve",
     "intervention_levels",
     "node_probabilities",
@@ -175,3 +181,91 @@ def intervention_curve(
             }
         )
     return out
+
+
+#: The metrics of :func:`concept_quality` that read the concepts' representations of
+#: rows together (clustering, helper classifiers): never a sum over rows.
+REPRESENTATION_METRICS = ("cas", "ois", "nis")
+#: The concept metrics ``fedstruct show`` lists for a run (the final model's; on a
+#: user's files, the kept round's federated ones).
+SUMMARY_METRICS = (
+    *REPRESENTATION_METRICS,
+    "cace_mean",
+    "intervention_auc",
+    "val_cace_mean",
+    "val_intervention_auc",
+)
+
+
+def concept_representations(model: ConceptModel, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Each node's representation of the rows ``x`` (what its readers read:
+    :meth:`~fedstruct.methods.fcm.model.ConceptModel.representations`), float64."""
+    model.eval()
+    with torch.no_grad():
+        reads = model.representations(torch.from_numpy(np.array(x, dtype=np.float32)))
+    return {n: r.double().numpy() for n, r in reads.items()}
+
+
+def concept_quality(
+    model: ConceptModel,
+    x: np.ndarray,
+    labels: pd.DataFrame,
+    *,
+    policy: str,
+    seed: int,
+    graph: Graph | None = None,
+    predicted: Collection[str] | None = None,
+    rows: int = 500,
+    which: Collection[str] = ("cas", "ois", "nis", "cace", "interventions"),
+) -> dict[str, float]:
+    """CAS, OIS, NIS, CaCE and the intervention curve of ``policy`` on labelled rows.
+
+    Over the concepts the model predicts (``predicted``, default all) that ``labels``
+    holds. CAS, OIS and NIS use the first ``rows`` rows of a permutation drawn from
+    ``seed`` (they cluster and fit helper classifiers: quadratic in the rows); CaCE and
+    the curve use every row. The opaque model's task reads no concept, so it has no
+    CaCE and no curve: only CAS, OIS and NIS of its concept side outputs.
+
+    Returns
+    -------
+    dict
+        ``cas``, ``ois``, ``nis``; ``cace_mean`` and ``cace_<concept>``
+        (:func:`~fedstruct.methods.fcm.concept_metrics.causal_effect`);
+        ``intervention_auc`` and ``intervention_task_accuracy_<t>`` for ``t``
+        concepts intervened on (the ``graph_level`` order follows ``graph``'s
+        levels, the true graph where it is known).
+    """
+    spec = model.spec
+    own = set(spec.nodes if predicted is None else predicted)
+    concepts = [c for c in spec.concepts if c in own and c in labels.columns]
+    out: dict[str, float] = {}
+    if not concepts:
+        return out
+    codes = labels[concepts].to_numpy(dtype=np.int64)
+    sample = np.random.default_rng(seed).permutation(len(labels))[:rows]
+    reps = concept_representations(model, np.asarray(x)[sample])
+    chosen = [reps[c] for c in concepts]
+    states = [spec.cardinalities[c] for c in concepts]
+    if "cas" in which:
+        out["cas"] = cm.concept_alignment_score(chosen, codes[sample])
+    if "ois" in which:
+        purity, oracle = cm.purity_matrices(chosen, codes[sample], states, seed)
+        out["ois"] = cm.oracle_impurity_score(purity, oracle)
+    if "nis" in which:
+        out["nis"] = cm.niche_impurity_score(chosen, codes[sample], states, seed)
+    if spec.architecture == "opaque":
+        return {k: v for k, v in out.items() if np.isfinite(v)}
+    xt = torch.from_numpy(np.array(x, dtype=np.float32))
+    if "cace" in which:
+        sums = effect_sums(model, xt, concepts)
+        effects = {c: cm.causal_effect(dict(enumerate(s / len(x)))) for c, s in sums.items()}
+        out["cace_mean"] = float(np.mean(list(effects.values())))
+        out.update({f"cace_{c}": v for c, v in effects.items()})
+    if "interventions" in which and spec.task in own and spec.task in labels.columns:
+        order = level_order(graph, spec.task, concepts) if graph is not None else concepts
+        truth = label_matrix(labels, spec)
+        curve = intervention_counts(model, xt, truth, concepts, policy, order, seed)
+        accuracies = curve.accuracies
+        out["intervention_auc"] = cm.intervention_auc(accuracies)
+        out.update({f"intervention_task_accuracy_{t}": a for t, a in enumerate(accuracies)})
+    return {k: v for k, v in out.items() if np.isfinite(v)}

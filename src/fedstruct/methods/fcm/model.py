@@ -399,6 +399,21 @@ class ConceptModel(nn.Module):
             state probabilities are replaced by its label for the nodes that read it
             (a concept intervention, §5.2). The node's own logits are unchanged.
         """
+        logits, _ = self._propagate(x, truth, intervene)
+        return [logits[n] for n in self.spec.nodes]
+
+    def representations(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """What each node passes to the modules that read it, without interventions:
+        its state probabilities (CBM, C2BM, the opaque model's side outputs, a CGM
+        node that nobody reads) or the mixture of its state embeddings under them
+        (CEM, a CGM node that is read). The concept representations of CAS, OIS and
+        NIS (:mod:`~fedstruct.methods.fcm.concept_metrics`)."""
+        return self._propagate(x, None, None)[1]
+
+    def _propagate(
+        self, x: torch.Tensor, truth: torch.Tensor | None, intervene: torch.Tensor | None
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """Every node's logits and what its readers read, in the spec's order."""
         spec = self.spec
         z = self.encoder(x)
         column = {n: i for i, n in enumerate(spec.nodes)}
@@ -417,7 +432,7 @@ class ConceptModel(nn.Module):
                     onehot = F.one_hot(truth[:, c].clamp(min=0), node.k).to(probs.dtype)
                     probs = torch.where(hit[:, None], onehot, probs)
             reads[name] = node.represent(probs, aux)
-        return [logits[n] for n in spec.nodes]
+        return logits, reads
 
     def node_parameters(self, name: str) -> list[nn.Parameter]:
         """The parameters of ``name``'s module."""

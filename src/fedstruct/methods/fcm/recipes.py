@@ -16,6 +16,7 @@ import numpy as np
 from fedstruct.drawing.plots import plot_bars, plot_curves
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.metrics import pair_disagreement
+from fedstruct.methods.fcm.config import INTERVENTION_POLICIES
 from fedstruct.methods.fcm.settings import FCMRun
 from fedstruct.methods.fcm.sources import ConceptSource
 from fedstruct.runs.compare import Comparison, compare_variants, seed_count, write_results
@@ -92,6 +93,16 @@ def _level_curves(comparison: Comparison, variant: str, prefix: str) -> list[tup
     ]
 
 
+#: Prefix of the points of a run's intervention curve under its policy.
+POLICY_CURVE = "intervention_task_accuracy_"
+
+
+def policy_label(network: str, model: str, policy: str) -> str:
+    """The variant of F-CMs under ``policy`` (``graph_level``: the regime's own run)."""
+    base = f"{network} | {model} | fcm"
+    return base if policy == "graph_level" else f"{base} | {policy}"
+
+
 def _by_level(metric: str) -> tuple[str, int]:
     """Sort key of a ``NAME_level_L`` metric: by name, then by level as a number
     (``level_2`` before ``level_10``)."""
@@ -100,7 +111,9 @@ def _by_level(metric: str) -> tuple[str, int]:
 
 
 def _interventions(quick: bool, out: Path, seeds: range) -> RecipeReport:
-    """Figures 2 and 4-6: label and task accuracy after interventions by graph level.
+    """Figures 2 and 4-6: label and task accuracy after interventions by graph level,
+    and F-CMs' task accuracy after ``t`` concepts under every intervention policy
+    (:data:`~fedstruct.methods.fcm.config.INTERVENTION_POLICIES`, one curve each).
 
     Full size: every network and every model that predicts concepts
     (:data:`CONCEPT_MODELS`; the opaque baseline has no concept to intervene on), every
@@ -123,9 +136,28 @@ def intervention_curves(
     after interventions by level (the body of ``fcm-interventions``, callable on a
     subset for runs by hand)."""
     grid = _grid(networks, models, tuple(REGIME_LABELS))
+    grid.update(
+        {
+            policy_label(n, m, p): {"network": n, "model": m, "regime": "fcm",
+                                    "intervention_policy": p}
+            for n in networks
+            for m in models
+            for p in INTERVENTION_POLICIES[1:]
+        }
+    )  # fmt: skip
     comparison = compare_variants("fcm", grid, seeds, out, common=common, progress=False)
     for n in networks:
         for m in models:
+            plot_curves(
+                {
+                    p: _level_curves(comparison, policy_label(n, m, p), POLICY_CURVE)
+                    for p in INTERVENTION_POLICIES
+                },
+                out / f"policies_{n}_{m}.png",
+                title=f"F-CMs task accuracy by intervention policy: {m} on {n}",
+                xlabel="concepts intervened on",
+                ylabel="task accuracy",
+            )
             for metric in ("label_accuracy", "task_accuracy"):
                 plot_curves(
                     {
@@ -140,7 +172,7 @@ def intervention_curves(
                     ylabel=metric.replace("_", " "),
                 )
     found = {k for runs in comparison.runs.values() for o in runs for k in o.metrics}
-    metrics = sorted((k for k in found if "_level_" in k), key=_by_level)
+    metrics = ["intervention_auc", *sorted((k for k in found if "_level_" in k), key=_by_level)]
     table = write_results(
         out, comparison.rows(metrics), metrics, f"F-CMs interventions ({seed_count(seeds)})"
     )

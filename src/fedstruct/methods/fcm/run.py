@@ -38,6 +38,8 @@ from fedstruct.methods.fcm import (
 )
 from fedstruct.methods.fcm.concepts import ConceptDataset
 from fedstruct.methods.fcm.config import FEDERATED_REGIMES
+from fedstruct.methods.fcm.evaluate import REPRESENTATION_METRICS, concept_quality
+from fedstruct.methods.fcm.model import ConceptModel, ModelSpec
 from fedstruct.methods.fcm.settings import FCMRun
 from fedstruct.methods.fcm.sources import ConceptSource, SiteConcepts
 from fedstruct.runs.contract import RunContext, RunOutcome
@@ -45,7 +47,7 @@ from fedstruct.runs.knowledge import save_knowledge
 from fedstruct.runs.settings import subset
 from fedstruct.runs.sites import aligned, warn_imputed_unobserved
 
-__all__ = ["pooled", "run_fcm", "warn_if_task_has_no_parent"]
+__all__ = ["pooled", "round_monitor", "run_fcm", "warn_if_task_has_no_parent"]
 
 
 def pooled(clients: Sequence[ClientData]) -> ClientData:
@@ -88,14 +90,41 @@ def warn_if_task_has_no_parent(model: FCM) -> None:
     )
 
 
-def _test_metrics(model, predicted, features, data: ConceptDataset, test: pd.DataFrame) -> dict:
+def _test_metrics(
+    s: FCMRun, model, predicted, features, data: ConceptDataset, test: pd.DataFrame
+) -> dict:
+    """Accuracies, the §5.2 curve by level and the concept metrics
+    (:func:`~fedstruct.methods.fcm.evaluate.concept_quality`) on the test rows."""
     x = test[list(features)].to_numpy(dtype=np.float32)
     metrics = accuracy_metrics(model, x, test, data.graph, data.cardinalities, predicted)
     for point in intervention_curve(model, x, test, data.graph, predicted):
         level = point["level"]
         metrics[f"label_accuracy_level_{level}"] = point["label_accuracy"]
         metrics[f"task_accuracy_level_{level}"] = point["task_accuracy"]
+    metrics.update(
+        concept_quality(model, x, test, policy=s.intervention_policy, seed=s.seed,
+                        graph=data.graph, predicted=predicted, rows=s.metric_rows)
+    )  # fmt: skip
     return metrics
+
+
+def round_monitor(s: FCMRun, data: ConceptDataset, test: pd.DataFrame):
+    """The server's per-round CAS, OIS and NIS on the run's test rows (every
+    ``concept_metrics_every`` rounds; the rows the run scores its final model on,
+    which no client sees): :class:`~fedstruct.methods.fcm.server.FCMServer`'s
+    ``monitor``."""
+    x = test[list(data.features)].to_numpy(dtype=np.float32)
+
+    def monitor(rnd: int, spec: ModelSpec, params) -> dict[str, float]:
+        every = s.concept_metrics_every
+        if not every or rnd % every:
+            return {}
+        model = ConceptModel(spec)
+        model.load_arrays(params)
+        return concept_quality(model, x, test, policy=s.intervention_policy, seed=s.seed,
+                               rows=s.metric_rows, which=REPRESENTATION_METRICS)  # fmt: skip
+
+    return monitor
 
 
 def _alone(s: FCMRun, source: ConceptSource) -> dict[str, float]:
@@ -110,11 +139,11 @@ def _alone(s: FCMRun, source: ConceptSource) -> dict[str, float]:
     }
     if s.regime == "central":
         fit = fit_standalone(pooled(part.clients), graph=data.graph, seed=s.seed, **common)
-        return _test_metrics(fit.model, fit.predicted, data.features, data, part.test)
+        return _test_metrics(s, fit.model, fit.predicted, data.features, data, part.test)
     rows = []
     for k, client in enumerate(part.clients):
         fit = fit_standalone(client, seed=s.seed + k, **common)
-        rows.append(_test_metrics(fit.model, fit.predicted, data.features, data, part.test))
+        rows.append(_test_metrics(s, fit.model, fit.predicted, data.features, data, part.test))
     keys = sorted(set().union(*rows))
     return {k: float(np.nanmean([r.get(k, np.nan) for r in rows])) for k in keys}
 
@@ -139,10 +168,11 @@ def _on_concepts(s: FCMRun, ctx: RunContext, model: FCM, source: ConceptSource) 
         metrics = _alone(s, source)
         metrics.update({"params_growth": 0.0, "params_changed_fraction": 0.0})
         return RunOutcome(metrics)
+    data = source.data
+    model.round_monitor = round_monitor(s, data, source.test)
     ctx.fit(model, source)
     warn_if_task_has_no_parent(model)
-    data = source.data
-    metrics = _test_metrics(model.model_, None, model.features_, data, source.test)
+    metrics = _test_metrics(s, model.model_, None, model.features_, data, source.test)
     metrics.update(model.parameter_change_)
     shared = [v for v in source.truth.names if v in set(model.graph_.names)]
     truth = source.truth.restrict(shared)
@@ -193,7 +223,14 @@ def _on_files(s: FCMRun, ctx: RunContext, model: FCM, source: SiteConcepts) -> R
     kept = next(h for h in history if h["round"] == model.best_round_) if history else {}
     metrics: dict[str, float] = {
         key: float(kept[key])
-        for key in ("val_loss", "val_task_loss", "val_task_accuracy", "val_concept_accuracy")
+        for key in (
+            "val_loss",
+            "val_task_loss",
+            "val_task_accuracy",
+            "val_concept_accuracy",
+            "val_intervention_auc",
+            "val_cace_mean",
+        )
         if key in kept and np.isfinite(kept[key])
     }
     metrics.update(

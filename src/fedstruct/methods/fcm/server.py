@@ -43,7 +43,7 @@ TRAIN and EVALUATE message; the model's input width is the encoder's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -60,17 +60,22 @@ from fedstruct.graphs.combine import StrengthVote, strength_vote, vote_from_sums
 from fedstruct.graphs.graph import Graph
 from fedstruct.graphs.projection import project_to_dag
 from fedstruct.methods.fcm.client import (
+    CURVE,
     DESCRIBE,
+    EFFECT,
     ENCODING,
     EVALUATE,
     FRAME,
+    ORDER,
     STATISTICS,
     SUMS,
     TRAIN,
     VOTE,
     input_columns,
 )
+from fedstruct.methods.fcm.concept_metrics import causal_effect, intervention_auc
 from fedstruct.methods.fcm.config import FCMConfig
+from fedstruct.methods.fcm.interventions import level_order
 from fedstruct.methods.fcm.model import ModelSpec, adapt
 
 __all__ = ["FCMServer", "FCMState", "VoteSums", "aggregate_graphs", "module_wise_average"]
@@ -230,6 +235,11 @@ class FCMServer(ServerAlgorithm[FCMState]):
     graph
         A DAG given instead of the strength vote over the clients' graphs: each
         round's graph is its restriction to the concept set and the task.
+    monitor
+        Called after each round's validation with the round, the spec and the
+        parameters; what it returns joins the round's record (the run's
+        representation metrics on the test rows the server holds, when it holds
+        some: :func:`fedstruct.methods.fcm.run.run_fcm`).
     """
 
     def __init__(
@@ -239,12 +249,15 @@ class FCMServer(ServerAlgorithm[FCMState]):
         cardinalities: Mapping[str, int],
         seed: int,
         graph: Graph | None = None,
+        monitor: Callable[[int, ModelSpec, Mapping[str, NDArray]], Mapping[str, float]]
+        | None = None,
     ) -> None:
         self.config = config
         self.task = task
         self.cardinalities = dict(cardinalities)
         self.seed = int(seed)
         self.graph = graph
+        self.monitor = monitor
         self.rounds = config.rounds
         self.knowledge = load_knowledge(config.knowledge)
 
@@ -466,7 +479,9 @@ class FCMServer(ServerAlgorithm[FCMState]):
             return state
         available = grid.available_ids()
         basis = (tuple(sorted(grid.node_name(n) for n in available)), spec.nodes)
-        config = {"round": rnd, "spec": spec.to_json()}
+        graph = state.graph if state.graph is not None else Graph.empty(spec.nodes)
+        order = level_order(graph, spec.task, spec.concepts)
+        config = {"round": rnd, "spec": spec.to_json(), ORDER: order}
         request = {
             n: Message(EVALUATE, arrays={**params, **state.encoding()}, config=config)
             for n in available
@@ -494,8 +509,11 @@ class FCMServer(ServerAlgorithm[FCMState]):
                 "concepts": len(state.concepts),
                 "edges": state.graph.n_edges if state.graph is not None else 0,
                 "params": int(sum(np.size(v) for v in params.values())),
+                **_concept_sums(spec, replies, n, n_task),
             }
         )
+        if self.monitor is not None:
+            record.update(self.monitor(rnd, spec, params))
         best_loss, best, since = state.best_loss, state.best, state.since_best
         if basis != state.basis:
             best_loss, since = float("inf"), 0
@@ -536,3 +554,33 @@ def _vote(votes: VoteSums, seed: int, knowledge: Knowledge | None) -> Graph:
         return Graph.empty(votes.names)
     vote = vote_from_sums(votes.names, votes.forward, votes.absent, votes.observed, seed=seed)
     return _project(vote, votes.names, knowledge)
+
+
+def _concept_sums(
+    spec: ModelSpec, replies: Mapping[int, Message], n: float, n_task: float
+) -> dict[str, float]:
+    """The round's ``val_intervention_auc`` (the mean task accuracy of the summed
+    intervention curve) and ``val_cace_mean`` (the mean CaCE over the concepts, from
+    the summed ``E[p(Y | do(C = s))]``) over the clients' held-out rows; none for
+    the opaque model or without rows."""
+    metrics = [r.metrics for r in replies.values()]
+    if spec.architecture == "opaque" or not spec.concepts or not metrics or not n:
+        return {}
+    out = {}
+    points = len(spec.concepts) + 1
+    if n_task:
+        curve = [sum(m.get(f"{CURVE}{t}", 0.0) for m in metrics) / n_task for t in range(points)]
+        out["val_intervention_auc"] = intervention_auc(curve)
+    k_task = spec.cardinalities[spec.task]
+    effects = []
+    for j, c in enumerate(spec.concepts):
+        means = {
+            s: np.array(
+                [sum(m.get(f"{EFFECT}{j}:{s}:{y}", 0.0) for m in metrics) for y in range(k_task)]
+            )
+            / n
+            for s in range(spec.cardinalities[c])
+        }
+        effects.append(causal_effect(means))
+    out["val_cace_mean"] = float(np.mean(effects))
+    return out

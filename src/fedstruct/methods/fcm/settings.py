@@ -89,6 +89,15 @@ class FCMRun(FederationSettings, FCMConfig):
         it has, a missing value is a missing label).
     task
         With a user's files: the task column (categorical).
+    metric_rows
+        Test rows on which CAS, OIS and NIS are computed (a permutation's first rows,
+        drawn from the seed): they cluster and fit helper classifiers, at a cost
+        quadratic in the rows.
+    concept_metrics_every
+        On the paper's protocol, CAS, OIS and NIS of the round's model enter the
+        history every this many rounds (on the test rows the run holds; 0: only the
+        final model's, in metrics.json). ``val_cace_mean`` and
+        ``val_intervention_auc`` enter it every round (from the clients' sums).
     graph
         A concept graph to build the model on instead of aggregating the clients'
         graphs (``--graph``): a graph file (graph.json, DOT, GraphML, BIF) or the
@@ -125,6 +134,8 @@ class FCMRun(FederationSettings, FCMConfig):
     inputs: tuple[str, ...] = ()
     concepts: tuple[str, ...] = ()
     task: str = ""
+    metric_rows: int = 500
+    concept_metrics_every: int = 10
     graph: str | None = None
 
     def estimator_params(self, source: ConceptSource | SiteConcepts) -> dict[str, Any]:
@@ -197,4 +208,6 @@ _CONSTRAINTS = {
     "perturbed_edges": Interval(float, 0, 1),
     "client_graphs": OneOf(CLIENT_GRAPHS),
     "max_epochs": Interval(int, 1),
+    "metric_rows": Interval(int, 20),
+    "concept_metrics_every": Interval(int, 0),
 }
