@@ -44,6 +44,46 @@ def test_k_medoids_separates_two_far_groups():
     assert len(set(labels[:5])) == 1 and len(set(labels[5:])) == 1 and labels[0] != labels[5]
 
 
+def _k_medoids_one_cluster_at_a_time(points, k):
+    """The "alternate" k-medoids as the reference writes it: a loop over the clusters,
+    each medoid moved to the member of least total distance *to* it, compared with the
+    medoid's own position in the cluster's member list (the first member when an equal,
+    earlier medoid took the medoid into its cluster)."""
+    from sklearn.metrics import pairwise_distances
+
+    distances = pairwise_distances(np.asarray(points, dtype=np.float64))
+    medoids = np.argpartition(distances.sum(axis=1), k - 1)[:k]
+    for _ in range(300):
+        before = medoids.copy()
+        labels = np.argmin(distances[medoids, :], axis=0)
+        for c in range(k):
+            members = np.flatnonzero(labels == c)
+            if not len(members):
+                continue
+            costs = distances[np.ix_(members, members)].sum(axis=0)
+            best = int(np.argmin(costs))
+            if costs[best] < costs[int(np.argmax(members == medoids[c]))]:
+                medoids[c] = members[best]
+        if np.array_equal(before, medoids):
+            break
+    return np.argmin(distances[medoids, :], axis=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_k_medoids_equals_the_cluster_by_cluster_algorithm_with_ties_and_duplicates(seed):
+    """The vectorised update gives the labels of the loop over clusters, also on the
+    exact duplicates and ties of saturated concept probabilities (a CBM's)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(30, 200))
+    if seed % 2:
+        points = rng.integers(0, 2, size=(n, 2)).astype(float)
+    else:
+        points = np.round(rng.dirichlet(np.ones(3), size=n), 1)
+    for k in np.linspace(2, n, 5).astype(int):
+        expected = _k_medoids_one_cluster_at_a_time(points, int(k))
+        assert np.array_equal(cm.k_medoids(points, int(k)), expected)
+
+
 def test_ois_from_hand_built_matrices():
     """Concept 1's representation predicts concept 0 perfectly, the oracle at chance:
     ||π - π*||_F / (m / 2) = 0.5 / 1."""

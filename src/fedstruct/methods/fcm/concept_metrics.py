@@ -88,21 +88,32 @@ def k_medoids(points: NDArray[np.floating], k: int, max_iter: int = 300) -> NDAr
     medoid's.
     """
     distances = pairwise_distances(np.asarray(points, dtype=np.float64))
+    n = len(distances)
     medoids = np.argpartition(distances.sum(axis=1), k - 1)[:k]
+    index = np.arange(n)
     for _ in range(max_iter):
         before = medoids.copy()
         labels = np.argmin(distances[medoids, :], axis=0)
-        for c in range(k):
-            members = np.flatnonzero(labels == c)
-            if not len(members):
-                continue
-            # distances *to* each member (column sums): scikit-learn's distances are
-            # symmetric only up to rounding, and on near-ties this side decides
-            costs = distances[np.ix_(members, members)].sum(axis=0)
-            best = int(np.argmin(costs))
-            current = costs[int(np.argmax(members == medoids[c]))]
-            if costs[best] < current:
-                medoids[c] = members[best]
+        # each point's total distance from the other members of its cluster, summed
+        # over the rows (distances *to* it: scikit-learn's distances are symmetric only
+        # up to rounding, and on near-ties this side decides); the zeros added for the
+        # other clusters' rows leave every sum exactly as over the members alone
+        costs = np.where(labels[:, None] == labels[None, :], distances, 0.0).sum(axis=0)
+        # in each cluster the member of smallest cost, the first of equal ones
+        order = np.lexsort((index, costs, labels))
+        first = np.ones(n, dtype=bool)
+        first[1:] = labels[order][1:] != labels[order][:-1]
+        best = order[first]
+        clusters = labels[best]
+        # the medoid's own cost; a medoid that an equal, earlier medoid took into its
+        # cluster (exact duplicates) is compared as the reference compares it: by the
+        # cost of its cluster's first member
+        head = np.full(k, n)
+        np.minimum.at(head, labels, index)
+        own = labels[medoids[clusters]] == clusters
+        current = np.where(own, costs[medoids[clusters]], costs[head[clusters]])
+        moves = costs[best] < current
+        medoids[clusters[moves]] = best[moves]
         if np.array_equal(before, medoids):
             break
     return np.argmin(distances[medoids, :], axis=0)
