@@ -78,7 +78,7 @@ def level_order(graph: Graph, task: str, concepts: Sequence[str]) -> list[str]:
     from fedstruct.methods.fcm.evaluate import intervention_levels  # it imports this
 
     inside = set(concepts)
-    order = []
+    order: list[str] = []
     if task in graph.names:
         for level in intervention_levels(graph, task):
             order.extend(c for c in concepts if c in set(level) and c in inside)
