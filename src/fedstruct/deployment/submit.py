@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.status import Status
 
 from fedstruct import __version__, errors
+from fedstruct.deployment.catalogue import CATALOGUE
 from fedstruct.deployment.contract import ERROR_FILE, RUN_CONFIG_DEFAULTS
 from fedstruct.deployment.results import Fetched, fetch, mirror_progress, new_name, record_fetched
 from fedstruct.errors import ConfigError, DeploymentError, FedstructError
@@ -329,11 +330,7 @@ def _wait(
             except ControlKeyRefused:
                 raise
             except DeploymentError:
-                raise DeploymentError(
-                    f"lost the SuperLink at {link.address} during run {run_id}; its checkpoint "
-                    "in the run's results folder on the SuperLink holds the finished rounds: "
-                    f"resume with 'fedstruct run {name} --resume {out}'"
-                ) from None
+                raise DeploymentError(_lost(link, run_id, name, out)) from None
             if status.startswith("finished"):
                 return status, details
             where = _mirror(link, key, results, out) if status == "running" else ""
@@ -348,6 +345,20 @@ def _wait(
     finally:
         if view is not None:
             view.stop()
+
+
+def _lost(link: Link, run_id: str, name: str, out: Path) -> str:
+    """What to say when the SuperLink is lost during run ``run_id`` of ``name``."""
+    if name == CATALOGUE:  # nothing to resume: it is asked again
+        return (
+            f"lost the SuperLink at {link.address} during catalogue run {run_id}; ask again "
+            f"once it is back: 'fedstruct flower catalogue --out {out} --overwrite'"
+        )
+    return (
+        f"lost the SuperLink at {link.address} during run {run_id}; its checkpoint in the "
+        "run's results folder on the SuperLink holds the finished rounds: resume with "
+        f"'fedstruct run {name} --resume {out}'"
+    )
 
 
 def _mirror(link: Link, key: Path | None, results: str, out: Path) -> str:
