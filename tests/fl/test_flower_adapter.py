@@ -366,3 +366,30 @@ def test_a_control_route_fedstruct_adds_is_authenticated_like_flowers_calls(monk
     refused = client.post(path, headers={"Authorization": "Bearer good"}, content=b"refuse")
     assert refused.status_code == 403
     assert adapter.flower_error_reason(refused.text) == "not yours"
+
+
+def test_the_superlinks_runs_folder_is_made_when_missing_and_a_file_refused(monkeypatch, tmp_path):
+    """``flower superlink --runs DIR`` (docs/deploy.md, step 3) makes ``DIR`` when it is
+    missing, and hands it to the guarded SuperLink; a file there is one line, exit 2."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from fedstruct.cli import app
+    from fedstruct.deployment.contract import RUNS_ENV
+    from fedstruct.fl.flower.loopback import free_port
+
+    started = []
+    monkeypatch.setattr(os, "execvpe", lambda *args: started.append(args))
+    monkeypatch.chdir(tmp_path)
+    common = ["flower", "superlink", "--insecure", "--port", str(free_port())]
+    common += ["--home", str(tmp_path / "home")]
+    result = CliRunner().invoke(app, [*common, "--runs", "runs/archive"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "runs" / "archive").is_dir()
+    ((_, _, env),) = started
+    assert env[RUNS_ENV] == str((tmp_path / "runs" / "archive").resolve())
+    (tmp_path / "a-file").write_text("x")
+    refused = CliRunner().invoke(app, [*common, "--runs", "a-file"])
+    assert refused.exit_code == 2
+    assert "--runs a-file is not a folder" in refused.output and len(started) == 1

@@ -88,8 +88,8 @@ def flower_superlink(
     runs: Annotated[
         Path | None,
         typer.Option(
-            help="Folder submitted runs keep their results in (default: the current "
-            "folder); a run whose --out is not inside it is refused."
+            help="Folder in which each submitted run gets a folder of its own for its "
+            "results (created if missing; default: the current folder)."
         ),
     ] = None,
     home: Home = None,
@@ -99,7 +99,7 @@ def flower_superlink(
     from fedstruct.fl.flower.credentials import load_control_keys
 
     runs = Path.cwd() if runs is None else runs
-    if not runs.is_dir():
+    if runs.exists() and not runs.is_dir():
         raise ConfigError(f"--runs {runs} is not a folder; give the folder runs keep results in")
     if certificates is None and not insecure:
         raise ConfigError("give --certificates DIR for TLS, or --insecure for loopback tests")
@@ -118,6 +118,7 @@ def flower_superlink(
     write_connection(
         home, Link(f"{local}:{port}", certificates / "ca.crt" if certificates else None)
     )
+    runs.mkdir(parents=True, exist_ok=True)
     _exec(cmd, home, control_keys, runs)
 
 
