@@ -119,10 +119,10 @@ def test_autoencoder_layouts_and_rows_change_the_inputs() -> None:
     """Every option of step 3 changes the inputs (so each is a real choice), the
     labels and split stay those of the seed."""
     base = make_concept_dataset("asia", n_samples=300, autoencoder_epochs=2)
-    for kw in (
-        {"autoencoder_input": "onehot"},
-        {"autoencoder_layout": "linear_code"},
-        {"autoencoder_rows": "train"},
+    for kw in (  # each the other value than the default's
+        {"autoencoder_input": "codes"},
+        {"autoencoder_layout": "reference"},
+        {"autoencoder_rows": "all"},
         {"autoencoder_hidden": 8},
     ):
         other = make_concept_dataset("asia", n_samples=300, autoencoder_epochs=2, **kw)

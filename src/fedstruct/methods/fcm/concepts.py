@@ -239,15 +239,15 @@ def make_concept_dataset(
     noise: float = 0.5,
     standardise_latent: bool = False,
     seed: int = 0,
-    autoencoder_epochs: int = 2000,
+    autoencoder_epochs: int = 30,
     autoencoder_patience: int = 50,
     autoencoder_hidden: int = 0,
-    autoencoder_input: str = "codes",
-    autoencoder_layout: str = "reference",
-    autoencoder_rows: str = "all",
+    autoencoder_input: str = "onehot",
+    autoencoder_layout: str = "linear_code",
+    autoencoder_rows: str = "train",
     autoencoder_task: bool = False,
     batch_size: int = 512,
-    learning_rate: float = 5e-4,
+    learning_rate: float = 1e-3,
 ) -> ConceptDataset:
     """Sample a Bayesian network and build the concept data set of F-CMs App. B.1.
 

@@ -140,12 +140,12 @@ class FCMRun(FederationSettings, FCMConfig):
     arrival_round: int = 0
     samples: int = 0
     latent_dim: int = 0
-    autoencoder_epochs: int = 2000
+    autoencoder_epochs: int = 30
     autoencoder_patience: int = 50
-    autoencoder_input: str = "codes"
-    autoencoder_layout: str = "reference"
-    autoencoder_rows: str = "all"
-    autoencoder_lr: float = 5e-4
+    autoencoder_input: str = "onehot"
+    autoencoder_layout: str = "linear_code"
+    autoencoder_rows: str = "train"
+    autoencoder_lr: float = 1e-3
     autoencoder_task: bool = False
     noise: float = 0.5
     standardise_latent: bool = False
