@@ -89,6 +89,48 @@ def test_autoencoder_inputs_one_hot_without_task() -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def test_autoencoder_inputs_codes_and_task() -> None:
+    """The reference code's "flattened" values: one column per concept, its state code;
+    the task only when asked for, last."""
+    labels = pd.DataFrame({"a": [0, 2, 1], "t": [1, 0, 1], "b": [1, 1, 0]})
+    cards = {"a": 3, "t": 2, "b": 2}
+    codes = autoencoder_inputs(labels, cards, task="t", encoding="codes")
+    np.testing.assert_array_equal(codes, np.array([[0, 1], [2, 1], [1, 0]], dtype=np.float32))
+    assert codes.dtype == np.float32
+    with_task = autoencoder_inputs(labels, cards, task="t", encoding="codes", with_task=True)
+    np.testing.assert_array_equal(with_task[:, 2], [1, 0, 1])
+    onehot = autoencoder_inputs(labels, cards, task="t", with_task=True)
+    np.testing.assert_array_equal(onehot[:, 5:], [[0, 1], [1, 0], [0, 1]])
+
+
+def test_task_in_the_autoencoder_leaks_into_the_inputs() -> None:
+    """``autoencoder_task`` (the reference code's variant) puts the task in ``x``: a
+    linear model then predicts dysp beyond what the concepts allow (0.86 on asia)."""
+    kw = {"n_samples": N, "noise": 0.0, "autoencoder_epochs": 150}
+    tr, te = slice(0, 2000), slice(2000, N)
+    for leak, low, high in ((False, 0.0, 0.9), (True, 0.95, 1.0)):
+        ds = make_concept_dataset("asia", autoencoder_task=leak, **kw)
+        y = ds.labels["dysp"].to_numpy()
+        acc = LogisticRegression(max_iter=1000).fit(ds.x[tr], y[tr]).score(ds.x[te], y[te])
+        assert low <= acc <= high, (leak, acc)
+
+
+def test_autoencoder_layouts_and_rows_change_the_inputs() -> None:
+    """Every option of step 3 changes the inputs (so each is a real choice), the
+    labels and split stay those of the seed."""
+    base = make_concept_dataset("asia", n_samples=300, autoencoder_epochs=2)
+    for kw in (  # each the other value than the default's
+        {"autoencoder_input": "codes"},
+        {"autoencoder_layout": "reference"},
+        {"autoencoder_rows": "all"},
+        {"autoencoder_hidden": 8},
+    ):
+        other = make_concept_dataset("asia", n_samples=300, autoencoder_epochs=2, **kw)
+        assert not np.allclose(other.x, base.x), kw
+        assert other.labels.equals(base.labels)
+        np.testing.assert_array_equal(other.split, base.split)
+
+
 def test_autoencoder_inputs_of_asia_leave_out_dysp(asia: ConceptDataset) -> None:
     enc = autoencoder_inputs(asia.labels, asia.cardinalities, asia.task)
     assert enc.shape == (N, 14)  # 7 binary concepts, not 8 variables
@@ -172,6 +214,11 @@ def test_dataset_errors() -> None:
         make_concept_dataset("asia", n_samples=9)
     with pytest.raises(ConfigError, match="default task"):
         make_concept_dataset("cancer")
+    for field in ("autoencoder_input", "autoencoder_layout", "autoencoder_rows"):
+        with pytest.raises(ConfigError, match=field):
+            make_concept_dataset("asia", n_samples=100, **{field: "bogus"})
+    with pytest.raises(ConfigError, match="autoencoder_patience"):
+        make_concept_dataset("asia", n_samples=100, autoencoder_patience=0)
 
 
 # ----------------------------------------------------------------- partition

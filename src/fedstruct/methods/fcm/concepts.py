@@ -27,6 +27,9 @@ from fedstruct.errors import ConfigError, DataError, UnknownVariableError
 from fedstruct.graphs.graph import Graph
 
 __all__ = [
+    "AUTOENCODER_INPUTS",
+    "AUTOENCODER_LAYOUTS",
+    "AUTOENCODER_ROWS",
     "PARTS",
     "SIZES",
     "TASKS",
@@ -68,6 +71,21 @@ MIN_SAMPLES = 10
 #: networks of at most / more than ``_SMALL_NETWORK`` nodes (App. B.1 scales it with size).
 _DEFAULT_SAMPLES = 15000
 _SMALL_NETWORK = 20
+
+#: What the autoencoder reads per concept (:func:`make_concept_dataset`): its state code
+#: as one number (the reference code) or its one-hot block.
+AUTOENCODER_INPUTS: tuple[str, ...] = ("codes", "onehot")
+
+#: Layers of the autoencoder: ``reference`` (ReLU hidden layers, the code through
+#: LeakyReLU(0.1), as the reference code) or ``linear_code`` (LeakyReLU hidden layers,
+#: a linear code).
+AUTOENCODER_LAYOUTS: tuple[str, ...] = ("reference", "linear_code")
+
+#: Rows the autoencoder is fitted on: every row (the reference code) or the train part.
+AUTOENCODER_ROWS: tuple[str, ...] = ("all", "train")
+
+#: Hidden width of the ``linear_code`` autoencoder when none is given (before issue 54).
+_LINEAR_CODE_HIDDEN = 128
 
 # Seed tags of the independent random streams, so that changing one option does not
 # reshuffle the others.
@@ -166,9 +184,15 @@ def split_counts(n: int) -> tuple[int, int, int]:
 
 
 def autoencoder_inputs(
-    labels: pd.DataFrame, cardinalities: Mapping[str, int], task: str
+    labels: pd.DataFrame,
+    cardinalities: Mapping[str, int],
+    task: str,
+    *,
+    encoding: str = "onehot",
+    with_task: bool = False,
 ) -> NDArray[np.float32]:
-    """One-hot encoding of every concept column — never the task (App. B.1).
+    """What the autoencoder of App. B.1 reads: every concept column, never the task
+    unless ``with_task``.
 
     Parameters
     ----------
@@ -177,20 +201,30 @@ def autoencoder_inputs(
     cardinalities
         Number of states of each variable.
     task
-        The task column, left out so that it cannot leak into the inputs.
+        The task column, left out (so that it cannot leak into the inputs) unless
+        ``with_task``, which puts it last.
+    encoding
+        ``"onehot"``: each variable's block is the one-hot vector of its state;
+        ``"codes"``: each variable is one column holding its state code (the reference
+        code's "flattened" concept values).
+    with_task
+        Also encode the task (what one version of the reference code does).
 
     Returns
     -------
     ndarray
-        ``(n, sum of concept cardinalities)`` ``float32``, concept blocks in column
-        order, each block the one-hot vector of that concept's state.
+        ``(n, width)`` ``float32``, one block per variable in column order (the task
+        last with ``with_task``); ``width`` is the sum of their cardinalities
+        (one-hot) or their number (codes).
     """
+    cols = [c for c in labels.columns if c != task] + ([task] if with_task else [])
     blocks = []
-    for col in labels.columns:
-        if col == task:
-            continue
-        k = int(cardinalities[col])
-        blocks.append(np.eye(k, dtype=np.float32)[labels[col].to_numpy()])
+    for col in cols:
+        codes = labels[col].to_numpy()
+        if encoding == "codes":
+            blocks.append(codes.astype(np.float32)[:, None])
+        else:
+            blocks.append(np.eye(int(cardinalities[col]), dtype=np.float32)[codes])
     if not blocks:
         return np.zeros((len(labels), 0), dtype=np.float32)
     return np.concatenate(blocks, axis=1)
@@ -206,23 +240,38 @@ def make_concept_dataset(
     standardise_latent: bool = False,
     seed: int = 0,
     autoencoder_epochs: int = 30,
-    autoencoder_hidden: int = 128,
+    autoencoder_patience: int = 50,
+    autoencoder_hidden: int = 0,
+    autoencoder_input: str = "onehot",
+    autoencoder_layout: str = "linear_code",
+    autoencoder_rows: str = "train",
+    autoencoder_task: bool = False,
     batch_size: int = 512,
     learning_rate: float = 1e-3,
 ) -> ConceptDataset:
     """Sample a Bayesian network and build the concept data set of F-CMs App. B.1.
 
-    Steps (App. B.1):
+    Steps (App. B.1; where it is silent, the reference code francescoTheSantis/F-CMs,
+    ``src/data/autoencoder.py`` and ``preprocessing.py``; docs/fcm.md, choice 11):
 
     1. Sample ``n_samples`` rows from the network (forward sampling, ``seed``).
     2. Split the rows at random into train / validation / test, 70/10/20 by count
        (:func:`split_counts`).
-    3. Train an autoencoder with an MSE loss on the one-hot concepts of the train rows
-       only (:func:`autoencoder_inputs`: the task is never an input, so it cannot leak).
-       "Two encoder and two decoder layers": encoder ``Linear(d, hidden) → LeakyReLU →
-       Linear(hidden, latent)``, decoder ``Linear(latent, hidden) → LeakyReLU →
-       Linear(hidden, d)`` (LeakyReLU as everywhere in D.3); Adam, mini-batches of
-       ``batch_size`` reshuffled every epoch.
+    3. Train an autoencoder with an MSE loss on the concepts of ``autoencoder_rows``
+       (default every row, as the reference code; the task is never an input, so it
+       cannot leak): "concept values are flattened", each concept one column holding
+       its state code (``autoencoder_input = "codes"``, the reference code; ``onehot``:
+       its one-hot block, :func:`autoencoder_inputs`). "Two encoder and two decoder
+       layers": with ``autoencoder_layout = "reference"`` the encoder is ``Linear(d, h)
+       → ReLU → Linear(h, latent) → LeakyReLU(0.1)`` and the decoder ``Linear(latent,
+       h) → ReLU → Linear(h, d)``, ``h`` = ``latent`` (``autoencoder_hidden = 0``);
+       ``linear_code`` uses LeakyReLU hidden layers (``h`` = 128) and no activation
+       on the code.
+       Adam, mini-batches of ``batch_size`` in row order (reshuffled every epoch with
+       ``autoencoder_rows = "train"``), at most ``autoencoder_epochs`` epochs, stopped
+       when the epoch's summed loss has not fallen for ``autoencoder_patience`` epochs
+       (the last weights are kept, which is what the reference code's early stopping
+       does).
     4. Encode every row to ``z`` and mix "50% of the encoded signal with 50% Gaussian
        noise": ``x = (1 - noise) * z + noise * e`` with ``e ~ N(0, I)``; ``noise`` is the
        mixing weight (0.5 in the paper).
@@ -242,15 +291,26 @@ def make_concept_dataset(
         Weight of the Gaussian noise in the inputs, in ``[0, 1]``.
     standardise_latent
         Standardise the latent codes (train statistics) before mixing, so that "50%
-        signal, 50% noise" mixes two unit-variance signals. App. B.1 does not say; by
-        default the raw codes are mixed (their scale is whatever the autoencoder
-        learned, about 0.3 on asia, which makes the concepts much harder to recover:
-        docs/fcm.md).
+        signal, 50% noise" mixes two unit-variance signals. App. B.1 and the reference
+        code do not: by default the codes are mixed at the scale the autoencoder gave
+        them (docs/fcm.md).
     seed
         Seed of the sample, the split, the autoencoder and the noise.
-    autoencoder_epochs, autoencoder_hidden, batch_size, learning_rate
-        Autoencoder training: epochs over the train rows, hidden width, mini-batch
-        size and Adam learning rate.
+    autoencoder_epochs, autoencoder_patience
+        Most epochs of the autoencoder, and epochs without a lower loss before it stops
+        (reference code: 2000 and 50).
+    autoencoder_hidden
+        Width of the autoencoder's hidden layers; 0: the latent size with the
+        ``reference`` layout (as the reference code), 128 with ``linear_code``.
+    autoencoder_input, autoencoder_layout, autoencoder_rows
+        One of :data:`AUTOENCODER_INPUTS`, :data:`AUTOENCODER_LAYOUTS`,
+        :data:`AUTOENCODER_ROWS` (step 3).
+    autoencoder_task
+        Also feed the task to the autoencoder, so that the inputs carry it (one version
+        of the reference code's ``preprocessing.py`` does; App. B.1 says the concepts):
+        a diagnostic, off by default.
+    batch_size, learning_rate
+        Mini-batch size and Adam learning rate of the autoencoder (reference: 512, 5e-4).
 
     Raises
     ------
@@ -260,8 +320,9 @@ def make_concept_dataset(
         If ``task`` is not a variable of the network.
     ConfigError
         If ``noise`` is outside ``[0, 1]``, ``n_samples`` is below 10 (every part of
-        the split needs a row), a size or epoch count is not a positive integer, or no
-        task is given for a network without a default one.
+        the split needs a row), a size or epoch count is not a positive integer, an
+        ``autoencoder_*`` choice is not one of its values, or no task is given for a
+        network without a default one.
     """
     net = load_network(network)
     name = net.name
@@ -284,7 +345,17 @@ def make_concept_dataset(
     n = integer_at_least(n, "n_samples", MIN_SAMPLES)
     latent = integer_at_least(default_latent if latent_dim is None else latent_dim, "latent_dim")
     epochs = integer_at_least(autoencoder_epochs, "autoencoder_epochs")
-    hidden = integer_at_least(autoencoder_hidden, "autoencoder_hidden")
+    patience = integer_at_least(autoencoder_patience, "autoencoder_patience")
+    hidden = integer_at_least(autoencoder_hidden, "autoencoder_hidden", 0) or (
+        latent if autoencoder_layout == "reference" else _LINEAR_CODE_HIDDEN
+    )
+    for value, field, choices in (
+        (autoencoder_input, "autoencoder_input", AUTOENCODER_INPUTS),
+        (autoencoder_layout, "autoencoder_layout", AUTOENCODER_LAYOUTS),
+        (autoencoder_rows, "autoencoder_rows", AUTOENCODER_ROWS),
+    ):
+        if value not in choices:
+            raise ConfigError(f"{field} must be one of {', '.join(choices)}; got {value!r}")
     batch = integer_at_least(batch_size, "batch_size")
     noise = fraction(noise, "noise")
     if isinstance(learning_rate, bool) or not (
@@ -309,9 +380,26 @@ def make_concept_dataset(
     split[perm[counts[0] : counts[0] + counts[1]]] = 1
     split[perm[counts[0] + counts[1] :]] = 2
 
-    inputs = autoencoder_inputs(labels, cards, task)
+    inputs = autoencoder_inputs(
+        labels, cards, task, encoding=autoencoder_input, with_task=autoencoder_task
+    )
+    fit_rows = split == 0 if autoencoder_rows == "train" else np.ones(n, dtype=bool)
     torch_seed = int(make_rng([seed, _TAG_TORCH]).integers(2**62))
-    z = _encode(inputs, split == 0, latent, hidden, epochs, batch, float(learning_rate), torch_seed)
+    z = _encode(
+        inputs,
+        fit_rows,
+        _Training(
+            latent=latent,
+            hidden=hidden,
+            layout=autoencoder_layout,
+            epochs=epochs,
+            patience=patience,
+            batch=batch,
+            lr=float(learning_rate),
+            shuffle=autoencoder_rows == "train",
+            seed=torch_seed,
+        ),
+    )
     e = make_rng([seed, _TAG_NOISE]).standard_normal(z.shape)
     if standardise_latent:
         ref = z[split == 0]
@@ -335,19 +423,27 @@ def make_concept_dataset(
     )
 
 
-def _encode(
-    inputs: NDArray[np.float32],
-    train: NDArray[np.bool_],
-    latent: int,
-    hidden: int,
-    epochs: int,
-    batch: int,
-    lr: float,
-    seed: int,
-) -> NDArray[np.float64]:
-    """Fit the App. B.1 autoencoder on the ``train`` rows; return every row's latent code.
+@dataclass(frozen=True)
+class _Training:
+    """How the autoencoder of :func:`make_concept_dataset` (step 3) is built and fitted."""
 
-    Runs inside ``torch.random.fork_rng`` seeded with ``seed``, so the global torch
+    latent: int
+    hidden: int
+    layout: str
+    epochs: int
+    patience: int
+    batch: int
+    lr: float
+    shuffle: bool
+    seed: int
+
+
+def _encode(
+    inputs: NDArray[np.float32], fit: NDArray[np.bool_], how: _Training
+) -> NDArray[np.float64]:
+    """Fit the App. B.1 autoencoder on the ``fit`` rows; return every row's latent code.
+
+    Runs inside ``torch.random.fork_rng`` seeded with ``how.seed``, so the global torch
     random state is neither read nor changed. It uses one torch thread (restored on
     exit): the model is tiny, and several intra-op threads on a busy machine are tens
     of times slower; one thread also makes the result independent of the core count.
@@ -355,27 +451,39 @@ def _encode(
     import torch  # imported here so that ``import fedstruct.data`` stays light
     from torch import nn
 
-    d = inputs.shape[1]
+    d, h, k = inputs.shape[1], how.hidden, how.latent
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            encoder = nn.Sequential(nn.Linear(d, hidden), nn.LeakyReLU(), nn.Linear(hidden, latent))
-            decoder = nn.Sequential(nn.Linear(latent, hidden), nn.LeakyReLU(), nn.Linear(hidden, d))
+            torch.manual_seed(how.seed)
+            if how.layout == "reference":
+                encoder = nn.Sequential(
+                    nn.Linear(d, h), nn.ReLU(), nn.Linear(h, k), nn.LeakyReLU(0.1)
+                )
+                decoder = nn.Sequential(nn.Linear(k, h), nn.ReLU(), nn.Linear(h, d))
+            else:
+                encoder = nn.Sequential(nn.Linear(d, h), nn.LeakyReLU(), nn.Linear(h, k))
+                decoder = nn.Sequential(nn.Linear(k, h), nn.LeakyReLU(), nn.Linear(h, d))
             params = [*encoder.parameters(), *decoder.parameters()]
-            optimiser = torch.optim.Adam(params, lr=lr)
+            optimiser = torch.optim.Adam(params, lr=how.lr)
             data = torch.from_numpy(np.ascontiguousarray(inputs))
-            train_data = data[torch.from_numpy(train)]
-            m = train_data.shape[0]
-            for _ in range(epochs):
-                order = torch.randperm(m)
-                for start in range(0, m, batch):
-                    xb = train_data[order[start : start + batch]]
+            fit_data = data[torch.from_numpy(fit)]
+            m = fit_data.shape[0]
+            best, stale = float("inf"), 0
+            for _ in range(how.epochs):
+                order = torch.randperm(m) if how.shuffle else torch.arange(m)
+                total = 0.0
+                for start in range(0, m, how.batch):
+                    xb = fit_data[order[start : start + how.batch]]
                     loss = torch.mean((decoder(encoder(xb)) - xb) ** 2)
                     optimiser.zero_grad()
                     loss.backward()
                     optimiser.step()
+                    total += loss.item()
+                best, stale = (total, 0) if total < best else (best, stale + 1)
+                if stale >= how.patience:
+                    break
             with torch.no_grad():
                 return encoder(data).numpy().astype(np.float64)
     finally:

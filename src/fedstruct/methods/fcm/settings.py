@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fedstruct.constraints import Boolean, Interval, OneOf, check_fields
 from fedstruct.errors import ConfigError
 from fedstruct.methods.fcm import FCMConfig
-from fedstruct.methods.fcm.concepts import TASKS
+from fedstruct.methods.fcm.concepts import (
+    AUTOENCODER_INPUTS,
+    AUTOENCODER_LAYOUTS,
+    AUTOENCODER_ROWS,
+    TASKS,
+)
 from fedstruct.methods.fcm.config import FEDERATED_REGIMES
 from fedstruct.runs.contract import FederationSettings
 
@@ -44,9 +49,24 @@ class FCMRun(FederationSettings, FCMConfig):
     latent_dim
         Size of the autoencoder's latent code (the inputs); 0: the paper's.
     autoencoder_epochs
-        Training epochs of the autoencoder that makes the inputs.
+        Most training epochs of the autoencoder that makes the inputs.
+    autoencoder_patience
+        Epochs without a lower training loss before the autoencoder stops.
+    autoencoder_input
+        What the autoencoder reads per concept: ``codes`` (its state code, the
+        reference code) or ``onehot``.
+    autoencoder_layout
+        ``reference`` (ReLU layers, the code through LeakyReLU(0.1), hidden width =
+        latent size) or ``linear_code`` (LeakyReLU layers of width 128, a linear code).
+    autoencoder_rows
+        Rows the autoencoder is fitted on: ``all`` (the reference code) or ``train``.
+    autoencoder_lr
+        Adam learning rate of the autoencoder (the reference code's 5e-4).
+    autoencoder_task
+        Also feed the task to the autoencoder (a diagnostic: one version of the
+        reference code does; App. B.1 encodes the concepts only).
     noise
-        Standard deviation of the Gaussian noise mixed into the latent codes.
+        Weight of the Gaussian noise mixed into the latent codes (App. B.1: 0.5).
     standardise_latent
         Standardise the latent codes before adding the noise.
     paths_per_client
@@ -121,6 +141,12 @@ class FCMRun(FederationSettings, FCMConfig):
     samples: int = 0
     latent_dim: int = 0
     autoencoder_epochs: int = 30
+    autoencoder_patience: int = 50
+    autoencoder_input: str = "onehot"
+    autoencoder_layout: str = "linear_code"
+    autoencoder_rows: str = "train"
+    autoencoder_lr: float = 1e-3
+    autoencoder_task: bool = False
     noise: float = 0.5
     standardise_latent: bool = False
     paths_per_client: int = 2
@@ -198,6 +224,12 @@ _CONSTRAINTS = {
     "samples": Interval(int, 0),
     "latent_dim": Interval(int, 0),
     "autoencoder_epochs": Interval(int, 1),
+    "autoencoder_patience": Interval(int, 1),
+    "autoencoder_input": OneOf(AUTOENCODER_INPUTS),
+    "autoencoder_layout": OneOf(AUTOENCODER_LAYOUTS),
+    "autoencoder_rows": OneOf(AUTOENCODER_ROWS),
+    "autoencoder_lr": Interval(float, 0, closed="right"),
+    "autoencoder_task": Boolean(),
     "noise": Interval(float, 0),
     "standardise_latent": Boolean(),
     "paths_per_client": Interval(int, 1),
