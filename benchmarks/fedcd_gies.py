@@ -89,10 +89,12 @@ def _codes(frame, names: list[str]) -> np.ndarray:
 
 
 def fit(out: Path) -> None:
-    """GIES on every saved data set (step 2; needs the ``gies`` package)."""
+    """GIES on every saved data set not fitted yet (step 2; needs the ``gies`` package)."""
     import gies
 
-    for path in sorted(out.glob("*.npz")):
+    for path in sorted(p for p in out.glob("*.npz") if not p.name.endswith(".gies.npz")):
+        if path.with_suffix(".gies.npz").exists():  # fitted by an earlier call
+            continue
         saved = np.load(path)
         estimates = {}
         for scope in SCOPES:
