@@ -278,3 +278,40 @@ def test_loading_the_clientapp_imports_no_method_or_torch(tmp_path):
         env={"PYTHONPATH": env_path, "PATH": ""},
     )  # fmt: skip
     assert done.stdout.strip() == "False"
+
+
+def test_the_dispatcher_asks_the_node_once_per_task_and_never_when_idle(node, monkeypatch):
+    """One Runtime API call per task the node made: none for an idle node, none that
+    comes back empty (each was a request the node's server had to answer)."""
+    dispatcher, answer, _, _ = node
+    asked: list[str] = []
+    acquire = dispatcher._acquire
+
+    def counted() -> tuple[str, int] | None:
+        task = acquire()
+        asked.append("task" if task else "none")
+        return task
+
+    monkeypatch.setattr(dispatcher, "_acquire", counted)
+    for token in ("a1", "a2", "a3"):
+        answer(token, 1)
+    dispatcher._wake.set()  # woken with no task made: it does not ask
+    answer("a4", 1)
+    assert asked == ["task"] * 4
+
+
+def test_a_worker_preloads_what_a_first_method_message_imports(tmp_path):
+    """Before it reports ready, a worker imports the estimators' base (scikit-learn),
+    which loading the ClientApp does not: a run's first message then waits for none."""
+    code = (
+        "import sys; from fedstruct.fl.flower.guard import load_component; "
+        "from fedstruct.fl.flower.worker import PRELOAD, load_clientapp; load_clientapp(); "
+        "before = 'sklearn' in sys.modules; load_component(PRELOAD)(); "
+        "print(before, 'fedstruct.estimators.base' in sys.modules)"
+    )
+    env_path = str(Path(__file__).parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": env_path, "PATH": ""},
+    )  # fmt: skip
+    assert done.stdout.strip() == "False True"
