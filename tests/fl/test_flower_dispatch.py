@@ -206,6 +206,33 @@ def test_a_guarded_supernode_polls_soon_after_a_message_then_less_often(monkeypa
     assert waits[60:] == [FASTEST_POLL]  # soon again after a message
 
 
+def test_a_guarded_supernode_asks_again_soon_after_a_poll_the_superlink_held(monkeypatch):
+    """A SuperLink that held an empty poll listens for the node's next message: the node
+    asks again FASTEST_POLL later (once per HOLD_SECONDS), not after a longer wait."""
+    from fedstruct.fl.flower import guard
+
+    node = importlib.import_module("flwr.supernode.start_client_internal")
+    clock = [0.0]
+    answers = iter([None] * 4 + [4])
+    waits: list[float] = []
+
+    def held_pull(**kwargs) -> int | None:
+        clock[0] += guard.HOLD_SECONDS  # the SuperLink held it that long
+        return next(answers)
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(node, "_pull_and_store_message", held_pull)
+    monkeypatch.setattr("fedstruct.fl.flower.guard.time.sleep", sleep)
+    monkeypatch.setattr("fedstruct.fl.flower.guard.time.monotonic", lambda: clock[0])
+    guard_supernode(3.0)
+    clock[0] = 100.0  # long after the node's last message: it would wait 3 s
+    assert node._pull_and_store_message(receive=lambda: None, get_fab=None) == 4
+    assert waits == [FASTEST_POLL] * 4  # not 1.5 times longer each time
+
+
 def test_the_runtime_api_of_a_node_with_warm_workers_is_read_from_its_arguments():
     from fedstruct.fl.flower.cluster import Link, supernode_command
 

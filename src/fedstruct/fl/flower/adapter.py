@@ -253,6 +253,51 @@ _NODE = "flwr.supernode.start_client_internal"
 
 #: Every Flower internal this module wraps (one contract test each).
 SYMBOLS: tuple[FlowerSymbol, ...] = (
+    # the SuperLink's held polls (wrap_message_polls)
+    FlowerSymbol(
+        "flwr.superlink.servicer.fleet.fleet_handlers",
+        "pull_messages",
+        ("request", "state", "store"),
+        "a SuperNode's poll for its next message, held by the SuperLink until one is there",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.servicer.runtime.runtime_handlers",
+        "pull_messages",
+        ("request", "state", "task"),
+        "the ServerApp's poll for replies, held by the SuperLink until one is there",
+    ),
+    *(
+        FlowerSymbol(module, push, ("request", "state"), "a push that wakes the held polls")
+        for module in (
+            "flwr.superlink.servicer.fleet.fleet_handlers",
+            "flwr.superlink.servicer.runtime.runtime_handlers",
+        )
+        for push in ("push_messages", "push_object")
+    ),
+    FlowerSymbol(
+        "flwr.supercore.object_store",
+        "ObjectStore",
+        ("get",),
+        "whether a polled message's objects are all pushed (None, b'' until pushed)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.message_pb2",
+        "ObjectTree",
+        ("object_id", "children"),
+        "the objects of a polled message",
+    ),
+    FlowerSymbol(
+        "flwr.proto.fleet_pb2",
+        "PullMessagesResponse",
+        ("messages_list", "message_object_trees"),
+        "a SuperNode's poll's answer",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "PullAppMessagesResponse",
+        ("messages_list", "message_object_trees"),
+        "the ServerApp's poll's answer",
+    ),
     # a reply's error codes (grid.py, the SuperNode's guard)
     FlowerSymbol(
         "flwr.common.constant",

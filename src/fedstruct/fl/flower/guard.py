@@ -44,9 +44,11 @@ workers, one per run (:mod:`fedstruct.fl.flower.dispatch`, at the Runtime API it
 ``--host`` and ``--port`` give; :func:`runtime_address`): each message it pulls is
 handed to the dispatcher at once and its answer awaited before Flower's loop looks for
 it. Every guarded SuperNode polls the SuperLink again :data:`FASTEST_POLL` seconds
-after a message, then 1.5 times as long after each empty poll, at most
-:data:`ACTIVE_POLL` seconds apart for :data:`ACTIVE_SECONDS` after a message (a run's
-next message is picked up within that), then up to the seconds
+after a message, and as soon again after an empty poll the SuperLink held (a guarded
+SuperLink's: it listens for the node's next message); after an empty poll answered at
+once (a SuperLink that holds none, or all its slots taken), 1.5 times as long after each,
+at most :data:`ACTIVE_POLL` seconds apart for :data:`ACTIVE_SECONDS` after a message (a
+run's next message is picked up within that), then up to the seconds
 :data:`POLL_INTERVAL_ENV` gives (Flower's own wait, 3 s, when unset): an idle node
 asks no more often than Flower's would.
 
@@ -139,8 +141,12 @@ _POLL_BACKOFF = 1.5
 #: The longest wait while a run is going: within :data:`ACTIVE_SECONDS` of a message.
 ACTIVE_POLL = 0.25
 ACTIVE_SECONDS = 10.0
-#: Seconds the SuperLink holds a poll for messages that finds none (:class:`HeldPolls`).
-HOLD_SECONDS = 1.0
+#: Seconds the SuperLink holds a poll for messages that finds none (:class:`HeldPolls`):
+#: Flower's own wait between a SuperNode's polls, so that a node held that long asks no
+#: more often than Flower's would.
+HOLD_SECONDS = _FLOWER_POLL_INTERVAL
+#: An empty poll that took this long or longer was held by the SuperLink.
+_HELD = HOLD_SECONDS / 2
 #: At most this many polls held at once: each holds one of the SuperLink's threads.
 MAX_HELD = 16
 #: The components of the only app a guarded SuperLink or SuperNode runs.
@@ -494,12 +500,21 @@ def _polled_soon(pull: Callable[..., Any], slowest: float) -> Callable[..., Any]
     the last message, each wait :data:`_POLL_BACKOFF` times the one before, at most
     :data:`ACTIVE_POLL` within :data:`ACTIVE_SECONDS` of the last message (the run's
     next message: its round's other nodes may answer later than this one), then at
-    most ``slowest``: Flower's loop then never reaches its own 3 s wait."""
+    most ``slowest``: Flower's loop then never reaches its own 3 s wait. An empty poll
+    the SuperLink held (:class:`HeldPolls`: it took :data:`_HELD` seconds or more) is
+    followed by the next :data:`FASTEST_POLL` seconds later: the node then listens for
+    its next message nearly all the time, asking once per :data:`HOLD_SECONDS`."""
     wait, last = FASTEST_POLL, time.monotonic()
 
     def pull_soon_after_a_message(**kwargs: Any) -> Any:
         nonlocal wait, last
-        while (run_id := pull(**kwargs)) is None:
+        while True:
+            asked = time.monotonic()
+            if (run_id := pull(**kwargs)) is not None:
+                break
+            if time.monotonic() - asked >= _HELD:  # the SuperLink waited for a message
+                time.sleep(FASTEST_POLL)
+                continue
             time.sleep(wait)
             active = time.monotonic() - last < ACTIVE_SECONDS
             wait = min(ACTIVE_POLL if active else slowest, slowest, wait * _POLL_BACKOFF)
