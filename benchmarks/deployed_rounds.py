@@ -11,8 +11,9 @@ Three figures, each a ratio against a reference timed in the same script, median
    default intervals, no poll setting); the overhead is
    ``((T_flower(r2) - T_flower(r1)) - (T_local(r2) - T_local(r1))) / exchanges``, where
    ``exchanges`` is what the added rounds asked each node (the nodes' logs count them).
-   Every deployed run starts once the nodes' workers are ready (their logs say so), as
-   after a pause between runs.
+   Every deployed run starts once each node has a spare worker, its app loaded (their
+   logs say so; a node starts one once it has been idle a few seconds), as after a
+   pause between runs; that wait is not timed.
    The CPU seconds of every process of the cluster (SuperLink, ServerApp, SuperNodes,
    their workers; Linux's ``/proc``) are counted the same way: on a loaded machine the
    wall time stretches with the load, the CPU time much less.
@@ -73,13 +74,23 @@ def cluster_cpu(cluster: LoopbackCluster) -> float:
     return total / tick
 
 
+def spare_ready(log: str) -> bool:
+    """Whether a node's ``log`` says it has a spare worker, its app loaded: one started
+    after the last run's messages went to a worker (a node starts it once it has been
+    idle for a while), and every worker it started ready."""
+    given, started = log.rfind("'s messages go to worker"), log.rfind("started worker")
+    ready = log.count("fedstruct dispatcher: worker ")
+    return started > given and ready >= log.count("started worker")
+
+
 def workers_ready(cluster: LoopbackCluster, timeout: float = 300.0) -> None:
-    """Wait until every worker the SuperNodes started has loaded its app (each node's
-    log says so): a run then starts on idle nodes, as it would after a pause."""
+    """Wait until every SuperNode has a spare worker that has loaded its app (each node's
+    log says so): a run then starts on idle nodes, as it would after a pause, and no
+    worker's start competes with it."""
     deadline = time.monotonic() + timeout
     while True:
         logs = [cluster.log(n) for n in cluster.procs if n != "superlink"]
-        if all(log.count(" ready") >= log.count("started worker") for log in logs):
+        if all(spare_ready(log) for log in logs):
             return
         if time.monotonic() > deadline:
             raise RuntimeError("the nodes' workers did not get ready")
@@ -96,12 +107,16 @@ def received(cluster: LoopbackCluster) -> int:
     )
 
 
-def per_round(name: str, run, r1: int, r2: int, repeats: int) -> list[tuple[float, float]]:
-    """``(T(r1), T(r2))`` of each repeat of ``run(rounds, tag)``."""
+def per_round(
+    name: str, run, r1: int, r2: int, repeats: int, before=lambda: None
+) -> list[tuple[float, float]]:
+    """``(T(r1), T(r2))`` of each repeat of ``run(rounds, tag)`` (``before()`` is called,
+    untimed, before each)."""
     times = []
     for rep in range(repeats):
         pair = []
         for rounds in (r1, r2):
+            before()
             start = time.perf_counter()
             run(rounds, f"{name}-{rep}-{rounds}")
             pair.append(time.perf_counter() - start)
@@ -145,13 +160,14 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         deployed_run(cluster, launcher, root / "flower-warm-up", 1)  # the cluster's first run
 
         def deployed(rounds: int, tag: str) -> None:
-            workers_ready(cluster)
             before, used = received(cluster), cluster_cpu(cluster)
             deployed_run(cluster, launcher, root / tag, rounds)
             asked[rounds].append((received(cluster) - before) // SETTINGS["clients"])
             cpu[rounds].append(cluster_cpu(cluster) - used)
 
-        flower = per_round("flower", deployed, args.r1, args.r2, args.repeats)
+        flower = per_round(
+            "flower", deployed, args.r1, args.r2, args.repeats, lambda: workers_ready(cluster)
+        )
     exchanges = statistics.median(asked[args.r2]) - statistics.median(asked[args.r1])
 
     def median_round(times: list[tuple[float, float]]) -> float:
@@ -192,6 +208,7 @@ def secure(args: argparse.Namespace, root: Path) -> None:
         cluster.wait_connected(*(cluster.supernode(k, *secure) for k in range(4)))
         local, deployed = [], []
         for rep in range(args.repeats):
+            workers_ready(cluster)  # no spare starts during the local run either
             local.append(command("--out", str(root / f"local-{rep}")))
             workers_ready(cluster)
             submit = ["--backend", "flower", "--superlink", cluster.address]

@@ -188,6 +188,68 @@ def test_wrap_start_run_replaces_the_handler_the_transports_call(monkeypatch):
     assert handlers.start_run == ("wrapped", original)
 
 
+def test_both_message_apis_call_their_poll_and_push_handlers_by_module_attribute():
+    """The Fleet API (HTTP router and gRPC servicer) and the ServerApp's Runtime API call
+    pull_messages, push_messages and push_object on MESSAGE_HANDLERS' modules at each
+    call (wrap_message_polls replaces them there), with the arguments it reads; the
+    SuperLink's object store answers get() as wrap_message_polls' ready expects."""
+    fleet, runtime = (importlib.import_module(name) for name in adapter.MESSAGE_HANDLERS)
+    for transport in (
+        "flwr.superlink.routers.fleet.router",
+        "flwr.server.superlink.fleet.grpc_rere.fleet_servicer",
+    ):
+        source = inspect.getsource(importlib.import_module(transport))
+        for name in ("pull_messages", "push_messages", "push_object"):
+            assert f"fleet_handlers.{name}(" in source, (transport, name)
+    assert importlib.import_module("flwr.superlink.main")._RUNTIME_HANDLERS is runtime
+    source = inspect.getsource(importlib.import_module("flwr.supercore.routers.runtime.router"))
+    for name in ("pull_messages", "push_messages", "push_object"):
+        assert f"handlers.{name}(request, state, task)" in source, name
+    assert list(inspect.signature(fleet.pull_messages).parameters) == ["request", "state", "store"]
+    assert list(inspect.signature(runtime.pull_messages).parameters) == ["request", "state", "task"]
+    from flwr.app import ConfigRecord, RecordDict
+    from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, get_object_tree
+    from flwr.supercore.object_store import ObjectStoreFactory
+
+    content = RecordDict({"c": ConfigRecord({"x": 1})})  # two objects: a tree of depth 2
+    tree, objects = get_object_tree(content), get_all_nested_objects(content)
+    (leaf,) = tree.children
+    for store in (ObjectStoreFactory().store(), ObjectStoreFactory(":memory:").store()):
+        assert not adapter._objects_in(store, [tree])  # unknown
+        store.preregister(1, tree)
+        assert not adapter._objects_in(store, [tree])  # registered, not pushed
+        store.put(tree.object_id, objects[tree.object_id].deflate())
+        assert not adapter._objects_in(store, [tree])  # its child not pushed
+        store.put(leaf.object_id, objects[leaf.object_id].deflate())
+        assert adapter._objects_in(store, [tree])
+
+
+def test_wrap_message_polls_holds_every_poll_and_announces_every_push(monkeypatch):
+    calls: list[tuple] = []
+    for name in adapter.MESSAGE_HANDLERS:
+        module = importlib.import_module(name)
+        for attr in ("pull_messages", "push_messages", "push_object"):
+            monkeypatch.setattr(module, attr, getattr(module, attr))
+    fleet, runtime = (importlib.import_module(name) for name in adapter.MESSAGE_HANDLERS)
+
+    class Answer:
+        messages_list: ClassVar[list] = ["m"]
+        message_object_trees: ClassVar[list] = []
+
+    monkeypatch.setattr(fleet, "pull_messages", lambda request, state, store: Answer)
+    monkeypatch.setattr(runtime, "push_object", lambda request, state, task: "stored")
+
+    def hold(pull, found, ready):
+        answer = pull()
+        calls.append(("hold", found(answer), ready(answer)))
+        return answer
+
+    adapter.wrap_message_polls(hold, lambda: calls.append(("pushed",)))
+    assert fleet.pull_messages(request=None, state=None, store=None) is Answer
+    assert runtime.push_object(None, None, None) == "stored"
+    assert calls == [("hold", True, True), ("pushed",)]
+
+
 # ------------------------------------------------------------- the SuperNode
 def test_the_supernode_pulls_by_name_with_keywords_and_waits_its_interval(monkeypatch):
     """The SuperNode's loop calls _pull_and_store_message by name with keyword arguments

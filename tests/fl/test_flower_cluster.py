@@ -333,6 +333,62 @@ def test_a_guarded_supernode_polls_at_the_interval_the_environment_gives(monkeyp
     assert next(answers, "used up") == "used up"
 
 
+class _Link:
+    """A SuperLink's messages as a held poll sees them: one poll's answer is the list of
+    messages pulled (a message is pulled once), ready when its objects are pushed."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.messages: list[str] = []
+        self.objects_pushed = False
+        self.pulls = 0
+        self.pulled_again = threading.Event()
+        self.readiness: list[bool] = []
+
+    def pull(self) -> list[str]:
+        self.pulls += 1
+        if self.pulls > 1:
+            self.pulled_again.set()
+        answer, self.messages = self.messages, []
+        return answer
+
+    def ready(self, answer: list[str]) -> bool:
+        self.readiness.append(self.objects_pushed)
+        return self.objects_pushed
+
+
+def test_a_held_poll_is_answered_once_its_message_and_its_objects_are_pushed():
+    """The SuperLink holds a poll that finds nothing until a push brings its message,
+    then until that message's objects are all there (its receiver would otherwise wait
+    a second before asking for them again); the message is pulled once."""
+    import threading
+
+    from fedstruct.fl.flower.guard import HeldPolls
+
+    polls, link, answers = HeldPolls(seconds=600), _Link(), []
+    held = threading.Thread(target=lambda: answers.append(polls.hold(link.pull, bool, link.ready)))
+    held.start()
+    link.messages = ["next"]
+    polls.pushed()  # the message: pulled again, found, its objects not there yet
+    assert link.pulled_again.wait(timeout=60)
+    link.objects_pushed = True
+    polls.pushed()  # its objects
+    held.join(timeout=60)
+    assert answers == [["next"]] and link.pulls == 2
+    assert link.readiness[-1] is True and not any(link.readiness[:-1])
+
+
+def test_a_poll_is_held_at_most_its_seconds_and_in_at_most_its_slots():
+    from fedstruct.fl.flower.guard import HeldPolls
+
+    link = _Link()
+    assert HeldPolls(seconds=0).hold(link.pull, bool, link.ready) == [] and link.pulls == 1
+    busy, other = HeldPolls(seconds=600, slots=1), _Link()
+    busy._slots.acquire()  # another poll holds the one slot: this one is answered at once
+    assert busy.hold(other.pull, bool, other.ready) == [] and other.pulls == 1
+
+
 def test_a_loopback_cluster_sets_the_poll_intervals_it_is_given(tmp_path, monkeypatch):
     from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
     from fedstruct.fl.flower.loopback import SUPEREXEC_POLL_ENV, LoopbackCluster

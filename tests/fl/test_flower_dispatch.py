@@ -206,6 +206,33 @@ def test_a_guarded_supernode_polls_soon_after_a_message_then_less_often(monkeypa
     assert waits[60:] == [FASTEST_POLL]  # soon again after a message
 
 
+def test_a_guarded_supernode_asks_again_soon_after_a_poll_the_superlink_held(monkeypatch):
+    """A SuperLink that held an empty poll listens for the node's next message: the node
+    asks again FASTEST_POLL later (once per HOLD_SECONDS), not after a longer wait."""
+    from fedstruct.fl.flower import guard
+
+    node = importlib.import_module("flwr.supernode.start_client_internal")
+    clock = [0.0]
+    answers = iter([None] * 4 + [4])
+    waits: list[float] = []
+
+    def held_pull(**kwargs) -> int | None:
+        clock[0] += guard.HOLD_SECONDS  # the SuperLink held it that long
+        return next(answers)
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(node, "_pull_and_store_message", held_pull)
+    monkeypatch.setattr("fedstruct.fl.flower.guard.time.sleep", sleep)
+    monkeypatch.setattr("fedstruct.fl.flower.guard.time.monotonic", lambda: clock[0])
+    guard_supernode(3.0)
+    clock[0] = 100.0  # long after the node's last message: it would wait 3 s
+    assert node._pull_and_store_message(receive=lambda: None, get_fab=None) == 4
+    assert waits == [FASTEST_POLL] * 4  # not 1.5 times longer each time
+
+
 def test_the_runtime_api_of_a_node_with_warm_workers_is_read_from_its_arguments():
     from fedstruct.fl.flower.cluster import Link, supernode_command
 
@@ -278,3 +305,40 @@ def test_loading_the_clientapp_imports_no_method_or_torch(tmp_path):
         env={"PYTHONPATH": env_path, "PATH": ""},
     )  # fmt: skip
     assert done.stdout.strip() == "False"
+
+
+def test_the_dispatcher_asks_the_node_once_per_task_and_never_when_idle(node, monkeypatch):
+    """One Runtime API call per task the node made: none for an idle node, none that
+    comes back empty (each was a request the node's server had to answer)."""
+    dispatcher, answer, _, _ = node
+    asked: list[str] = []
+    acquire = dispatcher._acquire
+
+    def counted() -> tuple[str, int] | None:
+        task = acquire()
+        asked.append("task" if task else "none")
+        return task
+
+    monkeypatch.setattr(dispatcher, "_acquire", counted)
+    for token in ("a1", "a2", "a3"):
+        answer(token, 1)
+    dispatcher._wake.set()  # woken with no task made: it does not ask
+    answer("a4", 1)
+    assert asked == ["task"] * 4
+
+
+def test_a_worker_preloads_what_a_first_method_message_imports(tmp_path):
+    """Before it reports ready, a worker imports the estimators' base (scikit-learn),
+    which loading the ClientApp does not: a run's first message then waits for none."""
+    code = (
+        "import sys; from fedstruct.fl.flower.guard import load_component; "
+        "from fedstruct.fl.flower.worker import PRELOAD, load_clientapp; load_clientapp(); "
+        "before = 'sklearn' in sys.modules; load_component(PRELOAD)(); "
+        "print(before, 'fedstruct.estimators.base' in sys.modules)"
+    )
+    env_path = str(Path(__file__).parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": env_path, "PATH": ""},
+    )  # fmt: skip
+    assert done.stdout.strip() == "False True"

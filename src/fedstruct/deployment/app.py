@@ -82,7 +82,7 @@ if TYPE_CHECKING:  # imported in the functions that use them: every message star
     from fedstruct.runs.contract import Runnable
     from fedstruct.runs.source import SiteView
 
-__all__ = ["DESCRIBE_SITE", "FEDERATION_SCHEMA", "client_app", "server_app"]
+__all__ = ["DESCRIBE_SITE", "FEDERATION_SCHEMA", "client_app", "preload_client", "server_app"]
 
 #: Asks a node to describe its own file (its answer: ``config["description"]``, JSON).
 DESCRIBE_SITE = "fedstruct.describe-site"
@@ -395,6 +395,14 @@ def _client_for(context: Context) -> Client:
     # the grid refused a partition outside 0..K-1 at HELLO, before any method message
     model, own = _partition(method, settings_json, partition_of(context))
     return model.make_client(own)
+
+
+def preload_client() -> None:
+    """Import what a node's first method message needs whatever the method: the
+    estimators' base (and scikit-learn, seconds of imports). A warm worker calls it
+    (:data:`~fedstruct.fl.flower.worker.PRELOAD`) before its run's first message, while
+    its node is idle; this module itself imports no method."""
+    import fedstruct.estimators.base  # noqa: F401
 
 
 client_app = make_client_app(

@@ -40,6 +40,7 @@ deployment, must not pay for. They are imported when first used.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -74,6 +75,7 @@ __all__ = [
     "FLOWER_POLL_WAIT",
     "INVALID_APP_CODE",
     "LOST_REPLY_CODES",
+    "MESSAGE_HANDLERS",
     "NO_ACCOUNT",
     "SYMBOLS",
     "AccountAuthCredentials",
@@ -106,6 +108,7 @@ __all__ = [
     "store_error_reply",
     "unchecked_flower",
     "unregister_node_request",
+    "wrap_message_polls",
     "wrap_message_pull",
     "wrap_start_run",
 ]
@@ -250,6 +253,51 @@ _NODE = "flwr.supernode.start_client_internal"
 
 #: Every Flower internal this module wraps (one contract test each).
 SYMBOLS: tuple[FlowerSymbol, ...] = (
+    # the SuperLink's held polls (wrap_message_polls)
+    FlowerSymbol(
+        "flwr.superlink.servicer.fleet.fleet_handlers",
+        "pull_messages",
+        ("request", "state", "store"),
+        "a SuperNode's poll for its next message, held by the SuperLink until one is there",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.servicer.runtime.runtime_handlers",
+        "pull_messages",
+        ("request", "state", "task"),
+        "the ServerApp's poll for replies, held by the SuperLink until one is there",
+    ),
+    *(
+        FlowerSymbol(module, push, ("request", "state"), "a push that wakes the held polls")
+        for module in (
+            "flwr.superlink.servicer.fleet.fleet_handlers",
+            "flwr.superlink.servicer.runtime.runtime_handlers",
+        )
+        for push in ("push_messages", "push_object")
+    ),
+    FlowerSymbol(
+        "flwr.supercore.object_store",
+        "ObjectStore",
+        ("get",),
+        "whether a polled message's objects are all pushed (None, b'' until pushed)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.message_pb2",
+        "ObjectTree",
+        ("object_id", "children"),
+        "the objects of a polled message",
+    ),
+    FlowerSymbol(
+        "flwr.proto.fleet_pb2",
+        "PullMessagesResponse",
+        ("messages_list", "message_object_trees"),
+        "a SuperNode's poll's answer",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "PullAppMessagesResponse",
+        ("messages_list", "message_object_trees"),
+        "the ServerApp's poll's answer",
+    ),
     # a reply's error codes (grid.py, the SuperNode's guard)
     FlowerSymbol(
         "flwr.common.constant",
@@ -669,6 +717,79 @@ def wrap_start_run(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> 
     accepts a run: ``request`` is a ``StartRunRequest``) with ``wrap(start_run)``."""
     handlers: Any = control_handlers()
     handlers.start_run = wrap(handlers.start_run)
+
+
+#: The SuperLink's handlers of the messages it carries: the SuperNodes' Fleet API and the
+#: ServerApp's Runtime API. Each has ``pull_messages`` (a poll: a node's for its next
+#: message, ``(request, state, store)``; the ServerApp's for replies, ``(request, state,
+#: task)``), ``push_messages`` and ``push_object``, which both transports call by module
+#: attribute (contract test).
+MESSAGE_HANDLERS = (
+    "flwr.superlink.servicer.fleet.fleet_handlers",
+    "flwr.superlink.servicer.runtime.runtime_handlers",
+)
+
+
+def wrap_message_polls(
+    hold: Callable[[Callable[[], Any], Callable[[Any], bool], Callable[[Any], bool]], Any],
+    pushed: Callable[[], None],
+) -> None:
+    """Make the SuperLink answer every poll for messages (``pull_messages`` of
+    :data:`MESSAGE_HANDLERS`) with ``hold(pull, found, ready)``, and call ``pushed()``
+    after every push of messages or of an object to either API.
+
+    ``pull()`` polls once, as Flower does (a message it finds is delivered: no later
+    poll finds it); ``found(answer)`` tells whether the answer holds messages, and
+    ``ready(answer)`` whether every object of its messages is in the SuperLink's object
+    store: a message can be polled as soon as it is pushed, its objects are pushed
+    after it, and a receiver that asks for an object not there yet waits a second
+    before it asks again (``flwr.supercore.constant.PULL_INITIAL_BACKOFF``).
+    """
+    for name in MESSAGE_HANDLERS:
+        handlers: Any = importlib.import_module(name)
+        handlers.pull_messages = _held_pull(handlers.pull_messages, hold)
+        for push in ("push_messages", "push_object"):
+            setattr(handlers, push, _announced(getattr(handlers, push), pushed))
+
+
+def _held_pull(pull: Callable[..., Any], hold: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(pull)
+
+    @functools.wraps(pull)
+    def pull_messages_held(*args: Any, **kwargs: Any) -> Any:
+        given = signature.bind(*args, **kwargs).arguments
+        store = given["store"] if "store" in given else given["state"].object_store
+        return hold(
+            lambda: pull(*args, **kwargs),
+            lambda answer: len(answer.messages_list) > 0,
+            lambda answer: _objects_in(store, answer.message_object_trees),
+        )
+
+    return pull_messages_held
+
+
+def _announced(push: Callable[..., Any], pushed: Callable[[], None]) -> Callable[..., Any]:
+    @functools.wraps(push)
+    def push_and_announce(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return push(*args, **kwargs)
+        finally:
+            pushed()
+
+    return push_and_announce
+
+
+def _objects_in(store: Any, trees: Sequence[Any]) -> bool:
+    """Whether every object of the object ``trees`` (Flower's ``ObjectTree``) has its
+    content in ``store`` (Flower's ``ObjectStore.get``: ``None`` for an unknown object,
+    ``b""`` for one registered but not yet pushed)."""
+    waiting = list(trees)
+    while waiting:
+        tree = waiting.pop()
+        if not store.get(tree.object_id):
+            return False
+        waiting.extend(tree.children)
+    return True
 
 
 def run_superlink() -> None:

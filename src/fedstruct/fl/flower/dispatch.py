@@ -44,7 +44,8 @@ IDLE_SECONDS = 600.0
 MAX_WORKERS = 4
 #: Seconds without a task after which a new spare worker is started.
 SPARE_AFTER = 5.0
-#: Seconds between the dispatcher's own looks for a task when nothing wakes it.
+#: Seconds between the dispatcher's looks after the node's Runtime API failed it (a
+#: task it was woken for is asked for again), and between its housekeeping rounds.
 _LOOK_EVERY = 1.0
 
 
@@ -96,6 +97,8 @@ class Dispatcher:
         self._workers: list[_Worker] = []
         self._changed = threading.Condition()
         self._answered = 0
+        self._created = 0  # tasks the node made (task_created), under _changed
+        self._asked = 0  # of them, those the dispatcher asked the node for
         self._last_task = float("-inf")
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="fedstruct-dispatcher")
@@ -117,6 +120,8 @@ class Dispatcher:
 
     def task_created(self) -> None:
         """The node made a task of a message: acquire it now."""
+        with self._changed:
+            self._created += 1
         self._wake.set()
 
     def wait(self, since: int) -> None:
@@ -128,9 +133,11 @@ class Dispatcher:
 
     # ------------------------------------------------------------- its own thread
     def _serve(self) -> None:
-        """Acquire every task the node has when woken, and every :data:`_LOOK_EVERY`
-        seconds. The wake is cleared before the node is asked: a task made before
-        :meth:`task_created` woke it is acquired now, one made after wakes it again."""
+        """Acquire, when woken, each task the node made (:meth:`task_created`), one call
+        of the node's Runtime API per task; one that the node did not give (its API not up
+        yet, or failing) is asked for again :data:`_LOOK_EVERY` seconds later. An idle
+        node is not asked at all. The wake is cleared before the tasks are counted: a
+        task made after that wakes it again."""
         while True:
             self._wake.wait(_LOOK_EVERY)
             self._wake.clear()
@@ -140,7 +147,9 @@ class Dispatcher:
                     self._retire(now)
                     if now - self._last_task > SPARE_AFTER:
                         self._keep_spare()
-                while (task := self._acquire()) is not None:
+                    owed = self._created - self._asked
+                while owed > 0 and (task := self._acquire()) is not None:
+                    self._asked, owed = self._asked + 1, owed - 1
                     self._hand(*task)
             except Exception as exc:  # the node's API not up yet, or gone: look again
                 _log(DEBUG, f"no task acquired ({type(exc).__name__}: {exc})")

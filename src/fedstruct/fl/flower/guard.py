@@ -29,6 +29,12 @@ flower-superlink ARGS``), which adds, in the same process and before Flower star
   its files then each file in chunks, for whoever submitted it; it is authenticated
   and bound to its arguments like every other call, and answered by
   :data:`FEDSTRUCT_RESULTS` (docs/deploy.md, "Results back to the submitter").
+- **SuperLink, polls**: a poll for messages that finds none (a SuperNode's for its
+  next message, the ServerApp's for replies) is held up to :data:`HOLD_SECONDS` and
+  answered as soon as a message for it and all of that message's objects have been
+  pushed (:class:`HeldPolls`), instead of the poller asking again and again; at most
+  :data:`MAX_HELD` polls are held at once, others are answered at once as Flower
+  answers them. No check is skipped: a held poll is Flower's own poll, made again.
 - **SuperNode**: before a run's first message is handed to any app process, the
   node checks the run's app the same way and answers every message of a foreign app
   with Flower's "invalid FAB" error instead of running it.
@@ -38,9 +44,11 @@ workers, one per run (:mod:`fedstruct.fl.flower.dispatch`, at the Runtime API it
 ``--host`` and ``--port`` give; :func:`runtime_address`): each message it pulls is
 handed to the dispatcher at once and its answer awaited before Flower's loop looks for
 it. Every guarded SuperNode polls the SuperLink again :data:`FASTEST_POLL` seconds
-after a message, then 1.5 times as long after each empty poll, at most
-:data:`ACTIVE_POLL` seconds apart for :data:`ACTIVE_SECONDS` after a message (a run's
-next message is picked up within that), then up to the seconds
+after a message, and as soon again after an empty poll the SuperLink held (a guarded
+SuperLink's: it listens for the node's next message); after an empty poll answered at
+once (a SuperLink that holds none, or all its slots taken), 1.5 times as long after each,
+at most :data:`ACTIVE_POLL` seconds apart for :data:`ACTIVE_SECONDS` after a message (a
+run's next message is picked up within that), then up to the seconds
 :data:`POLL_INTERVAL_ENV` gives (Flower's own wait, 3 s, when unset): an idle node
 asks no more often than Flower's would.
 
@@ -102,10 +110,13 @@ __all__ = [
     "FASTEST_POLL",
     "FEDSTRUCT_COMPONENTS",
     "FEDSTRUCT_RESULTS",
+    "HOLD_SECONDS",
+    "MAX_HELD",
     "POLL_INTERVAL_ENV",
     "RESULTS_PATH",
     "BoundAccount",
     "ControlKeyAuthn",
+    "HeldPolls",
     "app_problem",
     "bind_control_handlers",
     "guard_superlink",
@@ -130,6 +141,14 @@ _POLL_BACKOFF = 1.5
 #: The longest wait while a run is going: within :data:`ACTIVE_SECONDS` of a message.
 ACTIVE_POLL = 0.25
 ACTIVE_SECONDS = 10.0
+#: Seconds the SuperLink holds a poll for messages that finds none (:class:`HeldPolls`):
+#: Flower's own wait between a SuperNode's polls, so that a node held that long asks no
+#: more often than Flower's would.
+HOLD_SECONDS = _FLOWER_POLL_INTERVAL
+#: An empty poll that took this long or longer was held by the SuperLink.
+_HELD = HOLD_SECONDS / 2
+#: At most this many polls held at once: each holds one of the SuperLink's threads.
+MAX_HELD = 16
 #: The components of the only app a guarded SuperLink or SuperNode runs.
 FEDSTRUCT_COMPONENTS = {
     "serverapp": "fedstruct.deployment.app:server_app",
@@ -375,12 +394,68 @@ def load_component(reference: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+class HeldPolls:
+    """The SuperLink's answers to polls for messages: a poll that finds none, or finds
+    one whose objects are not all pushed yet, is held until a push of a message or
+    object lets it find what it asked for, at most ``seconds`` (then answered as it
+    stands); at most ``slots`` are held at once, others are answered at once.
+
+    :func:`~fedstruct.fl.flower.adapter.wrap_message_polls` calls :meth:`hold` for each
+    poll and :meth:`pushed` after each push.
+    """
+
+    def __init__(self, seconds: float = HOLD_SECONDS, slots: int = MAX_HELD) -> None:
+        self.seconds = seconds
+        self._pushes = 0
+        self._pushed = threading.Condition()
+        self._slots = threading.BoundedSemaphore(slots)
+
+    def pushed(self) -> None:
+        """A message or an object was pushed: every held poll looks again."""
+        with self._pushed:
+            self._pushes += 1
+            self._pushed.notify_all()
+
+    def hold(
+        self,
+        pull: Callable[[], Any],
+        found: Callable[[Any], bool],
+        ready: Callable[[Any], bool],
+    ) -> Any:
+        """``pull()``'s answer once ``found`` and ``ready`` say it holds messages whose
+        objects are all there; ``pull`` again after a push while it holds none (a message
+        it found is delivered: it is never pulled twice)."""
+        with self._pushed:
+            seen = self._pushes
+        answer = pull()
+        if (found(answer) and ready(answer)) or not self._slots.acquire(blocking=False):
+            return answer
+        try:
+            deadline = time.monotonic() + self.seconds
+            while True:
+                with self._pushed:
+                    while self._pushes == seen:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            return answer
+                        self._pushed.wait(left)
+                    seen = self._pushes
+                if not found(answer):
+                    answer = pull()
+                if found(answer) and ready(answer):
+                    return answer
+        finally:
+            self._slots.release()
+
+
 def guard_superlink(control_keys: Path | None) -> None:
     """Install the SuperLink's guards in this process (module docstring)."""
     if control_keys is not None:
         adapter.replace_control_authn_plugin(ControlKeyAuthn(load_control_keys(control_keys)))
         bind_control_handlers(adapter.control_handlers())
     adapter.wrap_start_run(_checked_start_run)
+    polls = HeldPolls()
+    adapter.wrap_message_polls(polls.hold, polls.pushed)
     answer = load_component(FEDSTRUCT_RESULTS)
     adapter.add_control_route(RESULTS_PATH, results_endpoint(answer, control_keys is not None))
 
@@ -425,12 +500,21 @@ def _polled_soon(pull: Callable[..., Any], slowest: float) -> Callable[..., Any]
     the last message, each wait :data:`_POLL_BACKOFF` times the one before, at most
     :data:`ACTIVE_POLL` within :data:`ACTIVE_SECONDS` of the last message (the run's
     next message: its round's other nodes may answer later than this one), then at
-    most ``slowest``: Flower's loop then never reaches its own 3 s wait."""
+    most ``slowest``: Flower's loop then never reaches its own 3 s wait. An empty poll
+    the SuperLink held (:class:`HeldPolls`: it took :data:`_HELD` seconds or more) is
+    followed by the next :data:`FASTEST_POLL` seconds later: the node then listens for
+    its next message nearly all the time, asking once per :data:`HOLD_SECONDS`."""
     wait, last = FASTEST_POLL, time.monotonic()
 
     def pull_soon_after_a_message(**kwargs: Any) -> Any:
         nonlocal wait, last
-        while (run_id := pull(**kwargs)) is None:
+        while True:
+            asked = time.monotonic()
+            if (run_id := pull(**kwargs)) is not None:
+                break
+            if time.monotonic() - asked >= _HELD:  # the SuperLink waited for a message
+                time.sleep(FASTEST_POLL)
+                continue
             time.sleep(wait)
             active = time.monotonic() - last < ACTIVE_SECONDS
             wait = min(ACTIVE_POLL if active else slowest, slowest, wait * _POLL_BACKOFF)

@@ -32,12 +32,15 @@ from collections.abc import Sequence
 from logging import ERROR, WARNING
 from typing import Any
 
-__all__ = ["DONE", "READY", "load_clientapp", "main"]
+__all__ = ["DONE", "PRELOAD", "READY", "load_clientapp", "main"]
 
 #: The line a worker writes once its ClientApp is loaded.
 READY = "ready"
 #: The line a worker writes after each task.
 DONE = "done"
+#: What a worker calls before it reports ready: fedstruct's own imports of a node's first
+#: method message (named as the app's components are: it lives in a layer above this one).
+PRELOAD = "fedstruct.deployment.app:preload_client"
 
 
 def load_clientapp() -> Any:
@@ -60,12 +63,14 @@ class _Tasks:
 
 
 def _preload() -> None:
-    """Import what a task needs of Flower, and torch, which most methods train with,
-    before the run's first message (a spare worker starts while its node is idle); a
-    node without torch goes on."""
+    """Import what a task needs of Flower, of fedstruct (:data:`PRELOAD`) and torch,
+    which most methods train with, before the run's first message (a spare worker starts
+    while its node is idle); a node without torch goes on."""
     from fedstruct.fl.flower import adapter
+    from fedstruct.fl.flower.guard import load_component
 
     adapter.load_clientapp_runtime()
+    load_component(PRELOAD)()
     try:
         import torch  # noqa: F401
     except ImportError:
