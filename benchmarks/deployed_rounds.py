@@ -11,9 +11,9 @@ Three figures, each a ratio against a reference timed in the same script, median
    default intervals, no poll setting); the overhead is
    ``((T_flower(r2) - T_flower(r1)) - (T_local(r2) - T_local(r1))) / exchanges``, where
    ``exchanges`` is what the added rounds asked each node (the nodes' logs count them).
-   Every deployed run starts once each node has a spare worker, its app loaded (their
-   logs say so; a node starts one once it has been idle a few seconds), as after a
-   pause between runs; that wait is not timed.
+   Every deployed run starts once each node has a spare worker, its app loaded, and
+   the SuperLink a spare ServerApp (their logs say so; each starts one once it has
+   been idle a few seconds), as after a pause between runs; that wait is not timed.
    The CPU seconds of every process of the cluster (SuperLink, ServerApp, SuperNodes,
    their workers; Linux's ``/proc``) are counted the same way: on a loaded machine the
    wall time stretches with the load, the CPU time much less.
@@ -78,18 +78,18 @@ def spare_ready(log: str) -> bool:
     """Whether a node's ``log`` says it has a spare worker, its app loaded: one started
     after the last run's messages went to a worker (a node starts it once it has been
     idle for a while), and every worker it started ready."""
-    given, started = log.rfind("'s messages go to worker"), log.rfind("started worker")
+    given, started = log.rfind(" is handed to worker"), log.rfind("started worker")
     ready = log.count("fedstruct dispatcher: worker ")
     return started > given and ready >= log.count("started worker")
 
 
 def workers_ready(cluster: LoopbackCluster, timeout: float = 300.0) -> None:
-    """Wait until every SuperNode has a spare worker that has loaded its app (each node's
-    log says so): a run then starts on idle nodes, as it would after a pause, and no
-    worker's start competes with it."""
+    """Wait until every SuperNode has a spare worker that has loaded its app, and the
+    SuperLink a spare ServerApp (each one's log says so): a run then starts on an idle
+    cluster, as it would after a pause, and no worker's start competes with it."""
     deadline = time.monotonic() + timeout
     while True:
-        logs = [cluster.log(n) for n in cluster.procs if n != "superlink"]
+        logs = [cluster.log(n) for n in cluster.procs]
         if all(spare_ready(log) for log in logs):
             return
         if time.monotonic() > deadline:

@@ -67,6 +67,8 @@ def test_command_lines(tmp_path):
         "--port",
         "9091",
         "--disable-runtime-dependency-installation",
+        "--isolation",
+        "process",
         "--insecure",
     ]
     tls = superlink_command("0.0.0.0", 9091, certificates=tmp_path, node_auth=True)
@@ -391,13 +393,13 @@ def test_a_poll_is_held_at_most_its_seconds_and_in_at_most_its_slots():
 
 def test_a_loopback_cluster_sets_the_poll_intervals_it_is_given(tmp_path, monkeypatch):
     from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
-    from fedstruct.fl.flower.loopback import SUPEREXEC_POLL_ENV, LoopbackCluster
+    from fedstruct.fl.flower.loopback import LoopbackCluster
 
     monkeypatch.setenv(POLL_INTERVAL_ENV, "2")
     fast = LoopbackCluster(tmp_path / "fast", poll_interval=0.25).env
-    assert fast[POLL_INTERVAL_ENV] == fast[SUPEREXEC_POLL_ENV] == "0.25"
+    assert fast[POLL_INTERVAL_ENV] == "0.25"
     default = LoopbackCluster(tmp_path / "default").env
-    assert POLL_INTERVAL_ENV not in default and SUPEREXEC_POLL_ENV not in default
+    assert POLL_INTERVAL_ENV not in default
 
 
 def test_a_run_status_without_a_superlink_is_one_line(tmp_path, capsys):

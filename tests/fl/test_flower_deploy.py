@@ -729,8 +729,13 @@ def test_results_reach_a_submitter_elsewhere_and_are_fetched_again(tmp_path):
             log = c.log(node)
             assert "Start `flwr-clientapp` process" not in log
             for flower_run in (run_id, finished["flower_run"]):
-                assert log.count(f"run {flower_run}'s messages go to worker") == 1
+                assert log.count(f"run {flower_run} is handed to worker") == 1
             assert len(answered(node_lines(c, node))) > 4
+        # each run went to a warm ServerApp on the SuperLink (no flwr-serverapp process)
+        log = c.log("superlink")
+        assert "Start `flwr-serverapp` process" not in log
+        for flower_run in (run_id, finished["flower_run"]):
+            assert log.count(f"run {flower_run} is handed to worker") == 1
     finally:
         c.close()
 

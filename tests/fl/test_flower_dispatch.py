@@ -95,6 +95,7 @@ def node(tmp_path):
         workers = list(dispatcher._workers)
     for worker in workers:  # its listener logs its start before the test's output ends
         worker.ready.wait(timeout=60)
+    dispatcher.close()  # no spare is started after the test
     for proc in spawned:
         if proc.poll() is None:
             proc.kill()

@@ -82,7 +82,14 @@ if TYPE_CHECKING:  # imported in the functions that use them: every message star
     from fedstruct.runs.contract import Runnable
     from fedstruct.runs.source import SiteView
 
-__all__ = ["DESCRIBE_SITE", "FEDERATION_SCHEMA", "client_app", "preload_client", "server_app"]
+__all__ = [
+    "DESCRIBE_SITE",
+    "FEDERATION_SCHEMA",
+    "client_app",
+    "preload_client",
+    "preload_server",
+    "server_app",
+]
 
 #: Asks a node to describe its own file (its answer: ``config["description"]``, JSON).
 DESCRIBE_SITE = "fedstruct.describe-site"
@@ -403,6 +410,21 @@ def preload_client() -> None:
     (:data:`~fedstruct.fl.flower.worker.PRELOAD`) before its run's first message, while
     its node is idle; this module itself imports no method."""
     import fedstruct.estimators.base  # noqa: F401
+
+
+def preload_server() -> None:
+    """Import what a run's ServerApp needs whatever the method: the run contract, the
+    deployment backend, the estimators' base (scikit-learn) and the plots. A warm
+    ServerApp calls it (:data:`~fedstruct.fl.flower.serverapp_worker.PRELOAD`) while
+    its SuperLink is idle."""
+    import fedstruct.estimators.base
+    import fedstruct.fl.flower.deployment
+    import fedstruct.runs.contract
+    import fedstruct.runs.folder
+    import fedstruct.runs.settings  # noqa: F401
+    from fedstruct.drawing.plots import load_pyplot
+
+    load_pyplot()
 
 
 client_app = make_client_app(

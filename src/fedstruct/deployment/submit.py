@@ -302,8 +302,11 @@ def _is_of(out: Path, record: dict[str, Any], results: str) -> bool:
 
 #: How Flower's run status details begin when the ServerApp raised.
 _SERVERAPP_FAILED = "ServerApp failed with exception: "
-#: The longest wait between two looks at a run's status (the first comes sooner).
-_STATUS_POLL = 1.0
+#: The longest wait between two looks at a run's status (the first comes sooner): the
+#: results are fetched at most this long after the run ends.
+_STATUS_POLL = 0.5
+#: The shortest time between two copies of a running run's progress.
+_MIRROR_EVERY = 1.0
 
 
 def _wait(
@@ -317,9 +320,10 @@ def _wait(
 ) -> tuple[str, str]:
     """Poll the run's status until it has finished; return ``(status, details)``. While
     it runs, its progress on the SuperLink is mirrored into ``out`` (at most every
-    :data:`_STATUS_POLL` seconds), for ``fedstruct status DIR`` and ``--track``."""
+    :data:`_MIRROR_EVERY` seconds), for ``fedstruct status DIR`` and ``--track``."""
     view = Status(f"run {run_id} submitted", console=Console(stderr=True)) if progress else None
     started = time.monotonic()
+    mirrored, where = float("-inf"), ""
     wait = 0.1
     if view is not None:
         view.start()
@@ -333,7 +337,8 @@ def _wait(
                 raise DeploymentError(_lost(link, run_id, name, out)) from None
             if status.startswith("finished"):
                 return status, details
-            where = _mirror(link, key, results, out) if status == "running" else ""
+            if status == "running" and time.monotonic() - mirrored >= _MIRROR_EVERY:
+                where, mirrored = _mirror(link, key, results, out), time.monotonic()
             if view is not None:
                 elapsed = time.monotonic() - started
                 view.update(

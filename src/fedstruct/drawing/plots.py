@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-__all__ = ["plot_bars", "plot_curves", "plot_graph_comparison", "plot_history"]
+__all__ = ["load_pyplot", "plot_bars", "plot_curves", "plot_graph_comparison", "plot_history"]
 
 
 def _pyplot() -> ModuleType:
@@ -28,6 +28,11 @@ def _pyplot() -> ModuleType:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def load_pyplot() -> None:
+    """Import pyplot now, on the Agg backend (a warm ServerApp does, before its run)."""
+    _pyplot()
 
 
 def plot_history(

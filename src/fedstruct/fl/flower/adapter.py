@@ -77,6 +77,8 @@ __all__ = [
     "LOST_REPLY_CODES",
     "MESSAGE_HANDLERS",
     "NO_ACCOUNT",
+    "SUPEREXEC_AUTH_METHODS",
+    "SUPEREXEC_SECRET_FLAG",
     "SYMBOLS",
     "AccountAuthCredentials",
     "AccountAuthLoginDetails",
@@ -87,6 +89,7 @@ __all__ = [
     "FlowerError",
     "FlowerSymbol",
     "acquire_clientapp_task",
+    "acquire_serverapp_task",
     "add_control_route",
     "answer_clientapp_task",
     "app_bundle",
@@ -96,16 +99,20 @@ __all__ = [
     "flower_error_reason",
     "flower_version",
     "list_runs_request",
+    "load_serverapp_runtime",
     "protobuf_media_type",
     "register_node_request",
     "replace_control_authn_plugin",
     "require_checked_flower",
+    "run_serverapp_task",
     "run_superlink",
     "run_supernode",
     "runtime_client",
+    "start_parent_monitor",
     "start_ray_backend",
     "start_run_request",
     "store_error_reply",
+    "superlink_runtime_address",
     "unchecked_flower",
     "unregister_node_request",
     "wrap_message_polls",
@@ -475,8 +482,9 @@ SYMBOLS: tuple[FlowerSymbol, ...] = (
     FlowerSymbol(
         "flwr.supercore.constant",
         "TaskType",
-        ("CLIENT_APP",),
-        "the kind of task a warm worker answers (acquire_clientapp_task)",
+        ("CLIENT_APP", "SERVER_APP"),
+        "the kind of task a warm worker answers or a warm ServerApp runs "
+        "(acquire_clientapp_task, acquire_serverapp_task)",
     ),
     FlowerSymbol(
         "flwr.supercore.heartbeat",
@@ -515,6 +523,124 @@ SYMBOLS: tuple[FlowerSymbol, ...] = (
         "SubStatus",
         ("COMPLETED", "FAILED"),
         "how a task ended (answer_clientapp_task)",
+    ),
+    # the SuperLink's warm ServerApp (dispatch.py, serverapp_worker.py)
+    FlowerSymbol(
+        "flwr.supercore.interceptors",
+        "SuperExecAuthHttpInterceptor",
+        ("master_secret", "protected_methods"),
+        "signs the SuperLink dispatcher's asks for a ServerApp task with the SuperLink's "
+        "SuperExec secret (runtime_client)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.address",
+        "resolve_bind_address",
+        ("address",),
+        "where the SuperLink's own Runtime API is reached from its machine, as Flower's "
+        "SuperExec reaches it (superlink_runtime_address)",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.grid",
+        "HttpGrid",
+        ("runtime_api_address", "insecure", "root_certificates", "token"),
+        "the grid a ServerApp task runs with, as flwr-serverapp builds it (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.grid",
+        "HttpGrid.set_run",
+        ("run",),
+        "tells the grid its run (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.superlink.grid",
+        "HttpGrid.close",
+        why="closes the grid's connection when the task ends (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "PullTaskInputResponse",
+        ("task_id", "run", "context", "fab"),
+        "a ServerApp task's run, context and app bundle (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "PushTaskOutputRequest",
+        ("context", "sub_status", "details"),
+        "ends a ServerApp task with its status (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.common.serde",
+        "context_from_proto",
+        why="a ServerApp task's context (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.common.serde",
+        "context_to_proto",
+        why="a ServerApp task's context, pushed back (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.common.serde",
+        "run_from_proto",
+        why="a ServerApp task's run (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.common.serde",
+        "fab_from_proto",
+        why="a ServerApp task's app bundle, checked before anything runs (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.common.config",
+        "get_fused_config_from_fab",
+        ("fab_file", "run"),
+        "a ServerApp task's run config from its bundle, without installing it (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.server.run_serverapp",
+        "run",
+        ("grid", "context", "server_app_dir", "loaded_server_app"),
+        "runs the ServerApp with its grid as flwr-serverapp does (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.task_identity",
+        "TaskIdentity",
+        ("_task_id", "_run_id", "_node_id"),
+        "the task this process runs, which Flower's ServerApp side reads: set as "
+        "flwr-serverapp sets it (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.logger",
+        "mirror_output_to_queue",
+        ("log_queue",),
+        "the ServerApp's output, uploaded to the SuperLink as flwr-serverapp's "
+        "(run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.logger",
+        "restore_output",
+        why="ends that mirror (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.proto.runtime_pb2",
+        "PullTaskInputRequest",
+        why="asks for a ServerApp task's input (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.logger",
+        "start_log_uploader",
+        ("log_queue", "node_id", "run_id", "client"),
+        "uploads the ServerApp's output for 'flwr log' (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.logger",
+        "stop_log_uploader",
+        ("log_queue", "log_uploader"),
+        "uploads what is left of it before the task ends, with no wait after (run_serverapp_task)",
+    ),
+    FlowerSymbol(
+        "flwr.supercore.app_utils",
+        "start_parent_process_monitor",
+        ("parent_pid",),
+        "a warm ServerApp ends with its SuperLink (serverapp_worker.py)",
     ),
     FlowerSymbol(
         "flwr.superlink.cli",
@@ -855,16 +981,27 @@ def run_supernode() -> None:
 CLIENTAPP_ISOLATION: str = ISOLATION_MODE_PROCESS
 
 
-def runtime_client(address: str, component: str, token: str | None = None) -> Any:
-    """Flower's client of a SuperNode's Runtime API (``flwr.supercore.runtime.
-    RuntimeHttpClient``) at ``address`` (plain HTTP on the node's own machine, as
-    ``fedstruct flower supernode`` serves it), sending ``component`` as its Flower
-    component (the node checks its version) and, for a task, the task's ``token``
-    with every call, whose calls are then retried as ``flwr-clientapp`` retries them.
+def runtime_client(
+    address: str,
+    component: str,
+    token: str | None = None,
+    *,
+    root_certificates: bytes | None = None,
+    auth_secret: bytes | None = None,
+) -> Any:
+    """Flower's client of a Runtime API (``flwr.supercore.runtime.RuntimeHttpClient``) at
+    ``address``: a SuperNode's (plain HTTP on the node's own machine, as ``fedstruct
+    flower supernode`` serves it) or the SuperLink's (over TLS with the CA certificate
+    ``root_certificates``, unless ``None``). It sends ``component`` as its Flower
+    component (the server checks its version); for a task, the task's ``token`` with
+    every call, whose calls are then retried as ``flwr-clientapp`` retries them; with
+    ``auth_secret``, its asks for a task signed as Flower's SuperExec signs them
+    (:data:`SUPEREXEC_AUTH_METHODS`).
     """
     from flwr.supercore.interceptors import (
         RuntimeTokenHttpInterceptor,
         RuntimeVersionHttpInterceptor,
+        SuperExecAuthHttpInterceptor,
     )
     from flwr.supercore.retry import make_simple_http_retry_invoker
     from flwr.supercore.runtime import RuntimeHttpClient
@@ -872,10 +1009,16 @@ def runtime_client(address: str, component: str, token: str | None = None) -> An
     interceptors: list[Any] = [RuntimeVersionHttpInterceptor(component_name=component)]
     if token is not None:
         interceptors.append(RuntimeTokenHttpInterceptor(token))
+    if auth_secret is not None:
+        interceptors.append(
+            SuperExecAuthHttpInterceptor(
+                master_secret=auth_secret, protected_methods=SUPEREXEC_AUTH_METHODS
+            )
+        )
     return RuntimeHttpClient.from_server_address(
         server_address=address,
-        insecure=True,
-        root_certificates=None,
+        insecure=root_certificates is None,
+        root_certificates=root_certificates,
         interceptors=interceptors,
         retry_invoker=None if token is None else make_simple_http_retry_invoker(),
     )
@@ -898,10 +1041,25 @@ def acquire_clientapp_task(client: Any) -> tuple[str, int] | None:
     """The token and run id of a ClientApp task the node behind ``client``
     (:func:`runtime_client`) has for this caller, or ``None`` if it has none: what
     ``flower-superexec`` asks before it starts a ``flwr-clientapp`` process."""
-    from flwr.proto.runtime_pb2 import AcquireTaskRequest
     from flwr.supercore.constant import TaskType
 
-    answer = client.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
+    return _acquire_task(client, TaskType.CLIENT_APP)
+
+
+def acquire_serverapp_task(client: Any) -> tuple[str, int] | None:
+    """The token and run id of a ServerApp task (a run to start) the SuperLink behind
+    ``client`` (:func:`runtime_client`, signed with the SuperLink's SuperExec secret)
+    has, or ``None``: what the SuperLink's ``flower-superexec`` asks before it starts
+    a ``flwr-serverapp`` process."""
+    from flwr.supercore.constant import TaskType
+
+    return _acquire_task(client, TaskType.SERVER_APP)
+
+
+def _acquire_task(client: Any, kind: Any) -> tuple[str, int] | None:
+    from flwr.proto.runtime_pb2 import AcquireTaskRequest
+
+    answer = client.AcquireTask(AcquireTaskRequest(supported_task_types=[kind]))
     if not answer.HasField("task") or not answer.token:
         return None
     return str(answer.token), int(answer.task.run_id)
@@ -964,6 +1122,150 @@ def answer_clientapp_task(
         if heartbeat.is_running:
             heartbeat.stop()
         client.close()
+
+
+# ------------------------------------------------ the SuperLink's warm ServerApp
+#: The Runtime API calls Flower's SuperExec signs with its secret, and which a
+#: SuperLink given a secret refuses unsigned: the ask for a task (whose token opens a
+#: run's ServerApp side).
+SUPEREXEC_AUTH_METHODS = frozenset({"/flwr.proto.Runtime/AcquireTask"})
+#: ``flower-superlink``'s flag naming its SuperExec secret file (process isolation only).
+SUPEREXEC_SECRET_FLAG = "--superexec-auth-secret-file"
+
+
+def superlink_runtime_address(host: str, port: int) -> str:
+    """Where the SuperLink bound to ``host:port`` serves its Runtime API to a process on
+    its own machine (a bind-all host becomes the loopback one), as Flower's SuperLink
+    tells its own SuperExec."""
+    from flwr.supercore.address import resolve_bind_address
+
+    shown = f"[{host}]" if ":" in host else host
+    return str(resolve_bind_address(f"{shown}:{port}"))
+
+
+def load_serverapp_runtime() -> None:
+    """Import what :func:`run_serverapp_task` uses of Flower, so that a warm ServerApp's
+    run does not wait for it."""
+    for module in (
+        "flwr.common.config",
+        "flwr.common.serde",
+        "flwr.server.run_serverapp",
+        "flwr.supercore.app_utils",
+        "flwr.supercore.heartbeat",
+        "flwr.supercore.logger",
+        "flwr.supercore.task_identity",
+        "flwr.superlink.grid",
+    ):
+        importlib.import_module(module)
+
+
+def start_parent_monitor(parent_pid: int) -> None:
+    """End this process when process ``parent_pid`` ends (Flower's monitor, as a
+    ``flwr-serverapp`` started by the SuperLink's SuperExec has it)."""
+    from flwr.supercore.app_utils import start_parent_process_monitor
+
+    start_parent_process_monitor(parent_pid)
+
+
+def run_serverapp_task(
+    address: str,
+    token: str,
+    app: Any,
+    check: Callable[[bytes], str | None],
+    *,
+    root_certificates: bytes | None = None,
+) -> bool:
+    """Run the ServerApp task of ``token`` at the SuperLink's Runtime API at ``address``
+    as ``flwr-serverapp`` runs it (``flwr.superlink.runtime.run_serverapp.
+    run_serverapp``), in this process: keep the task alive (heartbeat), pull its run,
+    context and app bundle, upload the process's output as the run's log, run ``app``
+    (a ``ServerApp``) with the run's grid and run config, and end the task with its
+    status. Whether the ServerApp completed.
+
+    Unlike ``flwr-serverapp`` it neither installs the bundle nor loads an app from it:
+    ``app`` is the caller's, and a bundle for which ``check(bundle bytes)`` gives a
+    reason fails the task with that reason before anything runs. The run's log is
+    uploaded whole before the task ends, without ``flwr-serverapp``'s second of wait
+    after it (``flush_logs``), and the process is not ended here.
+    """
+    from logging import ERROR
+    from queue import Queue
+
+    from flwr.app import RecordDict
+    from flwr.common import log
+    from flwr.common.config import get_fused_config_from_fab
+    from flwr.common.serde import (
+        context_from_proto,
+        context_to_proto,
+        fab_from_proto,
+        run_from_proto,
+    )
+    from flwr.proto.runtime_pb2 import PullTaskInputRequest, PushTaskOutputRequest
+    from flwr.server.run_serverapp import run as run_app
+    from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
+    from flwr.supercore.logger import (
+        mirror_output_to_queue,
+        restore_output,
+        start_log_uploader,
+        stop_log_uploader,
+    )
+    from flwr.supercore.task_identity import TaskIdentity
+    from flwr.superlink.grid import HttpGrid
+
+    grid = HttpGrid(
+        runtime_api_address=address,
+        insecure=root_certificates is None,
+        root_certificates=root_certificates,
+        token=token,
+    )
+    client = runtime_client(address, "flwr-serverapp", token, root_certificates=root_certificates)
+    logs: Queue[str | None] = Queue()
+    uploader = None
+    heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
+    context = None
+    status, details = SubStatus.FAILED, "Task failed with unknown error."
+    mirror_output_to_queue(logs)
+    try:
+        heartbeat.start()
+        task = client.PullTaskInput(PullTaskInputRequest())
+        TaskIdentity.task_id = task.task_id
+        TaskIdentity.run_id = task.run.run_id
+        TaskIdentity.node_id = task.context.node_id
+        context = context_from_proto(task.context)
+        run = run_from_proto(task.run)
+        fab = fab_from_proto(task.fab)
+        grid.set_run(run)
+        uploader = start_log_uploader(log_queue=logs, node_id=0, run_id=run.run_id, client=client)
+        reason = check(bytes(fab.content))
+        if reason is not None:
+            details = f"ServerApp refused: {reason}"
+        else:
+            context.run_config = get_fused_config_from_fab(fab.content, run)
+            context = run_app(grid=grid, context=context, server_app_dir="", loaded_server_app=app)
+            context.state = RecordDict()  # as flwr-serverapp: no state pushed back
+            status, details = SubStatus.COMPLETED, ""
+    except Exception as exc:  # answered as flwr-serverapp answers it
+        log(ERROR, "ServerApp raised an exception", exc_info=exc)
+        details = f"ServerApp failed with exception: {exc}"
+    finally:
+        if uploader is not None:
+            stop_log_uploader(logs, uploader)  # every line up before the task ends
+        restore_output()
+        try:
+            client.PushTaskOutput(
+                PushTaskOutputRequest(
+                    context=context_to_proto(context) if context is not None else None,
+                    sub_status=status,
+                    details=details,
+                )
+            )
+        except Exception as exc:  # the SuperLink gone: nothing left to tell it
+            log(ERROR, "Failed to push task output: %s", exc)
+        if heartbeat.is_running:
+            heartbeat.stop()
+        grid.close()
+        client.close()
+    return status == SubStatus.COMPLETED
 
 
 # ---------------------------------------------------------- Control API calls

@@ -8,8 +8,9 @@
   its own (several may share a machine). It runs with ``--isolation process``: its
   guard hands every ClientApp task to one warm worker per run
   (:mod:`fedstruct.fl.flower.dispatch`) instead of a process per message.
-- The SuperLink starts ``flower-superexec`` by name (for its ServerApps), so the
-  environment puts this Python's ``bin`` directory first on ``PATH``.
+- The SuperLink runs with ``--isolation process``: its runs go to warm ServerApps
+  (:mod:`fedstruct.fl.flower.serverapps`), not to a ``flower-superexec``. The
+  environment puts this Python's ``bin`` directory first on ``PATH`` (the ``flwr`` CLI).
 - Both daemons run under fedstruct's guards (:func:`guarded`,
   :mod:`fedstruct.fl.flower.guard`): the SuperLink answers its Control API only to
   holders of a control key, and both run fedstruct's app only.
@@ -67,19 +68,10 @@ def default_home() -> Path:
     return Path(os.environ.get("FLWR_HOME", Path.home() / ".fedstruct" / "flower"))
 
 
-#: Flower's environment variable: seconds between a SuperExec's looks for a task (on the
-#: SuperLink: a submitted run's ServerApp to start).
-SUPEREXEC_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
-#: Its value unless the environment gives one (Flower's own: 1 s).
-SUPEREXEC_POLL = "0.25"
-
-
 def flower_env(home: Path) -> dict[str, str]:
     """The environment for Flower processes: private home, no telemetry, our ``bin`` on
-    PATH, a submitted run started within :data:`SUPEREXEC_POLL` seconds (unless the
-    environment sets :data:`SUPEREXEC_POLL_ENV`)."""
+    PATH."""
     env = dict(os.environ)
-    env.setdefault(SUPEREXEC_POLL_ENV, SUPEREXEC_POLL)
     env["FLWR_HOME"] = str(home)
     env["FLWR_TELEMETRY_ENABLED"] = "0"
     env["FLWR_DISABLE_UPDATE_CHECK"] = "1"
@@ -234,6 +226,7 @@ def superlink_command(
     """
     cmd = ["flower-superlink", "--host", host, "--port", str(check_port(port, "--port"))]
     cmd.append("--disable-runtime-dependency-installation")
+    cmd += ["--isolation", "process"]  # its runs go to warm ServerApps (fl.flower.serverapps)
     if certificates is None:
         if node_auth:
             raise ConfigError("node authentication needs TLS: give --certificates DIR")

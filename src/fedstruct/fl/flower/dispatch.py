@@ -1,4 +1,5 @@
-"""A SuperNode's dispatcher: every ClientApp task of a run goes to that run's warm worker.
+"""A dispatcher: every task of a run goes to that run's warm worker (a SuperNode's
+ClientApp tasks, or a SuperLink's ServerApp).
 
 ``fedstruct flower supernode`` runs Flower's SuperNode with ``--isolation process``
 (it then starts no ``flower-superexec``, which would start one ``flwr-clientapp``
@@ -20,6 +21,13 @@ and so is the least recently used idle one when more than :data:`MAX_WORKERS` ru
 A worker that dies is replaced at its run's next message; the task it was answering
 is then answered by Flower as a crashed ClientApp's (a lost reply). Workers end with
 the node: their input closes with it.
+
+``fedstruct flower superlink`` runs its SuperLink with ``--isolation process`` too (it
+then starts no ``flower-superexec``, which would start a cold ``flwr-serverapp``
+process for every run) and a dispatcher of its own: its workers are warm ServerApps
+(:mod:`fedstruct.fl.flower.serverapp_worker`), each of which runs one run and ends. The
+guard wakes it when the SuperLink accepts a run; it then asks for ServerApp tasks until
+there is none, and also every ``look_every`` seconds (a run it was not woken for).
 """
 
 from __future__ import annotations
@@ -79,8 +87,12 @@ class Dispatcher:
         Starts a worker given its report pipe's write end (default: this Python
         running :mod:`fedstruct.fl.flower.worker`); for tests.
     acquire
-        Acquires the node's next task: ``(token, run id)`` or ``None`` (default: from
-        the node's Runtime API); for tests.
+        Acquires the next task: ``(token, run id)`` or ``None`` (default: a ClientApp
+        task from the node's Runtime API).
+    look_every
+        ``None`` (a SuperNode's): ask once for each task the node made
+        (:meth:`task_created`). Seconds (the SuperLink's): when woken, and at least
+        this often, ask until there is no task.
     """
 
     def __init__(
@@ -89,10 +101,13 @@ class Dispatcher:
         *,
         spawn: Callable[[int], subprocess.Popen[bytes]] | None = None,
         acquire: Callable[[], tuple[str, int] | None] | None = None,
+        look_every: float | None = None,
     ) -> None:
         self.address = address
         self._spawn_process = spawn or self._start_worker
         self._acquire = acquire or self._acquire_from_node
+        self._look_every = look_every
+        self._last_look = float("-inf")
         self._client: Any = None
         self._workers: list[_Worker] = []
         self._changed = threading.Condition()
@@ -101,6 +116,7 @@ class Dispatcher:
         self._asked = 0  # of them, those the dispatcher asked the node for
         self._last_task = float("-inf")
         self._wake = threading.Event()
+        self._closed = False
         self._thread = threading.Thread(target=self._serve, name="fedstruct-dispatcher")
         self._thread.daemon = True
 
@@ -111,6 +127,17 @@ class Dispatcher:
             self._keep_spare()
         self._thread.start()
         return self
+
+    def close(self) -> None:
+        """End the dispatcher: no task is acquired and no spare started after this, and
+        every worker's input is closed (a worker ends once its task is answered)."""
+        with self._changed:
+            self._closed = True
+            for worker in list(self._workers):
+                self._drop(worker)
+            self._changed.notify_all()
+        self._wake.set()
+        self._thread.join(timeout=2 * _LOOK_EVERY)
 
     @property
     def answered(self) -> int:
@@ -137,17 +164,29 @@ class Dispatcher:
         of the node's Runtime API per task; one that the node did not give (its API not up
         yet, or failing) is asked for again :data:`_LOOK_EVERY` seconds later. An idle
         node is not asked at all. The wake is cleared before the tasks are counted: a
-        task made after that wakes it again."""
+        task made after that wakes it again. With ``look_every`` (the SuperLink's), every
+        task there is is acquired when woken and at least that often. A spare is
+        started once no worker has been given a task for :data:`SPARE_AFTER` seconds
+        and none is at work."""
         while True:
-            self._wake.wait(_LOOK_EVERY)
+            woken = self._wake.wait(_LOOK_EVERY)
             self._wake.clear()
             try:
                 with self._changed:
+                    if self._closed:
+                        return
                     now = time.monotonic()
                     self._retire(now)
-                    if now - self._last_task > SPARE_AFTER:
+                    idle = not any(w.busy for w in self._workers)
+                    if now - self._last_task > SPARE_AFTER and idle:
                         self._keep_spare()
                     owed = self._created - self._asked
+                if self._look_every is not None:
+                    if woken or now - self._last_look >= self._look_every:
+                        self._last_look = now
+                        while (task := self._acquire()) is not None:
+                            self._hand(*task)
+                    continue
                 while owed > 0 and (task := self._acquire()) is not None:
                     self._asked, owed = self._asked + 1, owed - 1
                     self._hand(*task)
@@ -186,7 +225,7 @@ class Dispatcher:
             if worker.run_id == run_id:
                 return worker
         worker = next((w for w in self._workers if w.run_id is None), None) or self._spawn()
-        _log(INFO, f"run {run_id}'s messages go to worker {worker.proc.pid}")
+        _log(INFO, f"run {run_id} is handed to worker {worker.proc.pid}")
         return worker
 
     def _keep_spare(self) -> None:

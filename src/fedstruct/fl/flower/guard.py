@@ -39,6 +39,13 @@ flower-superlink ARGS``), which adds, in the same process and before Flower star
   node checks the run's app the same way and answers every message of a foreign app
   with Flower's "invalid FAB" error instead of running it.
 
+A guarded SuperLink started with ``--isolation process`` (as
+:func:`~fedstruct.fl.flower.cluster.superlink_command` starts it) starts no
+``flower-superexec``: :func:`main` gives Flower a SuperExec secret of its own
+(:mod:`fedstruct.fl.flower.serverapps`), so that the SuperLink refuses an unsigned ask
+for a run to start, and runs a dispatcher that hands each run the SuperLink accepts to
+a warm ServerApp (:func:`guard_superlink` wakes it when ``start_run`` accepts one).
+
 A guarded SuperNode started with ``--isolation process`` answers its messages with warm
 workers, one per run (:mod:`fedstruct.fl.flower.dispatch`, at the Runtime API its
 ``--host`` and ``--port`` give; :func:`runtime_address`): each message it pulls is
@@ -448,12 +455,26 @@ class HeldPolls:
             self._slots.release()
 
 
-def guard_superlink(control_keys: Path | None) -> None:
-    """Install the SuperLink's guards in this process (module docstring)."""
+def _announced_run(start_run: Callable[..., Any], dispatcher: Dispatcher) -> Callable[..., Any]:
+    def start_run_and_wake_the_dispatcher(*args: Any, **kwargs: Any) -> Any:
+        answer = start_run(*args, **kwargs)
+        if getattr(answer, "run_id", 0):  # a run is there to start
+            dispatcher.task_created()
+        return answer
+
+    return start_run_and_wake_the_dispatcher
+
+
+def guard_superlink(control_keys: Path | None, dispatcher: Dispatcher | None = None) -> None:
+    """Install the SuperLink's guards in this process (module docstring); ``dispatcher``:
+    the one that hands each accepted run to a warm ServerApp, woken when a run is
+    accepted (``None``: Flower's SuperExec starts a process per run)."""
     if control_keys is not None:
         adapter.replace_control_authn_plugin(ControlKeyAuthn(load_control_keys(control_keys)))
         bind_control_handlers(adapter.control_handlers())
     adapter.wrap_start_run(_checked_start_run)
+    if dispatcher is not None:
+        adapter.wrap_start_run(lambda start_run: _announced_run(start_run, dispatcher))
     polls = HeldPolls()
     adapter.wrap_message_polls(polls.hold, polls.pushed)
     answer = load_component(FEDSTRUCT_RESULTS)
@@ -606,8 +627,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"error: usage: python -m {__spec__.name} {'|'.join(daemons)} ARGS")
     sys.argv = args
     if args[0] == "flower-superlink":
+        from fedstruct.fl.flower.serverapps import (
+            SuperLinkRuntime,
+            serverapp_dispatcher,
+            write_secret,
+        )
+
         keys = os.environ.get(CONTROL_KEYS_ENV)
-        guard_superlink(Path(keys) if keys else None)
+        runtime = SuperLinkRuntime.of(args[1:])
+        dispatcher = None
+        if runtime is not None:  # warm ServerApps; the asks for a run signed
+            secret = os.urandom(32)
+            sys.argv += [adapter.SUPEREXEC_SECRET_FLAG, str(write_secret(secret))]
+            dispatcher = serverapp_dispatcher(runtime, secret).start()
+        guard_superlink(Path(keys) if keys else None, dispatcher)
         adapter.run_superlink()
     else:
         try:

@@ -2,11 +2,10 @@
 
 For trying a deployment on one machine, for tests and for benchmarks. Every process
 is started through fedstruct's own commands (``fedstruct flower ...``) in its own
-session, so stopping its process group also stops the SuperExec and app processes
-Flower spawns. Everything binds to 127.0.0.1 on free ports, with a private
-FLWR_HOME, telemetry and update checks off. Its daemons poll as often as Flower's
-own defaults (a SuperNode every 3 s, a SuperExec every 1 s) unless ``poll_interval``
-says otherwise: tests poll faster, so their rounds do not wait out the intervals.
+session, so stopping its process group also stops the warm workers and ServerApps
+they start. Everything binds to 127.0.0.1 on free ports, with a private FLWR_HOME,
+telemetry and update checks off. Its SuperNodes poll as often as Flower's own
+(every 3 s when idle) unless ``poll_interval`` says otherwise.
 Use it as a context manager::
 
     with LoopbackCluster(Path("/tmp/fl")) as cluster:
@@ -29,7 +28,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from fedstruct.fl.flower.cluster import SUPEREXEC_POLL_ENV
 from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
 
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
@@ -57,8 +55,8 @@ class LoopbackCluster:
     root
         Folder for the private FLWR_HOME and one log file per process.
     poll_interval
-        Seconds between the polls of every SuperNode (for messages) and SuperExec (for
-        app processes to start); ``None``: Flower's own intervals.
+        Seconds between the polls of every SuperNode for messages; ``None``: Flower's
+        own interval.
     runs
         The SuperLink's runs folder (``--runs``): submitted runs must write their
         results inside it (default: ``root``).
@@ -77,10 +75,9 @@ class LoopbackCluster:
             FLWR_TELEMETRY_ENABLED="0",
             FLWR_DISABLE_UPDATE_CHECK="1",
         )
-        for name in (POLL_INTERVAL_ENV, SUPEREXEC_POLL_ENV):
-            self.env.pop(name, None)
-            if poll_interval is not None:
-                self.env[name] = str(poll_interval)
+        self.env.pop(POLL_INTERVAL_ENV, None)
+        if poll_interval is not None:
+            self.env[POLL_INTERVAL_ENV] = str(poll_interval)
         self.procs: dict[str, subprocess.Popen] = {}
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
