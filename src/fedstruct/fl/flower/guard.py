@@ -634,13 +634,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
 
         keys = os.environ.get(CONTROL_KEYS_ENV)
-        runtime = SuperLinkRuntime.of(args[1:])
-        dispatcher = None
-        if runtime is not None:  # warm ServerApps; the asks for a run signed
+        link_runtime = SuperLinkRuntime.of(args[1:])
+        serverapps = None
+        if link_runtime is not None:  # warm ServerApps; the asks for a run signed
             secret = os.urandom(32)
             sys.argv += [adapter.SUPEREXEC_SECRET_FLAG, str(write_secret(secret))]
-            dispatcher = serverapp_dispatcher(runtime, secret).start()
-        guard_superlink(Path(keys) if keys else None, dispatcher)
+            serverapps = serverapp_dispatcher(link_runtime, secret).start()
+        guard_superlink(Path(keys) if keys else None, serverapps)
         adapter.run_superlink()
     else:
         try:
