@@ -343,3 +343,31 @@ def test_a_worker_preloads_what_a_first_method_message_imports(tmp_path):
         env={"PYTHONPATH": env_path, "PATH": ""},
     )  # fmt: skip
     assert done.stdout.strip() == "False True"
+
+
+def test_a_spare_that_cannot_start_is_retried_later_not_at_once(monkeypatch):
+    """A worker that ends before it is ready (a broken installation) is not replaced at
+    every round of the dispatcher: the next spare waits, longer after each such end."""
+    monkeypatch.setattr(dispatch, "RETRY_SPARE", 100.0)
+    monkeypatch.setattr(dispatch, "SPARE_AFTER", 0.0)
+    spawned: list[subprocess.Popen] = []
+
+    def spawn(report: int) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"],
+                                stdin=subprocess.PIPE, pass_fds=(report,))  # fmt: skip
+        spawned.append(proc)
+        return proc
+
+    dispatcher = Dispatcher("127.0.0.1:1", spawn=spawn, acquire=lambda: None).start()
+    try:
+        deadline = time.monotonic() + 60
+        while dispatcher._workers or dispatcher._spare_not_before == float("-inf"):
+            assert time.monotonic() < deadline, "the worker's end was not seen"
+            time.sleep(0.02)
+        assert dispatcher._retry == 200.0  # doubled for the next end
+        for _ in range(5):  # five rounds of the dispatcher: no spare started again
+            dispatcher._wake.set()
+            time.sleep(0.05)
+        assert len(spawned) == 1 and spawned[0].wait(timeout=60) == 3
+    finally:
+        dispatcher.close()

@@ -18,7 +18,10 @@ the node has had no task for :data:`SPARE_AFTER` seconds, so that its start-up d
 compete with the run's messages for the node's processors. A run's
 worker that has had no message for :data:`IDLE_SECONDS` is ended (its input closed),
 and so is the least recently used idle one when more than :data:`MAX_WORKERS` run.
-A worker that dies is replaced at its run's next message; the task it was answering
+A spare that ends before it has loaded its app (a broken installation) is started again
+only :data:`RETRY_SPARE` seconds later, twice as long after each such end (at most
+:data:`RETRY_SPARE_MOST`), not at every round of the dispatcher. A worker that dies is
+replaced at its run's next message; the task it was answering
 is then answered by Flower as a crashed ClientApp's (a lost reply). Workers end with
 the node: their input closes with it.
 
@@ -44,10 +47,21 @@ from typing import IO, Any
 
 from fedstruct.fl.flower.worker import DONE, READY
 
-__all__ = ["IDLE_SECONDS", "MAX_WORKERS", "SPARE_AFTER", "Dispatcher"]
+__all__ = [
+    "IDLE_SECONDS",
+    "MAX_WORKERS",
+    "RETRY_SPARE",
+    "RETRY_SPARE_MOST",
+    "SPARE_AFTER",
+    "Dispatcher",
+]
 
 #: Seconds a run's worker is kept without a message before it is ended.
 IDLE_SECONDS = 600.0
+#: Seconds before a spare is started again after one ended before it was ready (a
+#: broken installation): doubled after each such end, at most :data:`RETRY_SPARE_MOST`.
+RETRY_SPARE = 2.0
+RETRY_SPARE_MOST = 300.0
 #: At most this many runs' workers at once (the least recently used idle one ends).
 MAX_WORKERS = 4
 #: Seconds without a task after which a new spare worker is started.
@@ -117,6 +131,8 @@ class Dispatcher:
         self._last_task = float("-inf")
         self._wake = threading.Event()
         self._closed = False
+        self._spare_not_before = float("-inf")
+        self._retry = RETRY_SPARE
         self._thread = threading.Thread(target=self._serve, name="fedstruct-dispatcher")
         self._thread.daemon = True
 
@@ -229,6 +245,10 @@ class Dispatcher:
         return worker
 
     def _keep_spare(self) -> None:
+        """Start a spare unless there is one, or the last one ended before it was ready
+        less than the retry wait ago (each such end doubles the wait)."""
+        if time.monotonic() < self._spare_not_before:
+            return
         if not any(w.run_id is None for w in self._workers):
             self._spawn()
 
@@ -257,6 +277,7 @@ class Dispatcher:
             with self._changed:
                 if line.strip() == READY:
                     worker.ready.set()
+                    self._retry = RETRY_SPARE
                     _log(INFO, f"worker {worker.proc.pid} ready")
                 elif line.strip() == DONE:
                     worker.busy, worker.last = False, time.monotonic()
@@ -264,6 +285,11 @@ class Dispatcher:
                     self._changed.notify_all()
         code = worker.proc.wait()
         with self._changed:
+            if not worker.ready.is_set() and not self._closed:  # it could not load its app
+                self._spare_not_before = time.monotonic() + self._retry
+                _log(WARNING, f"worker {worker.proc.pid} ended before it was ready (exit code "
+                              f"{code}); the next spare starts in {self._retry:g} s")  # fmt: skip
+                self._retry = min(2 * self._retry, RETRY_SPARE_MOST)
             if worker.busy:  # the task it was answering ends with it
                 _log(WARNING, f"the worker of run {worker.run_id} ended (exit code {code})")
                 worker.busy = False
