@@ -14,8 +14,8 @@ before Flower's loop looks for it, instead of Flower's half-second polls.
 
 A spare worker, its ClientApp (and torch, which most methods train with) already loaded,
 is kept ready for the next run; once it is given a run, the next spare is started when
-the node has had no task for :data:`SPARE_AFTER` seconds, so that its start-up does not
-compete with the run's messages for the node's processors. A run's
+the node has had no task for :data:`SPARE_AFTER` seconds and no worker is answering one,
+so that its start-up does not compete with the run's messages for the node's processors. A run's
 worker that has had no message for :data:`IDLE_SECONDS` is ended (its input closed),
 and so is the least recently used idle one when more than :data:`MAX_WORKERS` run.
 A spare that ends before it has loaded its app (a broken installation) is started again
