@@ -402,6 +402,73 @@ def test_a_loopback_cluster_sets_the_poll_intervals_it_is_given(tmp_path, monkey
     assert POLL_INTERVAL_ENV not in default
 
 
+def test_a_daemon_stops_with_the_process_it_is_told_to_stop_with():
+    from fedstruct.fl.flower.guard import STOP_WITH_ENV, stop_with
+
+    assert stop_with({}) is None and stop_with({STOP_WITH_ENV: " "}) is None
+    assert stop_with({STOP_WITH_ENV: "4242"}) == 4242
+    for bad in ("0", "-3", "me", "1.5"):
+        with pytest.raises(ConfigError, match=f"{STOP_WITH_ENV}='{bad}' is not a process ID"):
+            stop_with({STOP_WITH_ENV: bad})
+
+
+#: Owns a loopback cluster with a SuperLink, prints the SuperLink's PID, then waits to
+#: be killed.
+_OWNER = """
+import sys, time
+from pathlib import Path
+from fedstruct.fl.flower.loopback import LoopbackCluster
+
+cluster = LoopbackCluster(Path(sys.argv[1]))
+cluster.superlink("--insecure")
+print(cluster.procs["superlink"].pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_loopback_cluster_whose_owner_is_killed_stops_by_itself(tmp_path):
+    """A SIGKILLed owner runs no cleanup: the SuperLink (its own session) sees its
+    owner gone and stops as on SIGTERM, its warm ServerApp with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("flwr")
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        superlink = int(owner.stdout.readline())
+        group = os.getpgid(superlink)
+    finally:
+        owner.kill()
+        owner.wait()
+
+    def members() -> list[int]:  # the session's processes still running (no zombies)
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                found.append(int(entry.name))
+        return found
+
+    deadline = time.monotonic() + 120
+    while members() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = members()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"still running after its owner was killed: {left}"
+    log = (tmp_path / "superlink.log").read_text()
+    assert "Application shutdown complete" in log and "Traceback" not in log, log
+
+
 def test_a_run_status_without_a_superlink_is_one_line(tmp_path, capsys):
     from fedstruct.errors import DeploymentError
     from fedstruct.fl.flower.control import run_status

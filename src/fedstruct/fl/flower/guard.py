@@ -71,6 +71,7 @@ import functools
 import inspect
 import io
 import os
+import signal
 import sys
 import threading
 import time
@@ -133,12 +134,17 @@ __all__ = [
     "poll_interval",
     "results_endpoint",
     "runtime_address",
+    "stop_with",
 ]
 
 #: Environment variable naming the SuperLink's file of control public keys.
 CONTROL_KEYS_ENV = "FEDSTRUCT_CONTROL_KEYS"
 #: Environment variable: seconds a guarded SuperNode waits between polls of the SuperLink.
 POLL_INTERVAL_ENV = "FEDSTRUCT_SUPERNODE_POLL_INTERVAL"
+#: Environment variable: a process ID; the guarded daemon stops, as on Ctrl-C, once that
+#: process has ended (a :class:`~fedstruct.fl.flower.loopback.LoopbackCluster` names its
+#: own, so that a cluster whose owner was killed does not outlive it).
+STOP_WITH_ENV = "FEDSTRUCT_FLOWER_STOP_WITH"
 #: Flower's own wait after a poll that brought no message.
 _FLOWER_POLL_INTERVAL = adapter.FLOWER_POLL_WAIT
 #: Seconds a guarded SuperNode waits before its first poll after a message.
@@ -586,6 +592,53 @@ def poll_interval(environ: Mapping[str, str]) -> float | None:
     return value
 
 
+def stop_with(environ: Mapping[str, str]) -> int | None:
+    """The process ID in ``environ`` (:data:`STOP_WITH_ENV`) whose end stops the daemon,
+    or ``None``.
+
+    Raises
+    ------
+    ConfigError
+        If the value is not a whole number above 0.
+    """
+    raw = environ.get(STOP_WITH_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) == 0:
+        raise ConfigError(
+            f"{STOP_WITH_ENV}={raw!r} is not a process ID; set it to the PID whose end "
+            "should stop this daemon, or unset it"
+        )
+    return int(raw)
+
+
+def _stop_when_ended(owner: int) -> None:
+    """Send this process SIGTERM (the daemon's own way out, as ``LoopbackCluster.stop``
+    sends it) once process ``owner`` has ended. When ``owner`` is this process's parent,
+    its end is seen as soon as this process is handed to another parent, before the
+    owner is reaped (a killed owner nobody waits for stays a zombie that ``kill(pid,
+    0)`` still finds)."""
+    parent = os.getppid() == owner
+
+    def alive() -> bool:
+        if parent:
+            return os.getppid() == owner
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def watch() -> None:
+        while alive():
+            time.sleep(0.5)
+        signal.raise_signal(signal.SIGTERM)
+
+    threading.Thread(target=watch, name="fedstruct-stop-with", daemon=True).start()
+
+
 def runtime_address(argv: Sequence[str]) -> str | None:
     """The Runtime API (``host:port``) of the SuperNode whose ``flower-supernode``
     arguments are ``argv``, if it runs with ``--isolation process`` (its ClientApp tasks
@@ -626,6 +679,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args or args[0] not in daemons:
         sys.exit(f"error: usage: python -m {__spec__.name} {'|'.join(daemons)} ARGS")
     sys.argv = args
+    try:
+        owner = stop_with(os.environ)
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
+    if owner is not None:
+        _stop_when_ended(owner)
     if args[0] == "flower-superlink":
         from fedstruct.fl.flower.serverapps import (
             SuperLinkRuntime,

@@ -4,7 +4,9 @@ For trying a deployment on one machine, for tests and for benchmarks. Every proc
 is started through fedstruct's own commands (``fedstruct flower ...``) in its own
 session, so stopping its process group also stops the warm workers and ServerApps
 they start. Everything binds to 127.0.0.1 on free ports, with a private FLWR_HOME,
-telemetry and update checks off. Its SuperNodes poll as often as Flower's own
+telemetry and update checks off. Its daemons stop by themselves when the process that
+started them ends, even by SIGKILL (:data:`~fedstruct.fl.flower.guard.STOP_WITH_ENV`).
+Its SuperNodes poll as often as Flower's own
 (every 3 s when idle) unless ``poll_interval`` says otherwise.
 Use it as a context manager::
 
@@ -28,7 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV
+from fedstruct.fl.flower.guard import POLL_INTERVAL_ENV, STOP_WITH_ENV
 
 FEDSTRUCT = [sys.executable, "-m", "fedstruct.cli"]
 
@@ -75,6 +77,7 @@ class LoopbackCluster:
             FLWR_TELEMETRY_ENABLED="0",
             FLWR_DISABLE_UPDATE_CHECK="1",
         )
+        self.env[STOP_WITH_ENV] = str(os.getpid())
         self.env.pop(POLL_INTERVAL_ENV, None)
         if poll_interval is not None:
             self.env[POLL_INTERVAL_ENV] = str(poll_interval)

@@ -63,7 +63,8 @@ def _preload() -> None:
 
 
 def _stop(signum: int, frame: Any) -> None:
-    """SIGTERM or SIGINT: end the run's task as failed (its ``finally``), then exit."""
+    """SIGTERM or SIGINT: end the run's task as failed (its ``finally``), then exit; a
+    spare not given a run yet just exits."""
     raise SystemExit(128 + signum)
 
 
@@ -74,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from fedstruct.fl.flower.guard import app_problem
 
     address, fd, *ca = list(sys.argv[1:] if argv is None else argv)
+    signal.signal(signal.SIGTERM, _stop)  # from here on, never a traceback of an import
+    signal.signal(signal.SIGINT, _stop)  # a stopped spare was in (its parent's monitor)
     adapter.start_parent_monitor(os.getppid())
     report = os.fdopen(int(fd), "w", buffering=1)
     certificates = read_bytes(Path(ca[0]), "the SuperLink's CA certificate") if ca else None
@@ -83,8 +86,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     token = sys.stdin.readline().strip()
     if not token:  # the dispatcher ended it (its SuperLink stopped) before any run
         return
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     try:
         completed = adapter.run_serverapp_task(
             address, token, app, app_problem, root_certificates=certificates
