@@ -412,8 +412,8 @@ def test_a_daemon_stops_with_the_process_it_is_told_to_stop_with():
             stop_with({STOP_WITH_ENV: bad})
 
 
-#: Owns a loopback cluster with a SuperLink, prints the SuperLink's PID, then waits to
-#: be killed.
+#: Owns a loopback cluster with a SuperLink and a SuperNode, prints their PIDs once the
+#: node has joined, then waits to be killed.
 _OWNER = """
 import sys, time
 from pathlib import Path
@@ -421,15 +421,16 @@ from fedstruct.fl.flower.loopback import LoopbackCluster
 
 cluster = LoopbackCluster(Path(sys.argv[1]))
 cluster.superlink("--insecure")
-print(cluster.procs["superlink"].pid, flush=True)
+cluster.wait_connected(cluster.supernode(0, "--insecure"))
+print(cluster.procs["superlink"].pid, cluster.procs["node0"].pid, flush=True)
 time.sleep(600)
 """
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 def test_a_loopback_cluster_whose_owner_is_killed_stops_by_itself(tmp_path):
-    """A SIGKILLed owner runs no cleanup: the SuperLink (its own session) sees its
-    owner gone and stops as on SIGTERM, its warm ServerApp with it."""
+    """A SIGKILLed owner runs no cleanup: the SuperLink and the SuperNode (each its own
+    session) see their owner gone and stop as on SIGTERM, their warm workers with them."""
     import os
     import signal
     import subprocess
@@ -441,20 +442,21 @@ def test_a_loopback_cluster_whose_owner_is_killed_stops_by_itself(tmp_path):
         [sys.executable, "-c", _OWNER, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
     try:
-        superlink = int(owner.stdout.readline())
-        group = os.getpgid(superlink)
+        line = owner.stdout.readline()
+        groups = {os.getpgid(int(pid)) for pid in line.split()}
     finally:
         owner.kill()
         owner.wait()
+    assert len(groups) == 2, f"the cluster did not start: {line!r}"
 
-    def members() -> list[int]:  # the session's processes still running (no zombies)
+    def members() -> list[int]:  # the sessions' processes still running (no zombies)
         found = []
         for entry in Path("/proc").iterdir():
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
-            if int(fields[2]) == group and fields[0] != "Z":
+            if int(fields[2]) in groups and fields[0] != "Z":
                 found.append(int(entry.name))
         return found
 
@@ -467,6 +469,7 @@ def test_a_loopback_cluster_whose_owner_is_killed_stops_by_itself(tmp_path):
     assert not left, f"still running after its owner was killed: {left}"
     log = (tmp_path / "superlink.log").read_text()
     assert "Application shutdown complete" in log and "Traceback" not in log, log
+    assert "Traceback" not in (tmp_path / "node0.log").read_text()
 
 
 def test_a_run_status_without_a_superlink_is_one_line(tmp_path, capsys):

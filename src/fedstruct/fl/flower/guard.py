@@ -634,7 +634,7 @@ def _stop_when_ended(owner: int) -> None:
     def watch() -> None:
         while alive():
             time.sleep(0.5)
-        signal.raise_signal(signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGTERM)  # to the process: its main thread wakes
 
     threading.Thread(target=watch, name="fedstruct-stop-with", daemon=True).start()
 

@@ -30,7 +30,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from logging import ERROR, WARNING
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = ["DONE", "PRELOAD", "READY", "load_clientapp", "main"]
 
@@ -77,6 +77,18 @@ def _preload() -> None:
         pass
 
 
+def _tell(report: TextIO, line: str) -> bool:
+    """Write ``line`` to the dispatcher; ``False`` if it has ended (its node stopped,
+    e.g. while this worker was still loading): the report then goes nowhere, so that
+    nothing is left to fail when the worker exits."""
+    try:
+        report.write(line + "\n")
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), report.fileno())
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Answer the tasks whose tokens arrive on standard input (module docstring)."""
     from flwr.common import log
@@ -89,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     app = load_clientapp()
     _preload()
     signal.signal(signal.SIGINT, _Tasks.interrupt)
-    report.write(READY + "\n")
+    if not _tell(report, READY):
+        return
     for line in sys.stdin:
         token = line.strip()
         if not token:
@@ -106,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             log(ERROR, "fedstruct worker: a task failed: %s: %s", type(exc).__name__, exc)
         finally:
             _Tasks.busy = False
-        report.write(DONE + "\n")
+        if not _tell(report, DONE):
+            return
 
 
 if __name__ == "__main__":
